@@ -1,0 +1,479 @@
+"""The run configuration: TOML validated section by section, then turned into specs.
+
+`load_config` layers the embedded `default.toml`, the user's file and `--set` overrides,
+then validates the result with one pydantic model per section ([run], [data], [model],
+[train]; later issues add more). Unknown keys and wrong types raise `ConfigError` naming
+the file and the full dotted key; values the spec dataclasses reject (their ValueError)
+raise `ConfigError` naming the section. Sections that mirror a spec dataclass
+([data.synthetic], [train.*_optimizer]) are generated from its fields, so they follow it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from recsync.data.criteo import CriteoSchema
+from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
+from recsync.data.synthetic import SyntheticSpec
+from recsync.data.tabular import TabularSchema
+from recsync.errors import ConfigError
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.trainer.reference import TrainSpec
+
+DEFAULT_SOURCE = "<embedded default.toml>"
+TABULAR_FORMATS = ("csv", "parquet")
+CRITEO_DENSE, CRITEO_TABLES = 13, 26
+_DEFAULT_MODEL = ModelSpec()
+_DEFAULT_TRAIN = TrainSpec()
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys and loosely typed values are rejected."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, validate_by_name=True, serialize_by_alias=True
+    )
+
+
+def _toml_type(hint: Any) -> Any:
+    """The TOML-side type of a dataclass field's type: tuples become lists, dataclasses
+    become generated sections."""
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return section_from_dataclass(hint)
+    if typing.get_origin(hint) is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return list[_toml_type(args[0])]
+        return Annotated[
+            list[_toml_type(args[0])], Field(min_length=len(args), max_length=len(args))
+        ]
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        return typing.Union[tuple(_toml_type(a) for a in args)]  # noqa: UP007
+    return hint
+
+
+def _toml_value(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _toml_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_toml_value(v) for v in value]
+    return value
+
+
+@functools.cache
+def section_from_dataclass(cls: type) -> type[Section]:
+    """A section with one key per field of the spec dataclass `cls`, defaulting to its
+    defaults (fields without a default are required)."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = _toml_value(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = _toml_value(f.default_factory())
+        else:
+            default = ...
+        fields[f.name] = (_toml_type(hints[f.name]), default)
+    doc = f"Keys of {cls.__name__}, defaults from it."
+    return create_model(f"{cls.__name__}Section", __base__=Section, __doc__=doc, **fields)
+
+
+def _spec_value(hint: Any, value: Any, key: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        members = typing.get_args(hint) or (hint,)
+        cls = next(m for m in members if dataclasses.is_dataclass(m))
+        return build_dataclass(cls, value, key)
+    if isinstance(value, list) and typing.get_origin(hint) is tuple:
+        return tuple(value)
+    return value
+
+
+def build_dataclass(cls: type, values: BaseModel | Mapping[str, Any], key: str) -> Any:
+    """An instance of the spec dataclass `cls` from a section (or a dict of ready values);
+    its ValueError becomes a ConfigError naming `key`."""
+    if isinstance(values, BaseModel):
+        hints = typing.get_type_hints(cls)
+        values = {
+            name: _spec_value(hints[name], getattr(values, name), f"{key}.{name}")
+            for name in type(values).model_fields
+        }
+    try:
+        return cls(**values)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(f"{key}: {error}") from None
+
+
+SyntheticSection = section_from_dataclass(SyntheticSpec)
+DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
+SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
+
+
+class RunSection(Section):
+    """[run]: name, seed and bookkeeping of one run."""
+
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    seed: int = 0
+    runs_dir: str = "runs"
+    eval_every: int = Field(default=50_000, ge=0)
+    tensorboard: bool = False
+
+
+class TabularSchemaSection(Section):
+    """[data.schema]: the declared columns of a CSV or Parquet table."""
+
+    label: str = "label"
+    dense: list[str] = []
+    categorical: list[str] = []
+    hashed: list[str] = []
+    null_dense: float | Literal["skip"] = 0.0
+    hash_seed: int = 0
+    dense_log1p: bool = False
+
+
+class LibSVMSection(Section):
+    """[data.libsvm]: which libSVM indices are dense features."""
+
+    dense_indices: list[int] = []
+
+
+class LibFFMSection(Section):
+    """[data.libffm]: which libFM field numbers are dense features."""
+
+    dense_fields: list[int] = []
+
+
+class DataSection(Section):
+    """[data]: where examples come from, and the held-out set for file data."""
+
+    source: Literal["synthetic", "criteo", "libsvm", "libffm", "csv", "parquet"] = "synthetic"
+    path: str | list[str] | None = None
+    strict: bool = False
+    test_path: str | list[str] | None = None
+    test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
+    test_max_examples: int = Field(default=100_000, ge=1)
+    synthetic: SyntheticSection = Field(default_factory=SyntheticSection)
+    table_schema: TabularSchemaSection = Field(default_factory=TabularSchemaSection, alias="schema")
+    libsvm: LibSVMSection = Field(default_factory=LibSVMSection)
+    libffm: LibFFMSection = Field(default_factory=LibFFMSection)
+
+
+class ModelSection(Section):
+    """[model]: the DLRM's shape; num_dense, num_tables and table_rows default to the data's."""
+
+    num_dense: int | None = None
+    num_tables: int | None = None
+    table_rows: list[int] | int | None = None
+    embedding_dim: int = _DEFAULT_MODEL.embedding_dim
+    pooling: Literal["sum", "mean"] = "sum"
+    bottom_mlp: list[int] = list(_DEFAULT_MODEL.bottom_mlp)
+    top_mlp: list[int] = list(_DEFAULT_MODEL.top_mlp)
+    data_norm: bool = _DEFAULT_MODEL.data_norm
+
+
+class TrainSection(Section):
+    """[train]: batch size and the dense and sparse optimizers."""
+
+    batch_size: int = _DEFAULT_TRAIN.batch_size
+    dense_optimizer: DenseOptimizerSection = Field(default_factory=DenseOptimizerSection)
+    sparse_optimizer: SparseOptimizerSection = Field(default_factory=SparseOptimizerSection)
+
+
+@dataclass(frozen=True)
+class FileData:
+    """File data resolved from [data]: what `recsync.io.readers.open_dataset` needs."""
+
+    paths: tuple[Path, ...]
+    fmt: str
+    schema: CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
+    strict: bool
+    test_paths: tuple[Path, ...]
+    test_fraction: float
+    test_max_examples: int
+    dense_log1p: bool
+
+
+@dataclass(frozen=True)
+class RunSpecs:
+    """Everything a run needs, as the specs the lower layers take."""
+
+    model: ModelSpec
+    train: TrainSpec
+    synthetic: SyntheticSpec | None
+    files: FileData | None
+
+
+class Config(Section):
+    """A whole validated run configuration."""
+
+    run: RunSection = Field(default_factory=RunSection)
+    data: DataSection = Field(default_factory=DataSection)
+    model: ModelSection = Field(default_factory=ModelSection)
+    train: TrainSection = Field(default_factory=TrainSection)
+
+    def to_specs(self) -> RunSpecs:
+        """The specs; raises ConfigError naming the key or section of a rejected value."""
+        synthetic = (
+            build_dataclass(SyntheticSpec, self.data.synthetic, "data.synthetic")
+            if self.data.source == "synthetic"
+            else None
+        )
+        if synthetic is None:
+            self._check_file_keys()
+        model = self._model_spec()
+        train = build_dataclass(
+            TrainSpec,
+            {
+                "batch_size": self.train.batch_size,
+                "seed": self.run.seed,
+                "dense_optimizer": build_dataclass(
+                    DenseOptimizerSpec, self.train.dense_optimizer, "train.dense_optimizer"
+                ),
+                "sparse_optimizer": build_dataclass(
+                    RowOptimizerSpec, self.train.sparse_optimizer, "train.sparse_optimizer"
+                ),
+            },
+            "train",
+        )
+        files = None if synthetic else self._file_data(model)
+        return RunSpecs(model=model, train=train, synthetic=synthetic, files=files)
+
+    def dump(self) -> dict[str, Any]:
+        """The resolved configuration as JSON-ready nested dicts (None for unset keys);
+        `load_config` of it, written as TOML without the None keys, gives an equal Config."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def _data_shape(self) -> tuple[int | None, int | None, tuple[int, ...] | None]:
+        """(num_dense, num_tables, table_rows) the data dictates; None where it is free."""
+        data = self.data
+        if data.source == "synthetic":
+            rows = tuple(data.synthetic.table_rows)
+            return data.synthetic.num_dense, len(rows), rows
+        if data.source == "criteo":
+            return None, None, None
+        if data.source == "libsvm":
+            return len(data.libsvm.dense_indices), 1, None
+        if data.source == "libffm":
+            return len(data.libffm.dense_fields), None, None
+        return len(data.table_schema.dense), len(data.table_schema.categorical), None
+
+    def _model_spec(self) -> ModelSpec:
+        m, source = self.model, self.data.source
+        data_dense, data_tables, data_rows = self._data_shape()
+        num_dense = _agree("model.num_dense", m.num_dense, data_dense, "dense features")
+        num_tables = _agree("model.num_tables", m.num_tables, data_tables, "tables")
+        rows = m.table_rows
+        if isinstance(rows, list) and num_tables is not None and len(rows) != num_tables:
+            raise ConfigError(f"model.table_rows: {len(rows)} tables, but there are {num_tables}")
+        if source == "criteo":
+            num_dense = CRITEO_DENSE if num_dense is None else num_dense
+            num_tables = CRITEO_TABLES if num_tables is None else num_tables
+        if rows is None:
+            if data_rows is None:
+                raise ConfigError(f"model.table_rows: required when data.source is {source!r}")
+            rows = list(data_rows)
+        elif isinstance(rows, int):
+            if num_tables is None:
+                raise ConfigError("model.num_tables: required when model.table_rows is one int")
+            rows = [rows] * num_tables
+        if data_rows is not None and tuple(rows) != data_rows:
+            raise ConfigError(
+                "model.table_rows: must equal data.synthetic.table_rows (the ids the data has)"
+            )
+        names = (
+            self.data.table_schema.categorical
+            if source in TABULAR_FORMATS
+            else [f"C{i + 1}" for i in range(len(rows))]
+        )
+        try:
+            tables = tuple(
+                TableSpec(name, r, m.embedding_dim, m.pooling)
+                for name, r in zip(names, rows, strict=True)
+            )
+            return ModelSpec(
+                num_dense=num_dense or 0,
+                tables=tables,
+                bottom_mlp=tuple(m.bottom_mlp),
+                top_mlp=tuple(m.top_mlp),
+                data_norm=m.data_norm,
+            )
+        except ValueError as error:
+            raise ConfigError(f"model: {error}") from None
+
+    def _check_file_keys(self) -> None:
+        data = self.data
+        if data.path is None:
+            raise ConfigError(f"data.path: required when data.source is {data.source!r}")
+        if data.test_path is not None and data.test_fraction > 0:
+            raise ConfigError("data.test_path: give either data.test_path or data.test_fraction")
+        if data.test_path is None and data.test_fraction == 0:
+            raise ConfigError(
+                "data.test_path: file data needs a held-out set: set data.test_path "
+                "or data.test_fraction"
+            )
+
+    def _file_data(self, model: ModelSpec) -> FileData:
+        data, rows = self.data, tuple(t.num_rows for t in model.tables)
+        try:
+            schema = _reader_schema(data, model, rows)
+        except ValueError as error:
+            section = {"libsvm": "data.libsvm", "libffm": "data.libffm"}.get(
+                data.source, "data.schema"
+            )
+            raise ConfigError(f"{section}: {error}") from None
+        return FileData(
+            paths=_paths(data.path),
+            fmt=data.source,
+            schema=schema,
+            strict=data.strict,
+            test_paths=_paths(data.test_path),
+            test_fraction=data.test_fraction,
+            test_max_examples=data.test_max_examples,
+            dense_log1p=data.table_schema.dense_log1p and data.source in TABULAR_FORMATS,
+        )
+
+
+def _reader_schema(data: DataSection, model: ModelSpec, rows: tuple[int, ...]):
+    if data.source == "criteo":
+        return CriteoSchema(rows, num_integer=model.num_dense)
+    if data.source == "libsvm":
+        return LibSVMSchema(rows[0], dense_indices=tuple(data.libsvm.dense_indices))
+    if data.source == "libffm":
+        return LibFFMSchema(rows, dense_fields=tuple(data.libffm.dense_fields))
+    s = data.table_schema
+    return TabularSchema(
+        label=s.label,
+        dense=tuple(s.dense),
+        categorical=tuple(s.categorical),
+        table_rows=rows,
+        hashed=tuple(s.hashed),
+        null_dense=None if s.null_dense == "skip" else s.null_dense,
+        hash_seed=s.hash_seed,
+    )
+
+
+def _agree(key: str, given: int | None, dictated: int | None, what: str) -> int | None:
+    if given is not None and dictated is not None and given != dictated:
+        raise ConfigError(f"{key}: {given} {what}, but the data has {dictated}")
+    return given if given is not None else dictated
+
+
+def _paths(value: str | list[str] | None) -> tuple[Path, ...]:
+    if value is None:
+        return ()
+    return tuple(Path(p) for p in ([value] if isinstance(value, str) else value))
+
+
+def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _apply_override(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for depth, part in enumerate(parents):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(parents[: depth + 1])}: is a value, not a table")
+        node = child
+    node[leaf] = value
+
+
+def _read_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{source}: invalid TOML: {error}") from None
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    """'train.sparse_optimizer.lr' from a pydantic error location (union tags dropped)."""
+    key = ""
+    for part in loc:
+        if isinstance(part, int):
+            key += f"[{part}]"
+        elif part.isidentifier() and part not in ("int", "float", "str", "bool", "list"):
+            key += f".{part}" if key else part
+    return key
+
+
+def _validation_message(error: ValidationError, source: str) -> str:
+    messages: dict[str, list[str]] = {}
+    for detail in error.errors():
+        kind = detail["type"]
+        message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
+            kind, detail["msg"]
+        )
+        messages.setdefault(_dotted(detail["loc"]), []).append(message)
+    return f"{source}: " + "; ".join(f"{k}: {' or '.join(v)}" for k, v in messages.items())
+
+
+def default_toml() -> str:
+    """The text of the embedded default configuration."""
+    return resources.files("recsync.app").joinpath("default.toml").read_text(encoding="utf-8")
+
+
+def parse_overrides(assignments: list[str]) -> dict[str, Any]:
+    """{'train.batch_size': 128} from ['train.batch_size=128']; a value is read as TOML
+    (numbers, booleans, lists, quoted strings) or else taken as a bare string."""
+    overrides: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {assignment!r}: expected key=value")
+        try:
+            value = tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        overrides[key.strip()] = value
+    return overrides
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """The embedded default, updated by the file at `path` (if any), then by `overrides`
+    (dotted keys); validated, and checked by building its specs."""
+    source = DEFAULT_SOURCE
+    tree = _read_toml(default_toml(), source)
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"{source}: cannot read config: {error.strerror}") from None
+        tree = _merge(tree, _read_toml(text, source))
+    if overrides:
+        source += " with --set overrides"
+        for key, value in overrides.items():
+            _apply_override(tree, key, value)
+    try:
+        config = Config.model_validate(tree)
+        config.to_specs()
+    except ValidationError as error:
+        raise ConfigError(_validation_message(error, source)) from None
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    return config

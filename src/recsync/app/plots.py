@@ -1,0 +1,49 @@
+"""Learning curves of a run as a PNG: train loss and test AUC over examples trained."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    points = [(r["examples"], r[key]) for r in records if r.get(key) is not None]
+    return [x for x, _ in points], [y for _, y in points]
+
+
+def plot_curves(
+    records: Sequence[Mapping[str, Any]],
+    out: str | Path,
+    *,
+    teacher_auc: float | None = None,
+    title: str = "",
+) -> Path:
+    """Two panels over examples trained: train loss (mean since the previous point) and
+    test AUC, with the teacher's AUC (the best reachable) dashed when known. Uses the Agg
+    canvas directly, so no GUI backend and no global pyplot state are involved."""
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    FigureCanvasAgg(figure)
+    loss_axes, auc_axes = figure.subplots(1, 2)
+
+    examples, losses = _series(records, "train_loss")
+    loss_axes.plot(examples, losses, marker="o", markersize=3)
+    loss_axes.set(title="train loss", xlabel="examples trained", ylabel="logloss")
+
+    examples, aucs = _series(records, "test_auc")
+    auc_axes.plot(examples, aucs, marker="o", markersize=3, label="model")
+    if teacher_auc is not None:
+        auc_axes.axhline(teacher_auc, linestyle="--", color="gray", label="teacher (best)")
+    auc_axes.set(title="test AUC", xlabel="examples trained", ylabel="AUC")
+    auc_axes.legend(loc="lower right")
+
+    for axes in (loss_axes, auc_axes):
+        axes.grid(alpha=0.3)
+    if title:
+        figure.suptitle(title)
+    out = Path(out)
+    figure.savefig(out, dpi=100)
+    return out

@@ -1,0 +1,137 @@
+"""The batch format every reader produces and every trainer consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Batch:
+    """A mini-batch of B examples with F categorical features (multi-hot bags).
+
+    dense:   B x num_dense float32 (already transformed, e.g. log(1+x)).
+    ids:     N int64 ids, bags in feature-major order: bag (f, b) is ids[offsets[f*B+b]:
+             offsets[f*B+b+1]]. Ids are local to feature f's table, in [0, rows_f).
+    offsets: F*B+1 int64, non-decreasing, offsets[0] = 0, offsets[-1] = N.
+    labels:  B float32 in {0, 1}.
+    """
+
+    dense: torch.Tensor
+    ids: torch.Tensor
+    offsets: torch.Tensor
+    labels: torch.Tensor
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def num_features(self) -> int:
+        return (int(self.offsets.shape[0]) - 1) // max(self.batch_size, 1)
+
+    def bag_lengths(self) -> torch.Tensor:
+        """F*B lengths of the bags, feature-major."""
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def slice(self, start: int, stop: int) -> Batch:
+        """Examples [start, stop) as a new batch (used to split a global batch into locals)."""
+        assert 0 <= start <= stop <= self.batch_size
+        keep = torch.zeros(self.batch_size, dtype=torch.bool)
+        keep[start:stop] = True
+        return self.select(keep)
+
+    def select(self, keep: torch.Tensor) -> Batch:
+        """The examples where the B-long bool mask `keep` is true, in order."""
+        lengths = self.bag_lengths()
+        bag_keep = keep.repeat(self.num_features)  # bag f*B + b belongs to example b
+        kept_lengths = lengths[bag_keep]
+        offsets = torch.zeros(kept_lengths.numel() + 1, dtype=torch.int64)
+        torch.cumsum(kept_lengths, 0, out=offsets[1:])
+        ids = self.ids[torch.repeat_interleave(bag_keep, lengths, output_size=self.ids.numel())]
+        return Batch(self.dense[keep], ids, offsets, self.labels[keep])
+
+    def validate(self, table_rows: list[int]) -> None:
+        """Raise ValueError naming the feature if any id is out of its table's range."""
+        B = self.batch_size
+        if len(table_rows) != self.num_features:
+            raise ValueError(
+                f"batch has {self.num_features} categorical features, model has {len(table_rows)}"
+            )
+        lengths = self.bag_lengths().reshape(len(table_rows), B).sum(1).tolist()
+        start = 0
+        for f, (n, rows) in enumerate(zip(lengths, table_rows, strict=True)):
+            chunk = self.ids[start : start + n]
+            start += n
+            if n and (int(chunk.min()) < 0 or int(chunk.max()) >= rows):
+                raise ValueError(
+                    f"feature {f}: id out of range [0, {rows}) (min {int(chunk.min())}, "
+                    f"max {int(chunk.max())})"
+                )
+        if not torch.isfinite(self.dense).all():
+            raise ValueError("dense features contain NaN or infinity")
+
+
+def collate(
+    dense_rows: list[list[float]], bags: list[list[list[int]]], labels: list[float]
+) -> Batch:
+    """Build a Batch from per-example lists: bags[b][f] is the list of ids of feature f."""
+    B = len(labels)
+    F = len(bags[0]) if B else 0
+    flat: list[int] = []
+    lengths: list[int] = []
+    for f in range(F):
+        for b in range(B):
+            bag = bags[b][f]
+            flat.extend(bag)
+            lengths.append(len(bag))
+    offsets = torch.zeros(len(lengths) + 1, dtype=torch.int64)
+    if lengths:
+        torch.cumsum(torch.tensor(lengths, dtype=torch.int64), 0, out=offsets[1:])
+    return Batch(
+        dense=torch.tensor(dense_rows, dtype=torch.float32).reshape(B, -1),
+        ids=torch.tensor(flat, dtype=torch.int64),
+        offsets=offsets,
+        labels=torch.tensor(labels, dtype=torch.float32),
+    )
+
+
+def concat(batches: list[Batch]) -> Batch:
+    """Examples of several batches (same features) as one batch, in order."""
+    batches = [b for b in batches if b.batch_size] or batches[:1]
+    if len(batches) == 1:
+        return batches[0]
+    F = batches[0].num_features
+    dense = torch.cat([b.dense for b in batches])
+    labels = torch.cat([b.labels for b in batches])
+    per_feature_ids, per_feature_lengths = [], []
+    for f in range(F):
+        for b in batches:
+            B = b.batch_size
+            start, stop = int(b.offsets[f * B]), int(b.offsets[(f + 1) * B])
+            per_feature_ids.append(b.ids[start:stop])
+            per_feature_lengths.append(b.bag_lengths()[f * B : (f + 1) * B])
+    lengths = torch.cat(per_feature_lengths)
+    offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
+    torch.cumsum(lengths, 0, out=offsets[1:])
+    return Batch(dense, torch.cat(per_feature_ids), offsets, labels)
+
+
+def rebatch(chunks, batch_size: int):
+    """Re-cut a stream of batches of any sizes into batches of `batch_size` (last may be
+    smaller), keeping every example once and in order."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    pending: list[Batch] = []
+    held = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        held += chunk.batch_size
+        while held >= batch_size:
+            merged = concat(pending)
+            yield merged.slice(0, batch_size)
+            rest = merged.slice(batch_size, merged.batch_size)
+            pending, held = ([rest], rest.batch_size) if rest.batch_size else ([], 0)
+    if held:
+        yield concat(pending)

@@ -1,0 +1,182 @@
+"""A seeded synthetic CTR task whose labels come from a hidden teacher model.
+
+Ids are Zipf-skewed per feature; dense features are log(1+count) of log-normal counts.
+The teacher is a factorization machine over the ids (first-order weights plus pairwise dot
+products of small factor vectors) plus a linear term on the dense features. Its own AUC on
+the test split is the best AUC any model can reach. With `drift` > 0 the teacher's weights
+take a random-walk step every day (continual-learning runs); the test split is drawn from
+the last day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from recsync.data.batch import Batch, concat, rebatch
+from recsync.metrics.quality import auc
+
+CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """Sizes and shape of a synthetic task.
+
+    The teacher's logit has three parts whose standard deviations are set here: the sum of
+    the first-order id weights (first_order_std), the sum of pairwise factor products
+    (pairwise_std) and the dense linear term (dense_std per unit-variance feature).
+    """
+
+    num_train: int = 1_000_000
+    num_test: int = 50_000
+    num_dense: int = 13
+    table_rows: tuple[int, ...] = (100,) * 26
+    zipf_exponent: float = 1.05
+    teacher_dim: int = 4
+    first_order_std: float = 1.0
+    pairwise_std: float = 0.1
+    dense_std: float = 0.3
+    base_ctr: float = 0.25
+    num_days: int = 1
+    drift: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_train < 1 or self.num_test < 1:
+            raise ValueError("synthetic num_train and num_test must be >= 1")
+        if not self.table_rows or any(r < 1 for r in self.table_rows):
+            raise ValueError(f"synthetic table_rows must be >= 1, got {self.table_rows}")
+        if self.zipf_exponent <= 0:
+            raise ValueError(f"synthetic zipf_exponent must be > 0, got {self.zipf_exponent}")
+        if not 0 < self.base_ctr < 1:
+            raise ValueError(f"synthetic base_ctr must be in (0, 1), got {self.base_ctr}")
+        if self.num_days < 1 or self.drift < 0:
+            raise ValueError("synthetic num_days must be >= 1 and drift >= 0")
+        if min(self.first_order_std, self.pairwise_std, self.dense_std) < 0 or self.teacher_dim < 1:
+            raise ValueError("synthetic teacher stds must be >= 0 and teacher_dim >= 1")
+
+
+class Teacher:
+    """The hidden model: logit = bias + dense . w + sum_f u_f[id] + sum_{f<g} <V_f[id], V_g[id]>."""
+
+    def __init__(self, spec: SyntheticSpec, gen: torch.Generator):
+        F, k = len(spec.table_rows), spec.teacher_dim
+        self.dense_weight = (
+            torch.randn(spec.num_dense, generator=gen)
+            * spec.dense_std
+            / max(spec.num_dense, 1) ** 0.5
+        )
+        self.first = [
+            torch.randn(r, generator=gen) * spec.first_order_std / F**0.5 for r in spec.table_rows
+        ]
+        pairs = max(F * (F - 1) // 2, 1)
+        factor_std = (spec.pairwise_std**2 / (pairs * k)) ** 0.25
+        self.factors = [torch.randn(r, k, generator=gen) * factor_std for r in spec.table_rows]
+        self.bias = torch.log(torch.tensor(spec.base_ctr / (1 - spec.base_ctr)))
+
+    def drifted(self, drift: float, gen: torch.Generator) -> Teacher:
+        other = object.__new__(Teacher)
+        other.dense_weight = (
+            self.dense_weight
+            + drift * torch.randn(self.dense_weight.shape, generator=gen) * self.dense_weight.std()
+        )
+        other.first = [
+            u + drift * torch.randn(u.shape, generator=gen) * u.std() for u in self.first
+        ]
+        other.factors = [
+            v + drift * torch.randn(v.shape, generator=gen) * v.std() for v in self.factors
+        ]
+        other.bias = self.bias
+        return other
+
+    def logits(self, dense: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """dense: B x num_dense, ids: B x F (one id per feature)."""
+        F = ids.shape[1]
+        first = sum(self.first[f][ids[:, f]] for f in range(F))
+        vecs = torch.stack([self.factors[f][ids[:, f]] for f in range(F)], dim=1)
+        total = vecs.sum(1)
+        pairwise = 0.5 * (total.pow(2).sum(1) - vecs.pow(2).sum((1, 2)))
+        centered = dense - dense.mean() if dense.numel() else dense
+        return self.bias + centered @ self.dense_weight + first + pairwise
+
+
+class SyntheticTask:
+    """Deterministic train/test streams of a synthetic task, with the teacher's AUC."""
+
+    def __init__(self, spec: SyntheticSpec):
+        self.spec = spec
+        gen = torch.Generator().manual_seed(spec.seed)
+        self.teachers = [Teacher(spec, gen)]
+        for _ in range(1, spec.num_days):
+            self.teachers.append(self.teachers[-1].drifted(spec.drift, gen))
+        self.id_probs = [self._zipf(r) for r in spec.table_rows]
+        self.id_perms = [torch.randperm(r, generator=gen) for r in spec.table_rows]
+        self._test: tuple[Batch, torch.Tensor] | None = None
+
+    def _zipf(self, rows: int) -> torch.Tensor:
+        p = 1.0 / torch.arange(1, rows + 1, dtype=torch.float64) ** self.spec.zipf_exponent
+        return p / p.sum()
+
+    def _chunk(self, size: int, day: int, stream: int, index: int) -> tuple[Batch, torch.Tensor]:
+        seed = hash((self.spec.seed, stream, day, index)) & 0x7FFF_FFFF  # int tuples hash stably
+        gen = torch.Generator().manual_seed(seed)
+        spec = self.spec
+        counts = torch.exp(1.0 + 1.5 * torch.randn(size, spec.num_dense, generator=gen)).floor()
+        dense = torch.log1p(counts).to(torch.float32)
+        ids = torch.stack(
+            [
+                perm[torch.multinomial(p, size, replacement=True, generator=gen)]
+                for p, perm in zip(self.id_probs, self.id_perms, strict=True)
+            ],
+            dim=1,
+        )
+        prob = torch.sigmoid(self.teachers[day].logits(dense, ids))
+        labels = (torch.rand(size, generator=gen) < prob).to(torch.float32)
+        F = ids.shape[1]
+        offsets = torch.arange(F * size + 1, dtype=torch.int64)
+        batch = Batch(dense, ids.t().reshape(-1).contiguous(), offsets, labels)
+        return batch, prob.to(torch.float32)
+
+    def _chunks(self, total: int, days: range, stream: int) -> Iterator[Batch]:
+        per_day = [
+            total // len(days) + (1 if i < total % len(days) else 0) for i in range(len(days))
+        ]
+        for day, count in zip(days, per_day, strict=True):
+            for index, start in enumerate(range(0, count, CHUNK)):
+                yield self._chunk(min(CHUNK, count - start), day, stream, index)[0]
+
+    def train_batches(self, batch_size: int, start_example: int = 0) -> Iterator[Batch]:
+        """The training stream, day after day, cut into batches; `start_example` skips ahead
+        (a resumed run continues exactly where the checkpoint left off)."""
+        chunks = self._chunks(self.spec.num_train, range(self.spec.num_days), 1)
+        return rebatch(skip_examples(chunks, start_example), batch_size)
+
+    def test_set(self) -> tuple[Batch, torch.Tensor]:
+        """The whole test split (last day's teacher) and the teacher's probabilities on it."""
+        if self._test is None:
+            day = self.spec.num_days - 1
+            starts = range(0, self.spec.num_test, CHUNK)
+            parts = [
+                self._chunk(min(CHUNK, self.spec.num_test - s), day, 2, i)
+                for i, s in enumerate(starts)
+            ]
+            self._test = concat([b for b, _ in parts]), torch.cat([p for _, p in parts])
+        return self._test
+
+    def teacher_auc(self) -> float:
+        """The teacher's own AUC on the test split: the best AUC a model can reach."""
+        batch, prob = self.test_set()
+        return auc(batch.labels, prob)
+
+
+def skip_examples(chunks: Iterator[Batch], count: int) -> Iterator[Batch]:
+    """The stream without its first `count` examples."""
+    for chunk in chunks:
+        if count >= chunk.batch_size:
+            count -= chunk.batch_size
+            continue
+        yield chunk.slice(count, chunk.batch_size) if count else chunk
+        count = 0

@@ -1,0 +1,196 @@
+"""Schema-driven rows (CSV, Parquet, any table) into examples.
+
+A `TabularSchema` names the label column, the dense columns and the categorical columns
+(with one table size each). Rows reach the parser as tuples of python values in
+`schema.columns` order (label, dense..., categorical...): `rows_from_columns` and
+`rows_from_dicts` build them from column lists or dict records. Values may be python
+numbers, bools, strings (CSV text) or None (null); an empty string counts as null.
+
+- label: 0 or 1 (number, bool or its text) — "missing_label" if null, "bad_label" otherwise.
+- dense: a finite number (or its text); null -> `null_dense` (0.0 by default; None makes a
+  null a "missing_value" skip); NaN/inf -> "nan_value"; anything else -> "bad_value".
+- categorical, integer columns: a non-negative integer (int, integral float or decimal
+  text); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
+- categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
+  id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
+- null categorical: an empty bag. A row whose declared columns are all null: "empty_line".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import mmh3
+
+from recsync.data.batch import Batch
+from recsync.data.records import Example, batch_examples, good_examples
+from recsync.data.skips import Rejected, SkipReport
+from recsync.errors import DataError
+
+_DECIMAL = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True)
+class TabularSchema:
+    """Declared columns of a table: label, dense features, categorical features.
+
+    table_rows[f] is the table size of categorical[f]; `hashed` lists the categorical
+    columns holding strings (hashed with mmh3), the others hold integer ids.
+    """
+
+    label: str
+    dense: tuple[str, ...]
+    categorical: tuple[str, ...]
+    table_rows: tuple[int, ...]
+    hashed: tuple[str, ...] = ()
+    null_dense: float | None = 0.0
+    hash_seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("dense", "categorical", "table_rows", "hashed"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if len(self.table_rows) != len(self.categorical):
+            raise ValueError(
+                f"tabular schema: {len(self.categorical)} categorical columns but "
+                f"{len(self.table_rows)} table_rows"
+            )
+        if any(r < 1 for r in self.table_rows):
+            raise ValueError(f"tabular schema: table_rows must be >= 1: {self.table_rows}")
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"tabular schema: a column is declared twice: {self.columns}")
+        if not set(self.hashed) <= set(self.categorical):
+            raise ValueError("tabular schema: hashed columns must be categorical columns")
+        if self.null_dense is not None and not math.isfinite(self.null_dense):
+            raise ValueError(f"tabular schema: null_dense must be finite, got {self.null_dense}")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """All declared columns in row order: label, dense..., categorical..."""
+        return (self.label, *self.dense, *self.categorical)
+
+
+def rows_from_columns(
+    columns: Mapping[str, Sequence[object]], schema: TabularSchema, *, source: str = ""
+) -> Iterator[tuple[object, ...]]:
+    """Rows in `schema.columns` order from a dict of equally long column lists."""
+    missing = [c for c in schema.columns if c not in columns]
+    if missing:
+        raise DataError(f"declared columns not found: {missing}", source=source, field=missing[0])
+    return zip(*(columns[c] for c in schema.columns), strict=True)
+
+
+def rows_from_dicts(
+    records: Iterable[Mapping[str, object]], schema: TabularSchema
+) -> Iterator[tuple[object, ...]]:
+    """Rows in `schema.columns` order from dict records; an absent key counts as null."""
+    names = schema.columns
+    for record in records:
+        yield tuple(record.get(c) for c in names)
+
+
+def _is_null(value: object) -> bool:
+    return value is None or value == "" or value == b""
+
+
+def _label(value: object, column: str) -> float:
+    number: object = value
+    if isinstance(value, str | bytes):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, int | float) and number in (0, 1):
+        return float(number)
+    raise Rejected("bad_label", column, f"label {value!r} is not 0 or 1")
+
+
+def _dense(value: object, column: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise Rejected("bad_value", column, f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise Rejected("nan_value", column, f"{value!r} is not finite")
+    return number
+
+
+def _integer_id(value: object, column: str) -> int:
+    integral_float = isinstance(value, float) and value.is_integer()
+    if isinstance(value, int) or integral_float:
+        number = int(value)  # type: ignore[arg-type]
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        number = int(value)
+    elif isinstance(value, float) and math.isnan(value):
+        raise Rejected("nan_value", column, "categorical id is NaN")
+    else:
+        raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id")
+    if number < 0:
+        raise Rejected("bad_id", column, f"{value!r} is a negative id")
+    return number
+
+
+class TabularRowParser:
+    """Parses one row (tuple in `schema.columns` order) into an Example, or raises Rejected."""
+
+    def __init__(self, schema: TabularSchema):
+        self.schema = schema
+        self._num_dense = len(schema.dense)
+        hashed = set(schema.hashed)
+        self._is_hashed = [c in hashed for c in schema.categorical]
+
+    def __call__(self, row: Sequence[object]) -> Example:
+        schema = self.schema
+        if all(_is_null(v) for v in row):
+            raise Rejected("empty_line", "", "every declared column is null")
+        if _is_null(row[0]):
+            raise Rejected("missing_label", schema.label, "the label is null")
+        label = _label(row[0], schema.label)
+        dense: list[float] = []
+        for column, value in zip(schema.dense, row[1 : 1 + self._num_dense], strict=True):
+            if not _is_null(value):
+                dense.append(_dense(value, column))
+            elif schema.null_dense is None:
+                raise Rejected("missing_value", column, "dense value is null")
+            else:
+                dense.append(schema.null_dense)
+        bags: list[list[int]] = []
+        categorical_values = row[1 + self._num_dense :]
+        for f, (column, value) in enumerate(
+            zip(schema.categorical, categorical_values, strict=True)
+        ):
+            if _is_null(value):
+                bags.append([])
+            elif self._is_hashed[f]:
+                bags.append([self._hash(value, column) % schema.table_rows[f]])
+            else:
+                bags.append([_integer_id(value, column) % schema.table_rows[f]])
+        return dense, bags, label
+
+    def _hash(self, value: object, column: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, str | bytes | int):
+            raise Rejected("bad_id", column, f"{value!r} is not a string to hash")
+        key = str(value) if isinstance(value, int) else value
+        return mmh3.hash(key, self.schema.hash_seed, signed=False)
+
+
+def tabular_batches(
+    rows: Iterable[Sequence[object]],
+    schema: TabularSchema,
+    *,
+    source: str = "<table>",
+    batch_size: int,
+    strict: bool = False,
+    skips: SkipReport | None = None,
+    first_line: int = 1,
+) -> Iterator[Batch]:
+    """Batches of the good rows, in order; row k (0-based) is reported as line first_line + k."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    skips = SkipReport() if skips is None else skips
+    numbered = enumerate(rows, start=first_line)
+    parser = TabularRowParser(schema)
+    examples = good_examples(numbered, parser, source=source, strict=strict, skips=skips)
+    return batch_examples(examples, batch_size)

@@ -1,0 +1,258 @@
+"""Open data files and stream them as batches; parsing is delegated to recsync.data.
+
+Formats: "criteo", "libsvm", "libffm" (text, plain or gzip — detected by the gzip magic
+bytes, whatever the file name), "csv" (pyarrow's streaming reader; .gz too) and "parquet"
+(record batches, one row group at a time). `open_dataset` returns a `DatasetReader`: an
+iterator of `Batch`es of `batch_size` (the last may be smaller; batches fill across file
+boundaries) whose `.skips` reports, at any time and at the end, the lines skipped in
+lenient mode. In strict mode the first malformed line raises `DataError`.
+
+Line numbers in messages are 1-based physical lines for text and CSV (the CSV header is line
+1; a quoted value spanning several lines shifts later numbers) and 1-based row numbers for
+Parquet, counted per file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from recsync.data.batch import Batch
+from recsync.data.criteo import CriteoLineParser, CriteoSchema
+from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
+from recsync.data.records import Example, batch_examples, good_examples
+from recsync.data.skips import Rejected, SkipReport
+from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
+from recsync.errors import ConfigError, DataError
+
+Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
+FORMATS = ("criteo", "libsvm", "libffm", "csv", "parquet")
+_TEXT_PARSERS = {"criteo": CriteoLineParser, "libsvm": LibSVMLineParser, "libffm": LibFFMLineParser}
+_SCHEMA_OF_FORMAT = {
+    "criteo": CriteoSchema,
+    "libsvm": LibSVMSchema,
+    "libffm": LibFFMSchema,
+    "csv": TabularSchema,
+    "parquet": TabularSchema,
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_READ_ROWS = 8192
+CSV_BLOCK_BYTES = 1 << 20
+
+
+def is_gzip(path: Path) -> bool:
+    """True if the file starts with the gzip magic bytes."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """A text file (plain or gzip) for reading lines as UTF-8; undecodable bytes become
+    U+FFFD, so the line is rejected by its parser instead of ending the stream."""
+    path = Path(path)
+    if is_gzip(path):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def infer_format(path: str | Path, schema: Schema) -> str:
+    """The format named by the schema type (text formats) or by the file name (tables)."""
+    if not isinstance(schema, TabularSchema):
+        return next(fmt for fmt, kind in _SCHEMA_OF_FORMAT.items() if isinstance(schema, kind))
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in (".parquet", ".pq"):
+        return "parquet"
+    if ".csv" in suffixes:
+        return "csv"
+    raise ConfigError(f"cannot tell CSV from Parquet by the name {str(path)!r}; pass fmt")
+
+
+def text_examples(
+    path: Path, fmt: str, schema: Schema, *, strict: bool, skips: SkipReport
+) -> Iterator[Example]:
+    """Good examples of one text file, in order."""
+    parser = _TEXT_PARSERS[fmt](schema)
+    with open_text(path) as lines:
+        numbered = enumerate(lines, start=1)
+        yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
+
+
+def parquet_examples(
+    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport
+) -> Iterator[Example]:
+    """Good examples of one Parquet file, read PARQUET_READ_ROWS rows at a time."""
+    source = str(path)
+    with pq.ParquetFile(path) as table:
+        missing = [c for c in schema.columns if c not in table.schema_arrow.names]
+        if missing:
+            raise DataError(
+                f"declared columns not found: {missing}", source=source, field=missing[0]
+            )
+        record_batches = table.iter_batches(PARQUET_READ_ROWS, columns=list(schema.columns))
+        rows = itertools.chain.from_iterable(
+            rows_from_columns(rb.to_pydict(), schema, source=source) for rb in record_batches
+        )
+        parser = TabularRowParser(schema)
+        numbered = enumerate(rows, start=1)
+        yield from good_examples(numbered, parser, source=source, strict=strict, skips=skips)
+
+
+def _numbered_csv_rows(
+    record_batches: Iterable[pa.RecordBatch],
+    bad_rows: dict[int, Rejected],
+    schema: TabularSchema,
+    source: str,
+) -> Iterator[tuple[int, tuple[object, ...] | Rejected]]:
+    """Rows with their physical line numbers, interleaved with the rows pyarrow rejected."""
+    next_line = 2  # line 1 is the header
+    for record_batch in record_batches:
+        for row in rows_from_columns(record_batch.to_pydict(), schema, source=source):
+            while next_line in bad_rows:
+                yield next_line, bad_rows.pop(next_line)
+                next_line += 1
+            yield next_line, row
+            next_line += 1
+    for line in sorted(bad_rows):
+        yield line, bad_rows.pop(line)
+
+
+def _csv_blocks(reader: pa_csv.CSVStreamingReader, source: str) -> Iterator[pa.RecordBatch]:
+    """The reader's record batches; a block pyarrow cannot parse (e.g. invalid UTF-8, an
+    unterminated quote) ends the stream with a DataError naming the file."""
+    while True:
+        try:
+            yield reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as error:
+            raise DataError(f"cannot read CSV: {error}", source=source) from None
+
+
+def csv_examples(
+    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport
+) -> Iterator[Example]:
+    """Good examples of one CSV file (plain or gzip), streamed block by block.
+
+    Every declared column is read as text and converted by the row parser, so a bad value
+    rejects its row only (pyarrow's per-block type inference could not fail mid-file). Rows
+    with the wrong number of columns are rejected as "wrong_field_count".
+    """
+    source = str(path)
+    bad_rows: dict[int, Rejected] = {}
+
+    def on_invalid_row(row) -> str:
+        bad_rows[row.number or 0] = Rejected(
+            "wrong_field_count",
+            "",
+            f"{row.actual_columns} columns, the header has {row.expected_columns}",
+        )
+        return "skip"
+
+    stream = pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None)
+    try:
+        reader = pa_csv.open_csv(
+            stream,
+            read_options=pa_csv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
+            parse_options=pa_csv.ParseOptions(
+                invalid_row_handler=on_invalid_row, ignore_empty_lines=False
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: pa.string() for c in schema.columns},
+                include_columns=list(schema.columns),
+                null_values=[""],
+                strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowKeyError) as error:
+        stream.close()
+        raise DataError(f"cannot read CSV: {error}", source=source) from None
+    with stream:
+        numbered = _numbered_csv_rows(_csv_blocks(reader, source), bad_rows, schema, source)
+        parser = TabularRowParser(schema)
+        yield from good_examples(numbered, parser, source=source, strict=strict, skips=skips)
+
+
+class DatasetReader(Iterator[Batch]):
+    """Batches of one or more files of one format, in order; `.skips` counts skipped lines.
+
+    Iterate it once. `close()` (or leaving a `with` block) closes the open file early.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        fmt: str,
+        schema: Schema,
+        *,
+        batch_size: int,
+        strict: bool = False,
+        skips: SkipReport | None = None,
+    ):
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        self.paths = list(paths)
+        self.fmt = fmt
+        self.schema = schema
+        self.strict = strict
+        self.skips = SkipReport() if skips is None else skips
+        per_file = (self._file_examples(path) for path in self.paths)
+        self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
+
+    def _file_examples(self, path: Path) -> Iterator[Example]:
+        options = {"strict": self.strict, "skips": self.skips}
+        if self.fmt == "parquet":
+            return parquet_examples(path, self.schema, **options)  # type: ignore[arg-type]
+        if self.fmt == "csv":
+            return csv_examples(path, self.schema, **options)  # type: ignore[arg-type]
+        return text_examples(path, self.fmt, self.schema, **options)
+
+    def __iter__(self) -> DatasetReader:
+        return self
+
+    def __next__(self) -> Batch:
+        return next(self._batches)
+
+    def close(self) -> None:
+        self._batches.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> DatasetReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def open_dataset(
+    paths: str | Path | Sequence[str | Path],
+    fmt: str,
+    schema: Schema,
+    *,
+    batch_size: int,
+    strict: bool = False,
+    skips: SkipReport | None = None,
+) -> DatasetReader:
+    """Stream the files as batches. fmt: one of FORMATS, or "auto" (see `infer_format`)."""
+    path_list = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    if not path_list:
+        raise ConfigError("open_dataset: no paths given")
+    if fmt == "auto":
+        formats = {infer_format(p, schema) for p in path_list}
+        if len(formats) != 1:
+            raise ConfigError(f"open_dataset: files of several formats {sorted(formats)}")
+        fmt = formats.pop()
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown data format {fmt!r}; expected one of {FORMATS} or 'auto'")
+    if not isinstance(schema, _SCHEMA_OF_FORMAT[fmt]):
+        expected = _SCHEMA_OF_FORMAT[fmt].__name__
+        raise ConfigError(f"format {fmt!r} needs a {expected}, got {type(schema).__name__}")
+    for path in path_list:
+        if not path.is_file():
+            raise ConfigError(f"data file not found: {path}")
+    return DatasetReader(path_list, fmt, schema, batch_size=batch_size, strict=strict, skips=skips)

@@ -1,0 +1,55 @@
+"""The dense part of a DLRM as a PyTorch module; the sparse part lives on embedding shards."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from recsync.model.layers import DotInteraction, mlp
+from recsync.model.spec import ModelSpec
+
+
+class DenseArch(nn.Module):
+    """Bottom MLP, dot interaction and top MLP of a DLRM.
+
+    Takes dense features B x num_dense and pooled embeddings B x F x D and returns B logits.
+    It never sees an embedding table: the pooled vectors come from the embedding shards.
+    """
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        D = spec.embedding_dim
+        self.bottom = (
+            mlp(
+                [spec.num_dense, *spec.bottom_mlp, D],
+                last_activation=True,
+                data_norm=spec.data_norm,
+            )
+            if spec.num_dense
+            else None
+        )
+        num_vectors = spec.num_features + (1 if spec.num_dense else 0)
+        self.interaction = DotInteraction(num_vectors)
+        self.top = mlp(
+            [spec.top_input, *spec.top_mlp, 1], last_activation=False, data_norm=spec.data_norm
+        )
+
+    def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        if self.bottom is None:
+            top_in = self.interaction(pooled)
+        else:
+            x = self.bottom(dense)
+            vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
+            top_in = torch.cat([x, self.interaction(vectors)], dim=1)
+        return self.top(top_in).squeeze(1)
+
+
+def build_dense(spec: ModelSpec, seed: int) -> DenseArch:
+    """A DenseArch whose initial parameters depend only on `seed`."""
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        return DenseArch(spec)
+    finally:
+        torch.random.set_rng_state(state)

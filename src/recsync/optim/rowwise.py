@@ -1,0 +1,193 @@
+"""Row-wise optimizers for embedding rows, applied in place to the rows a batch touched.
+
+Each optimizer keeps its state beside the rows (one entry per row) and updates only the
+given unique rows. SWAP (Liu & Zhao) decays the second-moment accumulator by lambda0 at every
+multiple of `period` global steps; a row untouched for several periods catches up lazily with
+lambda0 ** (periods missed) the next time it is updated, which equals decaying every row at
+every period boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Swap:
+    """SWAP period decay: v <- lambda_t v + g^2, lambda_t = decay at multiples of period."""
+
+    decay: float
+    period: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.decay <= 1.0:
+            raise ValueError(f"swap.decay must be in (0, 1], got {self.decay}")
+        if self.period < 1:
+            raise ValueError(f"swap.period must be >= 1, got {self.period}")
+
+
+class RowOptimizer:
+    """Base class: `apply(weight, rows, grads, global_step)` updates weight[rows] in place.
+
+    rows: U unique int64 row indices; grads: U x D. `global_step` counts the updates the
+    owning shard has applied before this one (SWAP and Adam's bias correction use it).
+    """
+
+    def __init__(self, num_rows: int, dim: int, swap: Swap | None = None):
+        self.num_rows = num_rows
+        self.dim = dim
+        self.swap = swap
+        self.last_period = torch.zeros(num_rows, dtype=torch.int64) if swap else None
+
+    def apply(
+        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+    ):
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"last_period": self.last_period} if self.last_period is not None else {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for name, value in state.items():
+            getattr(self, name).copy_(value)
+
+    def _swap_factor(self, rows: torch.Tensor, global_step: int) -> torch.Tensor | None:
+        """U x 1 decay to apply to the touched rows' accumulators before adding g^2."""
+        if self.swap is None:
+            return None
+        period = global_step // self.swap.period
+        missed = period - self.last_period.index_select(0, rows)
+        self.last_period.index_fill_(0, rows, period)
+        return torch.pow(self.swap.decay, missed.to(torch.float64)).to(torch.float32).unsqueeze(1)
+
+
+class RowSGD(RowOptimizer):
+    """w <- w - lr * g."""
+
+    def __init__(self, num_rows: int, dim: int, lr: float, swap: Swap | None = None):
+        if swap is not None:
+            raise ValueError("swap needs an accumulator; sgd keeps none (use adagrad or adam)")
+        super().__init__(num_rows, dim)
+        self.lr = lr
+
+    def apply(self, weight, rows, grads, global_step):
+        weight.index_add_(0, rows, grads, alpha=-self.lr)
+
+
+class RowAdagrad(RowOptimizer):
+    """Adagrad as torch.optim.Adagrad computes it, restricted to the touched rows.
+
+    rowwise=False: one accumulator per element (exact Adagrad).
+    rowwise=True: one accumulator per row, v += mean(g^2) over the row (FBGEMM convention).
+    """
+
+    def __init__(
+        self,
+        num_rows: int,
+        dim: int,
+        lr: float,
+        eps: float = 1e-10,
+        initial_accumulator: float = 0.0,
+        rowwise: bool = False,
+        swap: Swap | None = None,
+    ):
+        super().__init__(num_rows, dim, swap)
+        self.lr = lr
+        self.eps = eps
+        self.rowwise = rowwise
+        self.accumulator = torch.full((num_rows, 1 if rowwise else dim), initial_accumulator)
+
+    def apply(self, weight, rows, grads, global_step):
+        acc = self.accumulator.index_select(0, rows)
+        factor = self._swap_factor(rows, global_step)
+        if factor is not None:
+            acc.mul_(factor)
+        if self.rowwise:
+            acc.add_(grads.pow(2).mean(dim=1, keepdim=True))
+        else:
+            acc.addcmul_(grads, grads)
+        self.accumulator.index_copy_(0, rows, acc)
+        step = grads / acc.sqrt_().add_(self.eps)
+        weight.index_add_(0, rows, step, alpha=-self.lr)
+
+    def state_dict(self):
+        return {**super().state_dict(), "accumulator": self.accumulator}
+
+
+class RowAdam(RowOptimizer):
+    """Lazy Adam as torch.optim.SparseAdam computes it: moments of touched rows only,
+    bias correction by the number of updates the shard has applied."""
+
+    def __init__(
+        self,
+        num_rows: int,
+        dim: int,
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        swap: Swap | None = None,
+    ):
+        super().__init__(num_rows, dim, swap)
+        self.lr = lr
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.exp_avg = torch.zeros(num_rows, dim)
+        self.exp_avg_sq = torch.zeros(num_rows, dim)
+
+    def apply(self, weight, rows, grads, global_step):
+        step = global_step + 1
+        m = self.exp_avg.index_select(0, rows)
+        v = self.exp_avg_sq.index_select(0, rows)
+        factor = self._swap_factor(rows, global_step)
+        if factor is not None:
+            v.mul_(factor)
+        m.mul_(self.beta1).add_(grads, alpha=1 - self.beta1)
+        v.mul_(self.beta2).addcmul_(grads, grads, value=1 - self.beta2)
+        self.exp_avg.index_copy_(0, rows, m)
+        self.exp_avg_sq.index_copy_(0, rows, v)
+        step_size = self.lr * (1 - self.beta2**step) ** 0.5 / (1 - self.beta1**step)
+        denom = v.sqrt_().add_(self.eps)
+        weight.index_add_(0, rows, m / denom, alpha=-step_size)
+
+    def state_dict(self):
+        return {**super().state_dict(), "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+
+
+@dataclass(frozen=True)
+class RowOptimizerSpec:
+    """Which row-wise optimizer a table shard uses, and its hyper-parameters."""
+
+    name: str = "adagrad"
+    lr: float = 0.05
+    eps: float = 1e-8
+    initial_accumulator: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    swap: Swap | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in ROW_OPTIMIZERS:
+            raise ValueError(
+                f"unknown sparse optimizer {self.name!r}; one of {sorted(ROW_OPTIMIZERS)}"
+            )
+        if self.lr <= 0:
+            raise ValueError(f"sparse optimizer lr must be > 0, got {self.lr}")
+
+    def build(self, num_rows: int, dim: int) -> RowOptimizer:
+        if self.name == "sgd":
+            return RowSGD(num_rows, dim, self.lr, swap=self.swap)
+        if self.name in ("adagrad", "rowwise_adagrad"):
+            return RowAdagrad(
+                num_rows,
+                dim,
+                self.lr,
+                eps=self.eps,
+                initial_accumulator=self.initial_accumulator,
+                rowwise=self.name == "rowwise_adagrad",
+                swap=self.swap,
+            )
+        return RowAdam(num_rows, dim, self.lr, betas=self.betas, eps=self.eps, swap=self.swap)
+
+
+ROW_OPTIMIZERS = ("sgd", "adagrad", "rowwise_adagrad", "adam")

@@ -1,0 +1,147 @@
+"""Where each table's rows live, and how a batch's bags are split into per-shard requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recsync.data.batch import Batch
+from recsync.model.spec import TableSpec
+
+
+@dataclass(frozen=True)
+class TableSlice:
+    """Rows [row_start, row_end) of table `table` stored from row `shard_row` of `shard`."""
+
+    table: int
+    row_start: int
+    row_end: int
+    shard: int
+    shard_row: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.row_end - self.row_start
+
+
+@dataclass
+class ShardRequest:
+    """One shard's part of a batch: pooled lookup over `num_bags` bags whose positions in
+    the batch's F*B feature-major bag order are `bag_index`."""
+
+    shard: int
+    rows: torch.Tensor
+    offsets: torch.Tensor
+    weights: torch.Tensor | None
+    bag_index: torch.Tensor
+
+
+class EmbeddingLayout:
+    """Tables placed on shards as slices of rows. Built by the placement planner, or
+    `single_shard` for the reference trainer (every table whole on shard 0)."""
+
+    def __init__(self, tables: tuple[TableSpec, ...], slices: list[TableSlice], num_shards: int):
+        self.tables = tables
+        self.slices = sorted(slices, key=lambda s: (s.table, s.row_start))
+        self.num_shards = num_shards
+        self.shard_rows = [0] * num_shards
+        covered = [0] * len(tables)
+        for s in self.slices:
+            assert 0 <= s.shard < num_shards and s.row_start < s.row_end
+            self.shard_rows[s.shard] = max(self.shard_rows[s.shard], s.shard_row + s.num_rows)
+            covered[s.table] += s.num_rows
+        for t, spec in enumerate(tables):
+            if covered[t] != spec.num_rows:
+                raise ValueError(
+                    f"table {spec.name}: slices cover {covered[t]} of {spec.num_rows} rows"
+                )
+        self._whole = all(
+            len([s for s in self.slices if s.table == t]) == 1 for t in range(len(tables))
+        )
+        self._table_shard = torch.tensor(
+            [self._slices_of(t)[0].shard for t in range(len(tables))], dtype=torch.int64
+        )
+        self._table_base = torch.tensor(
+            [self._slices_of(t)[0].shard_row for t in range(len(tables))], dtype=torch.int64
+        )
+        self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
+
+    @classmethod
+    def single_shard(cls, tables: tuple[TableSpec, ...]) -> EmbeddingLayout:
+        slices, base = [], 0
+        for t, spec in enumerate(tables):
+            slices.append(TableSlice(t, 0, spec.num_rows, 0, base))
+            base += spec.num_rows
+        return cls(tables, slices, 1)
+
+    def _slices_of(self, table: int) -> list[TableSlice]:
+        return [s for s in self.slices if s.table == table]
+
+    def route(self, batch: Batch) -> list[ShardRequest]:
+        """Split a batch's bags into one request per shard that owns any of its tables."""
+        B, F = batch.batch_size, len(self.tables)
+        lengths = batch.bag_lengths()
+        table_of_bag = torch.arange(F).repeat_interleave(B)
+        table_of_id = table_of_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
+        weights = None
+        if bool(self._mean_tables.any()):
+            inv_len = 1.0 / lengths.clamp(min=1).to(torch.float32)
+            per_bag = torch.where(self._mean_tables[table_of_bag], inv_len, 1.0)
+            weights = per_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
+        if self.num_shards == 1 and self._whole:
+            rows = batch.ids + self._table_base.index_select(0, table_of_id)
+            return [ShardRequest(0, rows, batch.offsets, weights, torch.arange(F * B))]
+        bag_of_id = torch.arange(F * B).repeat_interleave(lengths, output_size=batch.ids.numel())
+        requests = []
+        for shard in range(self.num_shards):
+            keep = torch.zeros_like(batch.ids, dtype=torch.bool)
+            rows = torch.empty_like(batch.ids)
+            bag_keep = torch.zeros(F * B, dtype=torch.bool)
+            for s in self.slices:
+                if s.shard != shard:
+                    continue
+                mask = (
+                    (table_of_id == s.table) & (batch.ids >= s.row_start) & (batch.ids < s.row_end)
+                )
+                keep |= mask
+                rows = torch.where(mask, batch.ids - s.row_start + s.shard_row, rows)
+                bag_keep[s.table * B : (s.table + 1) * B] = True
+            if not bool(bag_keep.any()):
+                continue
+            bag_index = bag_keep.nonzero().squeeze(1)
+            kept_bag_of_id = bag_of_id[keep]
+            position = torch.full((F * B,), -1, dtype=torch.int64)
+            position[bag_index] = torch.arange(bag_index.numel())
+            counts = torch.bincount(position[kept_bag_of_id], minlength=bag_index.numel())
+            offsets = torch.zeros(bag_index.numel() + 1, dtype=torch.int64)
+            torch.cumsum(counts, 0, out=offsets[1:])
+            requests.append(
+                ShardRequest(
+                    shard,
+                    rows[keep],
+                    offsets,
+                    None if weights is None else weights[keep],
+                    bag_index,
+                )
+            )
+        return requests
+
+    def combine(self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]):
+        """Sum per-shard partial pools into B x F x D pooled embeddings."""
+        F, D = len(self.tables), self.tables[0].dim
+        if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
+            return partials[0].reshape(F, batch_size, D).transpose(0, 1)
+        pooled = torch.zeros(F * batch_size, D)
+        for request, partial in zip(requests, partials, strict=True):
+            pooled.index_add_(0, request.bag_index, partial)
+        return pooled.reshape(F, batch_size, D).transpose(0, 1)
+
+    @staticmethod
+    def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:
+        """The part of a B x F x D pooled gradient that belongs to one request's bags."""
+        B, F, D = grad_pooled.shape
+        flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
+        if request.bag_index.numel() == F * B:
+            return flat
+        return flat.index_select(0, request.bag_index)

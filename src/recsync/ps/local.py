@@ -1,0 +1,48 @@
+"""All embedding shards of a job held in one process (reference trainer, simulator)."""
+
+from __future__ import annotations
+
+import torch
+
+from recsync.data.batch import Batch
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.layout import EmbeddingLayout, ShardRequest
+from recsync.ps.shard import EmbeddingShard, init_table, row_gradients
+
+
+def build_shards(
+    layout: EmbeddingLayout, optimizer: RowOptimizerSpec, seed: int
+) -> list[EmbeddingShard]:
+    """The shards of a layout, rows initialised per table from (seed, table)."""
+    D = layout.tables[0].dim
+    weights = [torch.empty(rows, D) for rows in layout.shard_rows]
+    for t, spec in enumerate(layout.tables):
+        table = init_table(spec.num_rows, spec.dim, seed * 1000 + t)
+        for s in layout.slices:
+            if s.table == t:
+                weights[s.shard][s.shard_row : s.shard_row + s.num_rows] = table[
+                    s.row_start : s.row_end
+                ]
+    return [EmbeddingShard(w, optimizer.build(w.shape[0], D)) for w in weights]
+
+
+class LocalEmbeddings:
+    """Pooled lookup and sparse update over shards in this process."""
+
+    def __init__(self, layout: EmbeddingLayout, shards: list[EmbeddingShard]):
+        assert len(shards) == layout.num_shards
+        self.layout = layout
+        self.shards = shards
+
+    def lookup(self, batch: Batch) -> tuple[torch.Tensor, list[ShardRequest]]:
+        """B x F x D pooled embeddings, and the requests to pass back to `apply`."""
+        requests = self.layout.route(batch)
+        partials = [self.shards[r.shard].lookup(r.rows, r.offsets, r.weights) for r in requests]
+        return self.layout.combine(batch.batch_size, requests, partials), requests
+
+    def apply(self, grad_pooled: torch.Tensor, requests: list[ShardRequest]) -> None:
+        """Turn a B x F x D pooled gradient into row updates on every shard involved."""
+        for r in requests:
+            grad_bags = self.layout.bag_gradients(grad_pooled, r)
+            rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+            self.shards[r.shard].apply_gradients(rows, grads)

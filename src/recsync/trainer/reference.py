@@ -1,0 +1,82 @@
+"""The single-process reference trainer: synchronous mini-batch training of the split model.
+
+Every distributed strategy is compared against it. One step: pooled lookup on the local
+shards -> dense forward/backward -> dense optimizer step -> row-wise sparse update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F_
+
+from recsync.data.batch import Batch
+from recsync.metrics.quality import Quality, evaluate_predictions
+from recsync.model.dlrm import DenseArch, build_dense
+from recsync.model.spec import ModelSpec
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.local import LocalEmbeddings, build_shards
+
+EVAL_CHUNK = 16384
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Hyper-parameters of training, shared by every strategy."""
+
+    batch_size: int = 256
+    dense_optimizer: DenseOptimizerSpec = field(default_factory=DenseOptimizerSpec)
+    sparse_optimizer: RowOptimizerSpec = field(default_factory=RowOptimizerSpec)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+
+
+def predict(dense: DenseArch, embeddings: LocalEmbeddings, batch: Batch) -> torch.Tensor:
+    """Click probabilities for a batch of any size (evaluated in chunks)."""
+    probs = []
+    with torch.no_grad():
+        for start in range(0, batch.batch_size, EVAL_CHUNK):
+            part = batch.slice(start, min(start + EVAL_CHUNK, batch.batch_size))
+            pooled, _ = embeddings.lookup(part)
+            probs.append(torch.sigmoid(dense(part.dense, pooled)))
+    return torch.cat(probs) if probs else torch.empty(0)
+
+
+class ReferenceTrainer:
+    """Dense part + all embedding shards in one process, trained step by step."""
+
+    def __init__(self, model: ModelSpec, train: TrainSpec):
+        self.model_spec = model
+        self.train_spec = train
+        self.dense = build_dense(model, train.seed)
+        layout = EmbeddingLayout.single_shard(model.tables)
+        self.embeddings = LocalEmbeddings(
+            layout, build_shards(layout, train.sparse_optimizer, train.seed)
+        )
+        self.optimizer = train.dense_optimizer.build(self.dense.parameters())
+        self.examples_trained = 0
+
+    def train_step(self, batch: Batch) -> torch.Tensor:
+        """One synchronous step on `batch`; returns the (detached) mean loss."""
+        pooled, requests = self.embeddings.lookup(batch)
+        pooled = pooled.detach().requires_grad_()
+        logits = self.dense(batch.dense, pooled)
+        loss = F_.binary_cross_entropy_with_logits(logits, batch.labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.embeddings.apply(pooled.grad, requests)
+        self.examples_trained += batch.batch_size
+        return loss.detach()
+
+    def predict(self, batch: Batch) -> torch.Tensor:
+        return predict(self.dense, self.embeddings, batch)
+
+    def evaluate(self, batch: Batch) -> Quality:
+        return evaluate_predictions(batch.labels, self.predict(batch))
