@@ -21,6 +21,8 @@ table_rows = [40, 40, 40, 40]
 embedding_dim = 4
 bottom_mlp = [8]
 top_mlp = [8]
+[strategy]
+name = "reference"
 [train]
 batch_size = 100
 """

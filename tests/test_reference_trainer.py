@@ -91,9 +91,8 @@ def _snapshot(trainer: ReferenceTrainer) -> dict[str, torch.Tensor]:
         out[f"shard{i}.versions"] = shard.versions.clone()
         for k, v in shard.optimizer.state_dict().items():
             out[f"shard{i}.opt.{k}"] = v.clone()
-    for j, state in enumerate(trainer.optimizer.state_dict()["state"].values()):
-        for k, v in state.items():
-            out[f"dense_opt.{j}.{k}"] = v.clone()
+    for k, v in trainer.replica.optimizer.state.items():
+        out[f"dense_opt.{k}"] = v.clone()
     return out
 
 

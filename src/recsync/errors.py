@@ -26,3 +26,7 @@ class DataError(RecsyncError):
         self.source = source
         self.line = line
         self.field = field
+
+
+class JobFailed(RuntimeError):
+    """A distributed job could not finish: a node died, hung or failed (named in the text)."""

@@ -22,11 +22,12 @@ from rich.table import Table
 from recsync.app.config import build_dataclass, load_config, parse_overrides
 from recsync.app.run_dir import RunDir
 from recsync.app.train import run_training
+from recsync.app.train_job import run_distributed
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
-from recsync.errors import ConfigError, DataError, RecsyncError
+from recsync.errors import ConfigError, DataError, JobFailed, RecsyncError
 from recsync.io.readers import FORMATS, is_gzip, open_dataset
 
 app = typer.Typer(
@@ -110,13 +111,20 @@ def train(
         run_dir = RunDir.create(
             cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
         )
-        summary = run_training(cfg, run_dir, progress=progress)
-    except (RecsyncError, OSError) as error:
+        if cfg.strategy.name == "reference":
+            summary = run_training(cfg, run_dir, progress=progress)
+        else:
+            summary = run_distributed(cfg, run_dir, progress=progress)
+    except (RecsyncError, JobFailed, OSError) as error:
         _fail(error)
     table = Table(title="recsync train", show_header=False)
     table.add_row("run dir", summary["run_dir"])
+    table.add_row("strategy", summary.get("strategy", "reference (single process)"))
     table.add_row("examples trained", f"{summary['examples_trained']:,}")
     table.add_row("EPS (examples/s)", f"{summary['eps']:,.0f}")
+    if "elp" in summary:
+        table.add_row("ELP (examples in flight)", f"{summary['elp']:,}")
+        table.add_row("average sync gap", _number(summary["average_sync_gap"], 2))
     table.add_row("teacher AUC (best)", _number(summary["teacher_auc"]))
     table.add_row("test AUC", _number(summary["test_auc"]))
     table.add_row("test NE", _number(summary["test_ne"]))

@@ -21,13 +21,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
+from recsync.app.config_base import Section
+from recsync.app.job_config import ClusterSection, StrategySection
+from recsync.coordinator.job import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
+from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -38,14 +42,6 @@ TABULAR_FORMATS = ("csv", "parquet")
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
 _DEFAULT_MODEL = ModelSpec()
 _DEFAULT_TRAIN = TrainSpec()
-
-
-class Section(BaseModel):
-    """Base of every config section: unknown keys and loosely typed values are rejected."""
-
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, validate_by_name=True, serialize_by_alias=True
-    )
 
 
 def _toml_type(hint: Any) -> Any:
@@ -196,20 +192,6 @@ class TrainSection(Section):
 
 
 @dataclass(frozen=True)
-class FileData:
-    """File data resolved from [data]: what `recsync.io.readers.open_dataset` needs."""
-
-    paths: tuple[Path, ...]
-    fmt: str
-    schema: CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
-    strict: bool
-    test_paths: tuple[Path, ...]
-    test_fraction: float
-    test_max_examples: int
-    dense_log1p: bool
-
-
-@dataclass(frozen=True)
 class RunSpecs:
     """Everything a run needs, as the specs the lower layers take."""
 
@@ -217,6 +199,8 @@ class RunSpecs:
     train: TrainSpec
     synthetic: SyntheticSpec | None
     files: FileData | None
+    cluster: ClusterSpec
+    strategy: Any = None
 
 
 class Config(Section):
@@ -226,6 +210,8 @@ class Config(Section):
     data: DataSection = Field(default_factory=DataSection)
     model: ModelSection = Field(default_factory=ModelSection)
     train: TrainSection = Field(default_factory=TrainSection)
+    cluster: ClusterSection = Field(default_factory=ClusterSection)
+    strategy: StrategySection = Field(default_factory=StrategySection)
 
     def to_specs(self) -> RunSpecs:
         """The specs; raises ConfigError naming the key or section of a rejected value."""
@@ -252,7 +238,14 @@ class Config(Section):
             "train",
         )
         files = None if synthetic else self._file_data(model)
-        return RunSpecs(model=model, train=train, synthetic=synthetic, files=files)
+        return RunSpecs(
+            model=model,
+            train=train,
+            synthetic=synthetic,
+            files=files,
+            cluster=self.cluster.to_spec(),
+            strategy=self.strategy.to_spec(),
+        )
 
     def dump(self) -> dict[str, Any]:
         """The resolved configuration as JSON-ready nested dicts (None for unset keys);

@@ -8,12 +8,9 @@ at the end; EPS counts training wall time only (reading included, evaluation exc
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import torch
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -23,114 +20,14 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from recsync.app.config import Config, FileData, RunSpecs
+from recsync.app.config import Config
 from recsync.app.plots import plot_curves
 from recsync.app.run_dir import CURVES, RunDir
-from recsync.data.batch import Batch, concat, rebatch
-from recsync.data.skips import SkipReport
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
-from recsync.io.readers import open_dataset
+from recsync.io.sources import FileTrainingData, SyntheticData, open_training_data
 from recsync.metrics.quality import Quality
 from recsync.trainer.reference import ReferenceTrainer
-
-TEST_READ_ROWS = 8192
-
-
-class SyntheticData:
-    """The synthetic task's training stream and test split, and its teacher's AUC."""
-
-    def __init__(self, spec: SyntheticSpec, batch_size: int):
-        self.task = SyntheticTask(spec)
-        self.batch_size = batch_size
-        self.total_examples: int | None = spec.num_train
-        self.skips = SkipReport()
-        self.test, _ = self.task.test_set()
-        self.teacher_auc: float | None = self.task.teacher_auc()
-
-    def train_batches(self) -> Iterator[Batch]:
-        return self.task.train_batches(self.batch_size)
-
-    def test_set(self) -> Batch | None:
-        return self.test
-
-
-class FileTrainingData:
-    """Batches from files, and a held-out set: the test files (read up front, at most
-    test_max_examples), or examples held out of the stream by a seeded coin with probability
-    test_fraction until test_max_examples are held (then the test set is the ones held so
-    far: intermediate evaluations see a growing set)."""
-
-    def __init__(self, files: FileData, batch_size: int, seed: int):
-        self.files = files
-        self.batch_size = batch_size
-        self.total_examples: int | None = None
-        self.teacher_auc: float | None = None
-        self.skips = SkipReport()
-        self._held: list[Batch] = []
-        self._held_examples = 0
-        self._test: Batch | None = None
-        self._coin = torch.Generator().manual_seed(seed)
-        if files.test_paths:
-            self._read_test_files()
-        self._reader = self._open(files.paths, batch_size)
-
-    def _open(self, paths, batch_size: int):
-        f = self.files
-        reader = open_dataset(
-            paths, f.fmt, f.schema, batch_size=batch_size, strict=f.strict, skips=self.skips
-        )
-        return map(self._prepared, reader)
-
-    def _prepared(self, batch: Batch) -> Batch:
-        if not self.files.dense_log1p:
-            return batch
-        return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
-
-    def _read_test_files(self) -> None:
-        limit = self.files.test_max_examples
-        for batch in self._open(self.files.test_paths, min(limit, TEST_READ_ROWS)):
-            room = limit - self._held_examples
-            self._hold(batch if batch.batch_size <= room else batch.slice(0, room))
-            if self._held_examples >= limit:
-                break
-
-    def _hold(self, batch: Batch) -> None:
-        if batch.batch_size:
-            self._held.append(batch)
-            self._held_examples += batch.batch_size
-            self._test = None
-
-    def _split(self, batches: Iterator[Batch]) -> Iterator[Batch]:
-        for batch in batches:
-            room = self.files.test_max_examples - self._held_examples
-            if room <= 0:
-                yield batch
-                continue
-            held = torch.rand(batch.batch_size, generator=self._coin) < self.files.test_fraction
-            held[held.nonzero().flatten()[room:]] = False
-            self._hold(batch.select(held))
-            kept = batch.select(~held)
-            if kept.batch_size:
-                yield kept
-
-    def train_batches(self) -> Iterator[Batch]:
-        if self.files.test_fraction == 0:
-            return self._reader
-        return rebatch(self._split(self._reader), self.batch_size)
-
-    def test_set(self) -> Batch | None:
-        if self._test is None and self._held:
-            self._test = concat(self._held)
-        return self._test
-
-
-def open_training_data(specs: RunSpecs, seed: int) -> SyntheticData | FileTrainingData:
-    """The run's data source: synthetic, or files (opened now: a missing file fails early)."""
-    if specs.synthetic is not None:
-        return SyntheticData(specs.synthetic, specs.train.batch_size)
-    assert specs.files is not None
-    return FileTrainingData(specs.files, specs.train.batch_size, seed)
 
 
 def _quality(trainer: ReferenceTrainer, test: Batch | None, examples: int) -> Quality | None:
@@ -238,7 +135,9 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
     specs = config.to_specs()
     try:
         run_dir.write_config(config)
-        data = open_training_data(specs, config.run.seed)
+        data = open_training_data(
+            specs.synthetic, specs.files, specs.train.batch_size, config.run.seed
+        )
         trainer = ReferenceTrainer(specs.model, specs.train)
         loop = TrainingLoop(trainer, data, run_dir, config.run.eval_every, report=progress)
         with _progress_bar(progress) as bar:

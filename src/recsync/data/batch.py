@@ -37,10 +37,17 @@ class Batch:
 
     def slice(self, start: int, stop: int) -> Batch:
         """Examples [start, stop) as a new batch (used to split a global batch into locals)."""
-        assert 0 <= start <= stop <= self.batch_size
-        keep = torch.zeros(self.batch_size, dtype=torch.bool)
-        keep[start:stop] = True
-        return self.select(keep)
+        B, F = self.batch_size, self.num_features
+        assert 0 <= start <= stop <= B
+        if start == 0 and stop == B:
+            return self
+        firsts = self.offsets[torch.arange(F) * B + start].tolist()
+        lasts = self.offsets[torch.arange(F) * B + stop].tolist()
+        ids = torch.cat([self.ids[a:b] for a, b in zip(firsts, lasts, strict=True)])
+        lengths = self.bag_lengths().reshape(F, B)[:, start:stop].reshape(-1)
+        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
+        torch.cumsum(lengths, 0, out=offsets[1:])
+        return Batch(self.dense[start:stop], ids, offsets, self.labels[start:stop])
 
     def select(self, keep: torch.Tensor) -> Batch:
         """The examples where the B-long bool mask `keep` is true, in order."""
@@ -123,15 +130,15 @@ def rebatch(chunks, batch_size: int):
     smaller), keeping every example once and in order."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    pending: list[Batch] = []
-    held = 0
+    current: Batch | None = None
+    position = 0
     for chunk in chunks:
-        pending.append(chunk)
-        held += chunk.batch_size
-        while held >= batch_size:
-            merged = concat(pending)
-            yield merged.slice(0, batch_size)
-            rest = merged.slice(batch_size, merged.batch_size)
-            pending, held = ([rest], rest.batch_size) if rest.batch_size else ([], 0)
-    if held:
-        yield concat(pending)
+        if current is None:
+            current, position = chunk, 0
+        else:
+            current, position = concat([current.slice(position, current.batch_size), chunk]), 0
+        while current.batch_size - position >= batch_size:
+            yield current.slice(position, position + batch_size)
+            position += batch_size
+    if current is not None and current.batch_size > position:
+        yield current.slice(position, current.batch_size)

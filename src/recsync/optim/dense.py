@@ -1,8 +1,12 @@
-"""Optimizers of the dense part (MLPs): SGD, Adagrad, Adam from torch.optim."""
+"""Optimizers of the dense part, on one flat parameter vector (SGD, Adagrad, Adam).
+
+The dense replica keeps all its parameters as views into one flat vector, so one update is
+a handful of vector operations, several worker threads can apply theirs lock-free (Hogwild),
+and sync strategies average whole replicas at once. The formulas are torch.optim's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -12,7 +16,7 @@ DENSE_OPTIMIZERS = ("sgd", "adagrad", "adam")
 
 @dataclass(frozen=True)
 class DenseOptimizerSpec:
-    """Which torch optimizer updates the dense parameters, and its hyper-parameters."""
+    """Which optimizer updates the dense parameters, and its hyper-parameters."""
 
     name: str = "adagrad"
     lr: float = 0.01
@@ -27,11 +31,59 @@ class DenseOptimizerSpec:
             )
         if self.lr <= 0:
             raise ValueError(f"dense optimizer lr must be > 0, got {self.lr}")
+        if not 0.0 <= self.momentum < 1.0:
+            raise ValueError(f"dense optimizer momentum must be in [0, 1), got {self.momentum}")
 
-    def build(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
-        params = list(params)
-        if self.name == "sgd":
-            return torch.optim.SGD(params, lr=self.lr, momentum=self.momentum, foreach=True)
-        if self.name == "adagrad":
-            return torch.optim.Adagrad(params, lr=self.lr, eps=self.eps, fused=True)
-        return torch.optim.Adam(params, lr=self.lr, betas=self.betas, eps=self.eps, fused=True)
+    def build(self, num_params: int) -> FlatOptimizer:
+        return FlatOptimizer(self, num_params)
+
+
+class FlatOptimizer:
+    """Applies `step(params, grad)` in place on a flat P-vector; state sits beside it.
+
+    Lock-free: concurrent callers may interleave (Hogwild); the state is then approximate,
+    as in the Hogwild papers.
+    """
+
+    def __init__(self, spec: DenseOptimizerSpec, num_params: int):
+        self.spec = spec
+        self.steps = 0
+        self.state: dict[str, torch.Tensor] = {}
+        if spec.name == "adagrad":
+            self.state["sum"] = torch.zeros(num_params)
+        elif spec.name == "adam":
+            self.state["exp_avg"] = torch.zeros(num_params)
+            self.state["exp_avg_sq"] = torch.zeros(num_params)
+        elif spec.momentum:
+            self.state["momentum"] = torch.zeros(num_params)
+
+    def step(self, params: torch.Tensor, grad: torch.Tensor) -> None:
+        self.steps += 1
+        spec = self.spec
+        if spec.name == "sgd":
+            if spec.momentum:
+                buf = self.state["momentum"]
+                buf.mul_(spec.momentum).add_(grad)
+                grad = buf
+            params.add_(grad, alpha=-spec.lr)
+        elif spec.name == "adagrad":
+            acc = self.state["sum"]
+            acc.addcmul_(grad, grad)
+            params.addcdiv_(grad, acc.sqrt().add_(spec.eps), value=-spec.lr)
+        else:
+            beta1, beta2 = spec.betas
+            m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
+            m.lerp_(grad, 1 - beta1)
+            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            bias1 = 1 - beta1**self.steps
+            bias2_sqrt = (1 - beta2**self.steps) ** 0.5
+            denom = (v.sqrt() / bias2_sqrt).add_(spec.eps)
+            params.addcdiv_(m, denom, value=-spec.lr / bias1)
+
+    def state_dict(self) -> dict[str, object]:
+        return {"steps": self.steps, **self.state}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.steps = int(state["steps"])
+        for name, value in self.state.items():
+            value.copy_(state[name])

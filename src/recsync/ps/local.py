@@ -10,20 +10,24 @@ from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import EmbeddingShard, init_table, row_gradients
 
 
+def shard_weight(layout: EmbeddingLayout, shard: int, seed: int) -> torch.Tensor:
+    """Initial rows of one shard: each table's rows come from (seed, table) whatever the
+    sharding, so every layout of the same tables starts from the same model."""
+    weight = torch.empty(layout.shard_rows[shard], layout.tables[0].dim)
+    for s in layout.slices:
+        if s.shard == shard:
+            spec = layout.tables[s.table]
+            table = init_table(spec.num_rows, spec.dim, seed * 1000 + s.table)
+            weight[s.shard_row : s.shard_row + s.num_rows] = table[s.row_start : s.row_end]
+    return weight
+
+
 def build_shards(
     layout: EmbeddingLayout, optimizer: RowOptimizerSpec, seed: int
 ) -> list[EmbeddingShard]:
-    """The shards of a layout, rows initialised per table from (seed, table)."""
-    D = layout.tables[0].dim
-    weights = [torch.empty(rows, D) for rows in layout.shard_rows]
-    for t, spec in enumerate(layout.tables):
-        table = init_table(spec.num_rows, spec.dim, seed * 1000 + t)
-        for s in layout.slices:
-            if s.table == t:
-                weights[s.shard][s.shard_row : s.shard_row + s.num_rows] = table[
-                    s.row_start : s.row_end
-                ]
-    return [EmbeddingShard(w, optimizer.build(w.shape[0], D)) for w in weights]
+    """The shards of a layout with their initial rows and optimizers."""
+    weights = [shard_weight(layout, shard, seed) for shard in range(layout.num_shards)]
+    return [EmbeddingShard(w, optimizer.build(w.shape[0], w.shape[1])) for w in weights]
 
 
 class LocalEmbeddings:

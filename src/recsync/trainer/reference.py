@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F_
 
 from recsync.data.batch import Batch
 from recsync.metrics.quality import Quality, evaluate_predictions
-from recsync.model.dlrm import DenseArch, build_dense
+from recsync.model.dlrm import DenseArch
 from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings, build_shards
+from recsync.trainer.replica import DenseReplica
 
 EVAL_CHUNK = 16384
 
@@ -54,26 +54,22 @@ class ReferenceTrainer:
     def __init__(self, model: ModelSpec, train: TrainSpec):
         self.model_spec = model
         self.train_spec = train
-        self.dense = build_dense(model, train.seed)
+        self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
+        self.dense = self.replica.module
         layout = EmbeddingLayout.single_shard(model.tables)
         self.embeddings = LocalEmbeddings(
             layout, build_shards(layout, train.sparse_optimizer, train.seed)
         )
-        self.optimizer = train.dense_optimizer.build(self.dense.parameters())
         self.examples_trained = 0
 
     def train_step(self, batch: Batch) -> torch.Tensor:
         """One synchronous step on `batch`; returns the (detached) mean loss."""
         pooled, requests = self.embeddings.lookup(batch)
-        pooled = pooled.detach().requires_grad_()
-        logits = self.dense(batch.dense, pooled)
-        loss = F_.binary_cross_entropy_with_logits(logits, batch.labels)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        self.embeddings.apply(pooled.grad, requests)
+        loss, flat_grad, grad_pooled = self.replica.gradients(batch, pooled)
+        self.replica.apply(flat_grad)
+        self.embeddings.apply(grad_pooled, requests)
         self.examples_trained += batch.batch_size
-        return loss.detach()
+        return loss
 
     def predict(self, batch: Batch) -> torch.Tensor:
         return predict(self.dense, self.embeddings, batch)

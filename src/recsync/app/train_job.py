@@ -1,0 +1,72 @@
+"""A distributed run on the Ray engine, driven by a config, into a run directory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from recsync.app.config import Config
+from recsync.app.plots import plot_curves
+from recsync.app.run_dir import CURVES, RunDir
+from recsync.errors import JobFailed
+from recsync.runtime.ray.effects import NodeFailure
+from recsync.runtime.ray.job import JobSpec, run_job
+
+
+def job_spec(config: Config) -> JobSpec:
+    specs = config.to_specs()
+    return JobSpec(
+        model=specs.model,
+        train=specs.train,
+        cluster=specs.cluster,
+        strategy=specs.strategy,
+        synthetic=specs.synthetic,
+        files=specs.files,
+    )
+
+
+def run_distributed(config: Config, run_dir: RunDir, progress: bool = True) -> dict[str, Any]:
+    """Train one pass on the Ray engine; writes config, metrics, summary and plot."""
+    spec = job_spec(config)
+    run_dir.write_config(config)
+    bar = Progress(
+        TextColumn(f"[bold]{spec.strategy.describe()}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("examples  {task.fields[eps]:>9,.0f} ex/s"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+    )
+    try:
+        with bar:
+            task = bar.add_task("train", total=None, eps=0.0)
+
+            def on_progress(done: int, total: int | None, eps: float) -> None:
+                bar.update(task, completed=done, total=total, eps=eps)
+
+            summary = run_job(
+                spec, config.cluster.address, config.cluster.num_cpus, on_progress=on_progress
+            )
+    except NodeFailure as error:
+        raise JobFailed(str(error)) from None
+    summary["run_dir"] = str(run_dir.path)
+    record = {
+        "examples": summary["examples_trained"],
+        "train_loss": summary["train_loss"],
+        "test_auc": summary["test_auc"],
+        "test_ne": summary["test_ne"],
+        "test_logloss": summary["test_logloss"],
+        "test_calibration": summary["test_calibration"],
+        "eps": summary["eps"],
+        "train_seconds": summary["train_seconds"],
+    }
+    run_dir.append_metrics(record)
+    run_dir.write_summary(summary)
+    plot_curves(
+        [record], run_dir.path / CURVES, teacher_auc=summary["teacher_auc"], title=run_dir.path.name
+    )
+    run_dir.close()
+    return summary

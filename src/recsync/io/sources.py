@@ -1,0 +1,139 @@
+"""Training data sources of a run: the synthetic task, or files with a held-out split.
+
+A source hands out training batches once, in order, and holds the test set: the synthetic
+task's test split (and its teacher's AUC), test files read up front, or examples held out
+of the stream by a seeded coin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from recsync.data.batch import Batch, concat, rebatch
+from recsync.data.criteo import CriteoSchema
+from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
+from recsync.data.skips import SkipReport
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.tabular import TabularSchema
+from recsync.io.readers import open_dataset
+
+TEST_READ_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class FileData:
+    """File data resolved from [data]: what `recsync.io.readers.open_dataset` needs."""
+
+    paths: tuple[Path, ...]
+    fmt: str
+    schema: CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
+    strict: bool
+    test_paths: tuple[Path, ...]
+    test_fraction: float
+    test_max_examples: int
+    dense_log1p: bool
+
+
+class SyntheticData:
+    """The synthetic task's training stream and test split, and its teacher's AUC."""
+
+    def __init__(self, spec: SyntheticSpec, batch_size: int):
+        self.task = SyntheticTask(spec)
+        self.batch_size = batch_size
+        self.total_examples: int | None = spec.num_train
+        self.skips = SkipReport()
+
+    @property
+    def teacher_auc(self) -> float | None:
+        return self.task.teacher_auc()
+
+    def train_batches(self) -> Iterator[Batch]:
+        return self.task.train_batches(self.batch_size)
+
+    def test_set(self) -> Batch | None:
+        return self.task.test_set()[0]
+
+
+class FileTrainingData:
+    """Batches from files, and a held-out set: the test files (read up front, at most
+    test_max_examples), or examples held out of the stream by a seeded coin with probability
+    test_fraction until test_max_examples are held (then the test set is the ones held so
+    far: intermediate evaluations see a growing set)."""
+
+    def __init__(self, files: FileData, batch_size: int, seed: int):
+        self.files = files
+        self.batch_size = batch_size
+        self.total_examples: int | None = None
+        self.teacher_auc: float | None = None
+        self.skips = SkipReport()
+        self._held: list[Batch] = []
+        self._held_examples = 0
+        self._test: Batch | None = None
+        self._coin = torch.Generator().manual_seed(seed)
+        if files.test_paths:
+            self._read_test_files()
+        self._reader = self._open(files.paths, batch_size)
+
+    def _open(self, paths, batch_size: int):
+        f = self.files
+        reader = open_dataset(
+            paths, f.fmt, f.schema, batch_size=batch_size, strict=f.strict, skips=self.skips
+        )
+        return map(self._prepared, reader)
+
+    def _prepared(self, batch: Batch) -> Batch:
+        if not self.files.dense_log1p:
+            return batch
+        return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
+
+    def _read_test_files(self) -> None:
+        limit = self.files.test_max_examples
+        for batch in self._open(self.files.test_paths, min(limit, TEST_READ_ROWS)):
+            room = limit - self._held_examples
+            self._hold(batch if batch.batch_size <= room else batch.slice(0, room))
+            if self._held_examples >= limit:
+                break
+
+    def _hold(self, batch: Batch) -> None:
+        if batch.batch_size:
+            self._held.append(batch)
+            self._held_examples += batch.batch_size
+            self._test = None
+
+    def _split(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        for batch in batches:
+            room = self.files.test_max_examples - self._held_examples
+            if room <= 0:
+                yield batch
+                continue
+            held = torch.rand(batch.batch_size, generator=self._coin) < self.files.test_fraction
+            held[held.nonzero().flatten()[room:]] = False
+            self._hold(batch.select(held))
+            kept = batch.select(~held)
+            if kept.batch_size:
+                yield kept
+
+    def train_batches(self) -> Iterator[Batch]:
+        if self.files.test_fraction == 0:
+            return self._reader
+        return rebatch(self._split(self._reader), self.batch_size)
+
+    def test_set(self) -> Batch | None:
+        if self._test is None and self._held:
+            self._test = concat(self._held)
+        return self._test
+
+
+def open_training_data(
+    synthetic: SyntheticSpec | None, files: FileData | None, batch_size: int, seed: int
+) -> SyntheticData | FileTrainingData:
+    """The run's data source: synthetic, or files (opened now: a missing file fails early)."""
+    if synthetic is not None:
+        return SyntheticData(synthetic, batch_size)
+    assert files is not None
+    return FileTrainingData(files, batch_size, seed)

@@ -1,0 +1,145 @@
+"""The job's nodes as Ray actors. Each wraps a transport-free node from the lower layers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import ray
+import torch
+
+from recsync.coordinator.reader import ReaderNode
+from recsync.io.sources import open_training_data
+from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
+from recsync.ps.shard import EmbeddingShard
+from recsync.runtime.ray import wire
+from recsync.runtime.ray.effects import NodeFailure, TrainerRuntime
+from recsync.trainer.node import TrainerNode
+
+
+class _Pingable:
+    def ping(self) -> bool:
+        return True
+
+
+@ray.remote(num_cpus=0)
+class ReaderActor(_Pingable):
+    """Owns the data source; hands each batch out once."""
+
+    def __init__(self, synthetic, files, batch_size: int, seed: int, num_trainers: int):
+        torch.set_num_threads(1)
+        self.source = open_training_data(synthetic, files, batch_size, seed)
+        self.node = ReaderNode(iter(self.source.train_batches()), num_trainers)
+
+    def next_batch(self, trainer: int):
+        return wire.batch_out(self.node.next_batch(trainer))
+
+    def progress(self) -> tuple[int, int | None]:
+        return self.node.total_examples, self.source.total_examples
+
+    def handed_examples(self) -> list[int]:
+        return list(self.node.handed_examples)
+
+    def test_set(self):
+        return self.source.test_set(), self.source.teacher_auc, self.source.skips.as_dict()
+
+
+@ray.remote(num_cpus=0)
+class EmbeddingServerActor(_Pingable):
+    """One embedding shard, served from a thread pool (lock-free Hogwild updates)."""
+
+    def __init__(self, index: int, weight: torch.Tensor, optimizer_spec):
+        torch.set_num_threads(1)
+        shard = EmbeddingShard(weight, optimizer_spec.build(weight.shape[0], weight.shape[1]))
+        self.node = EmbeddingServerNode(index, shard)
+
+    def lookup(self, rows, offsets, weights):
+        pooled = self.node.lookup(wire.back(rows), wire.back(offsets), wire.back(weights))
+        return wire.out(pooled)
+
+    def apply(self, rows, grads) -> None:
+        self.node.apply(wire.back(rows), wire.back(grads))
+
+    def weight(self) -> torch.Tensor:
+        return self.node.shard.weight
+
+    def stats(self):
+        return self.node.stats
+
+
+@ray.remote(num_cpus=0)
+class SyncServerActor(_Pingable):
+    """One slice of the EASGD center variable."""
+
+    def __init__(self, index: int, center_policy):
+        torch.set_num_threads(1)
+        self.node = SyncServerNode(index, center_policy)
+
+    def exchange(self, values):
+        return wire.out(self.node.exchange(wire.back(values)))
+
+    def stats(self):
+        return self.node.stats
+
+
+@ray.remote(num_cpus=0)
+class TrainerActor(_Pingable):
+    """m worker threads and one sync thread over one dense replica."""
+
+    def __init__(
+        self, name: str, node_args: dict, reader, embedding_servers, sync_servers, slowdown=1.0
+    ):
+        torch.set_num_threads(1)
+        self.name = name
+        self.node = TrainerNode(**node_args)
+        self.runtime = TrainerRuntime(
+            name,
+            self.node.index,
+            reader,
+            embedding_servers,
+            sync_servers,
+            time.perf_counter(),
+            slowdown,
+        )
+        self.runtime.workers_finished = lambda: self.node.workers_finished
+
+    def collective_address(self) -> str:
+        with socket.socket() as sock:
+            sock.bind(("", 0))
+            port = sock.getsockname()[1]
+        return f"tcp://{ray.util.get_node_ip_address()}:{port}"
+
+    def init_collective(self, address: str, world_size: int, timeout_s: float) -> None:
+        self.runtime.init_collective(address, world_size, timeout_s)
+
+    def run(self):
+        """Train until the reader runs dry; returns (stats, blocked seconds, bytes sent)."""
+        self.runtime.start = time.perf_counter()
+        errors: list[BaseException] = []
+
+        def guarded(loop):
+            try:
+                self.runtime.drive(loop)
+            except BaseException as error:  # noqa: BLE001 - reported to the coordinator
+                errors.append(error)
+                self.runtime.fail_waiters()
+
+        threads = [
+            threading.Thread(target=guarded, args=(self.node.worker_loop(i),), daemon=True)
+            for i in range(self.node.num_workers)
+        ]
+        threads.append(threading.Thread(target=guarded, args=(self.node.sync_loop(),), daemon=True))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            first = errors[0]
+            if isinstance(first, NodeFailure):
+                raise first
+            raise NodeFailure(f"{self.name} failed: {type(first).__name__}: {first}") from first
+        return self.node.stats, dict(self.runtime.blocked), dict(self.runtime.bytes_sent)
+
+    def replica(self) -> torch.Tensor:
+        return self.node.state()

@@ -1,0 +1,91 @@
+"""``easgd``: elastic averaging through a center variable on sync servers.
+
+ShadowSync (Zheng et al. 2020, arXiv 2003.03477) Algorithm 2, after EASGD (Zhang et al.
+2015). One sync of trainer i, per sync-server shard:
+
+1. the trainer sends a snapshot of its replica slice, ``w_i``;
+2. the server: ``w_ps <- (1-a) w_ps + a w_i`` (in place), and returns a copy of the new w_ps;
+3. the trainer: ``w_i <- (1-a) w_i + a w_ps`` with that returned (already updated) w_ps,
+   applied to its CURRENT replica, which the worker threads kept training meanwhile.
+
+The interpolation is asymmetric (w_i and w_ps differ afterwards): both sides trust their own
+copy, which the paper reports essential in the shadow setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from recsync.sync.replica import (
+    Needs,
+    ReplicaStrategyMixin,
+    Timing,
+    check_flat_pair,
+    check_fraction,
+)
+
+
+@dataclass(frozen=True)
+class EasgdConfig(ReplicaStrategyMixin):
+    """``alpha``: the elastic parameter, in (0, 1]. The paper does not publish its value; 0.1
+    matches EASGD's advice of a total pull ``beta = n * alpha`` about 0.9 for ~10 trainers."""
+
+    alpha: float = 0.1
+    timing: Timing = field(default_factory=Timing)
+
+    name: ClassVar[str] = "easgd"
+    label: ClassVar[str] = "EASGD"
+    needs: ClassVar[Needs] = "center"
+
+    def __post_init__(self) -> None:
+        check_fraction("alpha", self.alpha)
+        self._check_timing()
+
+    def _params(self) -> str:
+        return f"alpha={self.alpha:g}"
+
+    def make_center(self, center_slice: torch.Tensor) -> EasgdCenter:
+        return EasgdCenter(self, center_slice)
+
+    def make_replica(self, initial: torch.Tensor | None = None) -> EasgdReplica:
+        return EasgdReplica(self)
+
+
+class EasgdCenter:
+    """Server side: one sync server's contiguous slice of the center variable w_ps (updated in
+    place; initialize it with the same w_0 as the trainers, Alg. 1 line 3). The node serializes
+    ``exchange`` calls on one slice."""
+
+    def __init__(self, config: EasgdConfig, center_slice: torch.Tensor) -> None:
+        if center_slice.dim() != 1 or not center_slice.is_floating_point():
+            raise ValueError(
+                "center_slice must be a flat (1-D) floating tensor, got shape "
+                f"{tuple(center_slice.shape)} dtype {center_slice.dtype}"
+            )
+        self.config = config
+        self.center = center_slice
+        self.exchanges = 0
+
+    def exchange(self, replica_slice: torch.Tensor) -> torch.Tensor:
+        """``w_ps <- (1-a) w_ps + a w_i`` in place (Alg. 2 line 4); returns a copy of the new
+        w_ps for the trainer's line 5."""
+        check_flat_pair(self.center, replica_slice, "replica_slice")
+        self.center.lerp_(replica_slice, self.config.alpha)
+        self.exchanges += 1
+        return self.center.clone()
+
+
+class EasgdReplica:
+    """Trainer side of Alg. 2 line 5."""
+
+    def __init__(self, config: EasgdConfig) -> None:
+        self.config = config
+
+    def apply(self, replica: torch.Tensor, center: torch.Tensor) -> None:
+        """``w_i <- (1-a) w_i + a w_ps`` in place on the current replica (or a slice view of
+        it), with ``center`` the w_ps returned by ``EasgdCenter.exchange``."""
+        check_flat_pair(replica, center, "center")
+        replica.lerp_(center, self.config.alpha)

@@ -1,0 +1,63 @@
+"""``ma``: elastic model averaging over an all-reduce, no sync servers.
+
+ShadowSync (Zheng et al. 2020, arXiv 2003.03477) Algorithm 3, after model averaging (Zhang
+et al. 2016). One sync of trainer i:
+
+1. ``w_g <- allreduce(snapshot of w_i) / n`` (the driver runs the all-reduce);
+2. ``w_i <- (1-a) w_i + a w_g`` on the CURRENT replica.
+
+With ``alpha = 1`` this is plain model averaging; the paper's shadow variant interpolates
+because the workers kept training while the all-reduce ran, and copying w_g back would lose
+those updates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from recsync.sync.replica import (
+    Needs,
+    ReplicaStrategyMixin,
+    Timing,
+    check_flat_pair,
+    check_fraction,
+)
+
+
+@dataclass(frozen=True)
+class MaConfig(ReplicaStrategyMixin):
+    """``alpha``: the elastic parameter, in (0, 1]; 1 = copy the average back. The paper uses
+    the same hyper-parameters for S-EASGD, S-MA and S-BMUF, hence the same default 0.1."""
+
+    alpha: float = 0.1
+    timing: Timing = field(default_factory=Timing)
+
+    name: ClassVar[str] = "ma"
+    label: ClassVar[str] = "MA"
+    needs: ClassVar[Needs] = "allreduce"
+
+    def __post_init__(self) -> None:
+        check_fraction("alpha", self.alpha)
+        self._check_timing()
+
+    def _params(self) -> str:
+        return f"alpha={self.alpha:g}"
+
+    def make_replica(self, initial: torch.Tensor | None = None) -> MaReplica:
+        return MaReplica(self)
+
+
+class MaReplica:
+    """Trainer side of Alg. 3 line 7."""
+
+    def __init__(self, config: MaConfig) -> None:
+        self.config = config
+
+    def apply(self, replica: torch.Tensor, average: torch.Tensor) -> None:
+        """``w_i <- (1-a) w_i + a average`` in place on the current replica; ``average`` is
+        allreduce(w_i)/n over the snapshots, computed by the driver."""
+        check_flat_pair(replica, average, "average")
+        replica.lerp_(average, self.config.alpha)

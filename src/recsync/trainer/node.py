@@ -1,0 +1,168 @@
+"""A trainer node: m worker loops over one local dense replica, and one sync loop.
+
+Worker loop (one per Hogwild worker thread): take batch -> pull pooled embeddings ->
+dense forward/backward on the replica -> local dense step -> push row gradients -> maybe a
+foreground sync (fixed timing). Sync loop (the shadow thread): background sync as the
+strategy says, never blocking the workers. Both are generators of effects (see effects.py),
+run by a driver: the simulator or the Ray engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from recsync.model.spec import ModelSpec
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.shard import row_gradients
+from recsync.sync.replica import FixedTrigger
+from recsync.trainer.effects import (
+    AllReduce,
+    AwaitSyncRequest,
+    Compute,
+    Effect,
+    Exchange,
+    Lookup,
+    NextBatch,
+    Now,
+    PushSparse,
+    RequestSync,
+    SyncRoundDone,
+)
+from recsync.trainer.reference import TrainSpec
+from recsync.trainer.replica import DenseReplica
+
+Loop = Generator[Effect, Any, None]
+
+
+@dataclass
+class TrainerStats:
+    """What one trainer did: per worker thread iterations and examples, loss, syncs."""
+
+    iterations: list[int]
+    examples: list[int]
+    loss_sum: float = 0.0
+    syncs: int = 0
+    workers_done: int = 0
+    first_sync_at: float | None = None
+    last_sync_at: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_examples(self) -> int:
+        return sum(self.examples)
+
+    @property
+    def total_iterations(self) -> int:
+        return sum(self.iterations)
+
+
+class TrainerNode:
+    """One trainer's replica, strategy policy and loops; free of any transport."""
+
+    def __init__(
+        self,
+        index: int,
+        num_trainers: int,
+        num_workers: int,
+        model: ModelSpec,
+        train: TrainSpec,
+        layout: EmbeddingLayout,
+        strategy,
+        dense_ranges: list[tuple[int, int]] | None = None,
+    ):
+        if num_workers < 1:
+            raise ValueError(f"trainer needs >= 1 worker thread, got {num_workers}")
+        self.index = index
+        self.num_trainers = num_trainers
+        self.num_workers = num_workers
+        self.layout = layout
+        self.strategy = strategy
+        self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
+        self.policy = None
+        if strategy.needs != "none":
+            self.policy = strategy.make_replica(self.replica.flat.clone())
+        if strategy.needs == "center" and not dense_ranges:
+            raise ValueError(f"{strategy.describe()} needs at least one sync server")
+        self.dense_ranges = dense_ranges or []
+        self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
+
+    @property
+    def fixed(self) -> bool:
+        return self.strategy.timing.mode == "fixed"
+
+    @property
+    def workers_finished(self) -> bool:
+        return self.stats.workers_done == self.num_workers
+
+    def worker_loop(self, thread: int) -> Loop:
+        """One Hogwild worker thread: steps until the reader has no more batches."""
+        trigger = FixedTrigger(self.strategy.timing) if self.fixed else None
+        layout, replica = self.layout, self.replica
+        while True:
+            batch = yield NextBatch(self.index)
+            if batch is None:
+                break
+            requests = layout.route(batch)
+            partials = yield Lookup(requests)
+            pooled = layout.combine(batch.batch_size, requests, partials)
+            loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
+            yield Compute(batch.batch_size)
+            replica.apply(flat_grad)
+            updates = []
+            for r in requests:
+                grad_bags = layout.bag_gradients(grad_pooled, r)
+                rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+                updates.append((r.shard, rows, grads))
+            yield PushSparse(updates)
+            self.stats.iterations[thread] += 1
+            self.stats.examples[thread] += batch.batch_size
+            self.stats.loss_sum += float(loss) * batch.batch_size
+            if trigger is not None and trigger.after_iteration((yield Now())):
+                if self.strategy.needs == "center":
+                    yield from self.easgd_round()
+                elif self.strategy.needs == "allreduce":
+                    yield RequestSync()
+        self.stats.workers_done += 1
+
+    def sync_loop(self) -> Loop:
+        """The shadow thread. For collectives it also serves fixed-rate requests, and keeps
+        joining rounds after its workers finish until every trainer's workers have."""
+        needs = self.strategy.needs
+        if needs == "none" or (needs == "center" and self.fixed):
+            return
+        if needs == "center":
+            while not self.workers_finished:
+                yield from self.easgd_round()
+            return
+        while True:
+            if self.fixed:
+                yield AwaitSyncRequest()
+            done = self.workers_finished
+            average, num_done = yield AllReduce(self.replica.flat.clone(), done)
+            self.policy.apply(self.replica.writer, average)
+            yield from self._count_sync()
+            if self.fixed:
+                yield SyncRoundDone()
+            if num_done == self.num_trainers:
+                return
+
+    def easgd_round(self) -> Loop:
+        """Exchange every slice of the replica with its sync server (ShadowSync Alg. 2)."""
+        for server, (start, stop) in enumerate(self.dense_ranges):
+            center = yield Exchange(server, self.replica.flat[start:stop].clone())
+            self.policy.apply(self.replica.writer[start:stop], center)
+        yield from self._count_sync()
+
+    def _count_sync(self) -> Loop:
+        now = yield Now()
+        stats = self.stats
+        stats.syncs += 1
+        stats.first_sync_at = now if stats.first_sync_at is None else stats.first_sync_at
+        stats.last_sync_at = now
+
+    def state(self) -> torch.Tensor:
+        return self.replica.flat.clone()

@@ -1,0 +1,59 @@
+"""A dense replica: the DLRM dense part with all parameters as views of one flat vector."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F_
+
+from recsync.data.batch import Batch
+from recsync.model.dlrm import build_dense
+from recsync.model.spec import ModelSpec
+from recsync.optim.dense import DenseOptimizerSpec
+
+
+class DenseReplica:
+    """The dense part of one trainer, trained lock-free by several worker threads.
+
+    `flat` is the P-vector every parameter is a view of. Writes (optimizer steps, sync
+    updates) go through `writer`, an alias of the same memory with its own autograd version
+    counter, so a worker's backward never trips over another worker's in-place update: the
+    races are real and intended (Hogwild), the version check would only forbid them.
+    """
+
+    def __init__(self, spec: ModelSpec, seed: int, optimizer: DenseOptimizerSpec):
+        self.module = build_dense(spec, seed)
+        self.params = list(self.module.parameters())
+        self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            p.data = self.flat[offset : offset + n].view_as(p)
+            offset += n
+        self.writer = torch.empty(0).set_(self.flat.untyped_storage(), 0, self.flat.shape)
+        self.optimizer = optimizer.build(self.flat.numel())
+
+    @property
+    def num_params(self) -> int:
+        return int(self.flat.numel())
+
+    def gradients(
+        self, batch: Batch, pooled: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(mean loss, flat P-gradient, B x F x D gradient w.r.t. the pooled embeddings)."""
+        pooled = pooled.detach().requires_grad_()
+        logits = self.module(batch.dense, pooled)
+        loss = F_.binary_cross_entropy_with_logits(logits, batch.labels)
+        *grads, grad_pooled = torch.autograd.grad(loss, [*self.params, pooled])
+        return loss.detach(), torch.cat([g.reshape(-1) for g in grads]), grad_pooled
+
+    def apply(self, flat_grad: torch.Tensor) -> None:
+        """One optimizer step with a flat gradient, in place."""
+        self.optimizer.step(self.writer, flat_grad)
+
+    def load_flat(self, flat: torch.Tensor) -> None:
+        """Overwrite every parameter with a flat P-vector (e.g. the average of replicas)."""
+        self.writer.copy_(flat)
+
+    def predict(self, batch: Batch, pooled: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.sigmoid(self.module(batch.dense, pooled))

@@ -1,0 +1,104 @@
+"""End-to-end runs on real Ray actors (a local 2-CPU Ray cluster), small model and data."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from recsync.coordinator.job import ClusterSpec
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.runtime.ray.effects import NodeFailure
+from recsync.runtime.ray.job import JobSpec, connect, run_job
+from recsync.sync import replica_strategy_config
+from recsync.sync.replica import Timing
+from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+
+pytestmark = pytest.mark.engine
+
+SYNTHETIC = SyntheticSpec(num_train=40_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
+MODEL = ModelSpec(
+    num_dense=4,
+    tables=tuple(TableSpec(f"C{i}", 100, 8) for i in range(8)),
+    bottom_mlp=(32,),
+    top_mlp=(32,),
+)
+TRAIN = TrainSpec(batch_size=128)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    started = connect(None, 2)
+    yield
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def reference_auc() -> float:
+    task = SyntheticTask(SYNTHETIC)
+    trainer = ReferenceTrainer(MODEL, TRAIN)
+    for batch in task.train_batches(TRAIN.batch_size):
+        trainer.train_step(batch)
+    return trainer.evaluate(task.test_set()[0]).auc
+
+
+def spec(strategy: str, cluster: ClusterSpec | None = None, **fields) -> JobSpec:
+    return JobSpec(
+        model=MODEL,
+        train=TRAIN,
+        cluster=cluster or ClusterSpec(2, 2, 2, 1),
+        strategy=replica_strategy_config(strategy, **fields),
+        synthetic=SYNTHETIC,
+    )
+
+
+@pytest.mark.parametrize("strategy", ["easgd", "ma", "bmuf"])
+def test_shadow_strategies_train_to_reference_quality(strategy, reference_auc):
+    summary = run_job(spec(strategy))
+    assert summary["strategy"].startswith("S-")
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    assert summary["syncs"] > 0 and summary["average_sync_gap"] > 0
+    assert summary["test_auc"] >= reference_auc - 0.03, (summary["test_auc"], reference_auc)
+    assert summary["bytes_sent"]["trainers"] > 0 and summary["bytes_sent"]["embedding_servers"] > 0
+
+
+def test_fixed_rate_ma_syncs_every_k_iterations_of_each_worker():
+    summary = run_job(spec("ma", timing=Timing("fixed", every_iterations=4)))
+    iterations = SYNTHETIC.num_train // TRAIN.batch_size
+    assert summary["strategy"].startswith("FR-MA-4")
+    # every worker requests every 4th iteration; a round may serve several requests
+    assert 1 <= summary["syncs"] <= 2 * (iterations // 4 + 2)
+
+
+def test_one_pass_accounting_with_unequal_trainers():
+    cluster = ClusterSpec(3, 2, 2, 1, trainer_slowdown=(1.0, 3.0, 6.0))
+    summary = run_job(spec("easgd", cluster))
+    per_trainer = summary["examples_per_trainer"]
+    assert sum(per_trainer) == SYNTHETIC.num_train == summary["examples_trained"]
+    assert per_trainer[0] > per_trainer[1] > per_trainer[2] > 0, per_trainer
+
+
+def test_a_killed_embedding_server_fails_the_job_naming_it():
+    killed: dict[str, float] = {}
+
+    def on_start(job):
+        killed["job"] = job
+
+    def on_progress(done, total, eps):
+        if done > 5_000 and "at" not in killed:
+            ray.kill(killed["job"].actors["embedding-server-1"], no_restart=True)
+            killed["at"] = time.perf_counter()
+
+    long_run = JobSpec(
+        model=MODEL,
+        train=TRAIN,
+        cluster=ClusterSpec(2, 2, 2, 1),
+        strategy=replica_strategy_config("easgd"),
+        synthetic=SyntheticSpec(num_train=2_000_000, num_dense=4, table_rows=(100,) * 8),
+    )
+    with pytest.raises(NodeFailure, match="embedding-server-1"):
+        run_job(long_run, on_progress=on_progress, on_start=on_start)
+    assert time.perf_counter() - killed["at"] < 30
