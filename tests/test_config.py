@@ -201,3 +201,40 @@ def test_dump_is_json_and_its_toml_loads_back_equal(tmp_path):
     tree = tomllib.loads(toml_text(config.dump()))
     assert Config.model_validate(tree) == config
     assert load_config(write(tmp_path, toml_text(config.dump()))) == config
+
+
+def test_strategy_and_cluster_sections_build_specs():
+    from recsync.app.config import load_config
+
+    specs = load_config(
+        None,
+        {
+            "strategy.name": "bmuf",
+            "strategy.timing": "fixed",
+            "strategy.every_iterations": 5,
+            "strategy.block_momentum": 0.5,
+            "cluster.num_trainers": 3,
+            "cluster.trainer_slowdown": [1.0, 2.0, 4.0],
+        },
+    ).to_specs()
+    assert specs.strategy.describe().startswith("FR-BMUF-5")
+    assert specs.strategy.block_momentum == 0.5
+    assert specs.cluster.num_trainers == 3 and specs.cluster.slowdown(2) == 4.0
+    assert load_config(None, {"strategy.name": "reference"}).to_specs().strategy is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"strategy.name": "hogwild"}, "strategy.name"),
+        ({"strategy.timing": "fixed"}, "strategy: mode='fixed' takes exactly one"),
+        ({"strategy.alpha": 1.5}, "strategy: alpha"),
+        ({"cluster.num_trainers": 0}, "cluster.num_trainers"),
+        ({"cluster.trainer_slowdown": [1.0]}, "cluster.trainer_slowdown"),
+    ],
+)
+def test_strategy_and_cluster_errors_name_the_key(overrides, message):
+    from recsync.app.config import load_config
+
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides).to_specs()

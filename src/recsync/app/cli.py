@@ -20,9 +20,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from recsync.app.config import build_dataclass, load_config, parse_overrides
+from recsync.app.plan_view import plan_table
 from recsync.app.run_dir import RunDir
+from recsync.app.sim_run import run_simulation
 from recsync.app.train import run_training
-from recsync.app.train_job import run_distributed
+from recsync.app.train_job import job_spec, run_distributed
+from recsync.coordinator.planning import plan_for
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
@@ -101,12 +104,18 @@ def train(
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")] = False,
     set_: SetOption = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Join this Ray cluster (e.g. auto, or HEAD_IP:6379); default: local."),
+    ] = None,
 ) -> None:
     """Train one pass over the data; write config, metrics, summary and plots to a run dir."""
     try:
         overrides = parse_overrides(set_ or [])
         if name is not None:
             overrides["run.name"] = name
+        if address is not None:
+            overrides["cluster.address"] = address
         cfg = load_config(config, overrides)
         run_dir = RunDir.create(
             cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
@@ -133,6 +142,55 @@ def train(
     if cfg.data.source != "synthetic":
         table.add_row("skipped lines", _skips_text(summary["skipped"]))
     Console().print(table)
+
+
+@app.command()
+def simulate(
+    config: ConfigOption = None,
+    name: Annotated[
+        str | None, typer.Option(help="Run directory name (default: a timestamp).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")] = False,
+    set_: SetOption = None,
+    progress: Annotated[bool, typer.Option(help="Show a spinner.")] = True,
+) -> None:
+    """Run the job of `train` in the cluster simulator ([cost] section): virtual time, real math."""
+    try:
+        overrides = parse_overrides(set_ or [])
+        if name is not None:
+            overrides["run.name"] = name
+        cfg = load_config(config, overrides)
+        run_dir = RunDir.create(
+            cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
+        )
+        summary = run_simulation(cfg, run_dir, progress=progress)
+    except (RecsyncError, OSError) as error:
+        _fail(error)
+    table = Table(title="recsync simulate (virtual time)", show_header=False)
+    table.add_row("run dir", summary["run_dir"])
+    table.add_row("strategy", summary["strategy"])
+    table.add_row("examples trained", f"{summary['examples_trained']:,}")
+    table.add_row("virtual seconds", f"{summary['train_seconds']:,.2f}")
+    table.add_row("EPS (virtual)", f"{summary['eps']:,.0f}")
+    table.add_row("average sync gap", _number(summary["average_sync_gap"], 2))
+    table.add_row("teacher AUC (best)", _number(summary["teacher_auc"]))
+    table.add_row("test AUC", _number(summary["test_auc"]))
+    table.add_row("test NE", _number(summary["test_ne"]))
+    Console().print(table)
+
+
+@app.command()
+def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
+    """Print the placement plan: tables on embedding servers, dense slices on sync servers."""
+    try:
+        cfg = load_config(config, parse_overrides(set_ or []))
+        spec = job_spec(cfg)
+        if spec.strategy is None:
+            raise ConfigError("strategy.name: 'reference' runs in one process; nothing to place")
+        job_plan = plan_for(spec)
+    except (RecsyncError, OSError) as error:
+        _fail(error)
+    Console().print(plan_table(job_plan, spec.model.tables))
 
 
 def write_synthetic_parquet(spec: SyntheticSpec, out: Path, split: Split) -> int:

@@ -10,20 +10,16 @@ raise `ConfigError` naming the section. Sections that mirror a spec dataclass
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import Field, ValidationError
 
-from recsync.app.config_base import Section
+from recsync.app.config_base import Section, build_dataclass, section_from_dataclass
 from recsync.app.job_config import ClusterSection, StrategySection
 from recsync.coordinator.job import ClusterSpec
 from recsync.data.criteo import CriteoSchema
@@ -35,6 +31,7 @@ from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.runtime.sim.cost import CostModel
 from recsync.trainer.reference import TrainSpec
 
 DEFAULT_SOURCE = "<embedded default.toml>"
@@ -44,79 +41,8 @@ _DEFAULT_MODEL = ModelSpec()
 _DEFAULT_TRAIN = TrainSpec()
 
 
-def _toml_type(hint: Any) -> Any:
-    """The TOML-side type of a dataclass field's type: tuples become lists, dataclasses
-    become generated sections."""
-    args = typing.get_args(hint)
-    if dataclasses.is_dataclass(hint):
-        return section_from_dataclass(hint)
-    if typing.get_origin(hint) is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return list[_toml_type(args[0])]
-        return Annotated[
-            list[_toml_type(args[0])], Field(min_length=len(args), max_length=len(args))
-        ]
-    if typing.get_origin(hint) in (types.UnionType, typing.Union):
-        return typing.Union[tuple(_toml_type(a) for a in args)]  # noqa: UP007
-    return hint
-
-
-def _toml_value(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _toml_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list):
-        return [_toml_value(v) for v in value]
-    return value
-
-
-@functools.cache
-def section_from_dataclass(cls: type) -> type[Section]:
-    """A section with one key per field of the spec dataclass `cls`, defaulting to its
-    defaults (fields without a default are required)."""
-    hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            default = _toml_value(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            default = _toml_value(f.default_factory())
-        else:
-            default = ...
-        fields[f.name] = (_toml_type(hints[f.name]), default)
-    doc = f"Keys of {cls.__name__}, defaults from it."
-    return create_model(f"{cls.__name__}Section", __base__=Section, __doc__=doc, **fields)
-
-
-def _spec_value(hint: Any, value: Any, key: str) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, BaseModel):
-        members = typing.get_args(hint) or (hint,)
-        cls = next(m for m in members if dataclasses.is_dataclass(m))
-        return build_dataclass(cls, value, key)
-    if isinstance(value, list) and typing.get_origin(hint) is tuple:
-        return tuple(value)
-    return value
-
-
-def build_dataclass(cls: type, values: BaseModel | Mapping[str, Any], key: str) -> Any:
-    """An instance of the spec dataclass `cls` from a section (or a dict of ready values);
-    its ValueError becomes a ConfigError naming `key`."""
-    if isinstance(values, BaseModel):
-        hints = typing.get_type_hints(cls)
-        values = {
-            name: _spec_value(hints[name], getattr(values, name), f"{key}.{name}")
-            for name in type(values).model_fields
-        }
-    try:
-        return cls(**values)
-    except ConfigError:
-        raise
-    except ValueError as error:
-        raise ConfigError(f"{key}: {error}") from None
-
-
 SyntheticSection = section_from_dataclass(SyntheticSpec)
+CostSection = section_from_dataclass(CostModel)
 DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
 SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
@@ -212,6 +138,7 @@ class Config(Section):
     train: TrainSection = Field(default_factory=TrainSection)
     cluster: ClusterSection = Field(default_factory=ClusterSection)
     strategy: StrategySection = Field(default_factory=StrategySection)
+    cost: CostSection = Field(default_factory=CostSection)
 
     def to_specs(self) -> RunSpecs:
         """The specs; raises ConfigError naming the key or section of a rejected value."""

@@ -1,8 +1,17 @@
-"""The base of every config section."""
+"""The base of every config section, and sections generated from the spec dataclasses."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from recsync.errors import ConfigError
 
 
 class Section(BaseModel):
@@ -11,3 +20,77 @@ class Section(BaseModel):
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, validate_by_name=True, serialize_by_alias=True
     )
+
+
+def _toml_type(hint: Any) -> Any:
+    """The TOML-side type of a dataclass field's type: tuples become lists, dataclasses
+    become generated sections."""
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return section_from_dataclass(hint)
+    if typing.get_origin(hint) is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return list[_toml_type(args[0])]
+        return Annotated[
+            list[_toml_type(args[0])], Field(min_length=len(args), max_length=len(args))
+        ]
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        return typing.Union[tuple(_toml_type(a) for a in args)]  # noqa: UP007
+    return hint
+
+
+def _toml_value(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _toml_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_toml_value(v) for v in value]
+    return value
+
+
+@functools.cache
+def section_from_dataclass(cls: type) -> type[Section]:
+    """A section with one key per field of the spec dataclass `cls`, defaulting to its
+    defaults (fields without a default are required)."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            default = Field(default_factory=section_from_dataclass(hints[f.name]))
+        elif f.default is not dataclasses.MISSING:
+            default = _toml_value(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = _toml_value(f.default_factory())
+        else:
+            default = ...
+        fields[f.name] = (_toml_type(hints[f.name]), default)
+    doc = f"Keys of {cls.__name__}, defaults from it."
+    return create_model(f"{cls.__name__}Section", __base__=Section, __doc__=doc, **fields)
+
+
+def _spec_value(hint: Any, value: Any, key: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        members = typing.get_args(hint) or (hint,)
+        cls = next(m for m in members if dataclasses.is_dataclass(m))
+        return build_dataclass(cls, value, key)
+    if isinstance(value, list) and typing.get_origin(hint) is tuple:
+        return tuple(value)
+    return value
+
+
+def build_dataclass(cls: type, values: BaseModel | Mapping[str, Any], key: str) -> Any:
+    """An instance of the spec dataclass `cls` from a section (or a dict of ready values);
+    its ValueError becomes a ConfigError naming `key`."""
+    if isinstance(values, BaseModel):
+        hints = typing.get_type_hints(cls)
+        values = {
+            name: _spec_value(hints[name], getattr(values, name), f"{key}.{name}")
+            for name in type(values).model_fields
+        }
+    try:
+        return cls(**values)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(f"{key}: {error}") from None

@@ -46,6 +46,7 @@ class StrategySection(Section):
     timing: Literal["shadow", "fixed"] = "shadow"
     every_iterations: int | None = None
     every_seconds: float | None = None
+    shadow_min_gap: float = Field(default=1.0, ge=0.0)
     alpha: float | None = None
     block_lr: float | None = None
     block_momentum: float | None = None
@@ -61,7 +62,9 @@ class StrategySection(Section):
             if getattr(self, key) is not None
         }
         try:
-            timing = Timing(self.timing, self.every_iterations, self.every_seconds)
+            timing = Timing(
+                self.timing, self.every_iterations, self.every_seconds, self.shadow_min_gap
+            )
             return replica_strategy_config(self.name, timing=timing, **params)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"strategy: {error}") from None

@@ -10,9 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from recsync.app.config import Config
 from recsync.app.plots import plot_curves
 from recsync.app.run_dir import CURVES, RunDir
+from recsync.coordinator.planning import JobSpec
 from recsync.errors import JobFailed
 from recsync.runtime.ray.effects import NodeFailure
-from recsync.runtime.ray.job import JobSpec, run_job
+from recsync.runtime.ray.job import run_job
 
 
 def job_spec(config: Config) -> JobSpec:

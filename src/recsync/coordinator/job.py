@@ -58,9 +58,14 @@ def final_dense(replicas: list[torch.Tensor], strategy_needs: str) -> torch.Tens
     return torch.stack(replicas).mean(0)
 
 
-def sync_measures(stats: list[TrainerStats]) -> dict[str, float | None]:
-    """Average sync gap = iterations/s over syncs/s, per trainer then averaged."""
-    gaps = [average_sync_gap(s.total_iterations, s.syncs) for s in stats]
+def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | None]:
+    """Average sync gap = iterations/s of a worker thread over syncs/s (ShadowSync section
+    4.2), per trainer then averaged. A shadow sync serves all m worker threads of its
+    trainer; a fixed-rate sync is one worker thread's own (FR-k has gap k)."""
+    gaps = []
+    for s in stats:
+        gap = average_sync_gap(s.total_iterations, s.syncs)
+        gaps.append(gap / len(s.iterations) if gap is not None and shadow else gap)
     known = [g for g in gaps if g is not None]
     return {
         "syncs": sum(s.syncs for s in stats),

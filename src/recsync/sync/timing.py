@@ -33,7 +33,12 @@ class Timing:
     """When to sync.
 
     - ``mode="shadow"``: a background shadow thread syncs in a loop, as fast as it can; takes
-      neither ``every_iterations`` nor ``every_seconds``.
+      neither ``every_iterations`` nor ``every_seconds``. ``shadow_min_gap`` (default 1) makes
+      a round wait until the trainer's worker threads completed that many new iterations per
+      thread since the previous round started, so the average sync gap (iterations of a
+      worker thread between two syncs, the paper's measure) is at least that: re-syncing a
+      replica no worker has changed only burns the CPU the workers share with the shadow
+      thread. 0 = loop without waiting, the paper's letter.
     - ``mode="fixed"``: foreground sync, exactly one of ``every_iterations`` (each worker
       thread syncs after every k of its own iterations) or ``every_seconds`` (the first worker
       thread to finish an iteration once a period of P seconds has elapsed syncs).
@@ -42,10 +47,17 @@ class Timing:
     mode: Literal["shadow", "fixed"] = "shadow"
     every_iterations: int | None = None
     every_seconds: float | None = None
+    shadow_min_gap: float = 1.0
 
     def __post_init__(self) -> None:
         if self.mode not in TIMING_MODES:
             raise ValueError(f"mode must be one of {list(TIMING_MODES)}, got {self.mode!r}")
+        if (
+            not _is_real(self.shadow_min_gap)
+            or not math.isfinite(self.shadow_min_gap)
+            or self.shadow_min_gap < 0
+        ):
+            raise ValueError(f"shadow_min_gap must be a number >= 0, got {self.shadow_min_gap!r}")
         if self.mode == "shadow":
             for field in ("every_iterations", "every_seconds"):
                 if getattr(self, field) is not None:

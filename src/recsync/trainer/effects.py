@@ -64,6 +64,13 @@ class Now:
 
 
 @dataclass
+class AwaitIterations:
+    """-> None once the trainer's workers completed `total` iterations in all, or finished."""
+
+    total: int
+
+
+@dataclass
 class RequestSync:
     """-> None once the trainer's sync loop has completed a round after this request."""
 
@@ -86,6 +93,7 @@ Effect = (
     | Exchange
     | AllReduce
     | Now
+    | AwaitIterations
     | RequestSync
     | AwaitSyncRequest
     | SyncRoundDone

@@ -9,6 +9,7 @@ run by a driver: the simulator or the Ray engine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from recsync.ps.shard import row_gradients
 from recsync.sync.replica import FixedTrigger
 from recsync.trainer.effects import (
     AllReduce,
+    AwaitIterations,
     AwaitSyncRequest,
     Compute,
     Effect,
@@ -89,6 +91,9 @@ class TrainerNode:
             raise ValueError(f"{strategy.describe()} needs at least one sync server")
         self.dense_ranges = dense_ranges or []
         self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
+        timing = strategy.timing
+        # every P seconds is a per-trainer rate: one trigger shared by the worker threads
+        self._shared_trigger = FixedTrigger(timing) if timing.every_seconds is not None else None
 
     @property
     def fixed(self) -> bool:
@@ -100,7 +105,9 @@ class TrainerNode:
 
     def worker_loop(self, thread: int) -> Loop:
         """One Hogwild worker thread: steps until the reader has no more batches."""
-        trigger = FixedTrigger(self.strategy.timing) if self.fixed else None
+        trigger = self._shared_trigger
+        if trigger is None and self.fixed:
+            trigger = FixedTrigger(self.strategy.timing)
         layout, replica = self.layout, self.replica
         while True:
             batch = yield NextBatch(self.index)
@@ -134,11 +141,16 @@ class TrainerNode:
         needs = self.strategy.needs
         if needs == "none" or (needs == "center" and self.fixed):
             return
+        pace = math.ceil(self.strategy.timing.shadow_min_gap * self.num_workers)
         if needs == "center":
             while not self.workers_finished:
+                target = self.stats.total_iterations + pace
                 yield from self.easgd_round()
+                if pace:
+                    yield AwaitIterations(target)
             return
         while True:
+            target = self.stats.total_iterations + pace
             if self.fixed:
                 yield AwaitSyncRequest()
             done = self.workers_finished
@@ -149,6 +161,8 @@ class TrainerNode:
                 yield SyncRoundDone()
             if num_done == self.num_trainers:
                 return
+            if pace and not self.fixed and not self.workers_finished:
+                yield AwaitIterations(target)
 
     def easgd_round(self) -> Loop:
         """Exchange every slice of the replica with its sync server (ShadowSync Alg. 2)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -16,6 +17,8 @@ from recsync.ps.shard import EmbeddingShard
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.effects import NodeFailure, TrainerRuntime
 from recsync.trainer.node import TrainerNode
+
+SHADOW_NICE = 10
 
 
 class _Pingable:
@@ -42,7 +45,8 @@ class ReaderActor(_Pingable):
         return list(self.node.handed_examples)
 
     def test_set(self):
-        return self.source.test_set(), self.source.teacher_auc, self.source.skips.as_dict()
+        test = wire.batch_out(self.source.test_set())
+        return test, self.source.teacher_auc, self.source.skips.as_dict()
 
 
 @ray.remote(num_cpus=0)
@@ -103,6 +107,7 @@ class TrainerActor(_Pingable):
             slowdown,
         )
         self.runtime.workers_finished = lambda: self.node.workers_finished
+        self.runtime.iterations_done = lambda: self.node.stats.total_iterations
 
     def collective_address(self) -> str:
         with socket.socket() as sock:
@@ -118,7 +123,9 @@ class TrainerActor(_Pingable):
         self.runtime.start = time.perf_counter()
         errors: list[BaseException] = []
 
-        def guarded(loop):
+        def guarded(loop, background=False):
+            if background:  # the shadow thread only takes CPU the workers leave idle
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SHADOW_NICE)
             try:
                 self.runtime.drive(loop)
             except BaseException as error:  # noqa: BLE001 - reported to the coordinator
@@ -129,7 +136,9 @@ class TrainerActor(_Pingable):
             threading.Thread(target=guarded, args=(self.node.worker_loop(i),), daemon=True)
             for i in range(self.node.num_workers)
         ]
-        threads.append(threading.Thread(target=guarded, args=(self.node.sync_loop(),), daemon=True))
+        threads.append(
+            threading.Thread(target=guarded, args=(self.node.sync_loop(), True), daemon=True)
+        )
         for thread in threads:
             thread.start()
         for thread in threads:

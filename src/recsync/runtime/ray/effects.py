@@ -59,7 +59,9 @@ class TrainerRuntime:
         self.sync_servers = sync_servers
         self.start = start
         self.requests = SyncRequests()
+        self.progress = threading.Condition()
         self.workers_finished = lambda: False
+        self.iterations_done = lambda: 0
         self.blocked = defaultdict(float)
         self.bytes_sent = defaultdict(int)
         self.group = None
@@ -99,6 +101,7 @@ class TrainerRuntime:
                 started = time.perf_counter()
                 kind = type(effect).__name__
                 if isinstance(effect, fx.NextBatch):
+                    self._notify_progress()  # the previous iteration is counted by now
                     if prefetch is None:
                         prefetch = self.reader.next_batch.remote(effect.trainer)
                     result = wire.batch_back(self._get(prefetch, "reader"))
@@ -126,12 +129,25 @@ class TrainerRuntime:
                     result = self._allreduce(effect)
                 elif isinstance(effect, fx.Now):
                     result = time.perf_counter() - self.start
+                elif isinstance(effect, fx.AwaitIterations):
+                    with self.progress:
+                        self.progress.wait_for(
+                            lambda total=effect.total: (
+                                self.iterations_done() >= total or self.workers_finished()
+                            )
+                        )
+                    result = None
                 else:
                     result = self._sync_request(effect)
                 self.blocked[kind] += time.perf_counter() - started
         finally:
+            self._notify_progress()
             if pending:
                 self._get(pending, "an embedding server (push)")
+
+    def _notify_progress(self) -> None:
+        with self.progress:
+            self.progress.notify_all()
 
     def _lookup(self, effect: fx.Lookup):
         refs = []

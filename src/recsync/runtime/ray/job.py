@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import ray
 
-from recsync.coordinator.job import ClusterSpec, check_one_pass, final_dense, sync_measures
-from recsync.io.sources import FileData, open_training_data
-from recsync.metrics.quality import evaluate_predictions
-from recsync.model.spec import ModelSpec
-from recsync.ps.layout import EmbeddingLayout
-from recsync.ps.local import LocalEmbeddings, shard_weight
-from recsync.ps.placement import JobPlan, plan_job
-from recsync.ps.shard import EmbeddingShard
+from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.summary import JobOutcome, job_summary
+from recsync.ps.local import shard_weight
+from recsync.ps.placement import JobPlan
+from recsync.runtime.ray import wire
 from recsync.runtime.ray.actors import (
     EmbeddingServerActor,
     ReaderActor,
@@ -25,28 +20,14 @@ from recsync.runtime.ray.actors import (
     TrainerActor,
 )
 from recsync.runtime.ray.effects import NodeFailure
-from recsync.trainer.reference import TrainSpec, predict
 from recsync.trainer.replica import DenseReplica
 
 PING_EVERY_S = 2.0
 PING_TIMEOUT_S = 10.0
 COLLECTIVE_TIMEOUT_S = 60.0
-PLAN_SAMPLE_BATCHES = 8
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
 Progress = Callable[[int, int | None, float], None]
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """Everything a distributed run needs, in the lower layers' specs."""
-
-    model: ModelSpec
-    train: TrainSpec
-    cluster: ClusterSpec
-    strategy: Any
-    synthetic: Any = None
-    files: FileData | None = None
 
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
@@ -63,25 +44,6 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
         _system_config={"max_direct_call_object_size": INLINE_OBJECT_BYTES},
     )
     return True
-
-
-def plan_for(spec: JobSpec) -> JobPlan:
-    """Placement from a sample of the data: tables on embedding servers, dense slices."""
-    source = open_training_data(spec.synthetic, spec.files, spec.train.batch_size, spec.train.seed)
-    sample = []
-    for batch in source.train_batches():
-        sample.append(batch)
-        if len(sample) == PLAN_SAMPLE_BATCHES:
-            break
-    num_params = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).num_params
-    needs_center = spec.strategy.needs == "center"
-    return plan_job(
-        spec.model,
-        spec.cluster.num_embedding_servers,
-        spec.cluster.num_sync_servers if needs_center else 0,
-        sample,
-        num_params,
-    )
 
 
 class RayJob:
@@ -190,66 +152,31 @@ class RayJob:
         return self._summarize(trainers, outcomes, train_seconds)
 
     def _summarize(self, trainers, outcomes, train_seconds: float) -> dict[str, Any]:
-        spec, cluster = self.spec, self.spec.cluster
-        stats = [o[0] for o in outcomes]
         reader = self.actors["reader"]
-        handed = ray.get(reader.handed_examples.remote())
-        trained = [s.total_examples for s in stats]
-        dataset = spec.synthetic.num_train if spec.synthetic is not None else None
-        check_one_pass(handed, trained, dataset)
-        blocked: dict[str, float] = defaultdict(float)
-        sent: dict[str, int] = defaultdict(int)
-        for _, blocked_i, sent_i in outcomes:
-            for kind, seconds in blocked_i.items():
-                blocked[kind] += seconds
-            sent["trainers"] += sum(sent_i.values())
-        server_stats = {
-            name: ray.get(actor.stats.remote())
-            for name, actor in self.actors.items()
-            if "server" in name
-        }
-        for name, st in server_stats.items():
-            role = "embedding_servers" if name.startswith("embedding") else "sync_servers"
-            sent[role] += st.bytes_sent
-        quality, teacher_auc, skipped = self._evaluate(trainers)
-        examples = sum(trained)
-        return {
-            "engine": "ray",
-            "strategy": spec.strategy.describe(),
-            "num_trainers": cluster.num_trainers,
-            "workers_per_trainer": cluster.workers_per_trainer,
-            "num_embedding_servers": cluster.num_embedding_servers,
-            "num_sync_servers": len([n for n in self.actors if n.startswith("sync-server")]),
-            "examples_trained": examples,
-            "examples_per_trainer": trained,
-            "train_seconds": train_seconds,
-            "eps": examples / train_seconds,
-            "elp": cluster.elp(spec.train.batch_size),
-            **sync_measures(stats),
-            "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
-            "bytes_sent": dict(sent),
-            "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
-            **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
-            "test_examples": quality.examples,
-            "teacher_auc": teacher_auc,
-            "skipped": skipped,
-        }
-
-    def _evaluate(self, trainers):
-        spec = self.spec
-        replicas = ray.get([t.replica.remote() for t in trainers])
-        dense = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
-        dense.load_flat(final_dense(replicas, spec.strategy.needs))
-        layout: EmbeddingLayout = self.plan.embeddings.layout
-        names = [f"embedding-server-{i}" for i in range(layout.num_shards)]
-        weights = ray.get([self.actors[n].weight.remote() for n in names])
-        row_opt = spec.train.sparse_optimizer
-        shards = [EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in weights]
-        test, teacher_auc, skipped = ray.get(self.actors["reader"].test_set.remote())
-        if test is None or test.batch_size == 0:
-            raise NodeFailure("the held-out set is empty: cannot evaluate")
-        probs = predict(dense.module, LocalEmbeddings(layout, shards), test)
-        return evaluate_predictions(test.labels, probs), teacher_auc, skipped
+        servers = {n: a for n, a in self.actors.items() if "server" in n}
+        layout = self.plan.embeddings.layout
+        embedding = [self.actors[f"embedding-server-{i}"] for i in range(layout.num_shards)]
+        test, teacher_auc, skipped = ray.get(reader.test_set.remote())
+        outcome = JobOutcome(
+            engine="ray",
+            trainer_stats=[o[0] for o in outcomes],
+            blocked_seconds=[o[1] for o in outcomes],
+            bytes_sent=[o[2] for o in outcomes],
+            server_stats=dict(
+                zip(servers, ray.get([a.stats.remote() for a in servers.values()]), strict=True)
+            ),
+            handed_examples=ray.get(reader.handed_examples.remote()),
+            train_seconds=train_seconds,
+            replicas=ray.get([t.replica.remote() for t in trainers]),
+            shard_weights=ray.get([a.weight.remote() for a in embedding]),
+            test=wire.batch_back(test),
+            teacher_auc=teacher_auc,
+            skipped=skipped,
+        )
+        try:
+            return job_summary(self.spec, layout, outcome)
+        except ValueError as error:
+            raise NodeFailure(str(error)) from None
 
     def shutdown(self) -> None:
         for actor in self.actors.values():

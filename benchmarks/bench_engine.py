@@ -1,0 +1,97 @@
+"""EPS of the Ray engine against the single-process reference trainer, same data, same run.
+
+1. `ratio`: the Ray job with 1 trainer x 2 worker threads and 1 embedding server
+   (independent strategy) over the reference trainer's EPS (both on the default model and
+   synthetic task, median of repeats, paired run by run).
+2. S-EASGD vs FR-EASGD-1 (every worker syncs after every iteration) at 2 trainers x 2
+   threads, 2 embedding servers, 1 sync server.
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+
+import ray
+
+from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.planning import JobSpec
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.model.spec import ModelSpec
+from recsync.runtime.ray.job import connect, run_job
+from recsync.sync import replica_strategy_config
+from recsync.sync.replica import Timing
+from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+
+
+def reference_eps(synthetic: SyntheticSpec, model: ModelSpec, train: TrainSpec) -> float:
+    batches = list(SyntheticTask(synthetic).train_batches(train.batch_size))
+    trainer = ReferenceTrainer(model, train)
+    start = time.perf_counter()
+    for batch in batches:
+        trainer.train_step(batch)
+    return synthetic.num_train / (time.perf_counter() - start)
+
+
+def engine_eps(spec: JobSpec) -> dict:
+    summary = run_job(spec)
+    return {"eps": summary["eps"], "sync_gap": summary["average_sync_gap"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--examples", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples, num_test=2_000)
+    model, train = ModelSpec(), TrainSpec()
+    connect(None, 2)
+    single = JobSpec(
+        model, train, ClusterSpec(1, 2, 1, 0), replica_strategy_config("independent"), synthetic
+    )
+    shadow = JobSpec(
+        model, train, ClusterSpec(2, 2, 2, 1), replica_strategy_config("easgd"), synthetic
+    )
+    fixed = dataclasses.replace(
+        shadow,
+        strategy=replica_strategy_config("easgd", timing=Timing("fixed", every_iterations=1)),
+    )
+    ratios, ours, refs, s_easgd, fr_easgd = [], [], [], [], []
+    for _ in range(args.repeats):
+        refs.append(reference_eps(synthetic, model, train))
+        ours.append(engine_eps(single)["eps"])
+        ratios.append(ours[-1] / refs[-1])
+        s_easgd.append(engine_eps(shadow))
+        fr_easgd.append(engine_eps(fixed))
+    ray.shutdown()
+    median = statistics.median
+    print(
+        json.dumps(
+            {
+                "benchmark": "engine",
+                "examples": args.examples,
+                "repeats": args.repeats,
+                "reference_eps_median": round(median(refs)),
+                "ray_1x2_independent_eps_median": round(median(ours)),
+                "ratio": round(median(ratios), 3),
+                "ratio_min": round(min(ratios), 3),
+                "ratio_max": round(max(ratios), 3),
+                "s_easgd_2x2_eps_median": round(median(r["eps"] for r in s_easgd)),
+                "s_easgd_sync_gap_median": round(median(r["sync_gap"] for r in s_easgd), 2),
+                "fr_easgd_1_2x2_eps_median": round(median(r["eps"] for r in fr_easgd)),
+                "fr_easgd_1_sync_gap_median": round(median(r["sync_gap"] for r in fr_easgd), 2),
+                "s_over_fr_ratio": round(
+                    median(s["eps"] / f["eps"] for s, f in zip(s_easgd, fr_easgd, strict=True)), 3
+                ),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The end of a distributed job, the same for both drivers: one-pass check, final model,
+held-out quality and the summary of measures."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from recsync.coordinator.job import check_one_pass, final_dense, sync_measures
+from recsync.coordinator.planning import JobSpec
+from recsync.data.batch import Batch
+from recsync.metrics.quality import Quality, evaluate_predictions
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.local import LocalEmbeddings
+from recsync.ps.servers import ServerStats
+from recsync.ps.shard import EmbeddingShard
+from recsync.trainer.node import TrainerStats
+from recsync.trainer.reference import predict
+from recsync.trainer.replica import DenseReplica
+
+
+@dataclass
+class JobOutcome:
+    """What a driver gathered from the nodes when the data ran out."""
+
+    engine: str
+    trainer_stats: list[TrainerStats]
+    blocked_seconds: list[dict[str, float]]
+    bytes_sent: list[dict[str, int]]
+    server_stats: dict[str, ServerStats]
+    handed_examples: list[int]
+    train_seconds: float
+    replicas: list[torch.Tensor]
+    shard_weights: list[torch.Tensor]
+    test: Batch | None
+    teacher_auc: float | None
+    skipped: dict[str, Any]
+
+
+def evaluate_final(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> Quality:
+    """Held-out quality of the final model: final_dense(replicas) + the shards' rows."""
+    if outcome.test is None or outcome.test.batch_size == 0:
+        raise ValueError("the held-out set is empty: cannot evaluate")
+    dense = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
+    dense.load_flat(final_dense(outcome.replicas, spec.strategy.needs))
+    row_opt = spec.train.sparse_optimizer
+    shards = [
+        EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in outcome.shard_weights
+    ]
+    probs = predict(dense.module, LocalEmbeddings(layout, shards), outcome.test)
+    return evaluate_predictions(outcome.test.labels, probs)
+
+
+def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> dict[str, Any]:
+    """Check one-pass accounting, evaluate, and gather every measure of the run."""
+    cluster, stats = spec.cluster, outcome.trainer_stats
+    trained = [s.total_examples for s in stats]
+    dataset = spec.synthetic.num_train if spec.synthetic is not None else None
+    check_one_pass(outcome.handed_examples, trained, dataset)
+    blocked: dict[str, float] = defaultdict(float)
+    for per_trainer in outcome.blocked_seconds:
+        for kind, seconds in per_trainer.items():
+            blocked[kind] += seconds
+    sent = {"trainers": sum(sum(d.values()) for d in outcome.bytes_sent)}
+    for name, st in outcome.server_stats.items():
+        role = "embedding_servers" if name.startswith("embedding") else "sync_servers"
+        sent[role] = sent.get(role, 0) + st.bytes_sent
+    quality = evaluate_final(spec, layout, outcome)
+    examples = sum(trained)
+    return {
+        "engine": outcome.engine,
+        "strategy": spec.strategy.describe(),
+        "num_trainers": cluster.num_trainers,
+        "workers_per_trainer": cluster.workers_per_trainer,
+        "num_embedding_servers": cluster.num_embedding_servers,
+        "num_sync_servers": sum(1 for n in outcome.server_stats if n.startswith("sync-server")),
+        "examples_trained": examples,
+        "examples_per_trainer": trained,
+        "train_seconds": outcome.train_seconds,
+        "eps": examples / outcome.train_seconds,
+        "elp": cluster.elp(spec.train.batch_size),
+        **sync_measures(stats, spec.strategy.timing.is_shadow),
+        "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
+        "bytes_sent": sent,
+        "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
+        **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
+        "test_examples": quality.examples,
+        "teacher_auc": outcome.teacher_auc,
+        "skipped": outcome.skipped,
+    }

@@ -1,0 +1,120 @@
+"""The simulator's cost model: how long compute, messages, server work and collectives take.
+
+Every number is configurable; defaults describe this project's 2-core machine loosely and
+are meant to be replaced by a calibrated profile (`recsync calibrate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Stragglers:
+    """A fraction of workers computes `slowdown` times slower during [start, stop) seconds."""
+
+    fraction: float = 0.0
+    slowdown: float = 1.0
+    start: float = 0.0
+    stop: float = float("inf")
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.fraction <= 1.0:
+            raise ValueError(f"stragglers.fraction must be in [0, 1], got {self.fraction}")
+        if self.slowdown < 1.0:
+            raise ValueError(f"stragglers.slowdown must be >= 1, got {self.slowdown}")
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Injected faults: a fraction of lookup responses delayed by `delay_s` seconds."""
+
+    delay_fraction: float = 0.0
+    delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.delay_fraction <= 1.0:
+            raise ValueError(f"faults.delay_fraction must be in [0, 1], got {self.delay_fraction}")
+        if self.delay_s < 0:
+            raise ValueError(f"faults.delay_s must be >= 0, got {self.delay_s}")
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds for every kind of work, in virtual time.
+
+    compute: a worker computes `worker_flops` dense FLOP/s; each worker's speed is that
+    times a log-normal factor (sigma `speed_spread`), each batch times another (sigma
+    `batch_noise`); stragglers multiply the time. network: a message costs `latency_s` plus
+    its bytes over `bandwidth_bytes_s`, queued on the sender's and the receiver's NIC
+    (one message at a time each, so a busy server saturates). servers: a request costs
+    `request_s` plus `row_s` per embedding row (or `element_s` per dense element).
+    all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
+    """
+
+    worker_flops: float = 2.0e10
+    speed_spread: float = 0.0
+    batch_noise: float = 0.0
+    latency_s: float = 1.0e-4
+    bandwidth_bytes_s: float = 1.25e9
+    request_s: float = 5.0e-5
+    row_s: float = 2.0e-8
+    element_s: float = 2.0e-9
+    reader_batch_s: float = 1.0e-4
+    stragglers: Stragglers = field(default_factory=Stragglers)
+    faults: Faults = field(default_factory=Faults)
+
+    def __post_init__(self) -> None:
+        for name in ("worker_flops", "bandwidth_bytes_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"cost.{name} must be > 0, got {getattr(self, name)}")
+        for name in (
+            "speed_spread",
+            "batch_noise",
+            "latency_s",
+            "request_s",
+            "row_s",
+            "element_s",
+            "reader_batch_s",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
+
+    def transfer_s(self, nbytes: int) -> float:
+        return nbytes / self.bandwidth_bytes_s
+
+    def allreduce_s(self, n: int, nbytes: int) -> float:
+        if n <= 1:
+            return 0.0
+        return 2 * (n - 1) * self.latency_s + 2 * (n - 1) / n * nbytes / self.bandwidth_bytes_s
+
+
+class WorkerSpeeds:
+    """Per-worker speed factors and straggler membership, drawn once from the seed."""
+
+    def __init__(self, cost: CostModel, num_workers: int, seed: int):
+        self.cost = cost
+        self.rng = np.random.default_rng(seed)
+        self.factor = np.exp(self.rng.normal(0.0, cost.speed_spread, num_workers))
+        count = int(round(cost.stragglers.fraction * num_workers))
+        self.straggler = np.zeros(num_workers, dtype=bool)
+        self.straggler[self.rng.permutation(num_workers)[:count]] = True
+
+    def compute_s(self, worker: int, flops: float, now: float) -> float:
+        cost = self.cost
+        seconds = flops / (cost.worker_flops * self.factor[worker])
+        if cost.batch_noise:
+            seconds *= float(np.exp(self.rng.normal(0.0, cost.batch_noise)))
+        s = cost.stragglers
+        if self.straggler[worker] and s.start <= now < s.stop:
+            seconds *= s.slowdown
+        return seconds
+
+    def delayed(self) -> float:
+        """Extra seconds for one response (fault injection)."""
+        f = self.cost.faults
+        if f.delay_fraction and self.rng.random() < f.delay_fraction:
+            return f.delay_s
+        return 0.0

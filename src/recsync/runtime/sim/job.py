@@ -1,0 +1,184 @@
+"""The distributed job in virtual time: the same nodes and policies as the Ray engine, and
+the real model math, run by SimPy in a deterministic order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import simpy
+
+from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.summary import JobOutcome, job_summary
+from recsync.data.batch import Batch
+from recsync.io.sources import open_training_data
+from recsync.ps.local import shard_weight
+from recsync.ps.placement import JobPlan
+from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
+from recsync.ps.shard import EmbeddingShard
+from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
+from recsync.runtime.sim.network import Collective, Network, Node
+from recsync.runtime.sim.trainer_state import TrainerState
+from recsync.trainer import effects as fx
+from recsync.trainer.node import Loop, TrainerNode
+from recsync.trainer.replica import DenseReplica
+
+REQUEST_BYTES = 64
+
+
+def nbytes(*tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+def batch_bytes(batch: Batch | None) -> int:
+    if batch is None:
+        return REQUEST_BYTES
+    return nbytes(batch.dense, batch.ids, batch.offsets, batch.labels)
+
+
+class SimJob:
+    """Builds the job's nodes in one process and runs their loops in virtual time."""
+
+    def __init__(self, spec: JobSpec, plan: JobPlan, cost: CostModel, server_threads: int = 4):
+        self.spec, self.plan, self.cost = spec, plan, cost
+        cluster, train, seed = spec.cluster, spec.train, spec.train.seed
+        self.env = env = simpy.Environment()
+        self.network = Network(env, cost)
+        self.source = open_training_data(spec.synthetic, spec.files, train.batch_size, seed)
+        self.reader = ReaderNode(iter(self.source.train_batches()), cluster.num_trainers)
+        self.reader_host = Node(env, "reader")
+        layout = plan.embeddings.layout
+        self.servers, self.server_hosts = [], []
+        for i in range(layout.num_shards):
+            weight = shard_weight(layout, i, seed)
+            shard = EmbeddingShard(weight, train.sparse_optimizer.build(*weight.shape))
+            self.servers.append(EmbeddingServerNode(i, shard))
+            self.server_hosts.append(Node(env, f"embedding-server-{i}", server_threads))
+        self.sync_servers, self.sync_hosts, ranges = [], [], None
+        if plan.dense is not None:
+            ranges = plan.dense.ranges
+            initial = DenseReplica(spec.model, seed, train.dense_optimizer).flat
+            for i, (start, stop) in enumerate(ranges):
+                center = spec.strategy.make_center(initial[start:stop].clone())
+                self.sync_servers.append(SyncServerNode(i, center))
+                self.sync_hosts.append(Node(env, f"sync-server-{i}", server_threads))
+        m = cluster.workers_per_trainer
+        self.trainers = [
+            TrainerNode(
+                i, cluster.num_trainers, m, spec.model, train, layout, spec.strategy, ranges
+            )
+            for i in range(cluster.num_trainers)
+        ]
+        self.trainer_hosts = [Node(env, f"trainer-{i}", m) for i in range(cluster.num_trainers)]
+        self.states = [TrainerState(env, t) for t in self.trainers]
+        self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, seed)
+        self.flops_per_example = spec.model.dense_flops_per_example()
+        self.collective = (
+            Collective(env, cost, cluster.num_trainers)
+            if spec.strategy.needs == "allreduce"
+            else None
+        )
+        self.blocked = [defaultdict(float) for _ in self.trainers]
+        self.sent = [defaultdict(int) for _ in self.trainers]
+
+    def run(self, until: float | None = None) -> dict[str, Any]:
+        """Train one pass in virtual time; returns the same summary as the Ray engine."""
+        m = self.spec.cluster.workers_per_trainer
+        for t, trainer in enumerate(self.trainers):
+            for w in range(m):
+                self.env.process(self._drive(t, t * m + w, trainer.worker_loop(w)))
+            self.env.process(self._drive(t, None, trainer.sync_loop()))
+        self.env.run(until=until)
+        outcome = JobOutcome(
+            engine="sim",
+            trainer_stats=[t.stats for t in self.trainers],
+            blocked_seconds=[dict(b) for b in self.blocked],
+            bytes_sent=[dict(s) for s in self.sent],
+            server_stats={
+                **{f"embedding-server-{s.index}": s.stats for s in self.servers},
+                **{f"sync-server-{s.index}": s.stats for s in self.sync_servers},
+            },
+            handed_examples=list(self.reader.handed_examples),
+            train_seconds=self.env.now,
+            replicas=[t.state() for t in self.trainers],
+            shard_weights=[s.shard.weight for s in self.servers],
+            test=self.source.test_set(),
+            teacher_auc=self.source.teacher_auc,
+            skipped=self.source.skips.as_dict(),
+        )
+        return job_summary(self.spec, self.plan.embeddings.layout, outcome)
+
+    def _drive(self, t: int, worker: int | None, loop: Loop):
+        result = None
+        while True:
+            try:
+                effect = loop.send(result)
+            except StopIteration:
+                break
+            started = self.env.now
+            result = yield from self._handle(t, worker, effect)
+            self.blocked[t][type(effect).__name__] += self.env.now - started
+        if worker is not None:
+            self.states[t].worker_finished()
+
+    def _handle(self, t: int, worker: int | None, effect: fx.Effect):
+        state, host, net = self.states[t], self.trainer_hosts[t], self.network
+        if isinstance(effect, fx.NextBatch):
+            state.progress()
+            yield from net.send(host, self.reader_host, REQUEST_BYTES)
+            yield from net.work(self.reader_host, self.cost.reader_batch_s)
+            batch = self.reader.next_batch(t)
+            yield from net.send(self.reader_host, host, batch_bytes(batch))
+            return batch
+        if isinstance(effect, fx.Lookup):
+            calls = [self.env.process(self._lookup(t, r)) for r in effect.requests]
+            yield simpy.AllOf(self.env, calls)
+            return [call.value for call in calls]
+        if isinstance(effect, fx.Compute):
+            flops = effect.examples * self.flops_per_example
+            yield self.env.timeout(self.speeds.compute_s(worker, flops, self.env.now))
+            return None
+        if isinstance(effect, fx.PushSparse):
+            for shard, rows, grads in effect.updates:
+                self.sent[t]["PushSparse"] += nbytes(rows, grads)
+                self.env.process(self._push(host, shard, rows, grads))
+            return None
+        if isinstance(effect, fx.Exchange):
+            return (yield from self._exchange(t, effect))
+        if isinstance(effect, fx.AllReduce):
+            self.sent[t]["AllReduce"] += nbytes(effect.values)
+            return (yield from self.collective.contribute(t, effect.values, effect.done))
+        if isinstance(effect, fx.Now):
+            return self.env.now
+        return (yield from state.handle(effect))
+
+    def _lookup(self, t: int, request):
+        host, server = self.server_hosts[request.shard], self.servers[request.shard]
+        size = nbytes(request.rows, request.offsets, request.weights)
+        self.sent[t]["Lookup"] += size
+        yield from self.network.send(self.trainer_hosts[t], host, size)
+        rows = int(request.rows.numel())
+        yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
+        pooled = server.lookup(request.rows, request.offsets, request.weights)
+        yield from self.network.send(host, self.trainer_hosts[t], nbytes(pooled))
+        delay = self.speeds.delayed()
+        if delay:
+            yield self.env.timeout(delay)
+        return pooled
+
+    def _push(self, src: Node, shard: int, rows, grads):
+        host = self.server_hosts[shard]
+        yield from self.network.send(src, host, nbytes(rows, grads))
+        yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows.numel())
+        self.servers[shard].apply(rows, grads)
+
+    def _exchange(self, t: int, effect: fx.Exchange):
+        host, server = self.sync_hosts[effect.server], self.sync_servers[effect.server]
+        size = nbytes(effect.values)
+        self.sent[t]["Exchange"] += size
+        yield from self.network.send(self.trainer_hosts[t], host, size)
+        yield from self.network.work(host, self.cost.request_s + self.cost.element_s * size / 4)
+        center = server.exchange(effect.values)
+        yield from self.network.send(host, self.trainer_hosts[t], nbytes(center))
+        return center
