@@ -33,7 +33,7 @@ def run_distributed(config: Config, run_dir: RunDir, progress: bool = True) -> d
     spec = job_spec(config)
     run_dir.write_config(config)
     bar = Progress(
-        TextColumn(f"[bold]{spec.strategy.describe()}"),
+        TextColumn(f"[bold]{spec.strategy.describe().split()[0]}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("examples  {task.fields[eps]:>9,.0f} ex/s"),

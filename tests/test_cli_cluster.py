@@ -1,0 +1,52 @@
+"""`recsync simulate` and `recsync plan` on a tiny synthetic job."""
+
+from __future__ import annotations
+
+import json
+
+from test_cli import config_file, invoke
+
+
+def test_simulate_writes_the_run_directory_with_virtual_times(tmp_path):
+    path = config_file(tmp_path)
+    result = invoke(
+        "simulate",
+        "-c",
+        path,
+        "--name",
+        "sim",
+        "--no-progress",
+        "--set",
+        "strategy.name=ma",
+        "--set",
+        "cost.stragglers.fraction=0.5",
+        "--set",
+        "cost.stragglers.slowdown=3.0",
+    )
+    assert result.exit_code == 0, result.output
+    run_dir = tmp_path / "runs" / "sim"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["engine"] == "sim" and summary["strategy"].startswith("S-MA")
+    assert summary["examples_trained"] == 2000 and summary["syncs"] > 0
+    assert (run_dir / "curves.png").stat().st_size > 0
+    assert "virtual seconds" in result.output
+
+
+def test_simulate_refuses_the_reference_strategy(tmp_path):
+    result = invoke("simulate", "-c", config_file(tmp_path), "--no-progress")
+    assert result.exit_code == 1 and "strategy.name" in result.output
+
+
+def test_plan_prints_each_server_and_its_load(tmp_path):
+    result = invoke(
+        "plan",
+        "-c",
+        config_file(tmp_path),
+        "--set",
+        "strategy.name=easgd",
+        "--set",
+        "cluster.num_embedding_servers=3",
+    )
+    assert result.exit_code == 0, result.output
+    for server in ("emb-0", "emb-1", "emb-2", "sync-0"):
+        assert server in result.output
