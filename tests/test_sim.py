@@ -99,3 +99,19 @@ def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
     fast, slow = sorted(summary["examples_per_trainer"], reverse=True)
     assert fast > 2 * slow and fast + slow == SYNTHETIC.num_train
     assert summary["average_sync_gap"] == pytest.approx(4.0, rel=0.1)
+
+
+def test_calibration_fit_recovers_a_known_message_cost():
+    from recsync.app.calibrate import fit_message_cpu, simulated_eps
+
+    spec = JobSpec(
+        MODEL,
+        TRAIN,
+        ClusterSpec(1, 2, 1, 0),
+        replica_strategy_config("independent"),
+        SyntheticSpec(num_train=3_000, num_test=500, num_dense=4, table_rows=(50,) * 6),
+    )
+    truth = CostModel(worker_flops=1e9, message_cpu_s=3e-4, shared_cpus=2)
+    target = simulated_eps(spec, truth)
+    fitted = fit_message_cpu(spec, CostModel(worker_flops=1e9, shared_cpus=2), target)
+    assert fitted.message_cpu_s == pytest.approx(3e-4, rel=0.02)

@@ -6,7 +6,9 @@ and exit status 1, without a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -19,9 +21,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from recsync.app.calibrate import calibrate as run_calibration
 from recsync.app.config import build_dataclass, load_config, parse_overrides
 from recsync.app.plan_view import plan_table
-from recsync.app.run_dir import RunDir
+from recsync.app.run_dir import RunDir, toml_text
 from recsync.app.sim_run import run_simulation
 from recsync.app.train import run_training
 from recsync.app.train_job import job_spec, run_distributed
@@ -153,10 +156,13 @@ def simulate(
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")] = False,
     set_: SetOption = None,
     progress: Annotated[bool, typer.Option(help="Show a spinner.")] = True,
+    profile: Annotated[
+        Path | None, typer.Option(help="A cost profile written by `recsync calibrate`.")
+    ] = None,
 ) -> None:
     """Run the job of `train` in the cluster simulator ([cost] section): virtual time, real math."""
     try:
-        overrides = parse_overrides(set_ or [])
+        overrides = {**_profile_overrides(profile), **parse_overrides(set_ or [])}
         if name is not None:
             overrides["run.name"] = name
         cfg = load_config(config, overrides)
@@ -177,6 +183,54 @@ def simulate(
     table.add_row("test AUC", _number(summary["test_auc"]))
     table.add_row("test NE", _number(summary["test_ne"]))
     Console().print(table)
+
+
+@app.command()
+def calibrate(
+    out: Annotated[Path, typer.Option(help="Where to write the cost profile (TOML).")] = Path(
+        "cost_profile.toml"
+    ),
+    check: Annotated[
+        bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
+    ] = True,
+    examples: Annotated[int, typer.Option(help="Examples per check run.")] = 100_000,
+) -> None:
+    """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
+    cost, measured, rows = run_calibration(examples, check)
+    out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
+    table = Table(title="measured on this machine", show_header=False)
+    for key, value in measured.items():
+        table.add_row(key, f"{value * 1e6:,.2f} us")
+    Console().print(table)
+    if rows:
+        checks = Table(title="simulator vs Ray engine (examples/s)")
+        for column in ("config", "measured_eps", "predicted_eps", "error"):
+            checks.add_column(column)
+        for row in rows:
+            checks.add_row(
+                *(str(row[c]) for c in ("config", "measured_eps", "predicted_eps")),
+                f"{row['error']:+.1%}",
+            )
+        Console().print(checks)
+    Console().print(f"cost profile written to {out}")
+
+
+def _profile_overrides(profile: Path | None) -> dict[str, Any]:
+    if profile is None:
+        return {}
+    with profile.open("rb") as handle:
+        tree = tomllib.load(handle)
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: dict[str, Any]) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(f"{prefix}{key}.", value)
+            else:
+                flat[f"{prefix}{key}"] = value
+
+    walk("", {"cost": tree.get("cost", {})})
+    return flat
 
 
 @app.command()

@@ -52,6 +52,10 @@ class CostModel:
     (one message at a time each, so a busy server saturates). servers: a request costs
     `request_s` plus `row_s` per embedding row (or `element_s` per dense element).
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
+    messaging CPU: each end of a message spends `message_cpu_s` plus `byte_cpu_s` per byte
+    (serialization, RPC stack). shared_cpus: 0 = every node has CPUs of its own (a cluster);
+    C > 0 = all nodes share C cores (one machine, as `recsync calibrate` measures it), so
+    compute, server work, reading and messaging queue for the same cores.
     """
 
     worker_flops: float = 2.0e10
@@ -63,6 +67,9 @@ class CostModel:
     row_s: float = 2.0e-8
     element_s: float = 2.0e-9
     reader_batch_s: float = 1.0e-4
+    message_cpu_s: float = 0.0
+    byte_cpu_s: float = 0.0
+    shared_cpus: int = 0
     stragglers: Stragglers = field(default_factory=Stragglers)
     faults: Faults = field(default_factory=Faults)
 

@@ -137,7 +137,7 @@ class SimJob:
             return [call.value for call in calls]
         if isinstance(effect, fx.Compute):
             flops = effect.examples * self.flops_per_example
-            yield self.env.timeout(self.speeds.compute_s(worker, flops, self.env.now))
+            yield from net.work(host, self.speeds.compute_s(worker, flops, self.env.now))
             return None
         if isinstance(effect, fx.PushSparse):
             for shard, rows, grads in effect.updates:

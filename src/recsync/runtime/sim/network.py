@@ -23,22 +23,31 @@ class Network:
     def __init__(self, env: simpy.Environment, cost: CostModel):
         self.env = env
         self.cost = cost
+        self.shared_cpu = simpy.Resource(env, cost.shared_cpus) if cost.shared_cpus else None
 
     def send(self, src: Node, dst: Node, nbytes: int):
-        """A process: the message leaves src's NIC, crosses the wire, enters dst's NIC."""
-        hold = self.cost.transfer_s(nbytes)
+        """A process: the message leaves src's NIC, crosses the wire, enters dst's NIC; each
+        end spends messaging CPU."""
+        cost = self.cost
+        hold = cost.transfer_s(nbytes)
+        handling = cost.message_cpu_s + cost.byte_cpu_s * nbytes
+        if handling:
+            yield from self.work(src, handling)
         with src.nic.request() as slot:
             yield slot
             yield self.env.timeout(hold)
         src.bytes_sent += nbytes
-        yield self.env.timeout(self.cost.latency_s)
+        yield self.env.timeout(cost.latency_s)
         with dst.nic.request() as slot:
             yield slot
             yield self.env.timeout(hold)
+        if handling:
+            yield from self.work(dst, handling)
 
     def work(self, node: Node, seconds: float):
-        """A process: `seconds` of work on one of node's CPU slots."""
-        with node.cpu.request() as slot:
+        """A process: `seconds` of work on one of node's CPU slots (or the shared cores)."""
+        cpu = self.shared_cpu or node.cpu
+        with cpu.request() as slot:
             yield slot
             yield self.env.timeout(seconds)
 
