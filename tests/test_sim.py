@@ -115,3 +115,11 @@ def test_calibration_fit_recovers_a_known_message_cost():
     target = simulated_eps(spec, truth)
     fitted = fit_message_cpu(spec, CostModel(worker_flops=1e9, shared_cpus=2), target)
     assert fitted.message_cpu_s == pytest.approx(3e-4, rel=0.02)
+
+
+def test_steady_eps_leaves_out_ramp_up_and_tail():
+    from recsync.runtime.sim.job import steady_eps
+
+    handed = [(0.0, 10), (1.0, 20), (2.0, 40), (3.0, 60), (4.0, 80), (10.0, 100)]
+    assert steady_eps(handed) == pytest.approx((80 - 20) / (4.0 - 1.0))
+    assert steady_eps([(2.0, 50)]) == 25.0

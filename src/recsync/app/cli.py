@@ -98,6 +98,18 @@ def _skips_text(skipped: dict[str, Any]) -> str:
     return f"{skipped['total']:,} ({reasons})"
 
 
+def _prepare_run(config, name, force, set_, extra: dict[str, Any]):
+    """The validated config (defaults, file, `extra`, then --set) and a fresh run dir."""
+    overrides = {**extra, **parse_overrides(set_ or [])}
+    if name is not None:
+        overrides["run.name"] = name
+    cfg = load_config(config, overrides)
+    run_dir = RunDir.create(
+        cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
+    )
+    return cfg, run_dir
+
+
 @app.command()
 def train(
     config: ConfigOption = None,
@@ -114,15 +126,8 @@ def train(
 ) -> None:
     """Train one pass over the data; write config, metrics, summary and plots to a run dir."""
     try:
-        overrides = parse_overrides(set_ or [])
-        if name is not None:
-            overrides["run.name"] = name
-        if address is not None:
-            overrides["cluster.address"] = address
-        cfg = load_config(config, overrides)
-        run_dir = RunDir.create(
-            cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
-        )
+        extra = {} if address is None else {"cluster.address": address}
+        cfg, run_dir = _prepare_run(config, name, force, set_, extra)
         if cfg.strategy.name == "reference":
             summary = run_training(cfg, run_dir, progress=progress)
         else:
@@ -162,13 +167,7 @@ def simulate(
 ) -> None:
     """Run the job of `train` in the cluster simulator ([cost] section): virtual time, real math."""
     try:
-        overrides = {**_profile_overrides(profile), **parse_overrides(set_ or [])}
-        if name is not None:
-            overrides["run.name"] = name
-        cfg = load_config(config, overrides)
-        run_dir = RunDir.create(
-            cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
-        )
+        cfg, run_dir = _prepare_run(config, name, force, set_, _profile_overrides(profile))
         summary = run_simulation(cfg, run_dir, progress=progress)
     except (RecsyncError, OSError) as error:
         _fail(error)

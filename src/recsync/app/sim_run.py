@@ -8,9 +8,8 @@ from rich.console import Console
 
 from recsync.app.config import Config
 from recsync.app.config_base import build_dataclass
-from recsync.app.plots import plot_curves
-from recsync.app.run_dir import CURVES, RunDir
-from recsync.app.train_job import job_spec
+from recsync.app.run_dir import RunDir
+from recsync.app.train_job import job_spec, write_run_end
 from recsync.coordinator.planning import plan_for
 from recsync.errors import ConfigError
 from recsync.runtime.sim.cost import CostModel
@@ -32,21 +31,4 @@ def run_simulation(config: Config, run_dir: RunDir, progress: bool = True) -> di
         if not progress:
             status.stop()
         summary = SimJob(spec, plan_for(spec), cost_model(config)).run()
-    summary["run_dir"] = str(run_dir.path)
-    record = {
-        "examples": summary["examples_trained"],
-        "train_loss": summary["train_loss"],
-        "test_auc": summary["test_auc"],
-        "test_ne": summary["test_ne"],
-        "test_logloss": summary["test_logloss"],
-        "test_calibration": summary["test_calibration"],
-        "eps": summary["eps"],
-        "train_seconds": summary["train_seconds"],
-    }
-    run_dir.append_metrics(record)
-    run_dir.write_summary(summary)
-    plot_curves(
-        [record], run_dir.path / CURVES, teacher_auc=summary["teacher_auc"], title=run_dir.path.name
-    )
-    run_dir.close()
-    return summary
+    return write_run_end(run_dir, summary)

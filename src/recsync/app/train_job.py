@@ -53,17 +53,15 @@ def run_distributed(config: Config, run_dir: RunDir, progress: bool = True) -> d
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
+    return write_run_end(run_dir, summary)
+
+
+def write_run_end(run_dir: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
+    """A distributed run's single metrics line (its end), summary and plot; closes the dir."""
     summary["run_dir"] = str(run_dir.path)
-    record = {
-        "examples": summary["examples_trained"],
-        "train_loss": summary["train_loss"],
-        "test_auc": summary["test_auc"],
-        "test_ne": summary["test_ne"],
-        "test_logloss": summary["test_logloss"],
-        "test_calibration": summary["test_calibration"],
-        "eps": summary["eps"],
-        "train_seconds": summary["train_seconds"],
-    }
+    keys = ("train_loss", "test_auc", "test_ne", "test_logloss", "test_calibration", "eps")
+    record = {"examples": summary["examples_trained"], **{k: summary[k] for k in keys}}
+    record["train_seconds"] = summary["train_seconds"]
     run_dir.append_metrics(record)
     run_dir.write_summary(summary)
     plot_curves(

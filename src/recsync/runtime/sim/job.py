@@ -37,6 +37,16 @@ def batch_bytes(batch: Batch | None) -> int:
     return nbytes(batch.dense, batch.ids, batch.offsets, batch.labels)
 
 
+def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 0.8) -> float:
+    """Examples/s while the middle of the data (from `low` to `high` of it) was handed out:
+    the start (threads ramping up) and the tail (threads running dry) left out."""
+    total = handed[-1][1] if handed else 0
+    inside = [(t, n) for t, n in handed if low * total <= n <= high * total]
+    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
+        return total / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
 class SimJob:
     """Builds the job's nodes in one process and runs their loops in virtual time."""
 
@@ -79,6 +89,7 @@ class SimJob:
             if spec.strategy.needs == "allreduce"
             else None
         )
+        self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
         self.blocked = [defaultdict(float) for _ in self.trainers]
         self.sent = [defaultdict(int) for _ in self.trainers]
 
@@ -107,7 +118,9 @@ class SimJob:
             teacher_auc=self.source.teacher_auc,
             skipped=self.source.skips.as_dict(),
         )
-        return job_summary(self.spec, self.plan.embeddings.layout, outcome)
+        summary = job_summary(self.spec, self.plan.embeddings.layout, outcome)
+        summary["eps_steady"] = steady_eps(self.handed)
+        return summary
 
     def _drive(self, t: int, worker: int | None, loop: Loop):
         result = None
@@ -129,6 +142,8 @@ class SimJob:
             yield from net.send(host, self.reader_host, REQUEST_BYTES)
             yield from net.work(self.reader_host, self.cost.reader_batch_s)
             batch = self.reader.next_batch(t)
+            if batch is not None:
+                self.handed.append((self.env.now, self.reader.total_examples))
             yield from net.send(self.reader_host, host, batch_bytes(batch))
             return batch
         if isinstance(effect, fx.Lookup):
