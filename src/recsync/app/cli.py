@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from recsync.app import fig5
 from recsync.app.calibrate import calibrate as run_calibration
 from recsync.app.config import build_dataclass, load_config, parse_overrides
 from recsync.app.plan_view import plan_table
@@ -45,6 +46,8 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+reproduce_app = typer.Typer(help="Reproduce the papers' figures (reports/).", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
 
 
 SYNTH_CHUNK_ROWS = 65_536
@@ -270,6 +273,27 @@ def write_synthetic_parquet(spec: SyntheticSpec, out: Path, split: Split) -> int
             writer.write_table(pa.table([c.numpy() for c in columns], schema=schema))
             rows += batch.batch_size
     return rows
+
+
+@reproduce_app.command("shadowsync-fig5")
+def reproduce_fig5(
+    out: Annotated[Path, typer.Option(help="Report directory.")] = Path("reports/shadowsync_fig5"),
+) -> None:
+    """ShadowSync Fig. 5 in the simulator: EPS vs trainers, S-EASGD vs FR-EASGD-5/30."""
+    console = Console()
+    with console.status("simulating") as status:
+
+        def show(point: dict[str, Any]) -> None:
+            status.update(f"simulated {point['variant']} with {point['trainers']} trainers")
+            console.print(
+                f"{point['variant']:>12} {point['trainers']:>3} trainers: "
+                f"{point['eps']:>12,.0f} ex/s, busiest sync NIC "
+                f"{point['sync_server_nic_utilization']:.0%}",
+                highlight=False,
+            )
+
+        fig5.reproduce(out, progress=show)
+    console.print(f"report written to {out / 'report.md'}")
 
 
 @data_app.command("synth")

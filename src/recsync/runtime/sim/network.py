@@ -15,6 +15,7 @@ class Node:
         self.nic = simpy.Resource(env, capacity=1)
         self.cpu = simpy.Resource(env, capacity=threads)
         self.bytes_sent = 0
+        self.nic_busy_s = 0.0
 
 
 class Network:
@@ -37,6 +38,8 @@ class Network:
             yield slot
             yield self.env.timeout(hold)
         src.bytes_sent += nbytes
+        src.nic_busy_s += hold
+        dst.nic_busy_s += hold
         yield self.env.timeout(cost.latency_s)
         with dst.nic.request() as slot:
             yield slot
