@@ -1,0 +1,203 @@
+"""`recsync data`: write the synthetic task to Parquet, inspect data files."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from recsync.app.cli_common import ConfigOption, SetOption, fail, number, skips_text
+from recsync.app.config import build_dataclass, load_config, parse_overrides
+from recsync.data.criteo import CriteoSchema
+from recsync.data.libsvm import LibSVMSchema
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.tabular import TabularSchema
+from recsync.errors import ConfigError, DataError, RecsyncError
+from recsync.io.readers import FORMATS, is_gzip, open_dataset
+
+data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
+
+
+SYNTH_CHUNK_ROWS = 65_536
+INSPECT_BATCH_ROWS = 65_536
+INSPECT_TABLE_ROWS = 2**62  # ids are only counted, never looked up: keep them distinct
+_SUFFIX_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".svm": "libsvm",
+    ".libsvm": "libsvm",
+    ".ffm": "libffm",
+    ".libffm": "libffm",
+    ".tsv": "criteo",
+    ".txt": "criteo",
+}
+
+
+class Split(StrEnum):
+    """Which split of the synthetic task to write."""
+
+    train = "train"
+    test = "test"
+
+
+def write_synthetic_parquet(spec: SyntheticSpec, out: Path, split: Split) -> int:
+    """Write a split of the synthetic task as Parquet (label, I1.., C1.., all int64; I_j are
+    the integer counts whose log(1+x) the task trains on); returns the number of rows."""
+    task = SyntheticTask(spec)
+    if split is Split.train:
+        chunks = task.train_batches(SYNTH_CHUNK_ROWS)
+    else:
+        test, _ = task.test_set()
+        starts = range(0, test.batch_size, SYNTH_CHUNK_ROWS)
+        chunks = (test.slice(s, min(s + SYNTH_CHUNK_ROWS, test.batch_size)) for s in starts)
+    dense_names = [f"I{j + 1}" for j in range(spec.num_dense)]
+    categorical_names = [f"C{f + 1}" for f in range(len(spec.table_rows))]
+    names = ["label", *dense_names, *categorical_names]
+    schema = pa.schema([(column, pa.int64()) for column in names])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    with pq.ParquetWriter(out, schema) as writer:
+        for batch in chunks:
+            counts = batch.dense.double().expm1().round().long()
+            ids = batch.ids.reshape(len(categorical_names), batch.batch_size)  # one id per bag
+            columns = [batch.labels.long(), *counts.t(), *ids]
+            writer.write_table(pa.table([c.numpy() for c in columns], schema=schema))
+            rows += batch.batch_size
+    return rows
+
+
+@data_app.command("synth")
+def synth(
+    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")],
+    config: ConfigOption = None,
+    split: Annotated[Split, typer.Option(help="Which split to write.")] = Split.train,
+    set_: SetOption = None,
+) -> None:
+    """Write the synthetic task ([data.synthetic]) as a Parquet file."""
+    try:
+        cfg = load_config(config, parse_overrides(set_ or []))
+        spec = build_dataclass(SyntheticSpec, cfg.data.synthetic, "data.synthetic")
+        rows = write_synthetic_parquet(spec, out, split)
+    except (RecsyncError, OSError) as error:
+        fail(error)
+    Console().print(f"wrote {rows:,} {split.value} examples to {out}")
+
+
+def _guess_format(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    if suffixes and suffixes[-1] in _SUFFIX_FORMATS:
+        return _SUFFIX_FORMATS[suffixes[-1]]
+    raise ConfigError(f"cannot tell the format of {path} from its name; pass --format")
+
+
+def _table_columns(path: Path, fmt: str) -> pa.Schema:
+    if fmt == "parquet":
+        return pq.read_schema(path)
+    skip_bad_rows = pa_csv.ParseOptions(invalid_row_handler=lambda row: "skip")
+    with pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None) as stream:
+        return pa_csv.open_csv(stream, parse_options=skip_bad_rows).schema
+
+
+def _inferred_tabular_schema(columns: pa.Schema, label: str, source: str) -> TabularSchema:
+    """label = `label`; string columns and C<n> columns categorical (strings hashed);
+    the other numeric columns dense."""
+    if label not in columns.names:
+        raise DataError(f"no label column {label!r} among {columns.names}", source=source)
+    categorical, hashed, dense = [], [], []
+    for field in columns:
+        textual = pa.types.is_string(field.type) or pa.types.is_binary(field.type)
+        if field.name == label:
+            continue
+        if textual or re.fullmatch(r"C\d+", field.name):
+            categorical.append(field.name)
+            hashed += [field.name] if textual else []
+        elif pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
+            dense.append(field.name)
+    rows = (INSPECT_TABLE_ROWS,) * len(categorical)
+    return TabularSchema(label, tuple(dense), tuple(categorical), rows, hashed=tuple(hashed))
+
+
+def _describe_schema(schema: Any) -> str:
+    if isinstance(schema, TabularSchema):
+        hashed = f" (hashed: {', '.join(schema.hashed)})" if schema.hashed else ""
+        return (
+            f"label {schema.label}; {len(schema.dense)} dense: {', '.join(schema.dense) or '-'}; "
+            f"{len(schema.categorical)} categorical: {', '.join(schema.categorical) or '-'}"
+            f"{hashed}"
+        )
+    if isinstance(schema, CriteoSchema):
+        return f"label, {schema.num_integer} integer, {len(schema.table_rows)} categorical"
+    if isinstance(schema, LibSVMSchema):
+        return f"dense indices {list(schema.dense_indices)}; the other indices one multi-hot bag"
+    return f"{schema.num_fields} fields, dense fields {list(schema.dense_fields)}"
+
+
+def _inspect_schema(path: Path, fmt: str, config: Path | None, label: str):
+    """(format, reader schema, the file's own columns or None) to read `path` with."""
+    if not path.is_file():
+        raise ConfigError(f"data file not found: {path}")
+    if config is not None:
+        overrides: dict[str, Any] = {"data.path": str(path), "data.test_path": str(path)}
+        overrides |= {"data.test_fraction": 0.0, **({"data.source": fmt} if fmt else {})}
+        files = load_config(config, overrides).to_specs().files
+        if files is None:
+            raise ConfigError(f"{config}: data.source is synthetic; pass --format")
+        columns = _table_columns(path, files.fmt) if files.fmt in ("csv", "parquet") else None
+        return files.fmt, files.schema, columns
+    fmt = fmt or _guess_format(path)
+    if fmt == "criteo":
+        return fmt, CriteoSchema((INSPECT_TABLE_ROWS,) * 26), None
+    if fmt == "libsvm":
+        return fmt, LibSVMSchema(INSPECT_TABLE_ROWS), None
+    if fmt == "libffm":
+        raise ConfigError("libffm: the file does not say which fields are dense; pass --config")
+    columns = _table_columns(path, fmt)
+    return fmt, _inferred_tabular_schema(columns, label, str(path)), columns
+
+
+@data_app.command("inspect")
+def inspect(
+    path: Annotated[Path, typer.Argument(help="Data file to read.")],
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (default: by name)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Take the schema from this config.")
+    ] = None,
+    label: Annotated[str, typer.Option(help="Label column of a CSV/Parquet table.")] = "label",
+    strict: Annotated[bool, typer.Option(help="Stop at the first malformed line.")] = False,
+) -> None:
+    """Read a data file: its schema, rows, positive rate and skipped lines by reason."""
+    try:
+        if format_ is not None and format_ not in FORMATS:
+            raise ConfigError(f"--format {format_!r}: expected one of {list(FORMATS)}")
+        fmt, schema, columns = _inspect_schema(path, format_, config, label)
+        reader = open_dataset(path, fmt, schema, batch_size=INSPECT_BATCH_ROWS, strict=strict)
+        rows = positives = 0
+        for batch in reader:
+            rows += batch.batch_size
+            positives += int(batch.labels.sum())
+    except (RecsyncError, OSError, pa.ArrowException) as error:
+        fail(error)
+    table = Table(title=str(path), show_header=False)
+    table.add_row("format", fmt)
+    if columns is not None:
+        table.add_row("columns", ", ".join(f"{f.name}: {f.type}" for f in columns))
+    table.add_row("schema", escape(_describe_schema(schema)))
+    table.add_row("rows", f"{rows:,}")
+    table.add_row("positive rate", number(positives / rows if rows else None))
+    table.add_row("skipped lines", skips_text(reader.skips.as_dict()))
+    for reason, where in sorted(reader.skips.first.items()):
+        table.add_row(f"  first {reason}", escape(where))
+    Console().print(table)
