@@ -14,13 +14,11 @@ from recsync.sync import (
     BmufReplica,
     EasgdCenter,
     EasgdConfig,
-    EasgdReplica,
     IndependentConfig,
     MaConfig,
-    MaReplica,
     replica_strategy_config,
 )
-from recsync.sync.replica import FixedTrigger, Timing, average_sync_gap, snapshot
+from recsync.sync.replica import ElasticPull, FixedTrigger, Timing, average_sync_gap, snapshot
 
 
 def vec(*values: float) -> torch.Tensor:
@@ -39,7 +37,7 @@ def test_easgd_two_trainers_interleaved():
     center = vec(0, 0)
     server = EasgdCenter(config, center)
     w1, w2 = vec(4, 8), vec(-4, 16)
-    t1, t2 = EasgdReplica(config), EasgdReplica(config)
+    t1, t2 = ElasticPull(config), ElasticPull(config)
     w1_storage = w1.data_ptr()
 
     # trainer 1 sends its snapshot; the center moves a quarter of the way toward it
@@ -67,7 +65,7 @@ def test_easgd_sharded_center_updates_replica_slices_in_place():
     center = vec(0, 0, 8, 8)
     shards = [EasgdCenter(config, center[0:2]), EasgdCenter(config, center[2:4])]
     replica = vec(4, 4, 0, 4)
-    trainer = EasgdReplica(config)
+    trainer = ElasticPull(config)
     answers = [
         shard.exchange(snapshot(replica[i * 2 : i * 2 + 2])) for i, shard in enumerate(shards)
     ]
@@ -82,8 +80,8 @@ def test_easgd_rejects_mismatched_slices():
     config = EasgdConfig()
     with pytest.raises(ValueError, match="replica_slice"):
         EasgdCenter(config, vec(0, 0)).exchange(vec(1, 2, 3))
-    with pytest.raises(ValueError, match="center"):
-        EasgdReplica(config).apply(vec(1, 2), vec(1, 2).double())
+    with pytest.raises(ValueError, match="received"):
+        ElasticPull(config).apply(vec(1, 2), vec(1, 2).double())
     with pytest.raises(ValueError, match="center_slice"):
         EasgdCenter(config, torch.zeros(2, 2))
 
@@ -98,7 +96,7 @@ def test_ma_three_trainers():
     assert_exact(average, 3, 4)
     replicas[0] += vec(4, 4)  # trainer 0 kept training during the all-reduce: (7, 4)
     for w in replicas:
-        MaReplica(config).apply(w, average)
+        ElasticPull(config).apply(w, average)
     assert_exact(replicas[0], 6, 4)  # 0.75*(7, 4) + 0.25*(3, 4)
     assert_exact(replicas[1], 5.25, 3.25)  # 0.75*(6, 3) + 0.25*(3, 4)
     assert_exact(replicas[2], 0.75, 7.75)  # 0.75*(0, 9) + 0.25*(3, 4)
@@ -107,7 +105,7 @@ def test_ma_three_trainers():
 
 def test_ma_alpha_one_copies_the_average():
     w = vec(1, 2)
-    MaReplica(MaConfig(alpha=1.0)).apply(w, vec(5, -3))
+    ElasticPull(MaConfig(alpha=1.0)).apply(w, vec(5, -3))
     assert_exact(w, 5, -3)
 
 
@@ -194,7 +192,7 @@ def test_bmuf_without_momentum_and_unit_block_lr_is_ma():
     for alpha in (1.0, 0.3):
         ma_w = [w.clone() for w in start]
         bmuf_w = [w.clone() for w in start]
-        ma = [MaReplica(MaConfig(alpha=alpha)) for _ in range(n)]
+        ma = [ElasticPull(MaConfig(alpha=alpha)) for _ in range(n)]
         bmuf = [
             BmufReplica(BmufConfig(alpha=alpha, block_lr=1.0, block_momentum=0.0), initial)
             for _ in range(n)

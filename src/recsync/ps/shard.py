@@ -50,9 +50,6 @@ class EmbeddingShard:
             include_last_offset=True,
         )
 
-    def row_versions(self, rows: torch.Tensor) -> torch.Tensor:
-        return self.versions.index_select(0, rows)
-
     def apply_gradients(self, rows: torch.Tensor, grads: torch.Tensor) -> None:
         """Apply U x D gradients to U unique rows (lock-free: concurrent callers may race)."""
         self.optimizer.apply(self.weight, rows, grads, self.global_step)

@@ -12,9 +12,9 @@ from dataclasses import fields
 from typing import Any
 
 from recsync.sync.bmuf import BmufConfig, BmufReplica
-from recsync.sync.easgd import EasgdCenter, EasgdConfig, EasgdReplica
+from recsync.sync.easgd import EasgdCenter, EasgdConfig
 from recsync.sync.independent import IndependentConfig
-from recsync.sync.ma import MaConfig, MaReplica
+from recsync.sync.ma import MaConfig
 from recsync.sync.timing import FixedTrigger, Timing, average_sync_gap
 
 ReplicaStrategyConfig = IndependentConfig | EasgdConfig | MaConfig | BmufConfig
@@ -56,11 +56,9 @@ __all__ = [
     "BmufReplica",
     "EasgdCenter",
     "EasgdConfig",
-    "EasgdReplica",
     "FixedTrigger",
     "IndependentConfig",
     "MaConfig",
-    "MaReplica",
     "ReplicaStrategyConfig",
     "Timing",
     "average_sync_gap",

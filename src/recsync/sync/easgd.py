@@ -20,6 +20,7 @@ from typing import ClassVar
 import torch
 
 from recsync.sync.replica import (
+    ElasticPull,
     Needs,
     ReplicaStrategyMixin,
     Timing,
@@ -50,8 +51,8 @@ class EasgdConfig(ReplicaStrategyMixin):
     def make_center(self, center_slice: torch.Tensor) -> EasgdCenter:
         return EasgdCenter(self, center_slice)
 
-    def make_replica(self, initial: torch.Tensor | None = None) -> EasgdReplica:
-        return EasgdReplica(self)
+    def make_replica(self, initial: torch.Tensor | None = None) -> ElasticPull:
+        return ElasticPull(self)
 
 
 class EasgdCenter:
@@ -76,16 +77,3 @@ class EasgdCenter:
         self.center.lerp_(replica_slice, self.config.alpha)
         self.exchanges += 1
         return self.center.clone()
-
-
-class EasgdReplica:
-    """Trainer side of Alg. 2 line 5."""
-
-    def __init__(self, config: EasgdConfig) -> None:
-        self.config = config
-
-    def apply(self, replica: torch.Tensor, center: torch.Tensor) -> None:
-        """``w_i <- (1-a) w_i + a w_ps`` in place on the current replica (or a slice view of
-        it), with ``center`` the w_ps returned by ``EasgdCenter.exchange``."""
-        check_flat_pair(replica, center, "center")
-        replica.lerp_(center, self.config.alpha)

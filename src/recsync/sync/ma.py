@@ -19,10 +19,10 @@ from typing import ClassVar
 import torch
 
 from recsync.sync.replica import (
+    ElasticPull,
     Needs,
     ReplicaStrategyMixin,
     Timing,
-    check_flat_pair,
     check_fraction,
 )
 
@@ -46,18 +46,5 @@ class MaConfig(ReplicaStrategyMixin):
     def _params(self) -> str:
         return f"alpha={self.alpha:g}"
 
-    def make_replica(self, initial: torch.Tensor | None = None) -> MaReplica:
-        return MaReplica(self)
-
-
-class MaReplica:
-    """Trainer side of Alg. 3 line 7."""
-
-    def __init__(self, config: MaConfig) -> None:
-        self.config = config
-
-    def apply(self, replica: torch.Tensor, average: torch.Tensor) -> None:
-        """``w_i <- (1-a) w_i + a average`` in place on the current replica; ``average`` is
-        allreduce(w_i)/n over the snapshots, computed by the driver."""
-        check_flat_pair(replica, average, "average")
-        replica.lerp_(average, self.config.alpha)
+    def make_replica(self, initial: torch.Tensor | None = None) -> ElasticPull:
+        return ElasticPull(self)

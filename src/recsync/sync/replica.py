@@ -101,3 +101,16 @@ def snapshot(replica: torch.Tensor) -> torch.Tensor:
     """A detached copy of (a slice of) a replica: what a trainer sends to a sync server or
     into an all-reduce (ShadowSync Alg. 3 line 5, Alg. 4 line 5)."""
     return replica.detach().clone()
+
+
+class ElasticPull:
+    """Trainer side of EASGD (Alg. 2 line 5) and MA (Alg. 3 line 7): ``w_i <- (1-a) w_i + a x``
+    in place on the CURRENT replica (or a slice view of it), where x is the center returned
+    by a sync server (EASGD) or the all-reduced average of the snapshots (MA)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+
+    def apply(self, replica: torch.Tensor, received: torch.Tensor) -> None:
+        check_flat_pair(replica, received, "received")
+        replica.lerp_(received, self.config.alpha)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -49,9 +49,6 @@ class TrainerStats:
     loss_sum: float = 0.0
     syncs: int = 0
     workers_done: int = 0
-    first_sync_at: float | None = None
-    last_sync_at: float | None = None
-    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_examples(self) -> int:
@@ -156,7 +153,7 @@ class TrainerNode:
             done = self.workers_finished
             average, num_done = yield AllReduce(self.replica.flat.clone(), done)
             self.policy.apply(self.replica.writer, average)
-            yield from self._count_sync()
+            self.stats.syncs += 1
             if self.fixed:
                 yield SyncRoundDone()
             if num_done == self.num_trainers:
@@ -169,14 +166,7 @@ class TrainerNode:
         for server, (start, stop) in enumerate(self.dense_ranges):
             center = yield Exchange(server, self.replica.flat[start:stop].clone())
             self.policy.apply(self.replica.writer[start:stop], center)
-        yield from self._count_sync()
-
-    def _count_sync(self) -> Loop:
-        now = yield Now()
-        stats = self.stats
-        stats.syncs += 1
-        stats.first_sync_at = now if stats.first_sync_at is None else stats.first_sync_at
-        stats.last_sync_at = now
+        self.stats.syncs += 1
 
     def state(self) -> torch.Tensor:
         return self.replica.flat.clone()
