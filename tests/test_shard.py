@@ -114,7 +114,7 @@ def test_apply_gradients_counts_versions_and_global_step():
     shard.apply_gradients(torch.tensor([4, 7]), torch.full((2, 3), 2.0))
     assert shard.global_step == 2
     assert shard.versions.tolist() == [0, 1, 0, 0, 2, 0, 0, 1, 0]
-    assert torch.equal(shard.row_versions(torch.tensor([4, 1, 0])), torch.tensor([2, 1, 0]))
+    assert torch.equal(shard.versions[torch.tensor([4, 1, 0])], torch.tensor([2, 1, 0]))
     expected = before.clone()
     expected[1] -= 0.1
     expected[4] -= 0.1 + 0.2
