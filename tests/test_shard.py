@@ -427,3 +427,31 @@ def test_select_keeps_masked_examples_in_order():
     assert picked.dense.flatten().tolist() == [1.0, 3.0]
     assert picked.ids.tolist() == [1, 4, 7, 8, 9]
     assert picked.offsets.tolist() == [0, 1, 2, 4, 5]
+
+
+WHOLE_SLICES = [  # every table whole: T1 then T0 on shard 0, T2 on shard 1, shard 2 empty
+    TableSlice(table=0, row_start=0, row_end=10, shard=0, shard_row=5),
+    TableSlice(table=1, row_start=0, row_end=5, shard=0, shard_row=0),
+    TableSlice(table=2, row_start=0, row_end=7, shard=1, shard_row=0),
+]
+
+
+def test_whole_table_layout_routes_like_the_single_shard():
+    spec = RowOptimizerSpec(name="sgd", lr=0.1)
+    single_layout = EmbeddingLayout.single_shard(TABLES)
+    whole_layout = EmbeddingLayout(TABLES, WHOLE_SLICES, 3)
+    single = LocalEmbeddings(single_layout, build_shards(single_layout, spec, seed=1))
+    whole = LocalEmbeddings(whole_layout, build_shards(whole_layout, spec, seed=1))
+    batch = _batch()
+    pooled, requests = whole.lookup(batch)
+    assert sorted(r.shard for r in requests) == [0, 1]
+    expected = _reference_pooled(single.shards[0].weight, batch)
+    torch.testing.assert_close(pooled, expected, rtol=1e-6, atol=1e-6)
+    grad = torch.randn_like(pooled)
+    single.apply(grad, single.layout.route(batch))
+    whole.apply(grad, requests)
+    for shard, mapping in enumerate(_global_row_maps(whole_layout)):
+        for local, (t, r) in mapping.items():
+            torch.testing.assert_close(
+                whole.shards[shard].weight[local], single.shards[0].weight[_single_index(t, r)]
+            )

@@ -9,10 +9,25 @@ from pydantic import Field
 from recsync.app.config_base import Section
 from recsync.coordinator.job import ClusterSpec
 from recsync.errors import ConfigError
-from recsync.sync import replica_strategy_config
+from recsync.sync import REPLICA_STRATEGIES, replica_strategy_config
+from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
 from recsync.sync.replica import Timing
 
-STRATEGIES = ("reference", "independent", "easgd", "ma", "bmuf")
+STRATEGIES = ("reference", *REPLICA_STRATEGIES, *GRADIENT_STRATEGIES)
+REPLICA_FIELDS = ("alpha", "block_lr", "block_momentum", "nesterov")
+GRADIENT_FIELDS = (
+    "staleness",
+    "num_backup",
+    "num_aggregate",
+    "iota",
+    "decay",
+    "push_count",
+    "push_wait_s",
+    "pull_fraction",
+    "pull_wait_s",
+    "linear_scaling",
+    "staleness_norm",
+)
 
 
 class ClusterSection(Section):
@@ -39,10 +54,20 @@ class ClusterSection(Section):
             raise ConfigError(str(error)) from None
 
 
-class StrategySection(Section):
-    """[strategy]: `reference` (single process) or a distributed strategy and its timing."""
+class StalenessNormSection(Section):
+    """[strategy.staleness_norm]: scale stale gradients by rho(tau) (async family)."""
 
-    name: Literal["reference", "independent", "easgd", "ma", "bmuf"] = "easgd"
+    rule: Literal["rho", "inverse"] = "rho"
+    mu_prime: float = Field(default=0.0, ge=0.0)
+    kappa: float = Field(default=2.0, gt=0.0)
+    sigmoid_lambda: float | None = Field(default=None, gt=0.0)
+
+
+class StrategySection(Section):
+    """[strategy]: `reference` (single process), a replica strategy and its timing, or a
+    gradient strategy and its parameters (docs/strategies.md)."""
+
+    name: Literal[STRATEGIES] = "easgd"  # type: ignore[valid-type]
     timing: Literal["shadow", "fixed"] = "shadow"
     every_iterations: int | None = None
     every_seconds: float | None = None
@@ -51,16 +76,38 @@ class StrategySection(Section):
     block_lr: float | None = None
     block_momentum: float | None = None
     nesterov: bool | None = None
+    staleness: int | None = None
+    num_backup: int | None = None
+    num_aggregate: int | None = None
+    iota: int | None = None
+    decay: str | None = None
+    push_count: int | None = None
+    push_wait_s: float | None = None
+    pull_fraction: float | None = None
+    pull_wait_s: float | None = None
+    linear_scaling: bool | None = None
+    staleness_norm: StalenessNormSection | None = None
 
     def to_spec(self):
         """The strategy's config dataclass; None for the single-process reference."""
         if self.name == "reference":
             return None
-        params = {
-            key: getattr(self, key)
-            for key in ("alpha", "block_lr", "block_momentum", "nesterov")
-            if getattr(self, key) is not None
-        }
+        gradient = self.name in GRADIENT_STRATEGIES
+        own, other = (GRADIENT_FIELDS, REPLICA_FIELDS) if gradient else (REPLICA_FIELDS, ())
+        wrong = [key for key in other if getattr(self, key) is not None]
+        if wrong:
+            raise ConfigError(f"strategy: {wrong} do not apply to {self.name!r}")
+        params = {key: getattr(self, key) for key in own if getattr(self, key) is not None}
+        if gradient:
+            if "staleness_norm" in params:
+                params["staleness_norm"] = self.staleness_norm.model_dump()
+            try:
+                return gradient_strategy_config(self.name, **params)
+            except (TypeError, ValueError) as error:
+                raise ConfigError(f"strategy: {error}") from None
+        wrong = [key for key in GRADIENT_FIELDS if getattr(self, key) is not None]
+        if wrong:
+            raise ConfigError(f"strategy: {wrong} do not apply to {self.name!r}")
         try:
             timing = Timing(
                 self.timing, self.every_iterations, self.every_seconds, self.shadow_min_gap

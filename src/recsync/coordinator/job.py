@@ -52,8 +52,9 @@ class ClusterSpec:
 def final_dense(replicas: list[torch.Tensor], strategy_needs: str) -> torch.Tensor:
     """The dense model evaluated at the end: the average of the synced replicas (ShadowSync
     section 3.3 allows the average, the best or any replica); trainer 0's replica when the
-    replicas were never synced (averaging unrelated replicas is meaningless)."""
-    if strategy_needs == "none":
+    replicas were never synced (averaging unrelated replicas is meaningless). For gradient
+    strategies the one "replica" is the dense servers' blocks put together."""
+    if strategy_needs in ("none", "dense_servers"):
         return replicas[0]
     return torch.stack(replicas).mean(0)
 

@@ -36,7 +36,7 @@ def plan_for(spec: JobSpec) -> JobPlan:
         if len(sample) == PLAN_SAMPLE_BATCHES:
             break
     num_params = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).num_params
-    needs_center = spec.strategy.needs == "center"
+    needs_center = spec.strategy.needs in ("center", "dense_servers")
     return plan_job(
         spec.model,
         spec.cluster.num_embedding_servers,

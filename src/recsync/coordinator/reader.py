@@ -8,10 +8,17 @@ from recsync.data.batch import Batch
 
 
 class ReaderNode:
-    """Serves batches to trainers in request order; counts what each trainer was handed."""
+    """Serves batches to trainers in request order; counts what each trainer was handed.
 
-    def __init__(self, batches: Iterator[Batch], num_trainers: int):
+    With ``tokens_per_step`` M (GBA), each batch comes with its token: the batches handed out
+    so far divided by M, so tokens run 0 (M times), 1 (M times), ... in hand-out order."""
+
+    def __init__(
+        self, batches: Iterator[Batch], num_trainers: int, tokens_per_step: int | None = None
+    ):
         self._batches = batches
+        self.tokens_per_step = tokens_per_step
+        self.batches_handed = 0
         self.handed_batches = [0] * num_trainers
         self.handed_examples = [0] * num_trainers
         self.exhausted = False
@@ -23,6 +30,7 @@ class ReaderNode:
         if batch is None:
             self.exhausted = True
             return None
+        self.batches_handed += 1
         self.handed_batches[trainer] += 1
         self.handed_examples[trainer] += batch.batch_size
         return batch
@@ -30,3 +38,11 @@ class ReaderNode:
     @property
     def total_examples(self) -> int:
         return sum(self.handed_examples)
+
+    def next_batch_with_token(self, trainer: int) -> tuple[Batch | None, int | None]:
+        """The next batch and its token (None without tokens_per_step, or with no batch)."""
+        token = None
+        if self.tokens_per_step:
+            token = self.batches_handed // self.tokens_per_step
+        batch = self.next_batch(trainer)
+        return batch, token if batch is not None else None

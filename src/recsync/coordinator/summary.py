@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from recsync.coordinator.gradient_measures import gradient_measures
 from recsync.coordinator.job import check_one_pass, final_dense, sync_measures
 from recsync.coordinator.planning import JobSpec
 from recsync.data.batch import Batch
@@ -66,23 +67,34 @@ def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> 
             blocked[kind] += seconds
     sent = {"trainers": sum(sum(d.values()) for d in outcome.bytes_sent)}
     for name, st in outcome.server_stats.items():
-        role = "embedding_servers" if name.startswith("embedding") else "sync_servers"
+        role = name.rsplit("-", 1)[0].replace("-", "_") + "s"
         sent[role] = sent.get(role, 0) + st.bytes_sent
     quality = evaluate_final(spec, layout, outcome)
     examples = sum(trained)
+    if spec.strategy.needs == "dense_servers":
+        strategy_measures = gradient_measures(
+            outcome.server_stats,
+            outcome.train_seconds,
+            sum(s.total_iterations for s in stats),
+            cluster.hogwild_threads,
+        )
+    else:
+        strategy_measures = sync_measures(stats, spec.strategy.timing.is_shadow)
     return {
         "engine": outcome.engine,
         "strategy": spec.strategy.describe(),
         "num_trainers": cluster.num_trainers,
         "workers_per_trainer": cluster.workers_per_trainer,
         "num_embedding_servers": cluster.num_embedding_servers,
-        "num_sync_servers": sum(1 for n in outcome.server_stats if n.startswith("sync-server")),
+        "num_sync_servers": sum(
+            1 for n in outcome.server_stats if n.startswith(("sync-server", "dense-server"))
+        ),
         "examples_trained": examples,
         "examples_per_trainer": trained,
         "train_seconds": outcome.train_seconds,
         "eps": examples / outcome.train_seconds,
         "elp": cluster.elp(spec.train.batch_size),
-        **sync_measures(stats, spec.strategy.timing.is_shadow),
+        **strategy_measures,
         "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
         "bytes_sent": sent,
         "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},

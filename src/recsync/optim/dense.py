@@ -57,19 +57,21 @@ class FlatOptimizer:
         elif spec.momentum:
             self.state["momentum"] = torch.zeros(num_params)
 
-    def step(self, params: torch.Tensor, grad: torch.Tensor) -> None:
+    def step(self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float = 1.0) -> None:
+        """One update; ``lr_scale`` multiplies the learning rate (PSP's linear scaling)."""
         self.steps += 1
         spec = self.spec
+        lr = spec.lr * lr_scale
         if spec.name == "sgd":
             if spec.momentum:
                 buf = self.state["momentum"]
                 buf.mul_(spec.momentum).add_(grad)
                 grad = buf
-            params.add_(grad, alpha=-spec.lr)
+            params.add_(grad, alpha=-lr)
         elif spec.name == "adagrad":
             acc = self.state["sum"]
             acc.addcmul_(grad, grad)
-            params.addcdiv_(grad, acc.sqrt().add_(spec.eps), value=-spec.lr)
+            params.addcdiv_(grad, acc.sqrt().add_(spec.eps), value=-lr)
         else:
             beta1, beta2 = spec.betas
             m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
@@ -78,7 +80,7 @@ class FlatOptimizer:
             bias1 = 1 - beta1**self.steps
             bias2_sqrt = (1 - beta2**self.steps) ** 0.5
             denom = (v.sqrt() / bias2_sqrt).add_(spec.eps)
-            params.addcdiv_(m, denom, value=-spec.lr / bias1)
+            params.addcdiv_(m, denom, value=-lr / bias1)
 
     def state_dict(self) -> dict[str, object]:
         return {"steps": self.steps, **self.state}

@@ -66,6 +66,9 @@ class EmbeddingLayout:
             [self._slices_of(t)[0].shard_row for t in range(len(tables))], dtype=torch.int64
         )
         self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
+        self._shard_tables = [
+            (self._table_shard == shard).nonzero().flatten() for shard in range(num_shards)
+        ]
 
     @classmethod
     def single_shard(cls, tables: tuple[TableSpec, ...]) -> EmbeddingLayout:
@@ -92,6 +95,8 @@ class EmbeddingLayout:
         if self.num_shards == 1 and self._whole:
             rows = batch.ids + self._table_base.index_select(0, table_of_id)
             return [ShardRequest(0, rows, batch.offsets, weights, torch.arange(F * B))]
+        if self._whole:
+            return self._route_whole_tables(batch, lengths, table_of_id, weights)
         bag_of_id = torch.arange(F * B).repeat_interleave(lengths, output_size=batch.ids.numel())
         requests = []
         for shard in range(self.num_shards):
@@ -120,6 +125,32 @@ class EmbeddingLayout:
                 ShardRequest(
                     shard,
                     rows[keep],
+                    offsets,
+                    None if weights is None else weights[keep],
+                    bag_index,
+                )
+            )
+        return requests
+
+    def _route_whole_tables(self, batch, lengths, table_of_id, weights) -> list[ShardRequest]:
+        """Every table lives whole on one shard: a shard's bags are whole features."""
+        B, F = batch.batch_size, len(self.tables)
+        rows_all = batch.ids + self._table_base.index_select(0, table_of_id)
+        shard_of_id = self._table_shard.index_select(0, table_of_id)
+        lengths = lengths.reshape(F, B)
+        requests = []
+        for shard in range(self.num_shards):
+            tables = self._shard_tables[shard]
+            if not tables.numel():
+                continue
+            keep = shard_of_id == shard
+            bag_index = (tables.unsqueeze(1) * B + torch.arange(B)).reshape(-1)
+            offsets = torch.zeros(bag_index.numel() + 1, dtype=torch.int64)
+            torch.cumsum(lengths.index_select(0, tables).reshape(-1), 0, out=offsets[1:])
+            requests.append(
+                ShardRequest(
+                    shard,
+                    rows_all[keep],
                     offsets,
                     None if weights is None else weights[keep],
                     bag_index,

@@ -16,16 +16,57 @@ from recsync.ps.layout import ShardRequest
 
 @dataclass
 class NextBatch:
-    """-> the next Batch handed to this trainer by the reader, or None when data is consumed."""
+    """-> the next Batch handed to this trainer by the reader, or None when data is consumed;
+    with ``with_token``, the pair (batch or None, its GBA token)."""
 
     trainer: int
+    with_token: bool = False
 
 
 @dataclass
 class Lookup:
-    """-> per request, the shard's num_bags x D partial pools (in request order)."""
+    """-> per request, the shard's num_bags x D partial pools (in request order); with
+    ``with_versions``, pairs (partial pools, the looked-up rows' versions)."""
 
     requests: list[ShardRequest]
+    with_versions: bool = False
+
+
+@dataclass
+class AwaitStart:
+    """-> None once every server lets worker `worker` start its next step, given the
+    versions its previous push carried (dense blocks, then embedding shards; None at first)."""
+
+    worker: int
+    dense_versions: list[int] | None
+    sparse_versions: list[int] | None
+
+
+@dataclass
+class PullDense:
+    """-> per dense server, (block values, version), or None for a block that had not arrived
+    when the worker proceeded: once `fraction` of the blocks arrived and `wait_s` passed."""
+
+    fraction: float = 1.0
+    wait_s: float = 0.0
+
+
+@dataclass
+class PushGradients:
+    """-> None (fire and forget). Dense: (server, version pulled, gradient block); sparse:
+    (shard, version pulled, rows, row gradients, rows' versions at the pull)."""
+
+    worker: int
+    token: int | None
+    dense: list[tuple[int, int, torch.Tensor]]
+    sparse: list[tuple[int, int, torch.Tensor, torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class WorkerDone:
+    """-> None once every server knows worker `worker` pushes no more (after its pushes)."""
+
+    worker: int
 
 
 @dataclass
@@ -88,6 +129,10 @@ class SyncRoundDone:
 Effect = (
     NextBatch
     | Lookup
+    | AwaitStart
+    | PullDense
+    | PushGradients
+    | WorkerDone
     | Compute
     | PushSparse
     | Exchange

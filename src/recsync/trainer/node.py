@@ -34,6 +34,7 @@ from recsync.trainer.effects import (
     RequestSync,
     SyncRoundDone,
 )
+from recsync.trainer.gradient_worker import GradientWorker
 from recsync.trainer.reference import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
@@ -72,7 +73,10 @@ class TrainerNode:
         layout: EmbeddingLayout,
         strategy,
         dense_ranges: list[tuple[int, int]] | None = None,
+        workspace: DenseReplica | None = None,
     ):
+        """`workspace`: for gradient strategies, a dense module all worker threads may share
+        (drivers whose workers compute one at a time); None gives each thread its own."""
         if num_workers < 1:
             raise ValueError(f"trainer needs >= 1 worker thread, got {num_workers}")
         self.index = index
@@ -80,21 +84,40 @@ class TrainerNode:
         self.num_workers = num_workers
         self.layout = layout
         self.strategy = strategy
+        self.dense_ranges = dense_ranges or []
+        self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
+        self.replica = self.policy = self._shared_trigger = None
+        self.gradient_workers: list[GradientWorker] = []
+        if strategy.needs == "dense_servers":
+            self.gradient_workers = [
+                GradientWorker(
+                    index * num_workers + w,
+                    index,
+                    model,
+                    train,
+                    layout,
+                    strategy,
+                    self.dense_ranges,
+                    self.stats,
+                    w,
+                    workspace,
+                )
+                for w in range(num_workers)
+            ]
+            return
         self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
-        self.policy = None
         if strategy.needs != "none":
             self.policy = strategy.make_replica(self.replica.flat.clone())
         if strategy.needs == "center" and not dense_ranges:
             raise ValueError(f"{strategy.describe()} needs at least one sync server")
-        self.dense_ranges = dense_ranges or []
-        self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
         timing = strategy.timing
         # every P seconds is a per-trainer rate: one trigger shared by the worker threads
-        self._shared_trigger = FixedTrigger(timing) if timing.every_seconds is not None else None
+        if timing.every_seconds is not None:
+            self._shared_trigger = FixedTrigger(timing)
 
     @property
     def fixed(self) -> bool:
-        return self.strategy.timing.mode == "fixed"
+        return self.replica is not None and self.strategy.timing.mode == "fixed"
 
     @property
     def workers_finished(self) -> bool:
@@ -102,6 +125,10 @@ class TrainerNode:
 
     def worker_loop(self, thread: int) -> Loop:
         """One Hogwild worker thread: steps until the reader has no more batches."""
+        if self.gradient_workers:
+            yield from self.gradient_workers[thread].loop()
+            self.stats.workers_done += 1
+            return
         trigger = self._shared_trigger
         if trigger is None and self.fixed:
             trigger = FixedTrigger(self.strategy.timing)
@@ -136,7 +163,7 @@ class TrainerNode:
         """The shadow thread. For collectives it also serves fixed-rate requests, and keeps
         joining rounds after its workers finish until every trainer's workers have."""
         needs = self.strategy.needs
-        if needs == "none" or (needs == "center" and self.fixed):
+        if needs in ("none", "dense_servers") or (needs == "center" and self.fixed):
             return
         pace = math.ceil(self.strategy.timing.shadow_min_gap * self.num_workers)
         if needs == "center":
@@ -168,5 +195,6 @@ class TrainerNode:
             self.policy.apply(self.replica.writer[start:stop], center)
         self.stats.syncs += 1
 
-    def state(self) -> torch.Tensor:
-        return self.replica.flat.clone()
+    def state(self) -> torch.Tensor | None:
+        """A copy of the trainer's dense replica (None: the dense part is on dense servers)."""
+        return None if self.replica is None else self.replica.flat.clone()

@@ -30,13 +30,25 @@ class _Pingable:
 class ReaderActor(_Pingable):
     """Owns the data source; hands each batch out once."""
 
-    def __init__(self, synthetic, files, batch_size: int, seed: int, num_trainers: int):
+    def __init__(
+        self,
+        synthetic,
+        files,
+        batch_size: int,
+        seed: int,
+        num_trainers: int,
+        tokens_per_step: int | None = None,
+    ):
         torch.set_num_threads(1)
         self.source = open_training_data(synthetic, files, batch_size, seed)
-        self.node = ReaderNode(iter(self.source.train_batches()), num_trainers)
+        self.node = ReaderNode(iter(self.source.train_batches()), num_trainers, tokens_per_step)
 
     def next_batch(self, trainer: int):
         return wire.batch_out(self.node.next_batch(trainer))
+
+    def next_batch_with_token(self, trainer: int):
+        batch, token = self.node.next_batch_with_token(trainer)
+        return wire.batch_out(batch), token
 
     def progress(self) -> tuple[int, int | None]:
         return self.node.total_examples, self.source.total_examples
@@ -150,5 +162,5 @@ class TrainerActor(_Pingable):
             raise NodeFailure(f"{self.name} failed: {type(first).__name__}: {first}") from first
         return self.node.stats, dict(self.runtime.blocked), dict(self.runtime.bytes_sent)
 
-    def replica(self) -> torch.Tensor:
+    def replica(self) -> torch.Tensor | None:
         return self.node.state()

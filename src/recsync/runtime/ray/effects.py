@@ -13,14 +13,12 @@ import torch
 import torch.distributed as dist
 
 from recsync.runtime.ray import wire
+from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.ray.gradient_calls import GRADIENT_EFFECTS, GradientCalls
 from recsync.trainer import effects as fx
 from recsync.trainer.node import Loop
 
 MAX_PENDING_PUSHES = 4
-
-
-class NodeFailure(RuntimeError):
-    """A node the job depends on died, hung or failed; the message names it."""
 
 
 def _nbytes(*tensors) -> int:
@@ -65,6 +63,7 @@ class TrainerRuntime:
         self.blocked = defaultdict(float)
         self.bytes_sent = defaultdict(int)
         self.group = None
+        self.gradient = GradientCalls(self)
 
     def init_collective(self, address: str, world_size: int, timeout_s: float) -> None:
         dist.init_process_group(
@@ -100,7 +99,13 @@ class TrainerRuntime:
                     break
                 started = time.perf_counter()
                 kind = type(effect).__name__
-                if isinstance(effect, fx.NextBatch):
+                if isinstance(effect, fx.NextBatch) and effect.with_token:
+                    # no prefetch: the batch order and the token must be those of the request
+                    batch, token = self._get(
+                        self.reader.next_batch_with_token.remote(effect.trainer), "reader"
+                    )
+                    result = wire.batch_back(batch), token
+                elif isinstance(effect, fx.NextBatch):
                     self._notify_progress()  # the previous iteration is counted by now
                     if prefetch is None:
                         prefetch = self.reader.next_batch.remote(effect.trainer)
@@ -108,6 +113,8 @@ class TrainerRuntime:
                     prefetch = self.reader.next_batch.remote(effect.trainer) if result else None
                 elif isinstance(effect, fx.Lookup):
                     result = self._lookup(effect)
+                elif isinstance(effect, GRADIENT_EFFECTS):
+                    result = self.gradient.handle(effect, pending)
                 elif isinstance(effect, fx.Compute):
                     if self.slowdown > 1.0:  # an emulated straggler: compute took longer
                         time.sleep((self.slowdown - 1.0) * (started - resumed))
@@ -158,7 +165,10 @@ class TrainerRuntime:
                 server.lookup.remote(wire.out(r.rows), wire.out(r.offsets), wire.out(r.weights))
             )
         shards = ", ".join(f"embedding-server-{r.shard}" for r in effect.requests)
-        return [wire.back(p) for p in self._get(refs, shards)]
+        answers = self._get(refs, shards)
+        if effect.with_versions:
+            return [(wire.back(p), wire.back(v), version) for p, v, version in answers]
+        return [wire.back(p) for p in answers]
 
     def _push(self, effect: fx.PushSparse):
         refs = []

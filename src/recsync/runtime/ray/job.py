@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+import torch
 
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.coordinator.summary import JobOutcome, job_summary
@@ -20,6 +21,7 @@ from recsync.runtime.ray.actors import (
     TrainerActor,
 )
 from recsync.runtime.ray.effects import NodeFailure
+from recsync.runtime.ray.gradient_actors import GradientServerActor
 from recsync.trainer.replica import DenseReplica
 
 PING_EVERY_S = 2.0
@@ -58,16 +60,28 @@ class RayJob:
         spec, cluster = self.spec, self.spec.cluster
         layout = self.plan.embeddings.layout
         threads = cluster.hogwild_threads
+        gradient = spec.strategy.needs == "dense_servers"
+        tokens = spec.strategy.tokens_per_step(threads) if gradient else None
         reader = ReaderActor.options(max_concurrency=1).remote(
-            spec.synthetic, spec.files, spec.train.batch_size, spec.train.seed, cluster.num_trainers
+            spec.synthetic,
+            spec.files,
+            spec.train.batch_size,
+            spec.train.seed,
+            cluster.num_trainers,
+            tokens,
         )
         self.actors["reader"] = reader
         servers = []
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, spec.train.seed)
-            actor = EmbeddingServerActor.options(max_concurrency=threads + 4).remote(
-                i, weight, spec.train.sparse_optimizer
-            )
+            if gradient:
+                actor = GradientServerActor.options(max_concurrency=2 * threads + 4).remote(
+                    i, spec.strategy, threads, spec.train.sparse_optimizer, weight=weight
+                )
+            else:
+                actor = EmbeddingServerActor.options(max_concurrency=threads + 4).remote(
+                    i, weight, spec.train.sparse_optimizer
+                )
             self.actors[f"embedding-server-{i}"] = actor
             servers.append(actor)
         sync_servers, ranges = [], None
@@ -75,9 +89,16 @@ class RayJob:
             ranges = self.plan.dense.ranges
             initial = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
             for i, (start, stop) in enumerate(ranges):
-                center = spec.strategy.make_center(initial[start:stop].clone())
-                actor = SyncServerActor.options(max_concurrency=threads + 4).remote(i, center)
-                self.actors[f"sync-server-{i}"] = actor
+                values = initial[start:stop].clone()
+                if gradient:
+                    actor = GradientServerActor.options(max_concurrency=2 * threads + 4).remote(
+                        i, spec.strategy, threads, spec.train.dense_optimizer, values=values
+                    )
+                    self.actors[f"dense-server-{i}"] = actor
+                else:
+                    center = spec.strategy.make_center(values)
+                    actor = SyncServerActor.options(max_concurrency=threads + 4).remote(i, center)
+                    self.actors[f"sync-server-{i}"] = actor
                 sync_servers.append(actor)
         trainers = []
         for i in range(cluster.num_trainers):
@@ -91,7 +112,7 @@ class RayJob:
                 strategy=spec.strategy,
                 dense_ranges=ranges,
             )
-            actor = TrainerActor.options(max_concurrency=4).remote(
+            actor = TrainerActor.options(max_concurrency=cluster.workers_per_trainer + 4).remote(
                 f"trainer-{i}", node_args, reader, servers, sync_servers, cluster.slowdown(i)
             )
             self.actors[f"trainer-{i}"] = actor
@@ -167,7 +188,7 @@ class RayJob:
             ),
             handed_examples=ray.get(reader.handed_examples.remote()),
             train_seconds=train_seconds,
-            replicas=ray.get([t.replica.remote() for t in trainers]),
+            replicas=self._replicas(trainers),
             shard_weights=ray.get([a.weight.remote() for a in embedding]),
             test=wire.batch_back(test),
             teacher_auc=teacher_auc,
@@ -177,6 +198,12 @@ class RayJob:
             return job_summary(self.spec, layout, outcome)
         except ValueError as error:
             raise NodeFailure(str(error)) from None
+
+    def _replicas(self, trainers) -> list:
+        if self.spec.strategy.needs == "dense_servers":
+            blocks = [a for n, a in self.actors.items() if n.startswith("dense-server")]
+            return [torch.cat(ray.get([a.values.remote() for a in blocks]))]
+        return ray.get([t.replica.remote() for t in trainers])
 
     def shutdown(self) -> None:
         for actor in self.actors.values():

@@ -7,17 +7,20 @@ from collections import defaultdict
 from typing import Any
 
 import simpy
+import torch
 
 from recsync.coordinator.planning import JobSpec
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.summary import JobOutcome, job_summary
 from recsync.data.batch import Batch
 from recsync.io.sources import open_training_data
+from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
 from recsync.ps.local import shard_weight
 from recsync.ps.placement import JobPlan
 from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
 from recsync.ps.shard import EmbeddingShard
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
+from recsync.runtime.sim.gradient import SimParameterServers
 from recsync.runtime.sim.network import Collective, Network, Node
 from recsync.runtime.sim.trainer_state import TrainerState
 from recsync.trainer import effects as fx
@@ -56,27 +59,52 @@ class SimJob:
         self.env = env = simpy.Environment()
         self.network = Network(env, cost)
         self.source = open_training_data(spec.synthetic, spec.files, train.batch_size, seed)
-        self.reader = ReaderNode(iter(self.source.train_batches()), cluster.num_trainers)
+        strategy = spec.strategy
+        self.gradient = strategy.needs == "dense_servers"
+        num_workers = cluster.hogwild_threads
+        tokens = strategy.tokens_per_step(num_workers) if self.gradient else None
+        self.reader = ReaderNode(iter(self.source.train_batches()), cluster.num_trainers, tokens)
         self.reader_host = Node(env, "reader")
         layout = plan.embeddings.layout
+        norm = getattr(strategy, "staleness_norm", None)
         self.servers, self.server_hosts = [], []
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, seed)
             shard = EmbeddingShard(weight, train.sparse_optimizer.build(*weight.shape))
-            self.servers.append(EmbeddingServerNode(i, shard))
+            if self.gradient:
+                policy = strategy.make_server(num_workers, True)
+                self.servers.append(SparseShardServer(i, shard, policy, norm))
+            else:
+                self.servers.append(EmbeddingServerNode(i, shard))
             self.server_hosts.append(Node(env, f"embedding-server-{i}", server_threads))
         self.sync_servers, self.sync_hosts, ranges = [], [], None
         if plan.dense is not None:
             ranges = plan.dense.ranges
             initial = DenseReplica(spec.model, seed, train.dense_optimizer).flat
+            role = "dense-server" if self.gradient else "sync-server"
             for i, (start, stop) in enumerate(ranges):
-                center = spec.strategy.make_center(initial[start:stop].clone())
-                self.sync_servers.append(SyncServerNode(i, center))
-                self.sync_hosts.append(Node(env, f"sync-server-{i}", server_threads))
+                values = initial[start:stop].clone()
+                if self.gradient:
+                    policy = strategy.make_server(num_workers, False)
+                    node = DenseBlockServer(i, values, train.dense_optimizer, policy, norm)
+                else:
+                    node = SyncServerNode(i, strategy.make_center(values))
+                self.sync_servers.append(node)
+                self.sync_hosts.append(Node(env, f"{role}-{i}", server_threads))
         m = cluster.workers_per_trainer
+        # virtual-time workers compute one at a time: they can share one dense workspace
+        workspace = DenseReplica(spec.model, seed, train.dense_optimizer) if self.gradient else None
         self.trainers = [
             TrainerNode(
-                i, cluster.num_trainers, m, spec.model, train, layout, spec.strategy, ranges
+                i,
+                cluster.num_trainers,
+                m,
+                spec.model,
+                train,
+                layout,
+                spec.strategy,
+                ranges,
+                workspace,
             )
             for i in range(cluster.num_trainers)
         ]
@@ -89,6 +117,17 @@ class SimJob:
             if spec.strategy.needs == "allreduce"
             else None
         )
+        self.params = None
+        if self.gradient:
+            self.params = SimParameterServers(
+                env,
+                self.network,
+                self.speeds.delayed,
+                self.sync_servers,
+                self.sync_hosts,
+                self.servers,
+                self.server_hosts,
+            )
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
         self.blocked = [defaultdict(float) for _ in self.trainers]
         self.sent = [defaultdict(int) for _ in self.trainers]
@@ -108,11 +147,14 @@ class SimJob:
             bytes_sent=[dict(s) for s in self.sent],
             server_stats={
                 **{f"embedding-server-{s.index}": s.stats for s in self.servers},
-                **{f"sync-server-{s.index}": s.stats for s in self.sync_servers},
+                **{
+                    host.name: s.stats
+                    for s, host in zip(self.sync_servers, self.sync_hosts, strict=True)
+                },
             },
             handed_examples=list(self.reader.handed_examples),
             train_seconds=self.env.now,
-            replicas=[t.state() for t in self.trainers],
+            replicas=self._final_replicas(),
             shard_weights=[s.shard.weight for s in self.servers],
             test=self.source.test_set(),
             teacher_auc=self.source.teacher_auc,
@@ -121,6 +163,11 @@ class SimJob:
         summary = job_summary(self.spec, self.plan.embeddings.layout, outcome)
         summary["eps_steady"] = steady_eps(self.handed)
         return summary
+
+    def _final_replicas(self):
+        if self.gradient:
+            return [torch.cat([s.values for s in self.sync_servers])]
+        return [t.state() for t in self.trainers]
 
     def _drive(self, t: int, worker: int | None, loop: Loop):
         result = None
@@ -141,13 +188,15 @@ class SimJob:
             state.progress()
             yield from net.send(host, self.reader_host, REQUEST_BYTES)
             yield from net.work(self.reader_host, self.cost.reader_batch_s)
-            batch = self.reader.next_batch(t)
+            batch, token = self.reader.next_batch_with_token(t)
             if batch is not None:
                 self.handed.append((self.env.now, self.reader.total_examples))
             yield from net.send(self.reader_host, host, batch_bytes(batch))
-            return batch
+            return (batch, token) if effect.with_token else batch
         if isinstance(effect, fx.Lookup):
             calls = [self.env.process(self._lookup(t, r)) for r in effect.requests]
+            if effect.with_versions:
+                assert self.gradient, "row versions come from gradient-strategy shards"
             yield simpy.AllOf(self.env, calls)
             return [call.value for call in calls]
         if isinstance(effect, fx.Compute):
@@ -166,6 +215,14 @@ class SimJob:
             return (yield from self.collective.contribute(t, effect.values, effect.done))
         if isinstance(effect, fx.Now):
             return self.env.now
+        if isinstance(effect, fx.AwaitStart):
+            return (yield from self.params.await_start(effect))
+        if isinstance(effect, fx.PullDense):
+            return (yield from self.params.pull_dense(host, effect, self.sent[t]))
+        if isinstance(effect, fx.PushGradients):
+            return self.params.push(host, effect, self.sent[t])
+        if isinstance(effect, fx.WorkerDone):
+            return (yield from self.params.worker_done(effect))
         return (yield from state.handle(effect))
 
     def _lookup(self, t: int, request):
@@ -175,12 +232,15 @@ class SimJob:
         yield from self.network.send(self.trainer_hosts[t], host, size)
         rows = int(request.rows.numel())
         yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
-        pooled = server.lookup(request.rows, request.offsets, request.weights)
+        answer = server.lookup(request.rows, request.offsets, request.weights)
+        if self.gradient:
+            answer = (*answer, server.version)
+        pooled = answer[0] if self.gradient else answer
         yield from self.network.send(host, self.trainer_hosts[t], nbytes(pooled))
         delay = self.speeds.delayed()
         if delay:
             yield self.env.timeout(delay)
-        return pooled
+        return answer
 
     def _push(self, src: Node, shard: int, rows, grads):
         host = self.server_hosts[shard]

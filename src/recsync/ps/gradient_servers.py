@@ -1,0 +1,201 @@
+"""Parameter servers of the gradient strategies: dense blocks and embedding shards that hold
+pushed gradients until their policy (sync/) says to apply or drop them.
+
+Each server runs one policy instance (events in, actions out, see sync/gradient.py) and
+executes its actions on real tensors: Apply aggregates ``sum(weight * grad) / divisor`` and
+runs the optimizer once; Drop forgets a gradient and counts it by reason; StartTimer is
+returned to the driver, which calls ``timer`` later. Staleness is measured when a gradient
+is applied: the server's version now minus the version pulled (per block), and each row's
+version now minus its version at the pull (per row). A strategy's ``staleness_norm`` scales
+each gradient by rho(tau) before aggregation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.ps.shard import EmbeddingShard
+from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
+
+
+@dataclass
+class GradientServerStats:
+    """What one server did: gradients pushed, applied and dropped (by reason), updates
+    (global steps), staleness histograms (per applied gradient, and per applied row), bytes."""
+
+    pushes: int = 0
+    applied: int = 0
+    steps: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    staleness: Counter = field(default_factory=Counter)
+    row_staleness: Counter = field(default_factory=Counter)
+    pulls: int = 0
+    bytes_received: int = 0
+    bytes_sent: int = 0
+
+
+class GradientServer:
+    """The policy-driven part shared by dense and embedding servers."""
+
+    def __init__(self, index: int, policy: GradientPolicy, staleness_norm=None):
+        self.index = index
+        self.policy = policy
+        self.staleness_norm = staleness_norm
+        self.pending: dict[int, tuple] = {}
+        self.next_id = 0
+        self.stats = GradientServerStats()
+        self.last_update_abs = 0.0
+
+    @property
+    def version(self) -> int:
+        return self.policy.version
+
+    def may_start(self, worker: int, last_version: int | None) -> bool:
+        return self.policy.may_start(worker, last_version)
+
+    def worker_done(self, worker: int) -> list[StartTimer]:
+        return self._execute(self.policy.on_worker_done(worker))
+
+    def timer(self, timer_id: int) -> list[StartTimer]:
+        return self._execute(self.policy.on_timer(timer_id))
+
+    def _receive(self, worker: int, version: int, token: int | None, item: tuple) -> list:
+        grad_id = self.next_id
+        self.next_id += 1
+        self.pending[grad_id] = item
+        self.stats.pushes += 1
+        return self._execute(self.policy.on_push(Push(grad_id, worker, version, token)))
+
+    def _execute(self, actions) -> list[StartTimer]:
+        timers = []
+        for action in actions:
+            if isinstance(action, Apply):
+                items = [(self.pending.pop(g), w) for g, w in action.grads]
+                self._update(items, action.divisor, action.lr_scale)
+                self.stats.applied += len(items)
+                self.stats.steps += 1
+            elif isinstance(action, Drop):
+                self.pending.pop(action.grad_id)
+                self.stats.dropped[action.reason] += 1
+            else:
+                assert isinstance(action, StartTimer), action
+                timers.append(action)
+        return timers
+
+    def _update(self, items: list, divisor: float, lr_scale: float) -> None:
+        raise NotImplementedError
+
+
+class DenseBlockServer(GradientServer):
+    """One block (a contiguous slice) of the dense parameters, its optimizer and version."""
+
+    def __init__(
+        self,
+        index: int,
+        values: torch.Tensor,
+        optimizer: DenseOptimizerSpec,
+        policy: GradientPolicy,
+        staleness_norm=None,
+    ):
+        super().__init__(index, policy, staleness_norm)
+        assert values.dim() == 1
+        self.values = values
+        self.optimizer = optimizer.build(values.numel())
+
+    def pull(self) -> tuple[torch.Tensor, int]:
+        """A copy of the block and its version."""
+        self.stats.pulls += 1
+        self.stats.bytes_sent += self.values.numel() * 4
+        return self.values.clone(), self.version
+
+    def push(
+        self, worker: int, version: int, grad: torch.Tensor, token: int | None = None
+    ) -> list[StartTimer]:
+        if grad.shape != self.values.shape:
+            raise ValueError(
+                f"dense server {self.index}: gradient of shape {tuple(grad.shape)} for a block "
+                f"of {self.values.numel()} parameters"
+            )
+        if not bool(torch.isfinite(grad).all()):
+            raise ValueError(f"dense server {self.index}: NaN or infinite gradient from {worker}")
+        self.stats.bytes_received += grad.numel() * 4
+        return self._receive(worker, version, token, (grad, version))
+
+    def _update(self, items, divisor: float, lr_scale: float) -> None:
+        total = torch.zeros_like(self.values)
+        for (grad, pulled), weight in items:
+            tau = self.version - 1 - pulled  # the policy counted this update already
+            self.stats.staleness[tau] += 1
+            if self.staleness_norm is not None:
+                weight *= self.staleness_norm.scale(tau, self.last_update_abs)
+            total.add_(grad, alpha=weight)
+        total.div_(divisor)
+        before = self.values.clone()
+        self.optimizer.step(self.values, total, lr_scale)
+        self.last_update_abs = float((self.values - before).abs().mean())
+
+
+class SparseShardServer(GradientServer):
+    """One embedding shard whose row gradients wait for the policy: aggregated gradients are
+    summed per row, divided, and applied by the row-wise optimizer in one step."""
+
+    def __init__(self, index: int, shard: EmbeddingShard, policy: GradientPolicy, norm=None):
+        super().__init__(index, policy, norm)
+        self.shard = shard
+
+    def lookup(self, rows, offsets, weights) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pooled partial bags and each looked-up row's version (for its staleness)."""
+        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= self.shard.num_rows):
+            raise ValueError(
+                f"embedding server {self.index}: row out of range [0, {self.shard.num_rows})"
+            )
+        pooled = self.shard.lookup(rows, offsets, weights)
+        self.stats.pulls += 1
+        self.stats.bytes_sent += pooled.numel() * 4
+        return pooled, self.shard.versions[rows]
+
+    def push(
+        self,
+        worker: int,
+        version: int,
+        rows: torch.Tensor,
+        grads: torch.Tensor,
+        row_versions: torch.Tensor,
+        token: int | None = None,
+    ) -> list[StartTimer]:
+        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= self.shard.num_rows):
+            raise ValueError(f"embedding server {self.index}: pushed row out of range")
+        if not bool(torch.isfinite(grads).all()):
+            raise ValueError(f"embedding server {self.index}: NaN or infinite row gradient")
+        self.stats.bytes_received += rows.numel() * 8 + grads.numel() * 4
+        return self._receive(worker, version, token, (rows, grads, row_versions))
+
+    def _update(self, items, divisor: float, lr_scale: float) -> None:
+        versions = self.shard.versions
+        all_rows, all_grads = [], []
+        for (rows, grads, pulled), weight in items:
+            if not rows.numel():
+                continue
+            tau = versions[rows] - pulled
+            counts = torch.bincount(tau.clamp(min=0))
+            for value in counts.nonzero().flatten().tolist():
+                self.stats.row_staleness[value] += int(counts[value])
+            scale = torch.full((rows.numel(),), float(weight))
+            if self.staleness_norm is not None:
+                scale *= self.staleness_norm.scale_rows(tau, 0.0)
+            all_rows.append(rows)
+            all_grads.append(grads * scale.unsqueeze(1))
+        if not all_rows:
+            self.shard.global_step += 1
+            return
+        rows = torch.cat(all_rows)
+        grads = torch.cat(all_grads)
+        if len(all_rows) > 1:
+            rows, inverse = torch.unique(rows, return_inverse=True)
+            grads = torch.zeros(rows.numel(), grads.shape[1]).index_add_(0, inverse, grads)
+        factor = lr_scale / divisor
+        self.shard.apply_gradients(rows, grads if factor == 1.0 else grads * factor)

@@ -1,0 +1,103 @@
+"""Parameter servers of the gradient strategies as Ray actors: one per dense block and one
+per embedding shard, each serializing its policy under a lock and waking blocked workers."""
+
+from __future__ import annotations
+
+import threading
+
+import ray
+import torch
+
+from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
+from recsync.ps.shard import EmbeddingShard
+from recsync.runtime.ray import wire
+
+START_TIMEOUT_S = 600.0
+
+
+@ray.remote(num_cpus=0)
+class GradientServerActor:
+    """A DenseBlockServer (``values`` given) or a SparseShardServer (``weight`` given)."""
+
+    def __init__(
+        self, index: int, strategy, num_workers: int, optimizer_spec, values=None, weight=None
+    ):
+        torch.set_num_threads(1)
+        norm = getattr(strategy, "staleness_norm", None)
+        if values is not None:
+            policy = strategy.make_server(num_workers, False)
+            self.node = DenseBlockServer(index, values, optimizer_spec, policy, norm)
+        else:
+            shard = EmbeddingShard(weight, optimizer_spec.build(weight.shape[0], weight.shape[1]))
+            self.node = SparseShardServer(
+                index, shard, strategy.make_server(num_workers, True), norm
+            )
+        self.cond = threading.Condition()
+
+    def ping(self) -> bool:
+        return True
+
+    def _run(self, timers) -> None:
+        """Under the lock: wake the waiters, arm the policy's timers."""
+        self.cond.notify_all()
+        for timer in timers:
+            thread = threading.Timer(timer.seconds, self._fire, args=(timer.timer_id,))
+            thread.daemon = True
+            thread.start()
+
+    def _fire(self, timer_id: int) -> None:
+        with self.cond:
+            self._run(self.node.timer(timer_id))
+
+    def await_start(self, worker: int, last_version: int | None) -> bool:
+        """Blocks until the policy lets `worker` start its next step."""
+        with self.cond:
+            return self.cond.wait_for(
+                lambda: self.node.may_start(worker, last_version), timeout=START_TIMEOUT_S
+            )
+
+    def pull(self):
+        with self.cond:
+            values, version = self.node.pull()
+        return wire.out(values), version
+
+    def lookup(self, rows, offsets, weights):
+        with self.cond:
+            version = self.node.version
+            pooled, versions = self.node.lookup(
+                wire.back(rows), wire.back(offsets), wire.back(weights)
+            )
+        return wire.out(pooled), wire.out(versions.clone()), version
+
+    def push_dense(self, worker: int, version: int, grad, token) -> None:
+        with self.cond:
+            self._run(self.node.push(worker, version, wire.back(grad).clone(), token))
+
+    def push_sparse(self, worker: int, version: int, rows, grads, pulled, token) -> None:
+        with self.cond:
+            self._run(
+                self.node.push(
+                    worker,
+                    version,
+                    wire.back(rows).clone(),
+                    wire.back(grads).clone(),
+                    wire.back(pulled).clone(),
+                    token,
+                )
+            )
+
+    def worker_done(self, worker: int) -> None:
+        with self.cond:
+            self._run(self.node.worker_done(worker))
+
+    def values(self) -> torch.Tensor:
+        with self.cond:
+            return self.node.values.clone()
+
+    def weight(self) -> torch.Tensor:
+        with self.cond:
+            return self.node.shard.weight.clone()
+
+    def stats(self):
+        with self.cond:
+            return self.node.stats

@@ -1,0 +1,81 @@
+"""``bounded_staleness``: async updates, but no worker runs more than s steps ahead (Hop-BS).
+
+Hop-BS (Luo et al., "Hop: Heterogeneity-aware decentralized training", ASPLOS 2019), the
+stale synchronous parallel rule, as a baseline of the GBA paper (001, section 5): it
+"restricts the maximal differences of gradient version between the fastest and the slowest
+workers, controlled by s". The server applies every gradient on arrival, like ``async``; it
+counts the gradients each worker pushed here (the worker's clock) and a worker may begin a
+step only while its clock is at most s ahead of the slowest ACTIVE worker's clock. A finished
+(or failed) worker no longer holds the others back. ``staleness_norm`` scales each gradient
+by rho(tau) as in ``async`` (the server node applies it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from recsync.sync.gradient import (
+    Action,
+    GradientPolicy,
+    GradientStrategyMixin,
+    Push,
+    check_positive_int,
+)
+from recsync.sync.staleness_norm import StalenessNorm
+
+
+def describe_staleness_norm(norm: StalenessNorm | None) -> str:
+    """The ``staleness_norm=...`` part of a describe() line ("" when off)."""
+    if norm is None:
+        return ""
+    return f"staleness_norm={norm.rule}(mu'={norm.mu_prime:g}, kappa={norm.kappa:g})"
+
+
+@dataclass(frozen=True)
+class BoundedStalenessConfig(GradientStrategyMixin):
+    """``staleness``: s, an int >= 0, how many steps a worker may run ahead of the slowest
+    active worker (0: lock step); ``staleness_norm`` optional, as in ``async``."""
+
+    staleness: int = 4
+    staleness_norm: StalenessNorm | None = None
+
+    name: ClassVar[str] = "bounded_staleness"
+    label: ClassVar[str] = "Hop-BS"
+
+    def __post_init__(self) -> None:
+        check_positive_int("staleness", self.staleness, minimum=0)
+        if self.staleness_norm is not None and not isinstance(self.staleness_norm, StalenessNorm):
+            raise ValueError("staleness_norm must be a StalenessNorm or None")
+
+    def _params(self) -> str:
+        norm = describe_staleness_norm(self.staleness_norm)
+        return f"s={self.staleness} {norm}" if norm else f"s={self.staleness}"
+
+    def make_server(self, num_workers: int, sparse: bool) -> BoundedStalenessServer:
+        return BoundedStalenessServer(num_workers, sparse, self.staleness)
+
+
+class BoundedStalenessServer(GradientPolicy):
+    """Applies each gradient alone on arrival; gates the start of steps on the clocks."""
+
+    def __init__(self, num_workers: int, sparse: bool = False, staleness: int = 4) -> None:
+        super().__init__(num_workers, sparse)
+        check_positive_int("staleness", staleness, minimum=0)
+        self.staleness = staleness
+        self.clock = [0] * num_workers  # gradients pushed here by each worker
+
+    def on_push(self, push: Push) -> list[Action]:
+        self.clock[push.worker] += 1
+        return [self._apply([(push.grad_id, 1.0)], 1.0)]
+
+    def slowest_clock(self) -> int | None:
+        """The smallest clock of the active workers (None when all are done)."""
+        active = [c for w, c in enumerate(self.clock) if w not in self.done]
+        return min(active) if active else None
+
+    def may_start(self, worker: int, last_version: int | None) -> bool:
+        slowest = self.slowest_clock()
+        if slowest is None or worker in self.done:
+            return True
+        return self.clock[worker] - slowest <= self.staleness

@@ -1,0 +1,146 @@
+"""``psp``: Partially Synchronous Parallelism SGD, partial pushing with a timeout.
+
+PSP-SGD (004, Algorithm 1, server part): every gradient carries the timestamp (server
+version) its worker pulled. A gradient with an older timestamp than the server's is dropped
+(reason ``"old"``). Once at least c gradients of the current timestamp arrived, the server
+waits up to tau1 more, or until every worker answered, then applies the mean of the d
+gradients it received with the linear scaling rule (Goyal et al. 2017): the learning rate
+times d. The worker side, partial pulling (proceed once a fraction b of the blocks arrived
+and tau2 passed), is the driver's: it reads ``pull_fraction`` and ``pull_wait_s``.
+
+Decisions: c counts gradients of the current timestamp (a fast worker may push twice on the
+same version, as workers never block on the server); "every worker answered" means every
+ACTIVE worker pushed at least one gradient of the current timestamp. c is capped by the
+active workers, so finished workers never stall a step; once every worker is done a partial
+step is applied. Timer ids increase; only the timer armed for the current step counts, and a
+timer firing after its step was applied is ignored. ``push_wait_s == 0`` applies as soon as
+c gradients are in (the paper's experiments, "tau1 = 0").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from recsync.sync.gradient import (
+    Action,
+    Drop,
+    GradientPolicy,
+    GradientStrategyMixin,
+    Push,
+    StartTimer,
+    check_positive_int,
+)
+
+
+def _check_seconds(field: str, value: object) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class PspConfig(GradientStrategyMixin):
+    """``push_count``: c, an int >= 1 and at most the number of workers (None: all workers);
+    ``push_wait_s``: tau1 >= 0 seconds; ``pull_fraction``: b in (0, 1]; ``pull_wait_s``: tau2
+    >= 0 seconds; ``linear_scaling``: multiply the learning rate by d."""
+
+    push_count: int | None = None
+    push_wait_s: float = 0.0
+    pull_fraction: float = 1.0
+    pull_wait_s: float = 0.0
+    linear_scaling: bool = True
+
+    name: ClassVar[str] = "psp"
+    label: ClassVar[str] = "PSP"
+
+    def __post_init__(self) -> None:
+        if self.push_count is not None:
+            check_positive_int("push_count", self.push_count)
+        _check_seconds("push_wait_s", self.push_wait_s)
+        fraction = self.pull_fraction
+        ok = isinstance(fraction, int | float) and not isinstance(fraction, bool)
+        if not (ok and 0 < fraction <= 1):
+            raise ValueError(f"pull_fraction must be a number in (0, 1], got {fraction!r}")
+        _check_seconds("pull_wait_s", self.pull_wait_s)
+        if not isinstance(self.linear_scaling, bool):
+            raise ValueError(f"linear_scaling must be a bool, got {self.linear_scaling!r}")
+
+    def _params(self) -> str:
+        c = "all" if self.push_count is None else str(self.push_count)
+        scaling = "" if self.linear_scaling else " no-linear-scaling"
+        return (
+            f"c={c} tau1={self.push_wait_s:g}s b={self.pull_fraction:g} "
+            f"tau2={self.pull_wait_s:g}s{scaling}"
+        )
+
+    def make_server(self, num_workers: int, sparse: bool) -> PspServer:
+        c = num_workers if self.push_count is None else self.push_count
+        if c > num_workers:
+            raise ValueError(f"push_count must be at most the number of workers ({num_workers})")
+        return PspServer(num_workers, sparse, c, self.push_wait_s, self.linear_scaling)
+
+
+class PspServer(GradientPolicy):
+    """Partial pushing: the current timestamp's gradients, then one Apply of their mean."""
+
+    def __init__(
+        self,
+        num_workers: int,
+        sparse: bool = False,
+        push_count: int = 1,
+        push_wait_s: float = 0.0,
+        linear_scaling: bool = True,
+    ) -> None:
+        super().__init__(num_workers, sparse)
+        check_positive_int("push_count", push_count)
+        _check_seconds("push_wait_s", push_wait_s)
+        self.push_count = push_count
+        self.push_wait_s = float(push_wait_s)
+        self.linear_scaling = linear_scaling
+        self.buffer: list[int] = []  # grad ids of timestamp self.version
+        self.answered: set[int] = set()  # workers with a gradient in the buffer
+        self.next_timer = 0
+        self.armed: int | None = None  # the timer of the current step, if armed
+
+    def on_push(self, push: Push) -> list[Action]:
+        assert push.version <= self.version, (
+            f"psp: version {push.version} pushed, server at {self.version}"
+        )
+        if push.version < self.version:
+            return [Drop(push.grad_id, "old")]
+        self.buffer.append(push.grad_id)
+        self.answered.add(push.worker)
+        return self._check()
+
+    def on_worker_done(self, worker: int) -> list[Action]:
+        super().on_worker_done(worker)
+        return self._check()
+
+    def on_timer(self, timer_id: int) -> list[Action]:
+        if timer_id != self.armed or not self.buffer:
+            return []
+        return [self._flush()]
+
+    def _check(self) -> list[Action]:
+        if not self.buffer:
+            return []
+        active = (w for w in range(self.num_workers) if w not in self.done)
+        if all(w in self.answered for w in active):
+            return [self._flush()]
+        if self.armed is not None or len(self.buffer) < min(self.push_count, self.active_workers):
+            return []
+        if self.push_wait_s == 0:
+            return [self._flush()]
+        self.armed = self.next_timer
+        self.next_timer += 1
+        return [StartTimer(self.armed, self.push_wait_s)]
+
+    def _flush(self) -> Action:
+        d = len(self.buffer)
+        grads = [(grad_id, 1.0) for grad_id in self.buffer]
+        self.buffer.clear()
+        self.answered.clear()
+        self.armed = None
+        return self._apply(grads, d, d if self.linear_scaling else 1.0)

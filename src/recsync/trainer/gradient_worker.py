@@ -1,0 +1,124 @@
+"""A worker thread of a gradient strategy: pull, compute, push; the servers decide the rest.
+
+Step: wait until every server lets this worker start -> take a batch (and, for GBA, its
+token) -> pooled lookup on the embedding shards (with the rows' versions) -> pull the dense
+blocks into this worker's own copy -> forward/backward on exactly the values pulled -> push
+the dense gradient blocks and the row gradients, each tagged with the version it was
+computed from. A block the partial pull (PSP) did not wait for keeps its previous copy and
+previous version. Free of transport: a generator of effects run by a driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import torch
+
+from recsync.model.spec import ModelSpec
+from recsync.ps.layout import EmbeddingLayout, ShardRequest
+from recsync.ps.shard import row_gradients
+from recsync.trainer import effects as fx
+from recsync.trainer.reference import TrainSpec
+from recsync.trainer.replica import DenseReplica
+
+EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
+
+
+def empty_request(shard: int) -> ShardRequest:
+    return ShardRequest(shard, EMPTY_ROWS, torch.zeros(1, dtype=torch.int64), None, EMPTY_ROWS)
+
+
+def unique_row_versions(
+    rows: torch.Tensor, versions: torch.Tensor, unique_rows: torch.Tensor
+) -> torch.Tensor:
+    """Each unique (sorted) row's version at the pull, from the per-id versions."""
+    out = torch.empty(unique_rows.numel(), dtype=torch.int64)
+    out[torch.searchsorted(unique_rows, rows)] = versions
+    return out
+
+
+class GradientWorker:
+    """One worker thread: its own copy of the dense parameters (the values it last pulled).
+
+    The gradient is computed on `workspace`, a dense module loaded with exactly those values
+    right before the forward pass. A driver whose workers compute one at a time (the
+    simulator) may share one workspace among all of them; threads need one each (None:
+    build one).
+    """
+
+    def __init__(
+        self,
+        worker: int,
+        trainer: int,
+        model: ModelSpec,
+        train: TrainSpec,
+        layout: EmbeddingLayout,
+        strategy,
+        dense_ranges: list[tuple[int, int]],
+        stats,
+        thread: int,
+        workspace: DenseReplica | None = None,
+    ):
+        if not dense_ranges:
+            raise ValueError(f"{strategy.describe()} needs at least one dense server")
+        self.worker, self.trainer, self.thread = worker, trainer, thread
+        self.layout = layout
+        self.strategy = strategy
+        self.dense_ranges = dense_ranges
+        if workspace is None:
+            workspace = DenseReplica(model, train.seed, train.dense_optimizer)
+        self.workspace = workspace
+        self.values = workspace.flat.clone()
+        self.versions = [0] * len(dense_ranges)
+        self.stats = stats
+
+    def loop(self) -> Generator[fx.Effect, Any, None]:
+        layout, strategy, workspace = self.layout, self.strategy, self.workspace
+        last_dense: list[int] | None = None
+        last_sparse: list[int] | None = None
+        while True:
+            yield fx.AwaitStart(self.worker, last_dense, last_sparse)
+            batch, token = yield fx.NextBatch(self.trainer, with_token=True)
+            if batch is None:
+                break
+            routed = {r.shard: r for r in layout.route(batch)}
+            requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
+            answers = yield fx.Lookup(requests, with_versions=True)
+            used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
+            pooled = layout.combine(
+                batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
+            )
+            blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s)
+            for b, block in enumerate(blocks):
+                if block is not None:
+                    start, stop = self.dense_ranges[b]
+                    self.values[start:stop].copy_(block[0])
+                    self.versions[b] = block[1]
+            workspace.load_flat(self.values)
+            loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
+            yield fx.Compute(batch.batch_size)
+            sparse = []
+            for r, (_, row_versions, version) in zip(requests, answers, strict=True):
+                if r.bag_index.numel():
+                    grad_bags = layout.bag_gradients(grad_pooled, r)
+                    rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+                    pulled = unique_row_versions(r.rows, row_versions, rows)
+                else:
+                    rows, grads, pulled = (
+                        EMPTY_ROWS,
+                        torch.empty(0, layout.tables[0].dim),
+                        EMPTY_ROWS,
+                    )
+                sparse.append((r.shard, version, rows, grads, pulled))
+            dense = [
+                (b, self.versions[b], flat_grad[start:stop])
+                for b, (start, stop) in enumerate(self.dense_ranges)
+            ]
+            yield fx.PushGradients(self.worker, token, dense, sparse)
+            last_dense = list(self.versions)
+            last_sparse = [s[1] for s in sparse]
+            self.stats.iterations[self.thread] += 1
+            self.stats.examples[self.thread] += batch.batch_size
+            self.stats.loss_sum += float(loss) * batch.batch_size
+        yield fx.WorkerDone(self.worker)

@@ -1,0 +1,121 @@
+"""Gradient strategies in the simulator: the real servers, policies and math."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.runtime.sim.cost import CostModel, Stragglers
+from recsync.runtime.sim.job import SimJob
+from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
+from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+
+SYNTHETIC = SyntheticSpec(num_train=6_144, num_test=2_000, num_dense=4, table_rows=(50,) * 6)
+MODEL = ModelSpec(
+    num_dense=4,
+    tables=tuple(TableSpec(f"C{i}", 50, 8) for i in range(6)),
+    bottom_mlp=(16,),
+    top_mlp=(16,),
+)
+TRAIN = TrainSpec(batch_size=64)
+CLUSTER = ClusterSpec(2, 2, 2, 2)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def simulate(name: str, cost: CostModel = CostModel(), cluster=CLUSTER, **fields):
+    spec = JobSpec(MODEL, TRAIN, cluster, gradient_strategy_config(name, **fields), SYNTHETIC)
+    sim = SimJob(spec, plan_for(spec), cost)
+    return sim, sim.run()
+
+
+def table(sim: SimJob, t: int) -> torch.Tensor:
+    layout = sim.plan.embeddings.layout
+    parts = [
+        sim.servers[s.shard].shard.weight[s.shard_row : s.shard_row + s.num_rows]
+        for s in layout.slices
+        if s.table == t
+    ]
+    return torch.cat(parts)
+
+
+def reference_at(batch_size: int) -> ReferenceTrainer:
+    reference = ReferenceTrainer(MODEL, TrainSpec(batch_size=batch_size))
+    for batch in SyntheticTask(SYNTHETIC).train_batches(batch_size):
+        reference.train_step(batch)
+    return reference
+
+
+def assert_matches_reference(sim: SimJob, reference: ReferenceTrainer) -> None:
+    dense = torch.cat([s.values for s in sim.sync_servers])
+    torch.testing.assert_close(dense, reference.replica.flat, atol=1e-5, rtol=0)
+    base = 0
+    for t, spec in enumerate(MODEL.tables):
+        ref_rows = reference.embeddings.shards[0].weight[base : base + spec.num_rows]
+        torch.testing.assert_close(table(sim, t), ref_rows, atol=1e-5, rtol=0)
+        base += spec.num_rows
+
+
+@pytest.mark.parametrize("name", ["sync", "gba"])
+def test_sync_and_gba_without_stragglers_equal_the_reference_at_the_global_batch(name):
+    sim, summary = simulate(name)
+    assert summary["global_steps"] == SYNTHETIC.num_train // (4 * TRAIN.batch_size)
+    assert summary["dense_staleness"]["max"] == 0
+    assert_matches_reference(sim, reference_at(4 * TRAIN.batch_size))
+
+
+@pytest.mark.parametrize("name", sorted(GRADIENT_STRATEGIES))
+def test_every_gradient_is_applied_or_dropped_on_every_server(name):
+    cost = CostModel(stragglers=Stragglers(fraction=0.25, slowdown=4.0))
+    sim, summary = simulate(name, cost)
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    steps = SYNTHETIC.num_train // TRAIN.batch_size
+    for server in [*sim.servers, *sim.sync_servers]:
+        stats = server.stats
+        assert stats.pushes == steps, server
+        assert stats.applied + sum(stats.dropped.values()) == stats.pushes, (name, stats)
+        assert not server.pending
+    assert summary["test_auc"] > 0.6
+
+
+def test_async_applies_each_gradient_alone_and_measures_staleness():
+    cost = CostModel(worker_flops=2e8)  # compute-bound: workers overlap, staleness > 0
+    _, summary = simulate("async", cost)
+    steps = SYNTHETIC.num_train // TRAIN.batch_size
+    assert summary["global_steps"] == steps == summary["gradients_applied"]
+    staleness = summary["dense_staleness"]
+    assert sum(staleness["histogram"].values()) == steps
+    assert 1.0 < staleness["mean"] <= 4.0  # about n - 1 = 3 with 4 workers
+    assert summary["sparse_staleness"]["max"] >= 1
+
+
+def test_bounded_staleness_blocks_fast_workers_and_backup_workers_drop_late_ones():
+    cost = CostModel(worker_flops=2e8, stragglers=Stragglers(fraction=0.25, slowdown=4.0))
+    _, hop_bs = simulate("bounded_staleness", cost, staleness=1)
+    _, asynchronous = simulate("async", cost)
+    assert hop_bs["blocked_seconds"]["AwaitStart"] > 0
+    assert asynchronous["blocked_seconds"]["AwaitStart"] == 0
+    _, hop_bw = simulate("backup_workers", cost, num_backup=1)
+    assert hop_bw["gradients_dropped"].get("late", 0) > 0
+
+
+def test_same_seed_same_run_exactly():
+    cost = CostModel(worker_flops=2e8, batch_noise=0.3, speed_spread=0.2)
+    first, a = simulate("gba", cost)
+    second, b = simulate("gba", cost)
+    assert a["train_seconds"] == b["train_seconds"] and a["test_auc"] == b["test_auc"]
+    assert a["dense_staleness"] == b["dense_staleness"]
+    assert torch.equal(
+        torch.cat([s.values for s in first.sync_servers]),
+        torch.cat([s.values for s in second.sync_servers]),
+    )
