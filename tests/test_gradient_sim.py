@@ -9,7 +9,7 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
-from recsync.runtime.sim.cost import CostModel, Stragglers
+from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
 from recsync.trainer.reference import ReferenceTrainer, TrainSpec
@@ -119,3 +119,23 @@ def test_same_seed_same_run_exactly():
         torch.cat([s.values for s in first.sync_servers]),
         torch.cat([s.values for s in second.sync_servers]),
     )
+
+
+@pytest.mark.parametrize("name", ["gba", "sync", "async"])
+def test_a_crashed_trainer_loses_only_its_batches_and_the_job_goes_on(name):
+    cost = CostModel(worker_flops=2e8, faults=Faults(crash_trainer=1, crash_at_s=0.05))
+    sim, summary = simulate(name, cost)
+    lost = summary["examples_lost_in_crash"]
+    assert sim.crashed == {1}
+    assert 0 <= lost <= 2 * TRAIN.batch_size  # at most one batch per worker thread of trainer 1
+    if name != "sync":  # sync workers may be waiting for the step, holding no batch
+        assert lost > 0
+    assert summary["examples_trained"] + lost == SYNTHETIC.num_train
+    assert summary["examples_per_trainer"][0] > summary["examples_per_trainer"][1]
+    for server in [*sim.servers, *sim.sync_servers]:
+        assert not server.pending
+
+
+def test_crash_of_a_missing_trainer_is_refused():
+    with pytest.raises(ValueError, match="crash_trainer 5"):
+        simulate("async", CostModel(faults=Faults(crash_trainer=5)))

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from recsync.app import fig5
+from recsync.app import fig5, staleness_repro
 from recsync.app.calibrate import calibrate as run_calibration
 from recsync.app.cli_common import ConfigOption, SetOption, fail, number, skips_text
 from recsync.app.cli_data import data_app
@@ -206,6 +206,30 @@ def reproduce_fig5(
             )
 
         fig5.reproduce(out, progress=show)
+    console.print(f"report written to {out / 'report.md'}")
+
+
+@reproduce_app.command("async-staleness")
+def reproduce_async_staleness(
+    out: Annotated[Path, typer.Option(help="Report directory.")] = Path("reports/async_staleness"),
+) -> None:
+    """Async SGD in the simulator: mean staleness vs workers (10 ... 1,000), linear fit."""
+    console = Console()
+    with console.status("simulating") as status:
+
+        def show(point: dict[str, Any]) -> None:
+            status.update(f"simulated async with {point['workers']} workers")
+            console.print(
+                f"{point['workers']:>5} workers: mean staleness {point['mean_staleness']:8.2f}, "
+                f"max {point['max_staleness']}",
+                highlight=False,
+            )
+
+        result = staleness_repro.reproduce(out, progress=show)
+    fit = result["fit"]
+    console.print(
+        f"fit: staleness = {fit['slope']:.4f} n {fit['intercept']:+.2f}, R^2 = {fit['r2']:.4f}"
+    )
     console.print(f"report written to {out / 'report.md'}")
 
 

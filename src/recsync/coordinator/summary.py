@@ -39,6 +39,7 @@ class JobOutcome:
     test: Batch | None
     teacher_auc: float | None
     skipped: dict[str, Any]
+    lost_examples: list[int] | None = None  # per trainer: handed out, lost in a crash
 
 
 def evaluate_final(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> Quality:
@@ -59,8 +60,10 @@ def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> 
     """Check one-pass accounting, evaluate, and gather every measure of the run."""
     cluster, stats = spec.cluster, outcome.trainer_stats
     trained = [s.total_examples for s in stats]
+    lost = outcome.lost_examples or [0] * len(trained)
     dataset = spec.synthetic.num_train if spec.synthetic is not None else None
-    check_one_pass(outcome.handed_examples, trained, dataset)
+    accounted = [a + b for a, b in zip(trained, lost, strict=True)]
+    check_one_pass(outcome.handed_examples, accounted, dataset)
     blocked: dict[str, float] = defaultdict(float)
     for per_trainer in outcome.blocked_seconds:
         for kind, seconds in per_trainer.items():
@@ -91,6 +94,7 @@ def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> 
         ),
         "examples_trained": examples,
         "examples_per_trainer": trained,
+        "examples_lost_in_crash": sum(lost),
         "train_seconds": outcome.train_seconds,
         "eps": examples / outcome.train_seconds,
         "elp": cluster.elp(spec.train.batch_size),

@@ -12,6 +12,7 @@ each gradient by rho(tau) before aggregation.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -20,6 +21,18 @@ import torch
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.ps.shard import EmbeddingShard
 from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
+
+
+def all_finite(values: torch.Tensor) -> bool:
+    """No NaN or infinity in `values` (one reduction: either would make the sum non-finite)."""
+    return math.isfinite(float(values.sum())) if values.numel() else True
+
+
+def rows_in_range(rows: torch.Tensor, num_rows: int) -> bool:
+    if not rows.numel():
+        return True
+    low, high = torch.aminmax(rows)
+    return int(low) >= 0 and int(high) < num_rows
 
 
 @dataclass
@@ -32,10 +45,16 @@ class GradientServerStats:
     steps: int = 0
     dropped: Counter = field(default_factory=Counter)
     staleness: Counter = field(default_factory=Counter)
-    row_staleness: Counter = field(default_factory=Counter)
+    row_staleness_counts: torch.Tensor = field(default_factory=lambda: torch.zeros(0))
     pulls: int = 0
     bytes_received: int = 0
     bytes_sent: int = 0
+
+    @property
+    def row_staleness(self) -> Counter:
+        """Applied rows by staleness (row version at apply minus at pull)."""
+        counts = self.row_staleness_counts.tolist()
+        return Counter({tau: int(n) for tau, n in enumerate(counts) if n})
 
 
 class GradientServer:
@@ -120,23 +139,32 @@ class DenseBlockServer(GradientServer):
                 f"dense server {self.index}: gradient of shape {tuple(grad.shape)} for a block "
                 f"of {self.values.numel()} parameters"
             )
-        if not bool(torch.isfinite(grad).all()):
+        if not all_finite(grad):
             raise ValueError(f"dense server {self.index}: NaN or infinite gradient from {worker}")
         self.stats.bytes_received += grad.numel() * 4
         return self._receive(worker, version, token, (grad, version))
 
     def _update(self, items, divisor: float, lr_scale: float) -> None:
-        total = torch.zeros_like(self.values)
+        norm = self.staleness_norm
+        scaled = []
         for (grad, pulled), weight in items:
             tau = self.version - 1 - pulled  # the policy counted this update already
             self.stats.staleness[tau] += 1
-            if self.staleness_norm is not None:
-                weight *= self.staleness_norm.scale(tau, self.last_update_abs)
-            total.add_(grad, alpha=weight)
-        total.div_(divisor)
-        before = self.values.clone()
-        self.optimizer.step(self.values, total, lr_scale)
-        self.last_update_abs = float((self.values - before).abs().mean())
+            if norm is not None:
+                weight *= norm.scale(tau, self.last_update_abs)
+            scaled.append((grad, weight / divisor))
+        if len(scaled) == 1 and scaled[0][1] == 1.0:
+            total = scaled[0][0]
+        else:
+            total = torch.zeros_like(self.values)
+            for grad, factor in scaled:
+                total.add_(grad, alpha=factor)
+        if norm is not None and norm.sigmoid_lambda is not None:
+            before = self.values.clone()
+            self.optimizer.step(self.values, total, lr_scale)
+            self.last_update_abs = float((self.values - before).abs().mean())
+        else:
+            self.optimizer.step(self.values, total, lr_scale)
 
 
 class SparseShardServer(GradientServer):
@@ -146,10 +174,11 @@ class SparseShardServer(GradientServer):
     def __init__(self, index: int, shard: EmbeddingShard, policy: GradientPolicy, norm=None):
         super().__init__(index, policy, norm)
         self.shard = shard
+        self.row_counts = torch.zeros(1, dtype=torch.int64)
 
     def lookup(self, rows, offsets, weights) -> tuple[torch.Tensor, torch.Tensor]:
         """Pooled partial bags and each looked-up row's version (for its staleness)."""
-        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= self.shard.num_rows):
+        if not rows_in_range(rows, self.shard.num_rows):
             raise ValueError(
                 f"embedding server {self.index}: row out of range [0, {self.shard.num_rows})"
             )
@@ -167,35 +196,44 @@ class SparseShardServer(GradientServer):
         row_versions: torch.Tensor,
         token: int | None = None,
     ) -> list[StartTimer]:
-        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= self.shard.num_rows):
+        if not rows_in_range(rows, self.shard.num_rows):
             raise ValueError(f"embedding server {self.index}: pushed row out of range")
-        if not bool(torch.isfinite(grads).all()):
+        if not all_finite(grads):
             raise ValueError(f"embedding server {self.index}: NaN or infinite row gradient")
         self.stats.bytes_received += rows.numel() * 8 + grads.numel() * 4
         return self._receive(worker, version, token, (rows, grads, row_versions))
 
     def _update(self, items, divisor: float, lr_scale: float) -> None:
-        versions = self.shard.versions
+        versions, norm = self.shard.versions, self.staleness_norm
         all_rows, all_grads = [], []
         for (rows, grads, pulled), weight in items:
             if not rows.numel():
                 continue
             tau = versions[rows] - pulled
-            counts = torch.bincount(tau.clamp(min=0))
-            for value in counts.nonzero().flatten().tolist():
-                self.stats.row_staleness[value] += int(counts[value])
-            scale = torch.full((rows.numel(),), float(weight))
-            if self.staleness_norm is not None:
-                scale *= self.staleness_norm.scale_rows(tau, 0.0)
+            self._count_row_staleness(tau)
+            if norm is not None:
+                grads = grads * (norm.scale_rows(tau, 0.0) * weight).unsqueeze(1)
+            elif weight != 1.0:
+                grads = grads * weight
             all_rows.append(rows)
-            all_grads.append(grads * scale.unsqueeze(1))
+            all_grads.append(grads)
         if not all_rows:
             self.shard.global_step += 1
             return
-        rows = torch.cat(all_rows)
-        grads = torch.cat(all_grads)
-        if len(all_rows) > 1:
-            rows, inverse = torch.unique(rows, return_inverse=True)
-            grads = torch.zeros(rows.numel(), grads.shape[1]).index_add_(0, inverse, grads)
+        if len(all_rows) == 1:
+            rows, grads = all_rows[0], all_grads[0]
+        else:
+            rows, inverse = torch.unique(torch.cat(all_rows), return_inverse=True)
+            grads = torch.zeros(rows.numel(), all_grads[0].shape[1])
+            grads.index_add_(0, inverse, torch.cat(all_grads))
         factor = lr_scale / divisor
         self.shard.apply_gradients(rows, grads if factor == 1.0 else grads * factor)
+
+    def _count_row_staleness(self, tau: torch.Tensor) -> None:
+        counts = torch.bincount(tau, minlength=self.row_counts.numel())
+        if counts.numel() > self.row_counts.numel():
+            counts[: self.row_counts.numel()] += self.row_counts
+            self.row_counts = counts
+        else:
+            self.row_counts += counts
+        self.stats.row_staleness_counts = self.row_counts

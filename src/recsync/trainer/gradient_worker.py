@@ -39,7 +39,7 @@ def unique_row_versions(
 
 
 class GradientWorker:
-    """One worker thread: its own copy of the dense parameters (the values it last pulled).
+    """One worker thread: its own copy of the dense parameters (the blocks it last pulled).
 
     The gradient is computed on `workspace`, a dense module loaded with exactly those values
     right before the forward pass. A driver whose workers compute one at a time (the
@@ -69,7 +69,11 @@ class GradientWorker:
         if workspace is None:
             workspace = DenseReplica(model, train.seed, train.dense_optimizer)
         self.workspace = workspace
-        self.values = workspace.flat.clone()
+        # only a partial pull (PSP) reads a block pulled at an earlier step: otherwise the
+        # blocks are let go after each step (1,000 simulated workers' copies add up)
+        self.keep_blocks = strategy.pull_fraction < 1.0
+        initial = workspace.flat.clone() if self.keep_blocks else None
+        self.blocks = [None if initial is None else initial[a:b] for a, b in dense_ranges]
         self.versions = [0] * len(dense_ranges)
         self.stats = stats
 
@@ -92,10 +96,11 @@ class GradientWorker:
             blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s)
             for b, block in enumerate(blocks):
                 if block is not None:
-                    start, stop = self.dense_ranges[b]
-                    self.values[start:stop].copy_(block[0])
-                    self.versions[b] = block[1]
-            workspace.load_flat(self.values)
+                    self.blocks[b], self.versions[b] = block
+            for (start, stop), values in zip(self.dense_ranges, self.blocks, strict=True):
+                workspace.writer[start:stop].copy_(values)
+            if not self.keep_blocks:
+                self.blocks = [None] * len(self.blocks)
             loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
             yield fx.Compute(batch.batch_size)
             sparse = []
@@ -115,10 +120,11 @@ class GradientWorker:
                 (b, self.versions[b], flat_grad[start:stop])
                 for b, (start, stop) in enumerate(self.dense_ranges)
             ]
-            yield fx.PushGradients(self.worker, token, dense, sparse)
-            last_dense = list(self.versions)
-            last_sparse = [s[1] for s in sparse]
+            # counted as trained once its gradients leave: a crash after this loses nothing
             self.stats.iterations[self.thread] += 1
             self.stats.examples[self.thread] += batch.batch_size
             self.stats.loss_sum += float(loss) * batch.batch_size
+            yield fx.PushGradients(self.worker, token, dense, sparse)
+            last_dense = list(self.versions)
+            last_sparse = [s[1] for s in sparse]
         yield fx.WorkerDone(self.worker)

@@ -148,10 +148,11 @@ class TrainerNode:
                 grad_bags = layout.bag_gradients(grad_pooled, r)
                 rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
                 updates.append((r.shard, rows, grads))
-            yield PushSparse(updates)
+            # counted as trained once its updates leave: a crash after this loses nothing
             self.stats.iterations[thread] += 1
             self.stats.examples[thread] += batch.batch_size
             self.stats.loss_sum += float(loss) * batch.batch_size
+            yield PushSparse(updates)
             if trigger is not None and trigger.after_iteration((yield Now())):
                 if self.strategy.needs == "center":
                     yield from self.easgd_round()

@@ -29,12 +29,21 @@ class Stragglers:
 
 @dataclass(frozen=True)
 class Faults:
-    """Injected faults: a fraction of lookup responses delayed by `delay_s` seconds."""
+    """Injected faults: a fraction of lookup and pull responses delayed by `delay_s` seconds;
+    trainer `crash_trainer` (None: no crash) crashing at virtual time `crash_at_s`: its
+    worker threads stop at their next action, the batches they held are lost (counted and
+    reported), the servers of a gradient strategy learn its workers are gone."""
 
     delay_fraction: float = 0.0
     delay_s: float = 0.0
+    crash_trainer: int | None = None
+    crash_at_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.crash_trainer is not None and self.crash_trainer < 0:
+            raise ValueError(f"faults.crash_trainer must be >= 0, got {self.crash_trainer}")
+        if not self.crash_at_s >= 0:
+            raise ValueError(f"faults.crash_at_s must be >= 0, got {self.crash_at_s}")
         if not 0.0 <= self.delay_fraction <= 1.0:
             raise ValueError(f"faults.delay_fraction must be in [0, 1], got {self.delay_fraction}")
         if self.delay_s < 0:

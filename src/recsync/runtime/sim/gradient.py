@@ -53,6 +53,8 @@ class SimParameterServers:
             yield self.changed
 
     def pull_dense(self, host: Node, effect: fx.PullDense, sent: dict):
+        if len(self.dense) == 1:  # one block: no need for a concurrent process
+            return [(yield from self._pull(host, 0, sent))]
         calls = [self.env.process(self._pull(host, b, sent)) for b in range(len(self.dense))]
         if effect.fraction >= 1.0:
             yield simpy.AllOf(self.env, calls)

@@ -128,6 +128,19 @@ class SimJob:
                 self.servers,
                 self.server_hosts,
             )
+        self.crashed: set[int] = set()
+        faults = cost.faults
+        if faults.crash_trainer is not None:
+            if faults.crash_trainer >= cluster.num_trainers:
+                raise ValueError(
+                    f"faults.crash_trainer {faults.crash_trainer}: the job has "
+                    f"{cluster.num_trainers} trainers"
+                )
+            if strategy.needs == "allreduce":
+                raise ValueError(
+                    f"faults.crash_trainer: {strategy.describe()} all-reduces across trainers; "
+                    "a crash would stop the job (the Ray engine reports it as a node failure)"
+                )
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
         self.blocked = [defaultdict(float) for _ in self.trainers]
         self.sent = [defaultdict(int) for _ in self.trainers]
@@ -153,6 +166,12 @@ class SimJob:
                 },
             },
             handed_examples=list(self.reader.handed_examples),
+            lost_examples=[
+                handed - trainer.stats.total_examples if t in self.crashed else 0
+                for t, (handed, trainer) in enumerate(
+                    zip(self.reader.handed_examples, self.trainers, strict=True)
+                )
+            ],
             train_seconds=self.env.now,
             replicas=self._final_replicas(),
             shard_weights=[s.shard.weight for s in self.servers],
@@ -169,9 +188,17 @@ class SimJob:
             return [torch.cat([s.values for s in self.sync_servers])]
         return [t.state() for t in self.trainers]
 
+    def _crashed(self, t: int) -> bool:
+        faults = self.cost.faults
+        return faults.crash_trainer == t and self.env.now >= faults.crash_at_s
+
     def _drive(self, t: int, worker: int | None, loop: Loop):
         result = None
         while True:
+            if self._crashed(t):
+                loop.close()
+                yield from self._crash(t, worker)
+                return
             try:
                 effect = loop.send(result)
             except StopIteration:
@@ -179,6 +206,14 @@ class SimJob:
             started = self.env.now
             result = yield from self._handle(t, worker, effect)
             self.blocked[t][type(effect).__name__] += self.env.now - started
+        if worker is not None:
+            self.states[t].worker_finished()
+
+    def _crash(self, t: int, worker: int | None):
+        """A crashed worker thread: its batch is lost; gradient servers stop waiting for it."""
+        self.crashed.add(t)
+        if worker is not None and self.params is not None:
+            yield from self.params.worker_done(fx.WorkerDone(worker))
         if worker is not None:
             self.states[t].worker_finished()
 
@@ -194,9 +229,10 @@ class SimJob:
             yield from net.send(self.reader_host, host, batch_bytes(batch))
             return (batch, token) if effect.with_token else batch
         if isinstance(effect, fx.Lookup):
+            assert self.gradient or not effect.with_versions, "versions: gradient shards only"
+            if len(effect.requests) == 1:  # one shard: no need for a concurrent process
+                return [(yield from self._lookup(t, effect.requests[0]))]
             calls = [self.env.process(self._lookup(t, r)) for r in effect.requests]
-            if effect.with_versions:
-                assert self.gradient, "row versions come from gradient-strategy shards"
             yield simpy.AllOf(self.env, calls)
             return [call.value for call in calls]
         if isinstance(effect, fx.Compute):

@@ -1,0 +1,91 @@
+"""Simulator vs Ray engine: test AUC of every strategy at 2 trainers on the default task.
+
+For each strategy (the replica strategies in both timings' default, and every gradient
+strategy), the same JobSpec (default model, default synthetic task of 1,000,000 examples,
+2 trainers x 2 worker threads, 2 embedding servers, 1 sync/dense server) runs once on the
+Ray engine and once in the simulator with this machine's calibrated cost profile. Prints
+one JSON object: per strategy both AUCs, their difference and both EPS; `max_abs_auc_diff`
+is the largest difference (the target is <= 0.01).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+
+import ray
+import torch
+
+from recsync.app.calibrate import calibrate
+from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.runtime.ray.job import connect, run_job
+from recsync.runtime.sim.job import SimJob
+from recsync.sync import replica_strategy_config
+from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
+from recsync.trainer.reference import TrainSpec
+
+REPLICA = ("independent", "easgd", "ma", "bmuf")
+
+
+def strategies(names: list[str]):
+    for name in names:
+        if name in REPLICA:
+            yield name, replica_strategy_config(name)
+        else:
+            yield name, gradient_strategy_config(name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--examples", type=int, default=1_000_000)
+    parser.add_argument("--strategies", default=",".join([*REPLICA, *sorted(GRADIENT_STRATEGIES)]))
+    parser.add_argument("--calibration-examples", type=int, default=50_000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    cost, _, _ = calibrate(args.calibration_examples, with_check=False)
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples)
+    rows = []
+    for name, strategy in strategies(args.strategies.split(",")):
+        spec = JobSpec(ModelSpec(), TrainSpec(), ClusterSpec(2, 2, 2, 1), strategy, synthetic)
+        started = time.perf_counter()
+        ray_summary = run_job(spec, num_cpus=os.cpu_count())
+        ray_s = time.perf_counter() - started
+        connect(None, os.cpu_count())
+        started = time.perf_counter()
+        sim_summary = SimJob(spec, plan_for(spec), cost).run()
+        sim_s = time.perf_counter() - started
+        row = {
+            "strategy": ray_summary["strategy"],
+            "ray_auc": ray_summary["test_auc"],
+            "sim_auc": sim_summary["test_auc"],
+            "auc_diff": sim_summary["test_auc"] - ray_summary["test_auc"],
+            "ray_eps": ray_summary["eps"],
+            "sim_eps": sim_summary["eps"],
+            "teacher_auc": ray_summary["teacher_auc"],
+            "ray_wall_s": ray_s,
+            "sim_wall_s": sim_s,
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if ray.is_initialized():
+        ray.shutdown()
+    print(
+        json.dumps(
+            {
+                "benchmark": "bench_sim_vs_ray",
+                "examples": args.examples,
+                "rows": rows,
+                "max_abs_auc_diff": max(abs(r["auc_diff"]) for r in rows),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Staleness vs number of workers for async SGD, in the simulator (Liu & Zhao, AAAI 2021,
+"staleness ... scales linearly with workers").
+
+Each point runs `async` with n workers (n trainers of one worker thread) on the small model
+(embedding dim 8, MLPs 64-32), with the cost model of a compute-bound cluster (a worker's
+step is mostly its forward/backward; 25 Gbit/s NICs; enough dense servers not to saturate),
+for STEPS_PER_WORKER steps per worker. The dense staleness of a gradient is the number of
+updates its dense block received between the worker's pull and the gradient's apply; the
+mean over the run is fitted against n by least squares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from recsync.coordinator.job import ClusterSpec  # noqa: E402
+from recsync.coordinator.planning import JobSpec, plan_for  # noqa: E402
+from recsync.data.synthetic import SyntheticSpec  # noqa: E402
+from recsync.model.spec import ModelSpec, default_tables  # noqa: E402
+from recsync.runtime.sim.cost import CostModel  # noqa: E402
+from recsync.runtime.sim.job import SimJob  # noqa: E402
+from recsync.sync.asynchronous import AsyncConfig  # noqa: E402
+from recsync.trainer.reference import TrainSpec  # noqa: E402
+
+WORKERS = (10, 20, 50, 100, 200, 500, 1000)
+STEPS_PER_WORKER = 12
+BATCH_SIZE = 32
+EMBEDDING_SERVERS = 8
+DENSE_SERVERS = 8
+# a worker needs ~20 ms for a step's dense math (0.2 MFLOP per example, 32 examples, at
+# 0.33 GFLOP/s: one slow core), messages are 25 Gbit/s with 50 us latency, speeds spread by
+# 20% (log-normal) and each batch's time by 10%: the spread shuffles the order of pushes.
+CLUSTER_COST = CostModel(
+    worker_flops=3.25e8,
+    speed_spread=0.2,
+    batch_noise=0.1,
+    latency_s=5.0e-5,
+    bandwidth_bytes_s=25e9 / 8,
+    request_s=2.0e-5,
+    row_s=5.0e-9,
+    element_s=2.0e-10,
+    reader_batch_s=1.0e-6,
+)
+
+
+def small_model() -> ModelSpec:
+    return ModelSpec(
+        tables=default_tables(num_rows=100, dim=8), bottom_mlp=(64, 32), top_mlp=(64, 32)
+    )
+
+
+def run_point(workers: int, seed: int = 0) -> dict[str, Any]:
+    examples = workers * STEPS_PER_WORKER * BATCH_SIZE
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
+    spec = JobSpec(
+        small_model(),
+        TrainSpec(batch_size=BATCH_SIZE, seed=seed),
+        ClusterSpec(workers, 1, EMBEDDING_SERVERS, DENSE_SERVERS),
+        AsyncConfig(),
+        synthetic,
+    )
+    summary = SimJob(spec, plan_for(spec), CLUSTER_COST).run()
+    dense, sparse = summary["dense_staleness"], summary["sparse_staleness"]
+    return {
+        "workers": workers,
+        "examples": examples,
+        "mean_staleness": dense["mean"],
+        "max_staleness": dense["max"],
+        "histogram": dense["histogram"],
+        "mean_row_staleness": sparse["mean"],
+        "virtual_seconds": summary["train_seconds"],
+        "test_auc": summary["test_auc"],
+    }
+
+
+def linear_fit(x: list[float], y: list[float]) -> dict[str, float]:
+    """Least-squares y = slope x + intercept and its coefficient of determination R^2."""
+    slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+    predicted = slope * np.asarray(x, float) + intercept
+    residual = float(np.sum((np.asarray(y) - predicted) ** 2))
+    total = float(np.sum((np.asarray(y) - np.mean(y)) ** 2))
+    return {"slope": float(slope), "intercept": float(intercept), "r2": 1.0 - residual / total}
+
+
+def reproduce(out_dir: Path, progress=None, workers=WORKERS) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    points = []
+    for n in workers:
+        points.append(run_point(n))
+        if progress:
+            progress(points[-1])
+    fit = linear_fit([p["workers"] for p in points], [p["mean_staleness"] for p in points])
+    result = {"points": points, "fit": fit}
+    (out_dir / "points.json").write_text(json.dumps(result, indent=1))
+    _plot(points, fit, out_dir / "staleness_vs_workers.png")
+    (out_dir / "report.md").write_text(_report(points, fit))
+    return result
+
+
+def _plot(points: list[dict[str, Any]], fit: dict[str, float], path: Path) -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    n = np.array([p["workers"] for p in points], float)
+    left.plot(n, [p["mean_staleness"] for p in points], "o", label="mean dense staleness")
+    left.plot(
+        n,
+        fit["slope"] * n + fit["intercept"],
+        "-",
+        label=f"fit {fit['slope']:.3f} n {fit['intercept']:+.1f} (R^2 {fit['r2']:.4f})",
+    )
+    left.set_xlabel("workers n")
+    left.set_ylabel("staleness (updates between pull and apply)")
+    left.set_title("async: mean staleness vs workers")
+    left.grid(alpha=0.3)
+    left.legend()
+    for p in points:
+        hist = {int(k): v for k, v in p["histogram"].items()}
+        taus = np.arange(max(hist) + 1)
+        counts = np.array([hist.get(int(t), 0) for t in taus], float)
+        right.plot(taus, counts / counts.sum(), drawstyle="steps-mid", label=f"n={p['workers']}")
+    right.set_xscale("symlog", linthresh=10)
+    right.set_xlabel("staleness")
+    right.set_ylabel("share of gradients")
+    right.set_title("staleness histogram per n")
+    right.grid(alpha=0.3)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _report(points: list[dict[str, Any]], fit: dict[str, float]) -> str:
+    lines = [
+        "# Staleness vs number of workers (async SGD, simulator)",
+        "",
+        f"`async` with n workers (one worker thread per trainer), {EMBEDDING_SERVERS} embedding "
+        f"servers, {DENSE_SERVERS} dense servers, small model (dim 8, MLPs 64-32), batch "
+        f"{BATCH_SIZE}, {STEPS_PER_WORKER} steps per worker, the real math in virtual time. "
+        f"Cost model: `{CLUSTER_COST}`.",
+        "",
+        "The staleness of a dense gradient is the number of updates its block received between "
+        "the worker's pull and the gradient's apply (the server's version difference). The "
+        "async-SGD paper's analysis says it grows linearly with n (each of the other n-1 "
+        "workers pushes about once while one worker computes).",
+        "",
+        f"Least-squares fit: mean staleness = {fit['slope']:.4f} n {fit['intercept']:+.2f}, "
+        f"R^2 = {fit['r2']:.4f}.",
+        "",
+        "![staleness vs workers](staleness_vs_workers.png)",
+        "",
+        "| workers | examples | mean dense staleness | max | mean row staleness | virtual s |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in points:
+        lines.append(
+            f"| {p['workers']} | {p['examples']:,} | {p['mean_staleness']:.2f} | "
+            f"{p['max_staleness']} | {p['mean_row_staleness']:.2f} | "
+            f"{p['virtual_seconds']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
