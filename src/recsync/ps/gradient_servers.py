@@ -196,8 +196,8 @@ class SparseShardServer(GradientServer):
         row_versions: torch.Tensor,
         token: int | None = None,
     ) -> list[StartTimer]:
-        if not rows_in_range(rows, self.shard.num_rows):
-            raise ValueError(f"embedding server {self.index}: pushed row out of range")
+        """Row gradients of a worker's step; `rows` come from this shard's range-checked
+        lookup, `row_versions` are their versions at that lookup."""
         if not all_finite(grads):
             raise ValueError(f"embedding server {self.index}: NaN or infinite row gradient")
         self.stats.bytes_received += rows.numel() * 8 + grads.numel() * 4

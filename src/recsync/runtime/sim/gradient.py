@@ -37,8 +37,9 @@ class SimParameterServers:
 
     def _notify(self) -> None:
         """Some server's state moved (a step applied, a worker left): re-check waiters."""
-        event, self.changed = self.changed, self.env.event()
-        event.succeed()
+        if self.changed.callbacks:
+            event, self.changed = self.changed, self.env.event()
+            event.succeed()
 
     def may_start(self, effect: fx.AwaitStart) -> bool:
         w = effect.worker
