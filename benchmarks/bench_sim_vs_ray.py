@@ -51,7 +51,7 @@ def main() -> None:
     cost, _, _ = calibrate(args.calibration_examples, with_check=False)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples)
     rows = []
-    for name, strategy in strategies(args.strategies.split(",")):
+    for _name, strategy in strategies(args.strategies.split(",")):
         spec = JobSpec(ModelSpec(), TrainSpec(), ClusterSpec(2, 2, 2, 1), strategy, synthetic)
         started = time.perf_counter()
         ray_summary = run_job(spec, num_cpus=os.cpu_count())
