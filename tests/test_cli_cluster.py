@@ -50,3 +50,45 @@ def test_plan_prints_each_server_and_its_load(tmp_path):
     assert result.exit_code == 0, result.output
     for server in ("emb-0", "emb-1", "emb-2", "sync-0"):
         assert server in result.output
+
+
+def test_simulate_stop_checkpoint_and_resume_under_another_strategy(tmp_path):
+    path = config_file(tmp_path)
+    first = invoke(
+        "simulate",
+        "-c",
+        path,
+        "--name",
+        "head",
+        "--no-progress",
+        "--strategy",
+        "sync",
+        "--set",
+        "cluster.num_sync_servers=2",
+        "--stop-after",
+        "1000",
+    )
+    assert first.exit_code == 0, first.output
+    head = json.loads((tmp_path / "runs" / "head" / "summary.json").read_text())
+    assert head["examples_trained"] == 1000 and head["checkpoint"]["data_position"] == 1000
+    assert (tmp_path / "runs" / "head" / "checkpoint.pt").stat().st_size > 0
+    second = invoke(
+        "simulate",
+        "--resume",
+        str(tmp_path / "runs" / "head"),
+        "--strategy",
+        "gba",
+        "--no-progress",
+    )
+    assert second.exit_code == 0, second.output
+    tail = json.loads((tmp_path / "runs" / "head-then-gba" / "summary.json").read_text())
+    assert tail["strategy"].startswith("GBA") and tail["examples_trained"] == 1000
+    assert tail["checkpoint"]["data_position"] == 2000
+    assert tail["checkpoint"]["global_step"] > head["checkpoint"]["global_step"]
+
+
+def test_resume_from_a_directory_without_checkpoint_is_a_clear_error(tmp_path):
+    result = invoke(
+        "simulate", "-c", config_file(tmp_path), "--resume", str(tmp_path), "--no-progress"
+    )
+    assert result.exit_code == 1 and "no checkpoint" in result.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import ray
 import torch
@@ -89,3 +91,30 @@ def test_gba_and_bounded_staleness_on_ray_account_for_every_gradient():
         if name == "gba":
             assert summary["global_steps"] == steps // 4
         assert summary["test_auc"] > 0.65, (name, summary["test_auc"])
+
+
+def test_checkpoint_on_ray_and_resume_under_another_strategy():
+    base = JobSpec(
+        MODEL, TRAIN, ClusterSpec(2, 2, 2, 2), gradient_strategy_config("sync"), SYNTHETIC
+    )
+    head_spec = dataclasses.replace(base, stop_after_examples=4_096)
+    head = RayJob(head_spec, plan_for(head_spec))
+    try:
+        head_summary = head.run()
+    finally:
+        head.shutdown()
+    state = head.final_state
+    assert head_summary["examples_trained"] == state.data_position == 4_096
+    assert 0 <= state.in_flight_examples <= 4 * TRAIN.batch_size
+    assert state.global_step == 4_096 // (4 * TRAIN.batch_size)
+    tail_spec = dataclasses.replace(
+        base, strategy=gradient_strategy_config("gba"), resume=state, stop_after_examples=None
+    )
+    tail = RayJob(tail_spec, plan_for(tail_spec))
+    try:
+        tail_summary = tail.run()
+    finally:
+        tail.shutdown()
+    assert tail_summary["examples_trained"] == SYNTHETIC.num_train - 4_096
+    assert tail.final_state.data_position == SYNTHETIC.num_train
+    assert tail_summary["test_auc"] > head_summary["test_auc"] - 0.01

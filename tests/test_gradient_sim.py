@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -139,3 +141,54 @@ def test_a_crashed_trainer_loses_only_its_batches_and_the_job_goes_on(name):
 def test_crash_of_a_missing_trainer_is_refused():
     with pytest.raises(ValueError, match="crash_trainer 5"):
         simulate("async", CostModel(faults=Faults(crash_trainer=5)))
+
+
+def resumed(first: str, then: str, split: int, cost: CostModel = CostModel()):
+    """Train `first` on the first `split` examples, checkpoint, go on with `then`."""
+    base = JobSpec(MODEL, TRAIN, CLUSTER, gradient_strategy_config(first), SYNTHETIC)
+    head = SimJob(dataclasses.replace(base, stop_after_examples=split), plan_for(base), cost)
+    head_summary = head.run()
+    state = head.final_state
+    tail_spec = dataclasses.replace(
+        base, strategy=gradient_strategy_config(then), resume=state, stop_after_examples=None
+    )
+    tail = SimJob(tail_spec, plan_for(tail_spec), cost)
+    return head_summary, state, tail, tail.run()
+
+
+def test_sync_checkpointed_half_way_and_resumed_equals_one_sync_run():
+    whole, _ = simulate("sync")
+    head, state, tail, tail_summary = resumed("sync", "sync", 3_072)
+    assert head["examples_trained"] == state.data_position == 3_072
+    assert state.in_flight_examples % TRAIN.batch_size == 0
+    assert tail_summary["examples_trained"] == SYNTHETIC.num_train - 3_072
+    torch.testing.assert_close(
+        torch.cat([s.values for s in tail.sync_servers]),
+        torch.cat([s.values for s in whole.sync_servers]),
+        atol=1e-6,
+        rtol=0,
+    )
+    for t in range(len(MODEL.tables)):
+        torch.testing.assert_close(table(tail, t), table(whole, t), atol=1e-6, rtol=0)
+
+
+def test_switching_from_sync_to_gba_continues_from_the_checkpoint():
+    cost = CostModel(worker_flops=2e8, stragglers=Stragglers(fraction=0.25, slowdown=4.0))
+    head, state, _, tail = resumed("sync", "gba", 2_048, cost)
+    assert tail["examples_trained"] == SYNTHETIC.num_train - 2_048
+    assert state.global_step == 2_048 // (4 * TRAIN.batch_size)
+    assert tail["test_auc"] > head["test_auc"] - 0.01
+
+
+def test_a_checkpoint_from_another_layout_is_refused():
+    _, state, _, _ = resumed("sync", "sync", 1_024)
+    spec = JobSpec(
+        MODEL,
+        TRAIN,
+        ClusterSpec(2, 2, 1, 2),
+        gradient_strategy_config("async"),
+        SYNTHETIC,
+        resume=state,
+    )
+    with pytest.raises(ValueError, match="embedding layout"):
+        SimJob(spec, plan_for(spec), CostModel())

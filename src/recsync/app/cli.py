@@ -17,7 +17,14 @@ from rich.table import Table
 
 from recsync.app import fig5, staleness_repro
 from recsync.app.calibrate import calibrate as run_calibration
-from recsync.app.cli_common import ConfigOption, SetOption, fail, number, skips_text
+from recsync.app.cli_common import (
+    ConfigOption,
+    SetOption,
+    fail,
+    number,
+    skips_text,
+    strategy_rows,
+)
 from recsync.app.cli_data import data_app
 from recsync.app.config import load_config, parse_overrides
 from recsync.app.plan_view import plan_table
@@ -25,8 +32,9 @@ from recsync.app.run_dir import RunDir, toml_text
 from recsync.app.sim_run import run_simulation
 from recsync.app.train import run_training
 from recsync.app.train_job import job_spec, run_distributed
-from recsync.coordinator.planning import plan_for
+from recsync.coordinator.planning import initial_dense, plan_for
 from recsync.errors import ConfigError, JobFailed, RecsyncError
+from recsync.io.checkpoints import load_checkpoint
 
 app = typer.Typer(
     name="recsync",
@@ -40,16 +48,50 @@ reproduce_app = typer.Typer(help="Reproduce the papers' figures (reports/).", no
 app.add_typer(reproduce_app, name="reproduce")
 
 
-def _prepare_run(config, name, force, set_, extra: dict[str, Any]):
-    """The validated config (defaults, file, `extra`, then --set) and a fresh run dir."""
+def _prepare_run(config, name, force, set_, extra: dict[str, Any], resume=None, strategy=None):
+    """The validated config (defaults, file, `extra`, then --set) and a fresh run dir. With
+    `resume` (a run dir), the base config is that run's, its [strategy] replaced by
+    `strategy` if given (the other hyper-parameters stay), and its checkpoint is loaded."""
     overrides = {**extra, **parse_overrides(set_ or [])}
+    state, sections = None, {}
+    if resume is not None:
+        try:
+            state = load_checkpoint(resume)
+        except ValueError as error:
+            raise ConfigError(f"--resume: {error}") from None
+        config = config or Path(resume) / "config.toml"
+        if strategy is not None:
+            sections["strategy"] = {"name": strategy}
+        name = name or f"{Path(resume).name}-then-{strategy or 'same'}"
+    elif strategy is not None:
+        overrides["strategy.name"] = strategy
     if name is not None:
         overrides["run.name"] = name
-    cfg = load_config(config, overrides)
+    cfg = load_config(config, overrides, sections)
+    if state is not None and cfg.strategy.name != "reference":
+        spec = job_spec(cfg, state)
+        try:
+            state.check_layout(plan_for(spec).embeddings.layout)
+            initial_dense(spec)
+        except ValueError as error:
+            raise ConfigError(f"--resume {resume}: {error}") from None
     run_dir = RunDir.create(
         cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
     )
-    return cfg, run_dir
+    return cfg, run_dir, state
+
+
+ResumeOption = Annotated[
+    Path | None,
+    typer.Option(help="Continue from this run directory's checkpoint (its config is the base)."),
+]
+StrategyOption = Annotated[
+    str | None, typer.Option(help="Strategy name (with --resume: switch to it).")
+]
+StopAfterOption = Annotated[
+    int | None,
+    typer.Option(help="Hand out at most this many examples, then stop and checkpoint."),
+]
 
 
 @app.command()
@@ -65,15 +107,21 @@ def train(
         str | None,
         typer.Option(help="Join this Ray cluster (e.g. auto, or HEAD_IP:6379); default: local."),
     ] = None,
+    resume: ResumeOption = None,
+    strategy: StrategyOption = None,
+    stop_after: StopAfterOption = None,
 ) -> None:
-    """Train one pass over the data; write config, metrics, summary and plots to a run dir."""
+    """Train one pass over the data; write config, metrics, summary, plots and (distributed)
+    a checkpoint to a run dir. --resume RUN --strategy OTHER continues RUN under OTHER."""
     try:
         extra = {} if address is None else {"cluster.address": address}
-        cfg, run_dir = _prepare_run(config, name, force, set_, extra)
+        cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
         if cfg.strategy.name == "reference":
+            if state is not None or stop_after is not None:
+                raise ConfigError("--resume and --stop-after need a distributed strategy")
             summary = run_training(cfg, run_dir, progress=progress)
         else:
-            summary = run_distributed(cfg, run_dir, progress=progress)
+            summary = run_distributed(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     table = Table(title="recsync train", show_header=False)
@@ -83,7 +131,7 @@ def train(
     table.add_row("EPS (examples/s)", f"{summary['eps']:,.0f}")
     if "elp" in summary:
         table.add_row("ELP (examples in flight)", f"{summary['elp']:,}")
-        table.add_row("average sync gap", number(summary["average_sync_gap"], 2))
+        strategy_rows(table, summary)
     table.add_row("teacher AUC (best)", number(summary["teacher_auc"]))
     table.add_row("test AUC", number(summary["test_auc"]))
     table.add_row("test NE", number(summary["test_ne"]))
@@ -106,11 +154,16 @@ def simulate(
     profile: Annotated[
         Path | None, typer.Option(help="A cost profile written by `recsync calibrate`.")
     ] = None,
+    resume: ResumeOption = None,
+    strategy: StrategyOption = None,
+    stop_after: StopAfterOption = None,
 ) -> None:
     """Run the job of `train` in the cluster simulator (cost section): virtual time, real math."""
     try:
-        cfg, run_dir = _prepare_run(config, name, force, set_, _profile_overrides(profile))
-        summary = run_simulation(cfg, run_dir, progress=progress)
+        cfg, run_dir, state = _prepare_run(
+            config, name, force, set_, _profile_overrides(profile), resume, strategy
+        )
+        summary = run_simulation(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, OSError) as error:
         fail(error)
     table = Table(title="recsync simulate (virtual time)", show_header=False)
@@ -119,7 +172,7 @@ def simulate(
     table.add_row("examples trained", f"{summary['examples_trained']:,}")
     table.add_row("virtual seconds", f"{summary['train_seconds']:,.2f}")
     table.add_row("EPS (virtual)", f"{summary['eps']:,.0f}")
-    table.add_row("average sync gap", number(summary["average_sync_gap"], 2))
+    strategy_rows(table, summary)
     table.add_row("teacher AUC (best)", number(summary["teacher_auc"]))
     table.add_row("test AUC", number(summary["test_auc"]))
     table.add_row("test NE", number(summary["test_ne"]))

@@ -36,3 +36,25 @@ def skips_text(skipped: dict[str, Any]) -> str:
         return "none"
     reasons = ", ".join(f"{r} {n:,}" for r, n in sorted(skipped["by_reason"].items()))
     return f"{skipped['total']:,} ({reasons})"
+
+
+def strategy_rows(table, summary: dict[str, Any]) -> None:
+    """The strategy's own measures (sync gap, or global steps, staleness and drops) and
+    where the checkpoint went, as rows of a result table."""
+    if "average_sync_gap" in summary:
+        table.add_row("average sync gap", number(summary["average_sync_gap"], 2))
+    if "global_steps" in summary:
+        dense = summary["dense_staleness"]
+        table.add_row("global steps", f"{summary['global_steps']:,}")
+        table.add_row("dense staleness mean / max", f"{number(dense['mean'], 2)} / {dense['max']}")
+        dropped = summary["gradients_dropped"]
+        table.add_row(
+            "gradients dropped", ", ".join(f"{k} {v:,}" for k, v in dropped.items()) or "0"
+        )
+    checkpoint = summary.get("checkpoint")
+    if checkpoint and "path" in checkpoint:
+        table.add_row(
+            "checkpoint",
+            f"{checkpoint['path']} (position {checkpoint['data_position']:,}, "
+            f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop)",
+        )

@@ -372,10 +372,13 @@ def parse_overrides(assignments: list[str]) -> dict[str, Any]:
 
 
 def load_config(
-    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    sections: Mapping[str, dict[str, Any]] | None = None,
 ) -> Config:
-    """The embedded default, updated by the file at `path` (if any), then by `overrides`
-    (dotted keys); validated, and checked by building its specs."""
+    """The embedded default, updated by the file at `path` (if any), with whole `sections`
+    replaced (e.g. a new [strategy] for a resumed run), then by `overrides` (dotted keys);
+    validated, and checked by building its specs."""
     source = DEFAULT_SOURCE
     tree = _read_toml(default_toml(), source)
     if path is not None:
@@ -385,6 +388,8 @@ def load_config(
         except OSError as error:
             raise ConfigError(f"{source}: cannot read config: {error.strerror}") from None
         tree = _merge(tree, _read_toml(text, source))
+    for section, table in (sections or {}).items():
+        tree[section] = dict(table)
     if overrides:
         source += " with --set overrides"
         for key, value in overrides.items():

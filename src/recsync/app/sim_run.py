@@ -10,8 +10,10 @@ from recsync.app.config import Config
 from recsync.app.config_base import build_dataclass
 from recsync.app.run_dir import RunDir
 from recsync.app.train_job import job_spec, write_run_end
+from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.planning import plan_for
 from recsync.errors import ConfigError
+from recsync.io.checkpoints import save_checkpoint
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 
@@ -20,9 +22,16 @@ def cost_model(config: Config) -> CostModel:
     return build_dataclass(CostModel, config.cost, "cost")
 
 
-def run_simulation(config: Config, run_dir: RunDir, progress: bool = True) -> dict[str, Any]:
-    """Simulate one pass; the summary's times (train_seconds, eps) are virtual."""
-    spec = job_spec(config)
+def run_simulation(
+    config: Config,
+    run_dir: RunDir,
+    progress: bool = True,
+    resume: JobState | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Simulate one pass; the summary's times (train_seconds, eps) are virtual. Writes the
+    end state as the run's checkpoint."""
+    spec = job_spec(config, resume, stop_after)
     if spec.strategy is None:
         raise ConfigError("strategy.name: the simulator runs distributed strategies, not reference")
     run_dir.write_config(config)
@@ -30,5 +39,7 @@ def run_simulation(config: Config, run_dir: RunDir, progress: bool = True) -> di
     with console.status(f"simulating {spec.strategy.describe()}", spinner="dots") as status:
         if not progress:
             status.stop()
-        summary = SimJob(spec, plan_for(spec), cost_model(config)).run()
+        sim = SimJob(spec, plan_for(spec), cost_model(config))
+        summary = sim.run()
+    summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
     return write_run_end(run_dir, summary)

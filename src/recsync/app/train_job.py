@@ -10,14 +10,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from recsync.app.config import Config
 from recsync.app.plots import plot_curves
 from recsync.app.run_dir import CURVES, RunDir
+from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.planning import JobSpec
-from recsync.errors import JobFailed
+from recsync.errors import ConfigError, JobFailed
+from recsync.io.checkpoints import save_checkpoint
 from recsync.runtime.ray.effects import NodeFailure
 from recsync.runtime.ray.job import run_job
 
 
-def job_spec(config: Config) -> JobSpec:
+def job_spec(config: Config, resume: JobState | None = None, stop_after: int | None = None):
+    """The run's JobSpec; `resume` starts it from a checkpoint, `stop_after` stops handing
+    out batches after that many examples (then the end state is the checkpoint)."""
     specs = config.to_specs()
+    if stop_after is not None and stop_after < 1:
+        raise ConfigError(f"--stop-after must be >= 1 example, got {stop_after}")
     return JobSpec(
         model=specs.model,
         train=specs.train,
@@ -25,12 +31,20 @@ def job_spec(config: Config) -> JobSpec:
         strategy=specs.strategy,
         synthetic=specs.synthetic,
         files=specs.files,
+        resume=resume,
+        stop_after_examples=stop_after,
     )
 
 
-def run_distributed(config: Config, run_dir: RunDir, progress: bool = True) -> dict[str, Any]:
-    """Train one pass on the Ray engine; writes config, metrics, summary and plot."""
-    spec = job_spec(config)
+def run_distributed(
+    config: Config,
+    run_dir: RunDir,
+    progress: bool = True,
+    resume: JobState | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Train one pass on the Ray engine; writes config, metrics, summary, plot, checkpoint."""
+    spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
     bar = Progress(
         TextColumn(f"[bold]{spec.strategy.describe().split()[0]}"),
@@ -48,11 +62,18 @@ def run_distributed(config: Config, run_dir: RunDir, progress: bool = True) -> d
             def on_progress(done: int, total: int | None, eps: float) -> None:
                 bar.update(task, completed=done, total=total, eps=eps)
 
+            jobs = []
             summary = run_job(
-                spec, config.cluster.address, config.cluster.num_cpus, on_progress=on_progress
+                spec,
+                config.cluster.address,
+                config.cluster.num_cpus,
+                on_progress=on_progress,
+                on_start=jobs.append,
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
+    path = save_checkpoint(run_dir.path, jobs[0].final_state)
+    summary["checkpoint"]["path"] = str(path)
     return write_run_end(run_dir, summary)
 
 

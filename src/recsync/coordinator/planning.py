@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
+from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.job import ClusterSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
@@ -25,6 +28,12 @@ class JobSpec:
     strategy: Any
     synthetic: Any = None
     files: FileData | None = None
+    resume: JobState | None = None  # start from this checkpoint (its data position on)
+    stop_after_examples: int | None = None  # hand out no more than this, then checkpoint
+
+    @property
+    def start_example(self) -> int:
+        return 0 if self.resume is None else self.resume.data_position
 
 
 def plan_for(spec: JobSpec) -> JobPlan:
@@ -44,3 +53,12 @@ def plan_for(spec: JobSpec) -> JobPlan:
         sample,
         num_params,
     )
+
+
+def initial_dense(spec: JobSpec) -> torch.Tensor:
+    """The dense parameters a job starts from: the model's initial ones, or the checkpoint's."""
+    flat = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
+    if spec.resume is None:
+        return flat
+    spec.resume.check_dense(flat.numel())
+    return spec.resume.dense.clone()

@@ -11,12 +11,19 @@ class ReaderNode:
     """Serves batches to trainers in request order; counts what each trainer was handed.
 
     With ``tokens_per_step`` M (GBA), each batch comes with its token: the batches handed out
-    so far divided by M, so tokens run 0 (M times), 1 (M times), ... in hand-out order."""
+    so far divided by M, so tokens run 0 (M times), 1 (M times), ... in hand-out order. With
+    ``limit``, no batch that would take the examples handed out past it is handed out."""
 
     def __init__(
-        self, batches: Iterator[Batch], num_trainers: int, tokens_per_step: int | None = None
+        self,
+        batches: Iterator[Batch],
+        num_trainers: int,
+        tokens_per_step: int | None = None,
+        limit: int | None = None,
     ):
         self._batches = batches
+        self.limit = limit  # hand out at most this many examples (then stop: a checkpoint)
+        self.stopped_by_limit = False
         self.tokens_per_step = tokens_per_step
         self.batches_handed = 0
         self.handed_batches = [0] * num_trainers
@@ -27,6 +34,14 @@ class ReaderNode:
         if self.exhausted:
             return None
         batch = next(self._batches, None)
+        limit = self.limit
+        if (
+            batch is not None
+            and limit is not None
+            and self.total_examples + batch.batch_size > limit
+        ):
+            self.stopped_by_limit = True  # the batch stays in the stream: not handed out
+            batch = None
         if batch is None:
             self.exhausted = True
             return None

@@ -61,7 +61,12 @@ def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> 
     cluster, stats = spec.cluster, outcome.trainer_stats
     trained = [s.total_examples for s in stats]
     lost = outcome.lost_examples or [0] * len(trained)
-    dataset = spec.synthetic.num_train if spec.synthetic is not None else None
+    dataset = None
+    if spec.synthetic is not None:
+        dataset = spec.synthetic.num_train - spec.start_example
+        if spec.stop_after_examples is not None:
+            batch = spec.train.batch_size
+            dataset = min(dataset, spec.stop_after_examples // batch * batch)
     accounted = [a + b for a, b in zip(trained, lost, strict=True)]
     check_one_pass(outcome.handed_examples, accounted, dataset)
     blocked: dict[str, float] = defaultdict(float)

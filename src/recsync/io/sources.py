@@ -18,7 +18,7 @@ from recsync.data.batch import Batch, concat, rebatch
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
 from recsync.io.readers import open_dataset
 
@@ -42,10 +42,11 @@ class FileData:
 class SyntheticData:
     """The synthetic task's training stream and test split, and its teacher's AUC."""
 
-    def __init__(self, spec: SyntheticSpec, batch_size: int):
+    def __init__(self, spec: SyntheticSpec, batch_size: int, start_example: int = 0):
         self.task = SyntheticTask(spec)
         self.batch_size = batch_size
-        self.total_examples: int | None = spec.num_train
+        self.start_example = start_example
+        self.total_examples: int | None = spec.num_train - start_example
         self.skips = SkipReport()
 
     @property
@@ -53,7 +54,7 @@ class SyntheticData:
         return self.task.teacher_auc()
 
     def train_batches(self) -> Iterator[Batch]:
-        return self.task.train_batches(self.batch_size)
+        return self.task.train_batches(self.batch_size, self.start_example)
 
     def test_set(self) -> Batch | None:
         return self.task.test_set()[0]
@@ -66,6 +67,7 @@ class FileTrainingData:
     far: intermediate evaluations see a growing set)."""
 
     def __init__(self, files: FileData, batch_size: int, seed: int):
+        self.start_example = 0
         self.files = files
         self.batch_size = batch_size
         self.total_examples: int | None = None
@@ -119,9 +121,12 @@ class FileTrainingData:
                 yield kept
 
     def train_batches(self) -> Iterator[Batch]:
+        stream = self._reader if self.files.test_fraction == 0 else self._split(self._reader)
+        if self.start_example:
+            return rebatch(skip_examples(stream, self.start_example), self.batch_size)
         if self.files.test_fraction == 0:
-            return self._reader
-        return rebatch(self._split(self._reader), self.batch_size)
+            return stream
+        return rebatch(stream, self.batch_size)
 
     def test_set(self) -> Batch | None:
         if self._test is None and self._held:
@@ -130,10 +135,17 @@ class FileTrainingData:
 
 
 def open_training_data(
-    synthetic: SyntheticSpec | None, files: FileData | None, batch_size: int, seed: int
+    synthetic: SyntheticSpec | None,
+    files: FileData | None,
+    batch_size: int,
+    seed: int,
+    start_example: int = 0,
 ) -> SyntheticData | FileTrainingData:
-    """The run's data source: synthetic, or files (opened now: a missing file fails early)."""
+    """The run's data source: synthetic, or files (opened now: a missing file fails early);
+    the training stream starts after `start_example` examples (a resumed run)."""
     if synthetic is not None:
-        return SyntheticData(synthetic, batch_size)
+        return SyntheticData(synthetic, batch_size, start_example)
     assert files is not None
-    return FileTrainingData(files, batch_size, seed)
+    source = FileTrainingData(files, batch_size, seed)
+    source.start_example = start_example
+    return source

@@ -74,9 +74,11 @@ class TrainerNode:
         strategy,
         dense_ranges: list[tuple[int, int]] | None = None,
         workspace: DenseReplica | None = None,
+        initial: tuple[torch.Tensor, dict] | None = None,
     ):
         """`workspace`: for gradient strategies, a dense module all worker threads may share
-        (drivers whose workers compute one at a time); None gives each thread its own."""
+        (drivers whose workers compute one at a time); None gives each thread its own.
+        `initial`: dense parameters and optimizer state to start the replica from (resume)."""
         if num_workers < 1:
             raise ValueError(f"trainer needs >= 1 worker thread, got {num_workers}")
         self.index = index
@@ -106,6 +108,9 @@ class TrainerNode:
             ]
             return
         self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
+        if initial is not None:
+            self.replica.load_flat(initial[0])
+            self.replica.optimizer.load_state_dict(initial[1])
         if strategy.needs != "none":
             self.policy = strategy.make_replica(self.replica.flat.clone())
         if strategy.needs == "center" and not dense_ranges:

@@ -10,6 +10,7 @@ import time
 import ray
 import torch
 
+from recsync.coordinator.checkpoint import copy_state
 from recsync.coordinator.reader import ReaderNode
 from recsync.io.sources import open_training_data
 from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
@@ -38,16 +39,31 @@ class ReaderActor(_Pingable):
         seed: int,
         num_trainers: int,
         tokens_per_step: int | None = None,
+        start_example: int = 0,
+        limit: int | None = None,
     ):
         torch.set_num_threads(1)
-        self.source = open_training_data(synthetic, files, batch_size, seed)
-        self.node = ReaderNode(iter(self.source.train_batches()), num_trainers, tokens_per_step)
+        self.source = open_training_data(synthetic, files, batch_size, seed, start_example)
+        self.node = ReaderNode(
+            iter(self.source.train_batches()), num_trainers, tokens_per_step, limit
+        )
+        self.handed_at_stop: int | None = None
+
+    def _note_stop(self, batch) -> None:
+        if batch is None and self.handed_at_stop is None:
+            self.handed_at_stop = self.node.total_examples
+
+    def handed_when_stopped(self) -> int | None:
+        return self.handed_at_stop
 
     def next_batch(self, trainer: int):
-        return wire.batch_out(self.node.next_batch(trainer))
+        batch = self.node.next_batch(trainer)
+        self._note_stop(batch)
+        return wire.batch_out(batch)
 
     def next_batch_with_token(self, trainer: int):
         batch, token = self.node.next_batch_with_token(trainer)
+        self._note_stop(batch)
         return wire.batch_out(batch), token
 
     def progress(self) -> tuple[int, int | None]:
@@ -65,10 +81,15 @@ class ReaderActor(_Pingable):
 class EmbeddingServerActor(_Pingable):
     """One embedding shard, served from a thread pool (lock-free Hogwild updates)."""
 
-    def __init__(self, index: int, weight: torch.Tensor, optimizer_spec):
+    def __init__(self, index: int, weight: torch.Tensor, optimizer_spec, state=None):
         torch.set_num_threads(1)
         shard = EmbeddingShard(weight, optimizer_spec.build(weight.shape[0], weight.shape[1]))
+        if state is not None:
+            shard.load_state_dict(state)
         self.node = EmbeddingServerNode(index, shard)
+
+    def shard_state(self) -> dict:
+        return copy_state(self.node.shard.state_dict())
 
     def lookup(self, rows, offsets, weights):
         pooled = self.node.lookup(wire.back(rows), wire.back(offsets), wire.back(weights))
@@ -120,6 +141,7 @@ class TrainerActor(_Pingable):
         )
         self.runtime.workers_finished = lambda: self.node.workers_finished
         self.runtime.iterations_done = lambda: self.node.stats.total_iterations
+        self.runtime.examples_done = lambda: self.node.stats.total_examples
 
     def collective_address(self) -> str:
         with socket.socket() as sock:
@@ -161,6 +183,13 @@ class TrainerActor(_Pingable):
                 raise first
             raise NodeFailure(f"{self.name} failed: {type(first).__name__}: {first}") from first
         return self.node.stats, dict(self.runtime.blocked), dict(self.runtime.bytes_sent)
+
+    def optimizer_state(self) -> dict | None:
+        replica = self.node.replica
+        return None if replica is None else copy_state(replica.optimizer.state_dict())
+
+    def trained_when_dry(self) -> int | None:
+        return self.runtime.trained_when_dry
 
     def replica(self) -> torch.Tensor | None:
         return self.node.state()

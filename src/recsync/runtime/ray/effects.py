@@ -60,6 +60,8 @@ class TrainerRuntime:
         self.progress = threading.Condition()
         self.workers_finished = lambda: False
         self.iterations_done = lambda: 0
+        self.examples_done = lambda: 0
+        self.trained_when_dry: int | None = None  # examples trained when the data ran out
         self.blocked = defaultdict(float)
         self.bytes_sent = defaultdict(int)
         self.group = None
@@ -105,12 +107,16 @@ class TrainerRuntime:
                         self.reader.next_batch_with_token.remote(effect.trainer), "reader"
                     )
                     result = wire.batch_back(batch), token
+                    if batch is None:
+                        self._note_dry()
                 elif isinstance(effect, fx.NextBatch):
                     self._notify_progress()  # the previous iteration is counted by now
                     if prefetch is None:
                         prefetch = self.reader.next_batch.remote(effect.trainer)
                     result = wire.batch_back(self._get(prefetch, "reader"))
                     prefetch = self.reader.next_batch.remote(effect.trainer) if result else None
+                    if result is None:
+                        self._note_dry()
                 elif isinstance(effect, fx.Lookup):
                     result = self._lookup(effect)
                 elif isinstance(effect, GRADIENT_EFFECTS):
@@ -151,6 +157,10 @@ class TrainerRuntime:
             self._notify_progress()
             if pending:
                 self._get(pending, "an embedding server (push)")
+
+    def _note_dry(self) -> None:
+        if self.trained_when_dry is None:
+            self.trained_when_dry = self.examples_done()
 
     def _notify_progress(self) -> None:
         with self.progress:

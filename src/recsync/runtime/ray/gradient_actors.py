@@ -8,6 +8,7 @@ import threading
 import ray
 import torch
 
+from recsync.coordinator.checkpoint import copy_state
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
 from recsync.ps.shard import EmbeddingShard
 from recsync.runtime.ray import wire
@@ -20,15 +21,27 @@ class GradientServerActor:
     """A DenseBlockServer (``values`` given) or a SparseShardServer (``weight`` given)."""
 
     def __init__(
-        self, index: int, strategy, num_workers: int, optimizer_spec, values=None, weight=None
+        self,
+        index: int,
+        strategy,
+        num_workers: int,
+        optimizer_spec,
+        values=None,
+        weight=None,
+        state=None,
     ):
+        """`state`: to resume from: a shard's state dict, or a dense block's optimizer state."""
         torch.set_num_threads(1)
         norm = getattr(strategy, "staleness_norm", None)
         if values is not None:
             policy = strategy.make_server(num_workers, False)
             self.node = DenseBlockServer(index, values, optimizer_spec, policy, norm)
+            if state is not None:
+                self.node.optimizer.load_state_dict(state)
         else:
             shard = EmbeddingShard(weight, optimizer_spec.build(weight.shape[0], weight.shape[1]))
+            if state is not None:
+                shard.load_state_dict(state)
             self.node = SparseShardServer(
                 index, shard, strategy.make_server(num_workers, True), norm
             )
@@ -97,6 +110,14 @@ class GradientServerActor:
     def weight(self) -> torch.Tensor:
         with self.cond:
             return self.node.shard.weight.clone()
+
+    def shard_state(self) -> dict:
+        with self.cond:
+            return copy_state(self.node.shard.state_dict())
+
+    def optimizer_state(self) -> dict:
+        with self.cond:
+            return copy_state(self.node.optimizer.state_dict())
 
     def stats(self):
         with self.cond:

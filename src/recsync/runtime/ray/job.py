@@ -9,7 +9,9 @@ from typing import Any
 import ray
 import torch
 
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.checkpoint import JobState, join_optimizer_states, layout_slices
+from recsync.coordinator.job import final_dense
+from recsync.coordinator.planning import JobSpec, initial_dense, plan_for
 from recsync.coordinator.summary import JobOutcome, job_summary
 from recsync.ps.local import shard_weight
 from recsync.ps.placement import JobPlan
@@ -22,7 +24,6 @@ from recsync.runtime.ray.actors import (
 )
 from recsync.runtime.ray.effects import NodeFailure
 from recsync.runtime.ray.gradient_actors import GradientServerActor
-from recsync.trainer.replica import DenseReplica
 
 PING_EVERY_S = 2.0
 PING_TIMEOUT_S = 10.0
@@ -55,6 +56,7 @@ class RayJob:
         self.spec = spec
         self.plan = plan
         self.actors: dict[str, Any] = {}
+        self.final_state: JobState | None = None
 
     def _start(self) -> list:
         spec, cluster = self.spec, self.spec.cluster
@@ -69,30 +71,42 @@ class RayJob:
             spec.train.seed,
             cluster.num_trainers,
             tokens,
+            spec.start_example,
+            spec.stop_after_examples,
         )
         self.actors["reader"] = reader
+        resume = spec.resume
+        if resume is not None:
+            resume.check_layout(layout)
         servers = []
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, spec.train.seed)
+            state = None if resume is None else resume.shards[i]
             if gradient:
                 actor = GradientServerActor.options(max_concurrency=2 * threads + 4).remote(
-                    i, spec.strategy, threads, spec.train.sparse_optimizer, weight=weight
+                    i,
+                    spec.strategy,
+                    threads,
+                    spec.train.sparse_optimizer,
+                    weight=weight,
+                    state=state,
                 )
             else:
                 actor = EmbeddingServerActor.options(max_concurrency=threads + 4).remote(
-                    i, weight, spec.train.sparse_optimizer
+                    i, weight, spec.train.sparse_optimizer, state
                 )
             self.actors[f"embedding-server-{i}"] = actor
             servers.append(actor)
         sync_servers, ranges = [], None
         if self.plan.dense is not None:
             ranges = self.plan.dense.ranges
-            initial = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
+            initial = initial_dense(spec)
             for i, (start, stop) in enumerate(ranges):
                 values = initial[start:stop].clone()
                 if gradient:
+                    state = None if resume is None else resume.optimizer_slice(start, stop)
                     actor = GradientServerActor.options(max_concurrency=2 * threads + 4).remote(
-                        i, spec.strategy, threads, spec.train.dense_optimizer, values=values
+                        i, spec.strategy, threads, spec.train.dense_optimizer, values, state=state
                     )
                     self.actors[f"dense-server-{i}"] = actor
                 else:
@@ -111,6 +125,7 @@ class RayJob:
                 layout=layout,
                 strategy=spec.strategy,
                 dense_ranges=ranges,
+                initial=None if resume is None else (resume.dense, resume.dense_optimizer),
             )
             actor = TrainerActor.options(max_concurrency=cluster.workers_per_trainer + 4).remote(
                 f"trainer-{i}", node_args, reader, servers, sync_servers, cluster.slowdown(i)
@@ -195,9 +210,51 @@ class RayJob:
             skipped=skipped,
         )
         try:
-            return job_summary(self.spec, layout, outcome)
+            summary = job_summary(self.spec, layout, outcome)
         except ValueError as error:
             raise NodeFailure(str(error)) from None
+        self.final_state = self._snapshot(outcome, trainers)
+        summary["checkpoint"] = {
+            "data_position": self.final_state.data_position,
+            "global_step": self.final_state.global_step,
+            "in_flight_examples": self.final_state.in_flight_examples,
+        }
+        return summary
+
+    def _snapshot(self, outcome: JobOutcome, trainers) -> JobState:
+        """The quiescent end state (every handed-out batch trained): a checkpoint. Examples
+        in flight: handed out when the reader stopped minus trained when each trainer saw
+        the end of the data (trainers notice a little after the stop: a lower bound)."""
+        spec = self.spec
+        layout = self.plan.embeddings.layout
+        shards = ray.get(
+            [
+                self.actors[f"embedding-server-{i}"].shard_state.remote()
+                for i in range(layout.num_shards)
+            ]
+        )
+        if spec.strategy.needs == "dense_servers":
+            blocks = [a for n, a in self.actors.items() if n.startswith("dense-server")]
+            optimizer = join_optimizer_states(ray.get([a.optimizer_state.remote() for a in blocks]))
+            steps = outcome.server_stats["dense-server-0"].steps
+        else:
+            optimizer = ray.get(trainers[0].optimizer_state.remote())
+            steps = sum(s.total_iterations for s in outcome.trainer_stats)
+        handed = ray.get(self.actors["reader"].handed_when_stopped.remote())
+        dry = ray.get([t.trained_when_dry.remote() for t in trainers])
+        in_flight = 0
+        if handed is not None and all(d is not None for d in dry):
+            in_flight = max(0, handed - sum(dry))
+        return JobState(
+            dense=final_dense(outcome.replicas, spec.strategy.needs).clone(),
+            dense_optimizer=optimizer,
+            shards=shards,
+            slices=layout_slices(layout),
+            data_position=spec.start_example + sum(outcome.handed_examples),
+            global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
+            in_flight_examples=in_flight,
+            strategy=spec.strategy.describe(),
+        )
 
     def _replicas(self, trainers) -> list:
         if self.spec.strategy.needs == "dense_servers":

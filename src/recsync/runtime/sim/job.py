@@ -9,7 +9,14 @@ from typing import Any
 import simpy
 import torch
 
-from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.checkpoint import (
+    JobState,
+    copy_state,
+    join_optimizer_states,
+    layout_slices,
+)
+from recsync.coordinator.job import final_dense
+from recsync.coordinator.planning import JobSpec, initial_dense
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.summary import JobOutcome, job_summary
 from recsync.data.batch import Batch
@@ -58,12 +65,22 @@ class SimJob:
         cluster, train, seed = spec.cluster, spec.train, spec.train.seed
         self.env = env = simpy.Environment()
         self.network = Network(env, cost)
-        self.source = open_training_data(spec.synthetic, spec.files, train.batch_size, seed)
+        self.source = open_training_data(
+            spec.synthetic, spec.files, train.batch_size, seed, spec.start_example
+        )
         strategy = spec.strategy
         self.gradient = strategy.needs == "dense_servers"
         num_workers = cluster.hogwild_threads
         tokens = strategy.tokens_per_step(num_workers) if self.gradient else None
-        self.reader = ReaderNode(iter(self.source.train_batches()), cluster.num_trainers, tokens)
+        self.reader = ReaderNode(
+            iter(self.source.train_batches()),
+            cluster.num_trainers,
+            tokens,
+            spec.stop_after_examples,
+        )
+        resume = spec.resume
+        if resume is not None:
+            resume.check_layout(plan.embeddings.layout)
         self.reader_host = Node(env, "reader")
         layout = plan.embeddings.layout
         norm = getattr(strategy, "staleness_norm", None)
@@ -71,6 +88,8 @@ class SimJob:
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, seed)
             shard = EmbeddingShard(weight, train.sparse_optimizer.build(*weight.shape))
+            if resume is not None:
+                shard.load_state_dict(resume.shards[i])
             if self.gradient:
                 policy = strategy.make_server(num_workers, True)
                 self.servers.append(SparseShardServer(i, shard, policy, norm))
@@ -80,13 +99,15 @@ class SimJob:
         self.sync_servers, self.sync_hosts, ranges = [], [], None
         if plan.dense is not None:
             ranges = plan.dense.ranges
-            initial = DenseReplica(spec.model, seed, train.dense_optimizer).flat
+            initial = initial_dense(spec)
             role = "dense-server" if self.gradient else "sync-server"
             for i, (start, stop) in enumerate(ranges):
                 values = initial[start:stop].clone()
                 if self.gradient:
                     policy = strategy.make_server(num_workers, False)
                     node = DenseBlockServer(i, values, train.dense_optimizer, policy, norm)
+                    if resume is not None:
+                        node.optimizer.load_state_dict(resume.optimizer_slice(start, stop))
                 else:
                     node = SyncServerNode(i, strategy.make_center(values))
                 self.sync_servers.append(node)
@@ -105,6 +126,7 @@ class SimJob:
                 spec.strategy,
                 ranges,
                 workspace,
+                None if resume is None else (resume.dense, resume.dense_optimizer),
             )
             for i in range(cluster.num_trainers)
         ]
@@ -129,6 +151,8 @@ class SimJob:
                 self.server_hosts,
             )
         self.crashed: set[int] = set()
+        self.in_flight_at_stop: int | None = None
+        self.final_state: JobState | None = None
         faults = cost.faults
         if faults.crash_trainer is not None:
             if faults.crash_trainer >= cluster.num_trainers:
@@ -181,7 +205,33 @@ class SimJob:
         )
         summary = job_summary(self.spec, self.plan.embeddings.layout, outcome)
         summary["eps_steady"] = steady_eps(self.handed)
+        self.final_state = self._snapshot(outcome.replicas)
+        summary["checkpoint"] = {
+            "data_position": self.final_state.data_position,
+            "global_step": self.final_state.global_step,
+            "in_flight_examples": self.final_state.in_flight_examples,
+        }
         return summary
+
+    def _snapshot(self, replicas) -> JobState:
+        """The quiescent end state (every handed-out batch trained): a checkpoint."""
+        spec = self.spec
+        if self.gradient:
+            optimizer = join_optimizer_states([s.optimizer.state_dict() for s in self.sync_servers])
+            steps = self.sync_servers[0].stats.steps
+        else:
+            optimizer = self.trainers[0].replica.optimizer.state_dict()
+            steps = sum(t.stats.total_iterations for t in self.trainers)
+        return JobState(
+            dense=final_dense(replicas, spec.strategy.needs).clone(),
+            dense_optimizer=copy_state(optimizer),
+            shards=[copy_state(s.shard.state_dict()) for s in self.servers],
+            slices=layout_slices(self.plan.embeddings.layout),
+            data_position=spec.start_example + self.reader.total_examples,
+            global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
+            in_flight_examples=self.in_flight_at_stop or 0,
+            strategy=spec.strategy.describe(),
+        )
 
     def _final_replicas(self):
         if self.gradient:
@@ -226,6 +276,9 @@ class SimJob:
             batch, token = self.reader.next_batch_with_token(t)
             if batch is not None:
                 self.handed.append((self.env.now, self.reader.total_examples))
+            elif self.in_flight_at_stop is None:
+                trained = sum(trainer.stats.total_examples for trainer in self.trainers)
+                self.in_flight_at_stop = self.reader.total_examples - trained
             yield from net.send(self.reader_host, host, batch_bytes(batch))
             return (batch, token) if effect.with_token else batch
         if isinstance(effect, fx.Lookup):

@@ -1,0 +1,94 @@
+"""A consistent snapshot of a job, taken when it is quiescent, and resumed under any strategy.
+
+A job stops taking new batches once the reader reached its data limit (or the data ran
+out); the batches already handed out finish (they were "in flight" when the stop came; none
+is lost or repeated) and then the state is read: every embedding shard (rows, optimizer
+state, per-row versions, global step), the dense parameters with their optimizer state,
+the position in the training stream, and the global step. A resumed job starts from it
+under any strategy with the same hyper-parameters; its data stream starts at the position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from recsync.ps.layout import EmbeddingLayout
+
+FORMAT = 1
+
+
+@dataclass
+class JobState:
+    """What a checkpoint holds (tensors are copies)."""
+
+    dense: torch.Tensor
+    dense_optimizer: dict[str, Any]
+    shards: list[dict[str, Any]]
+    slices: list[tuple[int, int, int, int, int]]
+    data_position: int
+    global_step: int
+    in_flight_examples: int
+    strategy: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> JobState:
+        if state.get("format") != FORMAT:
+            raise ValueError(f"checkpoint format {state.get('format')!r}, expected {FORMAT}")
+        fields = {k: v for k, v in state.items() if k != "format"}
+        fields["slices"] = [tuple(s) for s in fields["slices"]]
+        return cls(**fields)
+
+    def check_layout(self, layout: EmbeddingLayout) -> None:
+        """The resumed job must place the tables on shards as the checkpointed one did."""
+        if layout_slices(layout) != self.slices:
+            raise ValueError(
+                "checkpoint: its embedding layout (tables on "
+                f"{len(self.shards)} shards) differs from this job's ({layout.num_shards} "
+                "shards): resume with the same cluster.num_embedding_servers and tables"
+            )
+
+    def check_dense(self, num_params: int) -> None:
+        if self.dense.numel() != num_params:
+            raise ValueError(
+                f"checkpoint: {self.dense.numel()} dense parameters, this model has {num_params}"
+            )
+
+    def optimizer_slice(self, start: int, stop: int) -> dict[str, Any]:
+        """The dense optimizer state of parameters [start, stop) (a dense server's block)."""
+        return {
+            k: v[start:stop].clone() if isinstance(v, torch.Tensor) else v
+            for k, v in self.dense_optimizer.items()
+        }
+
+
+def layout_slices(layout: EmbeddingLayout) -> list[tuple[int, int, int, int, int]]:
+    return [(s.table, s.row_start, s.row_end, s.shard, s.shard_row) for s in layout.slices]
+
+
+def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One dense optimizer state from the blocks' states, in block order; the step count is
+    the first block's (every block takes the same steps)."""
+    joined: dict[str, Any] = {"steps": int(states[0]["steps"])}
+    for key, value in states[0].items():
+        if isinstance(value, torch.Tensor):
+            joined[key] = torch.cat([s[key] for s in states])
+    return joined
+
+
+def copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a (nested) state dict's tensors."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor):
+            out[key] = value.clone()
+        elif isinstance(value, dict):
+            out[key] = copy_state(value)
+        else:
+            out[key] = value
+    return out
