@@ -15,7 +15,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from recsync.app import fig5, staleness_repro
 from recsync.app.calibrate import calibrate as run_calibration
 from recsync.app.cli_common import (
     ConfigOption,
@@ -26,6 +25,7 @@ from recsync.app.cli_common import (
     strategy_rows,
 )
 from recsync.app.cli_data import data_app
+from recsync.app.cli_reproduce import reproduce_app
 from recsync.app.config import load_config, parse_overrides
 from recsync.app.plan_view import plan_table
 from recsync.app.run_dir import RunDir, toml_text
@@ -44,7 +44,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_app, name="data")
-reproduce_app = typer.Typer(help="Reproduce the papers' figures (reports/).", no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
 
 
@@ -239,51 +238,6 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     except (RecsyncError, OSError) as error:
         fail(error)
     Console().print(plan_table(job_plan, spec.model.tables))
-
-
-@reproduce_app.command("shadowsync-fig5")
-def reproduce_fig5(
-    out: Annotated[Path, typer.Option(help="Report directory.")] = Path("reports/shadowsync_fig5"),
-) -> None:
-    """ShadowSync Fig. 5 in the simulator: EPS vs trainers, S-EASGD vs FR-EASGD-5/30."""
-    console = Console()
-    with console.status("simulating") as status:
-
-        def show(point: dict[str, Any]) -> None:
-            status.update(f"simulated {point['variant']} with {point['trainers']} trainers")
-            console.print(
-                f"{point['variant']:>12} {point['trainers']:>3} trainers: "
-                f"{point['eps']:>12,.0f} ex/s, busiest sync NIC "
-                f"{point['sync_server_nic_utilization']:.0%}",
-                highlight=False,
-            )
-
-        fig5.reproduce(out, progress=show)
-    console.print(f"report written to {out / 'report.md'}")
-
-
-@reproduce_app.command("async-staleness")
-def reproduce_async_staleness(
-    out: Annotated[Path, typer.Option(help="Report directory.")] = Path("reports/async_staleness"),
-) -> None:
-    """Async SGD in the simulator: mean staleness vs workers (10 ... 1,000), linear fit."""
-    console = Console()
-    with console.status("simulating") as status:
-
-        def show(point: dict[str, Any]) -> None:
-            status.update(f"simulated async with {point['workers']} workers")
-            console.print(
-                f"{point['workers']:>5} workers: mean staleness {point['mean_staleness']:8.2f}, "
-                f"max {point['max_staleness']}",
-                highlight=False,
-            )
-
-        result = staleness_repro.reproduce(out, progress=show)
-    fit = result["fit"]
-    console.print(
-        f"fit: staleness = {fit['slope']:.4f} n {fit['intercept']:+.2f}, R^2 = {fit['r2']:.4f}"
-    )
-    console.print(f"report written to {out / 'report.md'}")
 
 
 if __name__ == "__main__":

@@ -46,14 +46,24 @@ def evaluate_final(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) 
     """Held-out quality of the final model: final_dense(replicas) + the shards' rows."""
     if outcome.test is None or outcome.test.batch_size == 0:
         raise ValueError("the held-out set is empty: cannot evaluate")
+    dense = final_dense(outcome.replicas, spec.strategy.needs)
+    return evaluate_model(spec, layout, dense, outcome.shard_weights, outcome.test)
+
+
+def evaluate_model(
+    spec: JobSpec,
+    layout: EmbeddingLayout,
+    dense_flat: torch.Tensor,
+    shard_weights: list[torch.Tensor],
+    test: Batch,
+) -> Quality:
+    """Held-out quality of a dense vector and shard rows (read-only: nothing is trained)."""
     dense = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
-    dense.load_flat(final_dense(outcome.replicas, spec.strategy.needs))
+    dense.load_flat(dense_flat)
     row_opt = spec.train.sparse_optimizer
-    shards = [
-        EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in outcome.shard_weights
-    ]
-    probs = predict(dense.module, LocalEmbeddings(layout, shards), outcome.test)
-    return evaluate_predictions(outcome.test.labels, probs)
+    shards = [EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in shard_weights]
+    probs = predict(dense.module, LocalEmbeddings(layout, shards), test)
+    return evaluate_predictions(test.labels, probs)
 
 
 def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> dict[str, Any]:

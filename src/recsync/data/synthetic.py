@@ -166,6 +166,17 @@ class SyntheticTask:
             self._test = concat([b for b, _ in parts]), torch.cat([p for _, p in parts])
         return self._test
 
+    def day_test_set(self, day: int, size: int) -> tuple[Batch, torch.Tensor]:
+        """`size` held-out examples of day `day` (its teacher; a stream of their own), and the
+        teacher's probabilities: continual-learning runs are scored on the next day."""
+        if not 0 <= day < self.spec.num_days:
+            raise ValueError(f"day {day} out of range [0, {self.spec.num_days})")
+        parts = [
+            self._chunk(min(CHUNK, size - s), day, 3, i)
+            for i, s in enumerate(range(0, size, CHUNK))
+        ]
+        return concat([b for b, _ in parts]), torch.cat([p for _, p in parts])
+
     def teacher_auc(self) -> float:
         """The teacher's own AUC on the test split: the best AUC a model can reach."""
         batch, prob = self.test_set()

@@ -126,6 +126,9 @@ class GradientStrategyMixin:
     uses_tokens: ClassVar[bool] = False  # the reader hands each batch with a GBA token
     pull_fraction: float = 1.0  # PSP partial pull: proceed once this share of blocks arrived
     pull_wait_s: float = 0.0  # ... and this long has passed
+    # PSP: a dense block answers a worker's pull once it applied the step after the worker's
+    # last push there (the worker waits per block, and the partial pull bounds the wait)
+    pull_waits_for_update: ClassVar[bool] = False
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
         raise NotImplementedError

@@ -54,6 +54,7 @@ class PspConfig(GradientStrategyMixin):
 
     name: ClassVar[str] = "psp"
     label: ClassVar[str] = "PSP"
+    pull_waits_for_update: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.push_count is not None:

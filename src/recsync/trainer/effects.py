@@ -45,10 +45,12 @@ class AwaitStart:
 @dataclass
 class PullDense:
     """-> per dense server, (block values, version), or None for a block that had not arrived
-    when the worker proceeded: once `fraction` of the blocks arrived and `wait_s` passed."""
+    when the worker proceeded: once `fraction` of the blocks arrived and `wait_s` passed.
+    With `min_versions`, block b answers only once its version reached min_versions[b]."""
 
     fraction: float = 1.0
     wait_s: float = 0.0
+    min_versions: list[int] | None = None
 
 
 @dataclass

@@ -59,6 +59,7 @@ class GradientWorker:
         stats,
         thread: int,
         workspace: DenseReplica | None = None,
+        initial: torch.Tensor | None = None,
     ):
         if not dense_ranges:
             raise ValueError(f"{strategy.describe()} needs at least one dense server")
@@ -72,8 +73,10 @@ class GradientWorker:
         # only a partial pull (PSP) reads a block pulled at an earlier step: otherwise the
         # blocks are let go after each step (1,000 simulated workers' copies add up)
         self.keep_blocks = strategy.pull_fraction < 1.0
-        initial = workspace.flat.clone() if self.keep_blocks else None
-        self.blocks = [None if initial is None else initial[a:b] for a, b in dense_ranges]
+        start_values = None
+        if self.keep_blocks:  # a block never pulled yet is the job's starting value
+            start_values = (workspace.flat if initial is None else initial).clone()
+        self.blocks = [None if start_values is None else start_values[a:b] for a, b in dense_ranges]
         self.versions = [0] * len(dense_ranges)
         self.stats = stats
 
@@ -93,7 +96,10 @@ class GradientWorker:
             pooled = layout.combine(
                 batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
             )
-            blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s)
+            wanted = None
+            if strategy.pull_waits_for_update and last_dense is not None:
+                wanted = [v + 1 for v in last_dense]
+            blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
             for b, block in enumerate(blocks):
                 if block is not None:
                     self.blocks[b], self.versions[b] = block

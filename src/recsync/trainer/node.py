@@ -103,6 +103,7 @@ class TrainerNode:
                     self.stats,
                     w,
                     workspace,
+                    None if initial is None else initial[0],
                 )
                 for w in range(num_workers)
             ]

@@ -69,8 +69,10 @@ class GradientServerActor:
                 lambda: self.node.may_start(worker, last_version), timeout=START_TIMEOUT_S
             )
 
-    def pull(self):
+    def pull(self, min_version: int = 0):
+        """The block and its version, once the version reached `min_version` (PSP)."""
         with self.cond:
+            self.cond.wait_for(lambda: self.node.version >= min_version, timeout=START_TIMEOUT_S)
             values, version = self.node.pull()
         return wire.out(values), version
 

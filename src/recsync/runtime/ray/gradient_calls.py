@@ -67,7 +67,8 @@ class GradientCalls:
             raise NodeFailure(f"{self.runtime.name}: a server never let the worker start")
 
     def _pull(self, effect: fx.PullDense):
-        refs = [s.pull.remote() for s in self.dense]
+        wanted = effect.min_versions or [0] * len(self.dense)
+        refs = [s.pull.remote(v) for s, v in zip(self.dense, wanted, strict=True)]
         self.runtime.bytes_sent["PullDense"] += 64 * len(refs)
         if effect.fraction < 1.0:
             started = time.perf_counter()

@@ -54,9 +54,12 @@ class SimParameterServers:
             yield self.changed
 
     def pull_dense(self, host: Node, effect: fx.PullDense, sent: dict):
+        wanted = effect.min_versions or [0] * len(self.dense)
         if len(self.dense) == 1:  # one block: no need for a concurrent process
-            return [(yield from self._pull(host, 0, sent))]
-        calls = [self.env.process(self._pull(host, b, sent)) for b in range(len(self.dense))]
+            return [(yield from self._pull(host, 0, sent, wanted[0]))]
+        calls = [
+            self.env.process(self._pull(host, b, sent, wanted[b])) for b in range(len(self.dense))
+        ]
         if effect.fraction >= 1.0:
             yield simpy.AllOf(self.env, calls)
             return [call.value for call in calls]
@@ -72,10 +75,12 @@ class SimParameterServers:
             yield simpy.AnyOf(self.env, waits)
         return [call.value if call.processed else None for call in calls]
 
-    def _pull(self, host: Node, block: int, sent: dict):
+    def _pull(self, host: Node, block: int, sent: dict, min_version: int = 0):
         server, server_host = self.dense[block], self.dense_hosts[block]
         sent["PullDense"] += REQUEST_BYTES
         yield from self.network.send(host, server_host, REQUEST_BYTES)
+        while server.version < min_version:  # the block answers once it has that update
+            yield self.changed
         yield from self.network.work(server_host, self.cost.request_s)
         values, version = server.pull()
         yield from self.network.send(server_host, host, values.numel() * 4)

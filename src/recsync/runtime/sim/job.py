@@ -18,7 +18,7 @@ from recsync.coordinator.checkpoint import (
 from recsync.coordinator.job import final_dense
 from recsync.coordinator.planning import JobSpec, initial_dense
 from recsync.coordinator.reader import ReaderNode
-from recsync.coordinator.summary import JobOutcome, job_summary
+from recsync.coordinator.summary import JobOutcome, evaluate_model, job_summary
 from recsync.data.batch import Batch
 from recsync.io.sources import open_training_data
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
@@ -60,7 +60,16 @@ def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 
 class SimJob:
     """Builds the job's nodes in one process and runs their loops in virtual time."""
 
-    def __init__(self, spec: JobSpec, plan: JobPlan, cost: CostModel, server_threads: int = 4):
+    def __init__(
+        self,
+        spec: JobSpec,
+        plan: JobPlan,
+        cost: CostModel,
+        server_threads: int = 4,
+        eval_every: int | None = None,
+    ):
+        """`eval_every`: evaluate the current model on the test set each time that many more
+        examples were handed out (in virtual time, at no cost): `curve`."""
         self.spec, self.plan, self.cost = spec, plan, cost
         cluster, train, seed = spec.cluster, spec.train, spec.train.seed
         self.env = env = simpy.Environment()
@@ -150,6 +159,9 @@ class SimJob:
                 self.servers,
                 self.server_hosts,
             )
+        self.eval_every = eval_every
+        self.curve: list[dict[str, float]] = []
+        self.next_eval = eval_every or 0
         self.crashed: set[int] = set()
         self.in_flight_at_stop: int | None = None
         self.final_state: JobState | None = None
@@ -206,12 +218,43 @@ class SimJob:
         summary = job_summary(self.spec, self.plan.embeddings.layout, outcome)
         summary["eps_steady"] = steady_eps(self.handed)
         self.final_state = self._snapshot(outcome.replicas)
+        if self.eval_every:
+            self.curve.append(
+                {
+                    "examples": self.reader.total_examples,
+                    "virtual_s": float(self.env.now),
+                    "auc": summary["test_auc"],
+                    "logloss": summary["test_logloss"],
+                }
+            )
         summary["checkpoint"] = {
             "data_position": self.final_state.data_position,
             "global_step": self.final_state.global_step,
             "in_flight_examples": self.final_state.in_flight_examples,
         }
         return summary
+
+    def _maybe_evaluate(self, examples: int) -> None:
+        """Quality of the model as it is now, each time `eval_every` more examples went out."""
+        if not self.eval_every or examples < self.next_eval:
+            return
+        while self.next_eval <= examples:
+            self.next_eval += self.eval_every
+        quality = evaluate_model(
+            self.spec,
+            self.plan.embeddings.layout,
+            final_dense(self._final_replicas(), self.spec.strategy.needs),
+            [s.shard.weight for s in self.servers],
+            self.source.test_set(),
+        )
+        self.curve.append(
+            {
+                "examples": examples,
+                "virtual_s": float(self.env.now),
+                "auc": quality.auc,
+                "logloss": quality.logloss,
+            }
+        )
 
     def _snapshot(self, replicas) -> JobState:
         """The quiescent end state (every handed-out batch trained): a checkpoint."""
@@ -276,6 +319,7 @@ class SimJob:
             batch, token = self.reader.next_batch_with_token(t)
             if batch is not None:
                 self.handed.append((self.env.now, self.reader.total_examples))
+                self._maybe_evaluate(self.reader.total_examples - batch.batch_size)
             elif self.in_flight_at_stop is None:
                 trained = sum(trainer.stats.total_examples for trainer in self.trainers)
                 self.in_flight_at_stop = self.reader.total_examples - trained

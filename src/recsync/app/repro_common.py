@@ -1,0 +1,87 @@
+"""What the gradient-strategy reproductions share: the simulated cluster, its stragglers,
+and a runner that chains checkpointed segments (one per day) through the simulator."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from recsync.coordinator.checkpoint import JobState  # noqa: E402
+from recsync.coordinator.job import ClusterSpec  # noqa: E402
+from recsync.coordinator.planning import JobSpec, plan_for  # noqa: E402
+from recsync.coordinator.summary import evaluate_model  # noqa: E402
+from recsync.data.batch import Batch  # noqa: E402
+from recsync.data.synthetic import SyntheticSpec  # noqa: E402
+from recsync.model.spec import ModelSpec  # noqa: E402
+from recsync.runtime.sim.cost import CostModel, Stragglers  # noqa: E402
+from recsync.runtime.sim.job import SimJob  # noqa: E402
+from recsync.sync import replica_strategy_config  # noqa: E402
+from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config  # noqa: E402
+from recsync.trainer.reference import TrainSpec  # noqa: E402
+
+NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
+EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4
+# 25 Gbit/s NICs; a worker does the default DLRM's dense step for a batch of 256 in ~5.8 ms
+CLUSTER_COST = CostModel(
+    worker_flops=1.25e11,
+    speed_spread=0.05,
+    batch_noise=0.05,
+    latency_s=5.0e-5,
+    bandwidth_bytes_s=25e9 / 8,
+    request_s=2.0e-5,
+    row_s=5.0e-9,
+    element_s=2.0e-10,
+    reader_batch_s=1.0e-5,
+)
+STRAGGLERS = Stragglers(fraction=0.2, slowdown=4.0)
+
+
+def strategy(name: str, **fields: Any):
+    if name in GRADIENT_STRATEGIES:
+        return gradient_strategy_config(name, **fields)
+    return replica_strategy_config(name, **fields)
+
+
+def cluster(dense_servers: int = DENSE_SERVERS) -> ClusterSpec:
+    return ClusterSpec(NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, dense_servers)
+
+
+def run_segment(
+    strategy_config,
+    synthetic: SyntheticSpec,
+    examples: int | None,
+    resume: JobState | None = None,
+    cost: CostModel = CLUSTER_COST,
+    model: ModelSpec | None = None,
+    train: TrainSpec | None = None,
+    dense_servers: int = DENSE_SERVERS,
+    eval_every: int | None = None,
+) -> tuple[SimJob, dict[str, Any]]:
+    """One simulated run: from `resume` (or the start), for `examples` examples (None: to
+    the end of the data); returns the job (its final_state is the checkpoint) and summary."""
+    spec = JobSpec(
+        model or ModelSpec(),
+        train or TrainSpec(),
+        cluster(dense_servers),
+        strategy_config,
+        synthetic,
+        resume=resume,
+        stop_after_examples=examples,
+    )
+    sim = SimJob(spec, plan_for(spec), cost, eval_every=eval_every)
+    return sim, sim.run()
+
+
+def score(sim: SimJob, test: Batch) -> float:
+    """AUC of a finished simulated job's model on `test`."""
+    state = sim.final_state
+    weights = [s["weight"] for s in state.shards]
+    return evaluate_model(sim.spec, sim.plan.embeddings.layout, state.dense, weights, test).auc
+
+
+def with_stragglers(cost: CostModel = CLUSTER_COST) -> CostModel:
+    return dataclasses.replace(cost, stragglers=STRAGGLERS)
