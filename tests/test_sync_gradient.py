@@ -26,6 +26,10 @@ from recsync.sync.psp import PspConfig
 from recsync.sync.staleness_norm import StalenessNorm
 from recsync.sync.synchronous import SyncConfig
 
+# the strategies whose dense part lives on dense servers (allreduce keeps it on the trainers
+# and runs `sync`'s policy on the embedding shards only; test_allreduce_* covers it)
+SERVER_STRATEGIES = {k: v for k, v in GRADIENT_STRATEGIES.items() if k != "allreduce"}
+
 
 def apply(*grad_ids: int, divisor: float | None = None, lr_scale: float = 1.0) -> Apply:
     """An Apply of weight-1 gradients; divisor defaults to their count."""
@@ -341,9 +345,9 @@ def test_psp_config():
 
 def test_registry_names_and_servers():
     assert sorted(GRADIENT_STRATEGIES) == sorted(
-        ["async", "sync", "bsp", "bounded_staleness", "backup_workers", "gba", "psp"]
+        ["allreduce", "async", "sync", "bsp", "bounded_staleness", "backup_workers", "gba", "psp"]
     )
-    for name, cls in GRADIENT_STRATEGIES.items():
+    for name, cls in SERVER_STRATEGIES.items():
         config = cls()
         assert config.name == name and config.needs == "dense_servers"
         assert config.describe().startswith(config.label)
@@ -478,9 +482,9 @@ PROPERTY = settings(max_examples=50, deadline=None)
 
 
 @PROPERTY
-@given(scenarios(), st.sampled_from(list(GRADIENT_STRATEGIES)), st.booleans())
+@given(scenarios(), st.sampled_from(list(SERVER_STRATEGIES)), st.booleans())
 def test_every_strategy_accounts_for_every_gradient(scenario, name, sparse):
-    simulate(GRADIENT_STRATEGIES[name](), scenario, sparse)
+    simulate(SERVER_STRATEGIES[name](), scenario, sparse)
 
 
 @PROPERTY
@@ -575,3 +579,11 @@ def test_property_psp(scenario, data, wait, linear):
         assert timer.seconds == wait
         assert run.applies[version].time <= armed_at + wait
     assert [timer.timer_id for _, timer, _ in run.timers] == list(range(len(run.timers)))
+
+
+def test_allreduce_runs_the_sync_policy_on_embedding_shards_only():
+    config = GRADIENT_STRATEGIES["allreduce"]()
+    assert config.needs == "allreduce" and config.gradient_allreduce
+    assert isinstance(config.make_server(3, sparse=True), type(SyncConfig().make_server(3, True)))
+    with pytest.raises(ValueError, match="no dense servers"):
+        config.make_server(3, sparse=False)

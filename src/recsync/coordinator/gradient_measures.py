@@ -23,11 +23,11 @@ def gradient_measures(
     server_stats: dict[str, Any], train_seconds: float, iterations: int, num_workers: int
 ) -> dict[str, Any]:
     """Dense staleness is counted on dense server 0 (every worker step pushes one gradient to
-    each block, so block 0 sees each gradient once); row staleness over all shards."""
+    each block, so block 0 sees each gradient once); row staleness over all shards. Without
+    dense servers (all-reduce), steps and gradients are counted on embedding server 0."""
     dense = [s for name, s in server_stats.items() if name.startswith("dense-server")]
     sparse = [s for name, s in server_stats.items() if name.startswith("embedding-server")]
-    assert dense, "a gradient strategy runs at least one dense server"
-    first = dense[0]
+    first = dense[0] if dense else sparse[0]
     rows: Counter = Counter()
     for s in sparse:
         rows.update(s.row_staleness)
@@ -42,7 +42,7 @@ def gradient_measures(
         "gradients_applied": first.applied,
         "gradients_dropped": dict(first.dropped),
         "sparse_gradients_dropped": dict(dropped_rows),
-        "dense_staleness": histogram_summary(first.staleness),
+        "dense_staleness": histogram_summary(dense[0].staleness if dense else Counter()),
         "sparse_staleness": histogram_summary(rows),
         "qps_per_worker": iterations / seconds / num_workers,
     }

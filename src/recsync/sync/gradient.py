@@ -124,6 +124,8 @@ class GradientStrategyMixin:
     label: ClassVar[str]
     needs: ClassVar[Literal["dense_servers"]] = "dense_servers"
     uses_tokens: ClassVar[bool] = False  # the reader hands each batch with a GBA token
+    sparse_policy: ClassVar[bool] = True  # embedding shards run the policy (aggregate rows)
+    gradient_allreduce: ClassVar[bool] = False  # dense replicated, gradients all-reduced
     pull_fraction: float = 1.0  # PSP partial pull: proceed once this share of blocks arrived
     pull_wait_s: float = 0.0  # ... and this long has passed
     # PSP: a dense block answers a worker's pull once it applied the step after the worker's

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from recsync.sync.allreduce import AllReduceConfig
 from recsync.sync.asynchronous import AsyncConfig
 from recsync.sync.backup_workers import BackupWorkersConfig
 from recsync.sync.bounded_staleness import BoundedStalenessConfig
@@ -21,7 +22,8 @@ from recsync.sync.staleness_norm import StalenessNorm
 from recsync.sync.synchronous import SyncConfig
 
 GradientStrategyConfig = (
-    AsyncConfig
+    AllReduceConfig
+    | AsyncConfig
     | SyncConfig
     | BspConfig
     | BoundedStalenessConfig
@@ -33,6 +35,7 @@ GradientStrategyConfig = (
 GRADIENT_STRATEGIES: dict[str, type] = {
     cls.name: cls
     for cls in (
+        AllReduceConfig,
         AsyncConfig,
         SyncConfig,
         BspConfig,

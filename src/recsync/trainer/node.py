@@ -20,6 +20,7 @@ from recsync.model.spec import ModelSpec
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import FixedTrigger
+from recsync.trainer.allreduce_worker import allreduce_loop
 from recsync.trainer.effects import (
     AllReduce,
     AwaitIterations,
@@ -112,6 +113,13 @@ class TrainerNode:
         if initial is not None:
             self.replica.load_flat(initial[0])
             self.replica.optimizer.load_state_dict(initial[1])
+        if self.gradient_allreduce:
+            if num_workers != 1:
+                raise ValueError(
+                    f"{strategy.describe()} runs one worker per trainer (a rank): set "
+                    f"cluster.workers_per_trainer = 1, got {num_workers}"
+                )
+            return
         if strategy.needs != "none":
             self.policy = strategy.make_replica(self.replica.flat.clone())
         if strategy.needs == "center" and not dense_ranges:
@@ -122,8 +130,14 @@ class TrainerNode:
             self._shared_trigger = FixedTrigger(timing)
 
     @property
+    def gradient_allreduce(self) -> bool:
+        return getattr(self.strategy, "gradient_allreduce", False)
+
+    @property
     def fixed(self) -> bool:
-        return self.replica is not None and self.strategy.timing.mode == "fixed"
+        if self.replica is None or self.gradient_allreduce:
+            return False
+        return self.strategy.timing.mode == "fixed"
 
     @property
     def workers_finished(self) -> bool:
@@ -131,8 +145,11 @@ class TrainerNode:
 
     def worker_loop(self, thread: int) -> Loop:
         """One Hogwild worker thread: steps until the reader has no more batches."""
-        if self.gradient_workers:
-            yield from self.gradient_workers[thread].loop()
+        if self.gradient_workers or self.gradient_allreduce:
+            if self.gradient_workers:
+                yield from self.gradient_workers[thread].loop()
+            else:
+                yield from allreduce_loop(self)
             self.stats.workers_done += 1
             return
         trigger = self._shared_trigger
@@ -170,7 +187,9 @@ class TrainerNode:
         """The shadow thread. For collectives it also serves fixed-rate requests, and keeps
         joining rounds after its workers finish until every trainer's workers have."""
         needs = self.strategy.needs
-        if needs in ("none", "dense_servers") or (needs == "center" and self.fixed):
+        if needs in ("none", "dense_servers") or self.gradient_allreduce:
+            return
+        if needs == "center" and self.fixed:
             return
         pace = math.ceil(self.strategy.timing.shadow_min_gap * self.num_workers)
         if needs == "center":

@@ -63,6 +63,7 @@ class RayJob:
         layout = self.plan.embeddings.layout
         threads = cluster.hogwild_threads
         gradient = spec.strategy.needs == "dense_servers"
+        sparse_policy = getattr(spec.strategy, "sparse_policy", False)
         tokens = spec.strategy.tokens_per_step(threads) if gradient else None
         reader = ReaderActor.options(max_concurrency=1).remote(
             spec.synthetic,
@@ -82,7 +83,7 @@ class RayJob:
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, spec.train.seed)
             state = None if resume is None else resume.shards[i]
-            if gradient:
+            if sparse_policy:
                 actor = GradientServerActor.options(max_concurrency=2 * threads + 4).remote(
                     i,
                     spec.strategy,

@@ -79,6 +79,7 @@ class SimJob:
         )
         strategy = spec.strategy
         self.gradient = strategy.needs == "dense_servers"
+        self.sparse_policy = getattr(strategy, "sparse_policy", False)
         num_workers = cluster.hogwild_threads
         tokens = strategy.tokens_per_step(num_workers) if self.gradient else None
         self.reader = ReaderNode(
@@ -99,7 +100,7 @@ class SimJob:
             shard = EmbeddingShard(weight, train.sparse_optimizer.build(*weight.shape))
             if resume is not None:
                 shard.load_state_dict(resume.shards[i])
-            if self.gradient:
+            if self.sparse_policy:
                 policy = strategy.make_server(num_workers, True)
                 self.servers.append(SparseShardServer(i, shard, policy, norm))
             else:
@@ -149,7 +150,7 @@ class SimJob:
             else None
         )
         self.params = None
-        if self.gradient:
+        if self.sparse_policy:
             self.params = SimParameterServers(
                 env,
                 self.network,
@@ -326,7 +327,7 @@ class SimJob:
             yield from net.send(self.reader_host, host, batch_bytes(batch))
             return (batch, token) if effect.with_token else batch
         if isinstance(effect, fx.Lookup):
-            assert self.gradient or not effect.with_versions, "versions: gradient shards only"
+            assert self.sparse_policy or not effect.with_versions, "versions: policy shards only"
             if len(effect.requests) == 1:  # one shard: no need for a concurrent process
                 return [(yield from self._lookup(t, effect.requests[0]))]
             calls = [self.env.process(self._lookup(t, r)) for r in effect.requests]
@@ -366,9 +367,9 @@ class SimJob:
         rows = int(request.rows.numel())
         yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
         answer = server.lookup(request.rows, request.offsets, request.weights)
-        if self.gradient:
+        if self.sparse_policy:
             answer = (*answer, server.version)
-        pooled = answer[0] if self.gradient else answer
+        pooled = answer[0] if self.sparse_policy else answer
         yield from self.network.send(host, self.trainer_hosts[t], nbytes(pooled))
         delay = self.speeds.delayed()
         if delay:
