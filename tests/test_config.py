@@ -231,6 +231,15 @@ def test_strategy_and_cluster_sections_build_specs():
         ({"strategy.alpha": 1.5}, "strategy: alpha"),
         ({"cluster.num_trainers": 0}, "cluster.num_trainers"),
         ({"cluster.trainer_slowdown": [1.0]}, "cluster.trainer_slowdown"),
+        ({"strategy.name": "allreduce"}, "cluster.workers_per_trainer: all-reduce runs one"),
+        (
+            {"strategy.name": "gba", "cluster.num_sync_servers": 0},
+            "cluster.num_sync_servers: GBA .* dense servers, got 0",
+        ),
+        (
+            {"strategy.name": "easgd", "cluster.num_sync_servers": 0},
+            "cluster.num_sync_servers: S-EASGD .* sync servers, got 0",
+        ),
     ],
 )
 def test_strategy_and_cluster_errors_name_the_key(overrides, message):

@@ -46,7 +46,12 @@ def strategy_rows(table, summary: dict[str, Any]) -> None:
     if "global_steps" in summary:
         dense = summary["dense_staleness"]
         table.add_row("global steps", f"{summary['global_steps']:,}")
-        table.add_row("dense staleness mean / max", f"{number(dense['mean'], 2)} / {dense['max']}")
+        staleness = (
+            f"{number(dense['mean'], 2)} / {dense['max']}"
+            if dense["max"] is not None
+            else "n/a (no dense servers)"
+        )
+        table.add_row("dense staleness mean / max", staleness)
         dropped = summary["gradients_dropped"]
         table.add_row(
             "gradients dropped", ", ".join(f"{k} {v:,}" for k, v in dropped.items()) or "0"

@@ -165,13 +165,15 @@ class Config(Section):
             "train",
         )
         files = None if synthetic else self._file_data(model)
+        cluster, strategy = self.cluster.to_spec(), self.strategy.to_spec()
+        _check_cluster_fits(cluster, strategy)
         return RunSpecs(
             model=model,
             train=train,
             synthetic=synthetic,
             files=files,
-            cluster=self.cluster.to_spec(),
-            strategy=self.strategy.to_spec(),
+            cluster=cluster,
+            strategy=strategy,
         )
 
     def dump(self) -> dict[str, Any]:
@@ -286,6 +288,22 @@ def _reader_schema(data: DataSection, model: ModelSpec, rows: tuple[int, ...]):
         null_dense=None if s.null_dense == "skip" else s.null_dense,
         hash_seed=s.hash_seed,
     )
+
+
+def _check_cluster_fits(cluster, strategy) -> None:
+    """Cluster keys a strategy cannot run with, named before any node starts."""
+    needs = getattr(strategy, "needs", "none")
+    if getattr(strategy, "gradient_allreduce", False) and cluster.workers_per_trainer != 1:
+        raise ConfigError(
+            f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
+            f"trainer (a rank), got {cluster.workers_per_trainer}"
+        )
+    if needs in ("center", "dense_servers") and cluster.num_sync_servers < 1:
+        role = "dense servers" if needs == "dense_servers" else "sync servers"
+        raise ConfigError(
+            f"cluster.num_sync_servers: {strategy.describe()} needs at least one of its "
+            f"{role}, got {cluster.num_sync_servers}"
+        )
 
 
 def _agree(key: str, given: int | None, dictated: int | None, what: str) -> int | None:
