@@ -292,8 +292,10 @@ def _reader_schema(data: DataSection, model: ModelSpec, rows: tuple[int, ...]):
 
 def _check_cluster_fits(cluster, strategy) -> None:
     """Cluster keys a strategy cannot run with, named before any node starts."""
-    needs = getattr(strategy, "needs", "none")
-    if getattr(strategy, "gradient_allreduce", False) and cluster.workers_per_trainer != 1:
+    if strategy is None:  # the single-process reference trainer
+        return
+    needs = strategy.needs
+    if strategy.gradient_allreduce and cluster.workers_per_trainer != 1:
         raise ConfigError(
             f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
             f"trainer (a rank), got {cluster.workers_per_trainer}"

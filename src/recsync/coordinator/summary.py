@@ -89,7 +89,7 @@ def job_summary(spec: JobSpec, layout: EmbeddingLayout, outcome: JobOutcome) -> 
         sent[role] = sent.get(role, 0) + st.bytes_sent
     quality = evaluate_final(spec, layout, outcome)
     examples = sum(trained)
-    if getattr(spec.strategy, "sparse_policy", False):
+    if spec.strategy.sparse_policy:
         strategy_measures = gradient_measures(
             outcome.server_stats,
             outcome.train_seconds,

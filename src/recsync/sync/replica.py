@@ -56,6 +56,8 @@ class ReplicaStrategyMixin:
     name: ClassVar[str]  # registry key, e.g. "easgd"
     label: ClassVar[str]  # the paper's name, e.g. "EASGD"
     needs: ClassVar[Needs]
+    sparse_policy: ClassVar[bool] = False  # embedding shards apply rows on arrival (Hogwild)
+    gradient_allreduce: ClassVar[bool] = False  # only the gradient strategy `allreduce`
     timing: Timing
 
     def _check_timing(self) -> None:

@@ -131,7 +131,7 @@ class TrainerNode:
 
     @property
     def gradient_allreduce(self) -> bool:
-        return getattr(self.strategy, "gradient_allreduce", False)
+        return self.strategy.gradient_allreduce
 
     @property
     def fixed(self) -> bool:

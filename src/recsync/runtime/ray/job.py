@@ -63,7 +63,7 @@ class RayJob:
         layout = self.plan.embeddings.layout
         threads = cluster.hogwild_threads
         gradient = spec.strategy.needs == "dense_servers"
-        sparse_policy = getattr(spec.strategy, "sparse_policy", False)
+        sparse_policy = spec.strategy.sparse_policy
         tokens = spec.strategy.tokens_per_step(threads) if gradient else None
         reader = ReaderActor.options(max_concurrency=1).remote(
             spec.synthetic,

@@ -79,7 +79,7 @@ class SimJob:
         )
         strategy = spec.strategy
         self.gradient = strategy.needs == "dense_servers"
-        self.sparse_policy = getattr(strategy, "sparse_policy", False)
+        self.sparse_policy = strategy.sparse_policy
         num_workers = cluster.hogwild_threads
         tokens = strategy.tokens_per_step(num_workers) if self.gradient else None
         self.reader = ReaderNode(
