@@ -1,0 +1,50 @@
+"""The reproduction reports: their findings are computed from the results they are given."""
+
+from __future__ import annotations
+
+from recsync.app import straggler_repro, switching_repro
+
+
+def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
+    return {
+        "variant": variant,
+        "eps": eps,
+        "global_steps": steps,
+        "mean_staleness": staleness,
+        "max_staleness": int(staleness * 3),
+        "mean_row_staleness": staleness,
+        "dropped": dropped or {},
+        "blocked_s": kw.get("blocked_s", 0.0),
+        "test_auc": kw.get("auc", 0.7),
+    }
+
+
+def test_straggler_report_states_ratios_and_staleness_in_gradients():
+    rows = [
+        straggler_row("sync", 100.0, 10, 0.0, blocked_s=5.0, auc=0.72),
+        straggler_row("GBA (iota 4)", 250.0, 10, 0.5, auc=0.71),
+        straggler_row("async", 250.0, 320, 16.0, auc=0.5),
+        straggler_row("Hop-BS (s 4)", 120.0, 320, 12.0, blocked_s=2.0),
+        straggler_row("Hop-BW (b 6)", 200.0, 12, 0.0, dropped={"late": 32}, blocked_s=1.0),
+    ]
+    text = straggler_repro._report(rows, 320 * 256)
+    assert "GBA runs at 2.50x the EPS of `sync`" in text
+    # GBA: 0.5 updates of 32 gradients each = 16 gradients; async: 16 updates of one
+    assert "| GBA (iota 4) | 250 | 2.50x | 10 | 0.50 / 1 | 16.0 |" in text
+    assert "| async | 250 | 2.50x | 320 | 16.00 / 48 | 16.0 |" in text
+    assert "GBA (iota 4), async never block a worker" in text
+    assert "dropping 32 late gradients of 320" in text
+
+
+def test_switching_report_checks_the_claims_against_the_table():
+    days = switching_repro.DAYS
+    base = [0.70 + 0.01 * d for d in range(days)]
+    branches = {
+        "sync": {"auc": base, "eps": [100.0]},
+        "gba": {"auc": [a - 0.001 for a in base], "eps": [150.0]},
+        "async": {"auc": base[:2] + [a - 0.03 for a in base[2:]], "eps": [150.0]},
+    }
+    text = switching_repro._report(branches)
+    assert "within 0.0010 of continuing `sync`" in text and "1.50x" in text
+    assert "`async` 0.0300, `gba` 0.0010" in text
+    assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
