@@ -211,6 +211,14 @@ def test_backup_workers_done_completes_a_step():
     assert server.on_worker_done(3) == [apply(0, 1)]  # 2 active: needs 2
 
 
+def test_backup_workers_finished_workers_gradients_do_not_shrink_the_step():
+    server = BackupWorkersConfig(num_backup=1).make_server(4, sparse=False)  # N - b = 3
+    assert push(server, 0, 0, 0) == [] and push(server, 1, 1, 0) == []
+    assert server.on_worker_done(0) == [] and server.on_worker_done(1) == []
+    assert push(server, 2, 2, 0) == [apply(0, 1, 2)]  # the first 3, as with nobody done
+    assert push(server, 3, 3, 0) == [Drop(3, "late")]
+
+
 def test_backup_workers_config():
     assert BackupWorkersConfig(num_backup=2).describe() == "Hop-BW b=2"
     with pytest.raises(ValueError, match="num_backup"):
@@ -310,13 +318,24 @@ def test_psp_zero_wait_and_no_linear_scaling():
 
 
 def test_psp_done_workers_lower_the_bar():
-    server = PspConfig(push_wait_s=1.0).make_server(4, sparse=False)  # c = 4
-    assert push(server, 0, 0, 0) == [] and push(server, 1, 0, 0) == []
-    assert server.on_worker_done(3) == []  # min(c, 3) = 3 > 2
-    assert server.on_worker_done(2) == [StartTimer(0, 1.0)]  # min(c, 2) = 2, worker 1 silent
-    assert server.on_worker_done(1) == [apply(0, 1, lr_scale=2.0)]  # all active answered
-    assert server.on_timer(0) == []
-    assert push(server, 2, 0, 1) == [apply(2, lr_scale=1.0)]
+    server = PspConfig(push_count=2, push_wait_s=1.0).make_server(4, sparse=False)
+    assert push(server, 0, 0, 0) == []
+    assert server.on_worker_done(0) == [] and server.on_worker_done(1) == []
+    assert push(server, 1, 2, 0) == [StartTimer(0, 1.0)]  # c = 2 reached, worker 3 out
+    assert server.on_timer(0) == [apply(0, 1, lr_scale=2.0)]
+    assert push(server, 2, 3, 0) == [Drop(2, "old")]
+    assert push(server, 3, 2, 1) == []  # c = min(2, 1 buffered + worker 3) = 2
+    assert server.on_worker_done(3) == [apply(3, lr_scale=1.0)]  # nobody else can push
+
+
+def test_psp_a_finished_workers_gradient_does_not_stand_in_for_an_active_one():
+    """The end of the data: half the workers pushed their last gradient and left; the step
+    still waits for the other half (full sync, c = all, no timeout)."""
+    server = PspConfig().make_server(4, sparse=False)
+    assert push(server, 0, 0, 0) == [] and push(server, 1, 1, 0) == []
+    assert server.on_worker_done(0) == [] and server.on_worker_done(1) == []
+    assert push(server, 2, 2, 0) == []
+    assert push(server, 3, 3, 0) == [apply(0, 1, 2, 3, lr_scale=4.0)]
 
 
 def test_psp_config():
@@ -383,6 +402,7 @@ class Applied:
     trigger: str  # "push", "done" or "timer"
     active: int  # active workers right after the triggering event
     time: float
+    active_set: frozenset[int] = frozenset()  # who they are
 
 
 @dataclass
@@ -428,7 +448,9 @@ def simulate(config, scenario, sparse: bool = False) -> Run:
     def execute(actions, trigger: str) -> None:
         for action in actions:
             if isinstance(action, Apply):
-                rec = Applied(len(run.applies) + 1, action, trigger, len(active), now)
+                rec = Applied(
+                    len(run.applies) + 1, action, trigger, len(active), now, frozenset(active)
+                )
                 run.applies.append(rec)
             elif isinstance(action, Drop):
                 run.drops.append((action, len(run.applies)))
@@ -525,8 +547,10 @@ def test_property_backup_workers(scenario, data):
     b = data.draw(st.integers(0, n - 1))
     run = simulate(BackupWorkersConfig(num_backup=b), scenario)
     for rec in run.applies:
-        count = len(rec.action.grads)
-        assert count == min(n - b, rec.active) if rec.active else 1 <= count <= n - b
+        workers = run.workers(rec)
+        assert len(set(workers)) == len(workers) and 1 <= len(workers) <= n - b
+        if len(workers) < n - b:  # fewer only once nobody left out can still push
+            assert rec.active_set <= set(workers)
         assert all(run.pushes[g].version == rec.version - 1 for g, _ in rec.action.grads)
     for drop, version in run.drops:
         assert drop.reason == "late" and run.pushes[drop.grad_id].version < version

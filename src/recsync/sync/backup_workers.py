@@ -47,8 +47,9 @@ class BackupWorkersConfig(GradientStrategyMixin):
 
 
 class BackupWorkersServer(GradientPolicy):
-    """Buffers the current version's gradients; applies their mean once it holds
-    min(N-b, active workers) of them; drops gradients of older versions."""
+    """Buffers the current version's gradients; applies their mean once it holds N-b of
+    them (fewer only when fewer workers can still push this version); drops gradients of
+    older versions."""
 
     def __init__(self, num_workers: int, sparse: bool = False, num_backup: int = 1) -> None:
         super().__init__(num_workers, sparse)
@@ -59,11 +60,14 @@ class BackupWorkersServer(GradientPolicy):
             )
         self.num_backup = num_backup
         self.buffer: list[int] = []  # grad ids of version self.version, arrival order
+        self.answered: set[int] = set()  # the workers of those gradients (one each)
 
     @property
     def needed(self) -> int:
-        """Gradients that complete the current step."""
-        return min(self.num_workers - self.num_backup, self.active_workers)
+        """Gradients that complete the current step: N-b, or fewer once so few workers can
+        still push this version (those in the buffer, finished or not, and the active rest)."""
+        waiting = sum(1 for w in range(self.num_workers) if w not in self.done | self.answered)
+        return min(self.num_workers - self.num_backup, len(self.answered) + waiting)
 
     def on_push(self, push: Push) -> list[Action]:
         assert push.version <= self.version, (
@@ -71,7 +75,9 @@ class BackupWorkersServer(GradientPolicy):
         )
         if push.version < self.version:
             return [Drop(push.grad_id, "late")]
+        assert push.worker not in self.answered, f"backup_workers: {push.worker} pushed twice"
         self.buffer.append(push.grad_id)
+        self.answered.add(push.worker)
         return self._maybe_step()
 
     def on_worker_done(self, worker: int) -> list[Action]:
@@ -86,4 +92,5 @@ class BackupWorkersServer(GradientPolicy):
             return []
         grads = [(grad_id, 1.0) for grad_id in self.buffer]
         self.buffer.clear()
+        self.answered.clear()
         return [self._apply(grads, len(grads))]

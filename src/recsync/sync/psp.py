@@ -11,9 +11,11 @@ and tau2 passed), is the driver's: it reads ``pull_fraction`` and ``pull_wait_s`
 Decisions: c counts gradients of the current timestamp (a fast worker may push twice on the
 same version, as workers never block on the server); "every worker answered" means every
 ACTIVE worker pushed at least one gradient of the current timestamp. c is capped by the
-active workers, so finished workers never stall a step; once every worker is done a partial
-step is applied. Timer ids increase; only the timer armed for the current step counts, and a
-timer firing after its step was applied is ignored. ``push_wait_s == 0`` applies as soon as
+gradients the step can still get (those buffered plus one per active worker that has not
+pushed), so finished workers never stall a step and a finished worker's buffered gradient
+never stands in for an active worker's; once every worker is done a partial step is
+applied. Timer ids increase; only the timer armed for the current step counts, and a timer
+firing after its step was applied is ignored. ``push_wait_s == 0`` applies as soon as
 c gradients are in (the paper's experiments, "tau1 = 0").
 """
 
@@ -127,10 +129,14 @@ class PspServer(GradientPolicy):
     def _check(self) -> list[Action]:
         if not self.buffer:
             return []
-        active = (w for w in range(self.num_workers) if w not in self.done)
-        if all(w in self.answered for w in active):
+        waiting = sum(1 for w in range(self.num_workers) if w not in self.done | self.answered)
+        if not waiting:
             return [self._flush()]
-        if self.armed is not None or len(self.buffer) < min(self.push_count, self.active_workers):
+        # c is capped by the gradients this step can still get: a finished worker's gradient
+        # already in the buffer counts, a finished worker's missing one never comes
+        if self.armed is not None or len(self.buffer) < min(
+            self.push_count, len(self.buffer) + waiting
+        ):
             return []
         if self.push_wait_s == 0:
             return [self._flush()]
