@@ -59,13 +59,17 @@ def run(name: str, cluster: ClusterSpec = ClusterSpec(2, 2, 2, 2), **fields):
 
 
 @pytest.mark.parametrize(
-    ("name", "cluster", "workers"),
-    [("sync", ClusterSpec(2, 2, 2, 2), 4), ("allreduce", ClusterSpec(2, 1, 2, 1), 2)],
+    ("name", "cluster", "workers", "fields"),
+    [
+        ("sync", ClusterSpec(2, 2, 2, 2), 4, {}),
+        ("allreduce", ClusterSpec(2, 1, 2, 1), 2, {}),
+        ("psp", ClusterSpec(2, 2, 2, 2), 4, {"linear_scaling": False}),  # c = all, b = 100%
+    ],
 )
-def test_sync_and_allreduce_on_ray_equal_the_reference_trainer_at_the_global_batch(
-    name, cluster, workers
+def test_synchronous_strategies_on_ray_equal_the_reference_trainer_at_the_global_batch(
+    name, cluster, workers, fields
 ):
-    summary, dense, tables = run(name, cluster)
+    summary, dense, tables = run(name, cluster, **fields)
     reference = ReferenceTrainer(MODEL, TrainSpec(batch_size=workers * TRAIN.batch_size))
     for batch in SyntheticTask(SYNTHETIC).train_batches(workers * TRAIN.batch_size):
         reference.train_step(batch)
@@ -77,7 +81,7 @@ def test_sync_and_allreduce_on_ray_equal_the_reference_trainer_at_the_global_bat
         base += spec.num_rows
     assert summary["global_steps"] == SYNTHETIC.num_train // (workers * TRAIN.batch_size)
     assert summary["dense_staleness"]["max"] in (0, None)
-    assert summary["gradients_dropped"] == {}
+    assert summary["gradients_dropped"] == summary["sparse_gradients_dropped"] == {}
     assert summary["blocked_seconds"]["AwaitStart"] > 0
 
 

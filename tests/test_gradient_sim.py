@@ -76,6 +76,19 @@ def test_sync_and_gba_without_stragglers_equal_the_reference_at_the_global_batch
     assert_matches_reference(sim, reference_at(4 * TRAIN.batch_size))
 
 
+@pytest.mark.parametrize(("name", "fields"), [("sync", {}), ("psp", {"linear_scaling": False})])
+def test_sync_and_full_psp_equal_the_reference_whatever_the_speeds(name, fields):
+    """PSP with c = all workers and b = 100% (and no linear scaling) is synchronous SGD:
+    every worker waits, per block and per shard, for the step it pushed to, so unequal and
+    noisy workers change nothing."""
+    uneven = CostModel(speed_spread=0.5, batch_noise=0.3)
+    sim, summary = simulate(name, uneven, **fields)
+    assert summary["global_steps"] == SYNTHETIC.num_train // (4 * TRAIN.batch_size)
+    assert summary["dense_staleness"]["max"] == summary["sparse_staleness"]["max"] == 0
+    assert summary["gradients_dropped"] == summary["sparse_gradients_dropped"] == {}
+    assert_matches_reference(sim, reference_at(4 * TRAIN.batch_size))
+
+
 @pytest.mark.parametrize("name", sorted(set(GRADIENT_STRATEGIES) - {"allreduce"}))
 def test_every_gradient_is_applied_or_dropped_on_every_server(name):
     cost = CostModel(stragglers=Stragglers(fraction=0.25, slowdown=4.0))

@@ -26,10 +26,13 @@ class NextBatch:
 @dataclass
 class Lookup:
     """-> per request, the shard's num_bags x D partial pools (in request order); with
-    ``with_versions``, pairs (partial pools, the looked-up rows' versions)."""
+    ``with_versions``, triples (partial pools, the looked-up rows' versions, the shard's
+    version). With `min_versions`, shard s answers only once its version reached
+    min_versions[s] (PSP: the step after the worker's last push there)."""
 
     requests: list[ShardRequest]
     with_versions: bool = False
+    min_versions: list[int] | None = None
 
 
 @dataclass

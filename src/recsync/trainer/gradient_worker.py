@@ -91,14 +91,14 @@ class GradientWorker:
                 break
             routed = {r.shard: r for r in layout.route(batch)}
             requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
-            answers = yield fx.Lookup(requests, with_versions=True)
+            waits = strategy.pull_waits_for_update
+            wanted_rows = [v + 1 for v in last_sparse] if waits and last_sparse else None
+            answers = yield fx.Lookup(requests, with_versions=True, min_versions=wanted_rows)
             used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
             pooled = layout.combine(
                 batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
             )
-            wanted = None
-            if strategy.pull_waits_for_update and last_dense is not None:
-                wanted = [v + 1 for v in last_dense]
+            wanted = [v + 1 for v in last_dense] if waits and last_dense else None
             blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
             for b, block in enumerate(blocks):
                 if block is not None:

@@ -171,9 +171,10 @@ class TrainerRuntime:
         for r in effect.requests:
             self.bytes_sent["Lookup"] += _nbytes(r.rows, r.offsets, r.weights)
             server = self.embedding_servers[r.shard]
-            refs.append(
-                server.lookup.remote(wire.out(r.rows), wire.out(r.offsets), wire.out(r.weights))
-            )
+            args = [wire.out(r.rows), wire.out(r.offsets), wire.out(r.weights)]
+            if effect.min_versions is not None:
+                args.append(effect.min_versions[r.shard])
+            refs.append(server.lookup.remote(*args))
         shards = ", ".join(f"embedding-server-{r.shard}" for r in effect.requests)
         answers = self._get(refs, shards)
         if effect.with_versions:

@@ -76,8 +76,11 @@ class GradientServerActor:
             values, version = self.node.pull()
         return wire.out(values), version
 
-    def lookup(self, rows, offsets, weights):
+    def lookup(self, rows, offsets, weights, min_version: int = 0):
+        """Pooled partial bags, the rows' versions and the shard's version, once the
+        version reached `min_version` (PSP)."""
         with self.cond:
+            self.cond.wait_for(lambda: self.node.version >= min_version, timeout=START_TIMEOUT_S)
             version = self.node.version
             pooled, versions = self.node.lookup(
                 wire.back(rows), wire.back(offsets), wire.back(weights)

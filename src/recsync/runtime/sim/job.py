@@ -328,9 +328,11 @@ class SimJob:
             return (batch, token) if effect.with_token else batch
         if isinstance(effect, fx.Lookup):
             assert self.sparse_policy or not effect.with_versions, "versions: policy shards only"
+            wanted = effect.min_versions or [0] * len(self.servers)
             if len(effect.requests) == 1:  # one shard: no need for a concurrent process
-                return [(yield from self._lookup(t, effect.requests[0]))]
-            calls = [self.env.process(self._lookup(t, r)) for r in effect.requests]
+                request = effect.requests[0]
+                return [(yield from self._lookup(t, request, wanted[request.shard]))]
+            calls = [self.env.process(self._lookup(t, r, wanted[r.shard])) for r in effect.requests]
             yield simpy.AllOf(self.env, calls)
             return [call.value for call in calls]
         if isinstance(effect, fx.Compute):
@@ -359,11 +361,13 @@ class SimJob:
             return (yield from self.params.worker_done(effect))
         return (yield from state.handle(effect))
 
-    def _lookup(self, t: int, request):
+    def _lookup(self, t: int, request, min_version: int = 0):
         host, server = self.server_hosts[request.shard], self.servers[request.shard]
         size = nbytes(request.rows, request.offsets, request.weights)
         self.sent[t]["Lookup"] += size
         yield from self.network.send(self.trainer_hosts[t], host, size)
+        while server.version < min_version:  # the shard answers once it has that update
+            yield self.params.changed
         rows = int(request.rows.numel())
         yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
         answer = server.lookup(request.rows, request.offsets, request.weights)
