@@ -366,7 +366,7 @@ class SimJob:
         size = nbytes(request.rows, request.offsets, request.weights)
         self.sent[t]["Lookup"] += size
         yield from self.network.send(self.trainer_hosts[t], host, size)
-        while server.version < min_version:  # the shard answers once it has that update
+        while min_version and server.version < min_version:  # PSP: wait for that update
             yield self.params.changed
         rows = int(request.rows.numel())
         yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
