@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsync.app import straggler_repro, switching_repro
+from recsync.app import norm_repro, psp_repro, straggler_repro, switching_repro
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -48,3 +48,50 @@ def test_switching_report_checks_the_claims_against_the_table():
     assert "within 0.0010 of continuing `sync`" in text and "1.50x" in text
     assert "`async` 0.0300, `gba` 0.0010" in text
     assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
+
+
+def psp_row(variant: str, seconds: float, loss: float) -> dict:
+    return {
+        "variant": variant,
+        "virtual_seconds": seconds,
+        "train_loss": loss + 0.03,
+        "test_logloss": loss,
+        "test_auc": 0.7,
+        "global_steps": 10,
+        "dropped": {},
+    }
+
+
+def test_psp_report_compares_times_with_the_papers():
+    labels = list(psp_repro.VARIANTS)
+    rows = [
+        psp_row(psp_repro.NO_DELAYS, 100.0, 0.50),
+        psp_row(labels[0], 130.0, 0.50),
+        psp_row(labels[1], 104.0, 0.51),
+        psp_row(labels[2], 91.0, 0.505),
+        psp_row(labels[3], 78.0, 0.56),
+    ]
+    text = psp_repro._report(rows, 1000)
+    assert "prolong full synchronization by 30%" in text
+    assert "(c=28) takes 20% less time" in text and "(b=90%) 30% less" in text
+    assert "take 40% less time and end at test logloss 0.5600" in text
+
+
+def test_norm_report_names_the_expected_auc_and_the_size_of_rho():
+    curve = [{"examples": 10, "auc": 0.6}]
+    variants = {
+        "no normalization": {"curve": curve, "final_auc": 0.50, "mean_staleness": 900.0},
+        "1/tau": {"curve": curve, "final_auc": 0.55, "mean_staleness": 900.0},
+        "rho, kappa=2, mu'=90": {"curve": curve, "final_auc": 0.52, "mean_staleness": 900.0},
+    }
+    result = {
+        "mu_prime": 90.0,
+        "examples": 1000,
+        "base": {"curve": curve, "final_auc": 0.69, "mean_staleness": 90.0},
+        "teacher_auc": 0.75,
+        "variants": variants,
+    }
+    text = norm_repro._report(result)
+    assert "| 100 workers, no normalization (expected) | 0.6900 | 90.0 |" in text
+    assert "Best at 1000 workers: 1/tau (0.5500)" in text
+    assert "tau about 10x mu', rho = tau^-2 is about 1e-06" in text
