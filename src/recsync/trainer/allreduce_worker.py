@@ -15,41 +15,26 @@ from typing import Any
 
 import torch
 
-from recsync.ps.shard import row_gradients
 from recsync.trainer import effects as fx
-from recsync.trainer.gradient_worker import EMPTY_ROWS, empty_request, unique_row_versions
+from recsync.trainer.gradient_worker import pooled_lookup, row_pushes
 
 
 def allreduce_loop(node) -> Generator[fx.Effect, Any, None]:
     """`node`: the TrainerNode (one worker thread, a dense replica, its stats)."""
     layout, replica, n = node.layout, node.replica, node.num_trainers
-    worker, dim = node.index, layout.tables[0].dim
+    worker = node.index
     last_sparse: list[int] | None = None
     while True:
         yield fx.AwaitStart(worker, None, last_sparse)
         batch, _ = yield fx.NextBatch(node.index, with_token=True)
         if batch is None:
             break
-        routed = {r.shard: r for r in layout.route(batch)}
-        requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
-        answers = yield fx.Lookup(requests, with_versions=True)
-        used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
-        pooled = layout.combine(
-            batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
-        )
+        requests, answers, pooled = yield from pooled_lookup(layout, batch)
         loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
         yield fx.Compute(batch.batch_size)
         mean, num_done = yield fx.AllReduce(flat_grad, False)
         replica.apply(mean * (n / (n - num_done)))  # the mean over the trainers with data
-        sparse = []
-        for r, (_, row_versions, version) in zip(requests, answers, strict=True):
-            if r.bag_index.numel():
-                grad_bags = layout.bag_gradients(grad_pooled, r)
-                rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-                pulled = unique_row_versions(r.rows, row_versions, rows)
-            else:
-                rows, grads, pulled = EMPTY_ROWS, torch.empty(0, dim), EMPTY_ROWS
-            sparse.append((r.shard, version, rows, grads, pulled))
+        sparse = row_pushes(layout, requests, answers, grad_pooled)
         node.stats.iterations[0] += 1
         node.stats.examples[0] += batch.batch_size
         node.stats.loss_sum += float(loss) * batch.batch_size

@@ -38,6 +38,39 @@ def unique_row_versions(
     return out
 
 
+def pooled_lookup(
+    layout: EmbeddingLayout, batch, min_versions: list[int] | None = None
+) -> Generator[fx.Effect, Any, tuple[list[ShardRequest], list, torch.Tensor]]:
+    """Effects of one lookup on every shard (an empty request where the batch has no row
+    there), with the rows' versions -> (requests, answers, B x F x D pooled embeddings)."""
+    routed = {r.shard: r for r in layout.route(batch)}
+    requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
+    answers = yield fx.Lookup(requests, with_versions=True, min_versions=min_versions)
+    used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
+    pooled = layout.combine(
+        batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
+    )
+    return requests, answers, pooled
+
+
+def row_pushes(
+    layout: EmbeddingLayout, requests: list[ShardRequest], answers: list, grad_pooled
+) -> list[tuple[int, int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per shard: (shard, its version at the lookup, unique rows, their gradients, their
+    versions at the lookup); empty where the batch had no row there."""
+    sparse = []
+    for r, (_, row_versions, version) in zip(requests, answers, strict=True):
+        if r.bag_index.numel():
+            grad_bags = layout.bag_gradients(grad_pooled, r)
+            rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+            pulled = unique_row_versions(r.rows, row_versions, rows)
+        else:
+            rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
+            pulled = EMPTY_ROWS
+        sparse.append((r.shard, version, rows, grads, pulled))
+    return sparse
+
+
 class GradientWorker:
     """One worker thread: its own copy of the dense parameters (the blocks it last pulled).
 
@@ -89,15 +122,9 @@ class GradientWorker:
             batch, token = yield fx.NextBatch(self.trainer, with_token=True)
             if batch is None:
                 break
-            routed = {r.shard: r for r in layout.route(batch)}
-            requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
             waits = strategy.pull_waits_for_update
             wanted_rows = [v + 1 for v in last_sparse] if waits and last_sparse else None
-            answers = yield fx.Lookup(requests, with_versions=True, min_versions=wanted_rows)
-            used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
-            pooled = layout.combine(
-                batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
-            )
+            requests, answers, pooled = yield from pooled_lookup(layout, batch, wanted_rows)
             wanted = [v + 1 for v in last_dense] if waits and last_dense else None
             blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
             for b, block in enumerate(blocks):
@@ -109,19 +136,7 @@ class GradientWorker:
                 self.blocks = [None] * len(self.blocks)
             loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
             yield fx.Compute(batch.batch_size)
-            sparse = []
-            for r, (_, row_versions, version) in zip(requests, answers, strict=True):
-                if r.bag_index.numel():
-                    grad_bags = layout.bag_gradients(grad_pooled, r)
-                    rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-                    pulled = unique_row_versions(r.rows, row_versions, rows)
-                else:
-                    rows, grads, pulled = (
-                        EMPTY_ROWS,
-                        torch.empty(0, layout.tables[0].dim),
-                        EMPTY_ROWS,
-                    )
-                sparse.append((r.shard, version, rows, grads, pulled))
+            sparse = row_pushes(layout, requests, answers, grad_pooled)
             dense = [
                 (b, self.versions[b], flat_grad[start:stop])
                 for b, (start, stop) in enumerate(self.dense_ranges)
