@@ -55,7 +55,7 @@ def main() -> None:
     rows = []
     for _name, strategy in strategies(args.strategies.split(",")):
         cluster = (
-            ClusterSpec(4, 1, 2, 0) if strategy.needs == "allreduce" else ClusterSpec(2, 2, 2, 1)
+            ClusterSpec(4, 1, 2, 0) if strategy.gradient_allreduce else ClusterSpec(2, 2, 2, 1)
         )
         spec = JobSpec(ModelSpec(), TrainSpec(), cluster, strategy, synthetic)
         started = time.perf_counter()
