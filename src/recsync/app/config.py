@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from recsync.app.config_base import Section, build_dataclass, section_from_dataclass
-from recsync.app.job_config import ClusterSection, StrategySection
+from recsync.app.job_config import ClusterSection, StrategySection, check_cluster_fits
 from recsync.coordinator.job import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -166,7 +166,7 @@ class Config(Section):
         )
         files = None if synthetic else self._file_data(model)
         cluster, strategy = self.cluster.to_spec(), self.strategy.to_spec()
-        _check_cluster_fits(cluster, strategy)
+        check_cluster_fits(cluster, strategy)
         return RunSpecs(
             model=model,
             train=train,
@@ -288,24 +288,6 @@ def _reader_schema(data: DataSection, model: ModelSpec, rows: tuple[int, ...]):
         null_dense=None if s.null_dense == "skip" else s.null_dense,
         hash_seed=s.hash_seed,
     )
-
-
-def _check_cluster_fits(cluster, strategy) -> None:
-    """Cluster keys a strategy cannot run with, named before any node starts."""
-    if strategy is None:  # the single-process reference trainer
-        return
-    needs = strategy.needs
-    if strategy.gradient_allreduce and cluster.workers_per_trainer != 1:
-        raise ConfigError(
-            f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
-            f"trainer (a rank), got {cluster.workers_per_trainer}"
-        )
-    if needs in ("center", "dense_servers") and cluster.num_sync_servers < 1:
-        role = "dense servers" if needs == "dense_servers" else "sync servers"
-        raise ConfigError(
-            f"cluster.num_sync_servers: {strategy.describe()} needs at least one of its "
-            f"{role}, got {cluster.num_sync_servers}"
-        )
 
 
 def _agree(key: str, given: int | None, dictated: int | None, what: str) -> int | None:

@@ -115,3 +115,21 @@ class StrategySection(Section):
             return replica_strategy_config(self.name, timing=timing, **params)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"strategy: {error}") from None
+
+
+def check_cluster_fits(cluster, strategy) -> None:
+    """Cluster keys a strategy cannot run with, named before any node starts."""
+    if strategy is None:  # the single-process reference trainer
+        return
+    needs = strategy.needs
+    if strategy.gradient_allreduce and cluster.workers_per_trainer != 1:
+        raise ConfigError(
+            f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
+            f"trainer (a rank), got {cluster.workers_per_trainer}"
+        )
+    if needs in ("center", "dense_servers") and cluster.num_sync_servers < 1:
+        role = "dense servers" if needs == "dense_servers" else "sync servers"
+        raise ConfigError(
+            f"cluster.num_sync_servers: {strategy.describe()} needs at least one of its "
+            f"{role}, got {cluster.num_sync_servers}"
+        )
