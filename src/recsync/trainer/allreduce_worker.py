@@ -22,11 +22,11 @@ from recsync.trainer.gradient_worker import pooled_lookup, row_pushes
 def allreduce_loop(node) -> Generator[fx.Effect, Any, None]:
     """`node`: the TrainerNode (one worker thread, a dense replica, its stats)."""
     layout, replica, n = node.layout, node.replica, node.num_trainers
-    worker = node.index
+    worker = node.index  # one worker per trainer: its index is the trainer's
     last_sparse: list[int] | None = None
     while True:
         yield fx.AwaitStart(worker, None, last_sparse)
-        batch, _ = yield fx.NextBatch(node.index, with_token=True)
+        batch, _ = yield fx.NextBatch(worker, with_token=True)
         if batch is None:
             break
         requests, answers, pooled = yield from pooled_lookup(layout, batch)

@@ -146,10 +146,8 @@ class TrainerNode:
     def worker_loop(self, thread: int) -> Loop:
         """One Hogwild worker thread: steps until the reader has no more batches."""
         if self.gradient_workers or self.gradient_allreduce:
-            if self.gradient_workers:
-                yield from self.gradient_workers[thread].loop()
-            else:
-                yield from allreduce_loop(self)
+            loop = self.gradient_workers[thread].loop() if self.gradient_workers else None
+            yield from loop or allreduce_loop(self)
             self.stats.workers_done += 1
             return
         trigger = self._shared_trigger
