@@ -1,18 +1,51 @@
 """Gradient strategies in virtual time: dense block servers and embedding shards whose
-policies buffer, apply or drop pushed gradients; workers wait where the policy says."""
+policies buffer, apply or drop pushed gradients; workers wait where the policy says.
+
+Every effect handler takes the worker's continuation `resume(result)` (see clock.py)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 
-import simpy
-
 from recsync.ps.gradient_servers import DenseBlockServer, GradientServer, SparseShardServer
+from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.network import Network, Node
 from recsync.trainer import effects as fx
 
 REQUEST_BYTES = 64
+
+
+class PartialPull:
+    """A dense pull that may go on without some blocks: done once every block arrived, or
+    once `need` of them arrived and the deadline passed (PSP's partial pull)."""
+
+    def __init__(self, clock: Clock, count: int, need: int, deadline: float, then: Callback):
+        self.clock = clock
+        self.results: list = [None] * count
+        self.arrived = 0
+        self.need = need
+        self.deadline = deadline
+        self.then: Callback | None = then
+        if clock.now < deadline:
+            clock.at(deadline, self._check)
+
+    def deliver(self, item: tuple) -> None:
+        if self.then is None:  # the worker went on without this block
+            return
+        index, value = item
+        self.results[index] = value
+        self.arrived += 1
+        self._check()
+
+    def _check(self, _=None) -> None:
+        if self.then is None:
+            return
+        done = self.arrived == len(self.results)
+        if done or (self.arrived >= self.need and self.clock.now >= self.deadline):
+            then, self.then = self.then, None
+            then(list(self.results))
 
 
 class SimParameterServers:
@@ -20,26 +53,21 @@ class SimParameterServers:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        clock: Clock,
         network: Network,
-        delayed,
+        delayed: Callable[[], float],
         dense: list[DenseBlockServer],
         dense_hosts: list[Node],
         sparse: list[SparseShardServer],
         sparse_hosts: list[Node],
     ):
-        self.env, self.network, self.delayed = env, network, delayed
+        self.clock, self.network, self.delayed = clock, network, delayed
         self.dense, self.dense_hosts = dense, dense_hosts
         self.sparse, self.sparse_hosts = sparse, sparse_hosts
-        self.changed = env.event()
-        self.inflight: dict[int, list] = {}
+        self.changed = Signal(clock)
+        self.inflight: dict[int, int] = {}  # worker -> its pushes not delivered yet
+        self.drained: dict[int, Callback] = {}  # worker -> who waits for them
         self.cost = network.cost
-
-    def _notify(self) -> None:
-        """Some server's state moved (a step applied, a worker left): re-check waiters."""
-        if self.changed.callbacks:
-            event, self.changed = self.changed, self.env.event()
-            event.succeed()
 
     def may_start(self, effect: fx.AwaitStart) -> bool:
         w = effect.worker
@@ -49,85 +77,117 @@ class SimParameterServers:
             s.may_start(w, v) for s, v in zip(self.sparse, sparse_last, strict=True)
         )
 
-    def await_start(self, effect: fx.AwaitStart):
-        while not self.may_start(effect):
-            yield self.changed
+    def await_start(self, effect: fx.AwaitStart, resume: Callback) -> None:
+        if self.may_start(effect):
+            resume(None)
+        else:
+            self.changed.wait(self._recheck_start, (effect, resume))
 
-    def pull_dense(self, host: Node, effect: fx.PullDense, sent: dict):
+    def _recheck_start(self, item: tuple) -> None:
+        self.await_start(*item)
+
+    def pull_dense(self, host: Node, effect: fx.PullDense, sent: dict, resume: Callback) -> None:
         wanted = effect.min_versions or [0] * len(self.dense)
-        if len(self.dense) == 1:  # one block: no need for a concurrent process
-            return [(yield from self._pull(host, 0, sent, wanted[0]))]
-        calls = [
-            self.env.process(self._pull(host, b, sent, wanted[b])) for b in range(len(self.dense))
-        ]
-        if effect.fraction >= 1.0:
-            yield simpy.AllOf(self.env, calls)
-            return [call.value for call in calls]
-        need = max(1, math.ceil(effect.fraction * len(calls)))
-        deadline = self.env.now + effect.wait_s
-        while True:
-            arrived = sum(1 for c in calls if c.processed)
-            if arrived == len(calls) or (arrived >= need and self.env.now >= deadline):
-                break
-            waits = [c for c in calls if not c.processed]
-            if self.env.now < deadline:
-                waits.append(self.env.timeout(deadline - self.env.now))
-            yield simpy.AnyOf(self.env, waits)
-        return [call.value if call.processed else None for call in calls]
+        count = len(self.dense)
+        if effect.fraction >= 1.0 or count == 1:
+            gather = Gather(count, resume)
+        else:
+            need = max(1, math.ceil(effect.fraction * count))
+            gather = PartialPull(self.clock, count, need, self.clock.now + effect.wait_s, resume)
+        sent["PullDense"] += REQUEST_BYTES * count
+        requests = [(b, host, wanted[b], gather) for b in range(count)]
+        if count == 1:
+            self._send_pulls(requests)
+        else:  # concurrent requests leave once the worker is waiting for them
+            self.clock.soon(self._send_pulls, requests, urgent=True)
 
-    def _pull(self, host: Node, block: int, sent: dict, min_version: int = 0):
-        server, server_host = self.dense[block], self.dense_hosts[block]
-        sent["PullDense"] += REQUEST_BYTES
-        yield from self.network.send(host, server_host, REQUEST_BYTES)
-        while server.version < min_version:  # the block answers once it has that update
-            yield self.changed
-        yield from self.network.work(server_host, self.cost.request_s)
-        values, version = server.pull()
-        yield from self.network.send(server_host, host, values.numel() * 4)
+    def _send_pulls(self, requests: list[tuple]) -> None:
+        for item in requests:
+            server_host, host = self.dense_hosts[item[0]], item[1]
+            self.network.send(host, server_host, REQUEST_BYTES, self._pull_arrived, item)
+
+    def _pull_arrived(self, item: tuple) -> None:
+        block, host, min_version, gather = item
+        if self.dense[block].version < min_version:  # the block answers once it has that update
+            self.changed.wait(self._pull_arrived, item)
+            return
+        self.network.work(self.dense_hosts[block], self.cost.request_s, self._pull_served, item)
+
+    def _pull_served(self, item: tuple) -> None:
+        block, host, _, gather = item
+        values, version = self.dense[block].pull()
+        self.network.send(
+            self.dense_hosts[block],
+            host,
+            values.numel() * 4,
+            self._answer,
+            (gather.deliver, (block, (values, version))),
+        )
+
+    def _answer(self, item: tuple) -> None:
+        """The answer reached the worker, unless a fault delays it further."""
+        deliver, value = item
         delay = self.delayed()
         if delay:
-            yield self.env.timeout(delay)
-        return values, version
+            self.clock.at(self.clock.now + delay, deliver, value)
+        else:
+            deliver(value)
 
     def push(self, host: Node, effect: fx.PushGradients, sent: dict) -> None:
-        calls = self.inflight.setdefault(effect.worker, [])
-        calls[:] = [c for c in calls if not c.processed]
+        """Fire and forget: the messages leave once the worker went on to its next effect."""
+        worker, messages = effect.worker, []
         for block, version, grad in effect.dense:
             size = grad.numel() * 4
             sent["PushDense"] += size
-            elements = grad.numel()
-            work = self.cost.request_s + self.cost.element_s * elements
-            call = partial(self.dense[block].push, effect.worker, version, grad, effect.token)
-            calls.append(self.env.process(self._deliver(host, block, True, size, work, call)))
+            work = self.cost.request_s + self.cost.element_s * grad.numel()
+            call = partial(self.dense[block].push, worker, version, grad, effect.token)
+            messages.append((self.dense[block], self.dense_hosts[block], size, work, call))
         for shard, version, rows, grads, pulled in effect.sparse:
             size = rows.numel() * 8 + grads.numel() * 4
             sent["PushSparse"] += size
             work = self.cost.request_s + self.cost.row_s * rows.numel()
-            call = partial(
-                self.sparse[shard].push, effect.worker, version, rows, grads, pulled, effect.token
-            )
-            calls.append(self.env.process(self._deliver(host, shard, False, size, work, call)))
+            server = self.sparse[shard]
+            call = partial(server.push, worker, version, rows, grads, pulled, effect.token)
+            messages.append((server, self.sparse_hosts[shard], size, work, call))
+        self.inflight[worker] = self.inflight.get(worker, 0) + len(messages)
+        self.clock.soon(self._send_pushes, (worker, host, messages), urgent=True)
 
-    def _deliver(self, host: Node, index: int, dense: bool, size: int, work: float, call):
-        server_host = self.dense_hosts[index] if dense else self.sparse_hosts[index]
-        server = self.dense[index] if dense else self.sparse[index]
-        yield from self.network.send(host, server_host, size)
-        yield from self.network.work(server_host, work)
+    def _send_pushes(self, item: tuple) -> None:
+        worker, host, messages = item
+        for server, server_host, size, work, call in messages:
+            item = (worker, server, server_host, work, call)
+            self.network.send(host, server_host, size, self._push_arrived, item)
+
+    def _push_arrived(self, item: tuple) -> None:
+        self.network.work(item[2], item[3], self._push_served, item)
+
+    def _push_served(self, item: tuple) -> None:
+        worker, server, _, _, call = item
         self._run(server, call())
+        self.inflight[worker] -= 1
+        if not self.inflight[worker] and worker in self.drained:
+            self.clock.soon(self.drained.pop(worker))
 
     def _run(self, server: GradientServer, timers) -> None:
-        self._notify()
+        """Some server's state moved (a step applied, a worker left): waiters re-check."""
+        self.changed.fire()
         for timer in timers:
-            self.env.process(self._timer(server, timer.timer_id, timer.seconds))
+            self.clock.at(self.clock.now + timer.seconds, self._timer, (server, timer.timer_id))
 
-    def _timer(self, server: GradientServer, timer_id: int, seconds: float):
-        yield self.env.timeout(seconds)
+    def _timer(self, item: tuple) -> None:
+        server, timer_id = item
         self._run(server, server.timer(timer_id))
 
-    def worker_done(self, effect: fx.WorkerDone):
+    def worker_done(self, effect: fx.WorkerDone, resume: Callback) -> None:
         """After the worker's pushes landed, every server learns it pushes no more."""
-        pending = [c for c in self.inflight.pop(effect.worker, []) if not c.processed]
-        if pending:
-            yield simpy.AllOf(self.env, pending)
+        worker = effect.worker
+        if self.inflight.get(worker):
+            self.drained[worker] = partial(self._tell_done, worker, resume)
+        else:
+            self._tell_done(worker, resume)
+
+    def _tell_done(self, worker: int, resume: Callback, _=None) -> None:
+        self.inflight.pop(worker, None)
         for server in [*self.dense, *self.sparse]:
-            self._run(server, server.worker_done(effect.worker))
+            self._run(server, server.worker_done(worker))
+        resume(None)

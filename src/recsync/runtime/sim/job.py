@@ -1,12 +1,11 @@
 """The distributed job in virtual time: the same nodes and policies as the Ray engine, and
-the real model math, run by SimPy in a deterministic order."""
+the real model math, run on a virtual clock in a deterministic order."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
 
-import simpy
 import torch
 
 from recsync.coordinator.checkpoint import (
@@ -26,9 +25,11 @@ from recsync.ps.local import shard_weight
 from recsync.ps.placement import JobPlan
 from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
 from recsync.ps.shard import EmbeddingShard
+from recsync.runtime.sim.clock import Clock, Gather
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.gradient import SimParameterServers
 from recsync.runtime.sim.network import Collective, Network, Node
+from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.trainer_state import TrainerState
 from recsync.trainer import effects as fx
 from recsync.trainer.node import Loop, TrainerNode
@@ -72,8 +73,8 @@ class SimJob:
         examples were handed out (in virtual time, at no cost): `curve`."""
         self.spec, self.plan, self.cost = spec, plan, cost
         cluster, train, seed = spec.cluster, spec.train, spec.train.seed
-        self.env = env = simpy.Environment()
-        self.network = Network(env, cost)
+        self.clock = clock = Clock()
+        self.network = Network(clock, cost)
         self.source = open_training_data(
             spec.synthetic, spec.files, train.batch_size, seed, spec.start_example
         )
@@ -91,7 +92,7 @@ class SimJob:
         resume = spec.resume
         if resume is not None:
             resume.check_layout(plan.embeddings.layout)
-        self.reader_host = Node(env, "reader")
+        self.reader_host = Node("reader")
         layout = plan.embeddings.layout
         norm = getattr(strategy, "staleness_norm", None)
         self.servers, self.server_hosts = [], []
@@ -105,7 +106,7 @@ class SimJob:
                 self.servers.append(SparseShardServer(i, shard, policy, norm))
             else:
                 self.servers.append(EmbeddingServerNode(i, shard))
-            self.server_hosts.append(Node(env, f"embedding-server-{i}", server_threads))
+            self.server_hosts.append(Node(f"embedding-server-{i}", server_threads))
         self.sync_servers, self.sync_hosts, ranges = [], [], None
         if plan.dense is not None:
             ranges = plan.dense.ranges
@@ -121,7 +122,7 @@ class SimJob:
                 else:
                     node = SyncServerNode(i, strategy.make_center(values))
                 self.sync_servers.append(node)
-                self.sync_hosts.append(Node(env, f"{role}-{i}", server_threads))
+                self.sync_hosts.append(Node(f"{role}-{i}", server_threads))
         m = cluster.workers_per_trainer
         # virtual-time workers compute one at a time: they can share one dense workspace
         workspace = DenseReplica(spec.model, seed, train.dense_optimizer) if self.gradient else None
@@ -140,19 +141,19 @@ class SimJob:
             )
             for i in range(cluster.num_trainers)
         ]
-        self.trainer_hosts = [Node(env, f"trainer-{i}", m) for i in range(cluster.num_trainers)]
-        self.states = [TrainerState(env, t) for t in self.trainers]
+        self.trainer_hosts = [Node(f"trainer-{i}", m) for i in range(cluster.num_trainers)]
+        self.states = [TrainerState(clock, t) for t in self.trainers]
         self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, seed)
         self.flops_per_example = spec.model.dense_flops_per_example()
         self.collective = (
-            Collective(env, cost, cluster.num_trainers)
+            Collective(clock, cost, cluster.num_trainers)
             if spec.strategy.needs == "allreduce"
             else None
         )
         self.params = None
         if self.sparse_policy:
             self.params = SimParameterServers(
-                env,
+                clock,
                 self.network,
                 self.speeds.delayed,
                 self.sync_servers,
@@ -187,9 +188,9 @@ class SimJob:
         m = self.spec.cluster.workers_per_trainer
         for t, trainer in enumerate(self.trainers):
             for w in range(m):
-                self.env.process(self._drive(t, t * m + w, trainer.worker_loop(w)))
-            self.env.process(self._drive(t, None, trainer.sync_loop()))
-        self.env.run(until=until)
+                self._runner(t, t * m + w, trainer.worker_loop(w)).start()
+            self._runner(t, None, trainer.sync_loop()).start()
+        self.clock.run(until=until)
         outcome = JobOutcome(
             engine="sim",
             trainer_stats=[t.stats for t in self.trainers],
@@ -209,7 +210,7 @@ class SimJob:
                     zip(self.reader.handed_examples, self.trainers, strict=True)
                 )
             ],
-            train_seconds=self.env.now,
+            train_seconds=self.clock.now,
             replicas=self._final_replicas(),
             shard_weights=[s.shard.weight for s in self.servers],
             test=self.source.test_set(),
@@ -223,7 +224,7 @@ class SimJob:
             self.curve.append(
                 {
                     "examples": self.reader.total_examples,
-                    "virtual_s": float(self.env.now),
+                    "virtual_s": float(self.clock.now),
                     "auc": summary["test_auc"],
                     "logloss": summary["test_logloss"],
                 }
@@ -251,7 +252,7 @@ class SimJob:
         self.curve.append(
             {
                 "examples": examples,
-                "virtual_s": float(self.env.now),
+                "virtual_s": float(self.clock.now),
                 "auc": quality.auc,
                 "logloss": quality.logloss,
             }
@@ -284,114 +285,168 @@ class SimJob:
 
     def _crashed(self, t: int) -> bool:
         faults = self.cost.faults
-        return faults.crash_trainer == t and self.env.now >= faults.crash_at_s
+        return faults.crash_trainer == t and self.clock.now >= faults.crash_at_s
 
-    def _drive(self, t: int, worker: int | None, loop: Loop):
-        result = None
-        while True:
-            if self._crashed(t):
-                loop.close()
-                yield from self._crash(t, worker)
-                return
-            try:
-                effect = loop.send(result)
-            except StopIteration:
-                break
-            started = self.env.now
-            result = yield from self._handle(t, worker, effect)
-            self.blocked[t][type(effect).__name__] += self.env.now - started
-        if worker is not None:
-            self.states[t].worker_finished()
+    def _runner(self, t: int, worker: int | None, loop: Loop) -> LoopRunner:
+        return LoopRunner(
+            self.clock,
+            t,
+            worker,
+            loop,
+            self._dispatch,
+            self.blocked[t],
+            lambda: self._crashed(t),
+            self._finished,
+            self._crash,
+        )
 
-    def _crash(self, t: int, worker: int | None):
+    def _finished(self, runner: LoopRunner) -> None:
+        if runner.worker is not None:
+            self.states[runner.trainer].worker_finished()
+
+    def _crash(self, runner: LoopRunner) -> None:
         """A crashed worker thread: its batch is lost; gradient servers stop waiting for it."""
-        self.crashed.add(t)
-        if worker is not None and self.params is not None:
-            yield from self.params.worker_done(fx.WorkerDone(worker))
-        if worker is not None:
-            self.states[t].worker_finished()
+        self.crashed.add(runner.trainer)
+        if runner.worker is not None and self.params is not None:
+            self.params.worker_done(fx.WorkerDone(runner.worker), lambda _: self._finished(runner))
+        else:
+            self._finished(runner)
 
-    def _handle(self, t: int, worker: int | None, effect: fx.Effect):
-        state, host, net = self.states[t], self.trainer_hosts[t], self.network
+    def _dispatch(self, runner: LoopRunner, effect: fx.Effect) -> None:
+        t, resume = runner.trainer, runner.resume
+        host = self.trainer_hosts[t]
         if isinstance(effect, fx.NextBatch):
-            state.progress()
-            yield from net.send(host, self.reader_host, REQUEST_BYTES)
-            yield from net.work(self.reader_host, self.cost.reader_batch_s)
-            batch, token = self.reader.next_batch_with_token(t)
-            if batch is not None:
-                self.handed.append((self.env.now, self.reader.total_examples))
-                self._maybe_evaluate(self.reader.total_examples - batch.batch_size)
-            elif self.in_flight_at_stop is None:
-                trained = sum(trainer.stats.total_examples for trainer in self.trainers)
-                self.in_flight_at_stop = self.reader.total_examples - trained
-            yield from net.send(self.reader_host, host, batch_bytes(batch))
-            return (batch, token) if effect.with_token else batch
-        if isinstance(effect, fx.Lookup):
-            assert self.sparse_policy or not effect.with_versions, "versions: policy shards only"
-            wanted = effect.min_versions or [0] * len(self.servers)
-            if len(effect.requests) == 1:  # one shard: no need for a concurrent process
-                request = effect.requests[0]
-                return [(yield from self._lookup(t, request, wanted[request.shard]))]
-            calls = [self.env.process(self._lookup(t, r, wanted[r.shard])) for r in effect.requests]
-            yield simpy.AllOf(self.env, calls)
-            return [call.value for call in calls]
-        if isinstance(effect, fx.Compute):
+            self.states[t].progress()
+            self.network.send(
+                host, self.reader_host, REQUEST_BYTES, self._at_reader, (t, effect, resume)
+            )
+        elif isinstance(effect, fx.Lookup):
+            self._lookups(t, effect, resume)
+        elif isinstance(effect, fx.Compute):
             flops = effect.examples * self.flops_per_example
-            yield from net.work(host, self.speeds.compute_s(worker, flops, self.env.now))
-            return None
-        if isinstance(effect, fx.PushSparse):
-            for shard, rows, grads in effect.updates:
-                self.sent[t]["PushSparse"] += nbytes(rows, grads)
-                self.env.process(self._push(host, shard, rows, grads))
-            return None
-        if isinstance(effect, fx.Exchange):
-            return (yield from self._exchange(t, effect))
-        if isinstance(effect, fx.AllReduce):
+            seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
+            self.network.work(host, seconds, resume)
+        elif isinstance(effect, fx.PushSparse):
+            self.sent[t]["PushSparse"] += sum(
+                nbytes(rows, grads) for _, rows, grads in effect.updates
+            )
+            self.clock.soon(self._send_pushes, (host, effect.updates), urgent=True)
+            resume(None)
+        elif isinstance(effect, fx.Exchange):
+            size = nbytes(effect.values)
+            self.sent[t]["Exchange"] += size
+            sync_host = self.sync_hosts[effect.server]
+            self.network.send(host, sync_host, size, self._exchange_arrived, (t, effect, resume))
+        elif isinstance(effect, fx.AllReduce):
             self.sent[t]["AllReduce"] += nbytes(effect.values)
-            return (yield from self.collective.contribute(t, effect.values, effect.done))
-        if isinstance(effect, fx.Now):
-            return self.env.now
-        if isinstance(effect, fx.AwaitStart):
-            return (yield from self.params.await_start(effect))
-        if isinstance(effect, fx.PullDense):
-            return (yield from self.params.pull_dense(host, effect, self.sent[t]))
-        if isinstance(effect, fx.PushGradients):
-            return self.params.push(host, effect, self.sent[t])
-        if isinstance(effect, fx.WorkerDone):
-            return (yield from self.params.worker_done(effect))
-        return (yield from state.handle(effect))
+            self.collective.contribute(t, effect.values, effect.done, resume)
+        elif isinstance(effect, fx.Now):
+            resume(self.clock.now)
+        elif isinstance(effect, fx.AwaitStart):
+            self.params.await_start(effect, resume)
+        elif isinstance(effect, fx.PullDense):
+            self.params.pull_dense(host, effect, self.sent[t], resume)
+        elif isinstance(effect, fx.PushGradients):
+            self.params.push(host, effect, self.sent[t])
+            resume(None)
+        elif isinstance(effect, fx.WorkerDone):
+            self.params.worker_done(effect, resume)
+        else:
+            self.states[t].handle(effect, resume)
 
-    def _lookup(self, t: int, request, min_version: int = 0):
-        host, server = self.server_hosts[request.shard], self.servers[request.shard]
-        size = nbytes(request.rows, request.offsets, request.weights)
-        self.sent[t]["Lookup"] += size
-        yield from self.network.send(self.trainer_hosts[t], host, size)
-        while min_version and server.version < min_version:  # PSP: wait for that update
-            yield self.params.changed
-        rows = int(request.rows.numel())
-        yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows)
+    def _at_reader(self, item: tuple) -> None:
+        self.network.work(self.reader_host, self.cost.reader_batch_s, self._hand_batch, item)
+
+    def _hand_batch(self, item: tuple) -> None:
+        t, effect, resume = item
+        batch, token = self.reader.next_batch_with_token(t)
+        if batch is not None:
+            self.handed.append((self.clock.now, self.reader.total_examples))
+            self._maybe_evaluate(self.reader.total_examples - batch.batch_size)
+        elif self.in_flight_at_stop is None:
+            trained = sum(trainer.stats.total_examples for trainer in self.trainers)
+            self.in_flight_at_stop = self.reader.total_examples - trained
+        answer = (batch, token) if effect.with_token else batch
+        self.network.send(
+            self.reader_host, self.trainer_hosts[t], batch_bytes(batch), resume, answer
+        )
+
+    def _lookups(self, t: int, effect: fx.Lookup, resume) -> None:
+        assert self.sparse_policy or not effect.with_versions, "versions: policy shards only"
+        wanted = effect.min_versions or [0] * len(self.servers)
+        gather = Gather(len(effect.requests), resume)
+        lookups = []
+        for i, request in enumerate(effect.requests):
+            size = nbytes(request.rows, request.offsets, request.weights)
+            self.sent[t]["Lookup"] += size
+            lookups.append((size, (t, i, request, wanted[request.shard], gather)))
+        if len(lookups) == 1:
+            self._send_lookups(lookups)
+        else:  # concurrent requests leave once the worker is waiting for them
+            self.clock.soon(self._send_lookups, lookups, urgent=True)
+
+    def _send_lookups(self, lookups: list[tuple]) -> None:
+        for size, item in lookups:
+            t, request = item[0], item[2]
+            host = self.server_hosts[request.shard]
+            self.network.send(self.trainer_hosts[t], host, size, self._lookup_arrived, item)
+
+    def _send_pushes(self, item: tuple) -> None:
+        """Fire and forget: the messages leave once the worker went on to its next effect."""
+        host, updates = item
+        for shard, rows, grads in updates:
+            size = nbytes(rows, grads)
+            self.network.send(
+                host, self.server_hosts[shard], size, self._push_arrived, (shard, rows, grads)
+            )
+
+    def _lookup_arrived(self, item: tuple) -> None:
+        _, _, request, min_version, _ = item
+        if min_version and self.servers[request.shard].version < min_version:
+            self.params.changed.wait(self._lookup_arrived, item)  # PSP: wait for that update
+            return
+        seconds = self.cost.request_s + self.cost.row_s * int(request.rows.numel())
+        self.network.work(self.server_hosts[request.shard], seconds, self._lookup_served, item)
+
+    def _lookup_served(self, item: tuple) -> None:
+        t, i, request, _, gather = item
+        server = self.servers[request.shard]
         answer = server.lookup(request.rows, request.offsets, request.weights)
         if self.sparse_policy:
             answer = (*answer, server.version)
         pooled = answer[0] if self.sparse_policy else answer
-        yield from self.network.send(host, self.trainer_hosts[t], nbytes(pooled))
+        self.network.send(
+            self.server_hosts[request.shard],
+            self.trainer_hosts[t],
+            nbytes(pooled),
+            self._lookup_answered,
+            (gather, i, answer),
+        )
+
+    def _lookup_answered(self, item: tuple) -> None:
+        gather, i, answer = item
         delay = self.speeds.delayed()
         if delay:
-            yield self.env.timeout(delay)
-        return answer
+            self.clock.at(self.clock.now + delay, gather.deliver, (i, answer))
+        else:
+            gather.deliver((i, answer))
 
-    def _push(self, src: Node, shard: int, rows, grads):
-        host = self.server_hosts[shard]
-        yield from self.network.send(src, host, nbytes(rows, grads))
-        yield from self.network.work(host, self.cost.request_s + self.cost.row_s * rows.numel())
+    def _push_arrived(self, item: tuple) -> None:
+        shard, rows, _ = item
+        seconds = self.cost.request_s + self.cost.row_s * rows.numel()
+        self.network.work(self.server_hosts[shard], seconds, self._push_served, item)
+
+    def _push_served(self, item: tuple) -> None:
+        shard, rows, grads = item
         self.servers[shard].apply(rows, grads)
 
-    def _exchange(self, t: int, effect: fx.Exchange):
-        host, server = self.sync_hosts[effect.server], self.sync_servers[effect.server]
-        size = nbytes(effect.values)
-        self.sent[t]["Exchange"] += size
-        yield from self.network.send(self.trainer_hosts[t], host, size)
-        yield from self.network.work(host, self.cost.request_s + self.cost.element_s * size / 4)
-        center = server.exchange(effect.values)
-        yield from self.network.send(host, self.trainer_hosts[t], nbytes(center))
-        return center
+    def _exchange_arrived(self, item: tuple) -> None:
+        t, effect, resume = item
+        seconds = self.cost.request_s + self.cost.element_s * nbytes(effect.values) / 4
+        self.network.work(self.sync_hosts[effect.server], seconds, self._exchange_served, item)
+
+    def _exchange_served(self, item: tuple) -> None:
+        t, effect, resume = item
+        host = self.sync_hosts[effect.server]
+        center = self.sync_servers[effect.server].exchange(effect.values)
+        self.network.send(host, self.trainer_hosts[t], nbytes(center), resume, center)

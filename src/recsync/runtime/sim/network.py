@@ -1,16 +1,19 @@
-"""Virtual-time transport: NICs that queue messages, server CPUs, and ring all-reduce."""
+"""Virtual-time transport: NICs that queue messages, server CPUs, and ring all-reduce.
+
+Each operation takes a continuation ``then(arg)``, called when it completes (see clock.py).
+"""
 
 from __future__ import annotations
 
-import simpy
+from typing import Any
 
+from recsync.runtime.sim.clock import Callback, Clock
 from recsync.runtime.sim.cost import CostModel
 
 
 class Slots:
     """`k` servers of a FIFO queue, kept as the times they next fall free: a job that
-    arrives at `now` starts on the earliest free one. Same order as a SimPy Resource of
-    capacity k (first come, first served), at one event per job instead of four."""
+    arrives at `now` starts on the earliest free one (first come, first served)."""
 
     def __init__(self, capacity: int):
         assert capacity >= 1
@@ -28,7 +31,7 @@ class Slots:
 class Node:
     """A simulated machine: one NIC (one message at a time) and `threads` CPU slots."""
 
-    def __init__(self, env: simpy.Environment, name: str, threads: int = 1):
+    def __init__(self, name: str, threads: int = 1):
         self.name = name
         self.nic = Slots(1)
         self.cpu = Slots(threads)
@@ -39,65 +42,82 @@ class Node:
 class Network:
     """Messages cost latency plus bytes over bandwidth on the sender's and receiver's NIC."""
 
-    def __init__(self, env: simpy.Environment, cost: CostModel):
-        self.env = env
+    def __init__(self, clock: Clock, cost: CostModel):
+        self.clock = clock
         self.cost = cost
         self.shared_cpu = Slots(cost.shared_cpus) if cost.shared_cpus else None
+        self.handles_messages = bool(cost.message_cpu_s or cost.byte_cpu_s)
 
-    def send(self, src: Node, dst: Node, nbytes: int):
-        """A process: the message leaves src's NIC, crosses the wire, enters dst's NIC; each
-        end spends messaging CPU."""
-        cost, env = self.cost, self.env
-        hold = cost.transfer_s(nbytes)
-        handling = cost.message_cpu_s + cost.byte_cpu_s * nbytes
-        if handling:
-            yield from self.work(src, handling)
-        arrives = src.nic.finish_time(env.now, hold) + cost.latency_s
+    def send(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
+        """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
+        so messages queue there in arrival order); each end spends messaging CPU."""
+        if self.handles_messages:
+            handling = self.cost.message_cpu_s + self.cost.byte_cpu_s * nbytes
+            self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg))
+        else:
+            self._transmit((src, dst, nbytes, 0.0, then, arg))
+
+    def _transmit(self, message: tuple) -> None:
+        src, dst, nbytes, handling, then, arg = message
+        cost, clock = self.cost, self.clock
+        hold = nbytes / cost.bandwidth_bytes_s
         src.bytes_sent += nbytes
         src.nic_busy_s += hold
         dst.nic_busy_s += hold
-        yield env.timeout(arrives - env.now)
-        # the receiving NIC is booked on arrival, so messages queue there in arrival order
-        yield env.timeout(dst.nic.finish_time(env.now, hold) - env.now)
-        if handling:
-            yield from self.work(dst, handling)
+        arrives = src.nic.finish_time(clock.now, hold) + cost.latency_s
+        clock.at(arrives, self._arrive, (dst, hold, handling, then, arg))
 
-    def work(self, node: Node, seconds: float):
-        """A process: `seconds` of work on one of node's CPU slots (or the shared cores)."""
+    def _arrive(self, message: tuple) -> None:
+        dst, hold, handling, then, arg = message
+        received = dst.nic.finish_time(self.clock.now, hold)
+        if handling:
+            self.clock.at(received, self._handle, (dst, handling, then, arg))
+        else:
+            self.clock.at(received, then, arg)
+
+    def _handle(self, message: tuple) -> None:
+        dst, handling, then, arg = message
+        self.work(dst, handling, then, arg)
+
+    def work(self, node: Node, seconds: float, then: Callback, arg: Any = None) -> None:
+        """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
         cpu = self.shared_cpu or node.cpu
-        env = self.env
-        yield env.timeout(cpu.finish_time(env.now, seconds) - env.now)
+        self.clock.at(cpu.finish_time(self.clock.now, seconds), then, arg)
 
 
 class Collective:
     """All-reduce among n trainers: each round completes when all n contributed; the mean
     is summed in trainer order (deterministic), then costs a ring all-reduce's time."""
 
-    def __init__(self, env: simpy.Environment, cost: CostModel, size: int):
-        self.env = env
+    def __init__(self, clock: Clock, cost: CostModel, size: int):
+        self.clock = clock
         self.cost = cost
         self.size = size
         self._values: dict[int, object] = {}
         self._done_flags = 0
-        self._event = env.event()
+        self._waiting: list[Callback] = []
 
-    def contribute(self, trainer: int, values, done: bool):
-        """A process returning (mean, number of trainers done)."""
+    def contribute(self, trainer: int, values, done: bool, then: Callback) -> None:
+        """`then((mean, number of trainers done))` once the round completed."""
         assert trainer not in self._values, "a trainer joined the same round twice"
         self._values[trainer] = values
         self._done_flags += int(done)
-        event = self._event
-        if len(self._values) == self.size:
-            ordered = [self._values[i] for i in range(self.size)]
-            total = ordered[0].clone()
-            for v in ordered[1:]:
-                total += v
-            nbytes = total.numel() * total.element_size()
-            result = (total / self.size, self._done_flags)
-            self._values, self._done_flags, self._event = {}, 0, self.env.event()
-            self.env.process(self._finish(event, result, nbytes))
-        return (yield event)
+        self._waiting.append(then)
+        if len(self._values) < self.size:
+            return
+        ordered = [self._values[i] for i in range(self.size)]
+        total = ordered[0].clone()
+        for v in ordered[1:]:
+            total += v
+        nbytes = total.numel() * total.element_size()
+        result = (total / self.size, self._done_flags)
+        waiting = self._waiting
+        self._values, self._done_flags, self._waiting = {}, 0, []
+        finish = self.clock.now + self.cost.allreduce_s(self.size, nbytes)
+        self.clock.at(finish, _release, (waiting, result))
 
-    def _finish(self, event, result, nbytes: int):
-        yield self.env.timeout(self.cost.allreduce_s(self.size, nbytes))
-        event.succeed(result)
+
+def _release(item: tuple[list[Callback], Any]) -> None:
+    waiting, result = item
+    for then in waiting:
+        then(result)

@@ -1,0 +1,89 @@
+"""Virtual time: one heap of timed callbacks, run in (time, order of scheduling) order.
+
+A lean event heap instead of SimPy processes: a simulated step books a few dozen timed
+actions, and the simulator's speed is bounded by what each of them costs. Every action is a
+plain call ``fn(arg)``; work that waits is written as a chain of such calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+Callback = Callable[[Any], None]
+
+
+class Clock:
+    """The simulator's clock and its agenda. Actions at equal times run in the order they
+    were scheduled, so a run is a deterministic function of its inputs; an `urgent` action
+    runs before the others due at its time."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._agenda: list[tuple[float, int, int, Callback, Any]] = []
+        self._scheduled = 0
+
+    def at(self, time: float, fn: Callback, arg: Any = None) -> None:
+        """Call ``fn(arg)`` at virtual time `time` (not before now)."""
+        assert time >= self.now, (time, self.now)
+        heappush(self._agenda, (time, 1, self._scheduled, fn, arg))
+        self._scheduled += 1
+
+    def soon(self, fn: Callback, arg: Any = None, urgent: bool = False) -> None:
+        """Call ``fn(arg)`` now, once the current action returned: after the actions already
+        due now, or (`urgent`) before them."""
+        heappush(self._agenda, (self.now, 0 if urgent else 1, self._scheduled, fn, arg))
+        self._scheduled += 1
+
+    def run(self, until: float | None = None) -> None:
+        """Run actions until none is left, or until the next one is due at `until` or later."""
+        agenda = self._agenda
+        while agenda:
+            if until is not None and agenda[0][0] >= until:
+                self.now = until
+                return
+            self.now, _, _, fn, arg = heappop(agenda)
+            fn(arg)
+        if until is not None and until > self.now:
+            self.now = until
+
+
+class Signal:
+    """Something waiters re-check when it changes (a server's version moved, a worker left):
+    `fire` wakes every current waiter once, after the actions already due now."""
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self._waiters: list[tuple[Callback, Any]] = []
+
+    def wait(self, fn: Callback, arg: Any = None) -> None:
+        self._waiters.append((fn, arg))
+
+    def fire(self) -> None:
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            self.clock.soon(_wake_all, waiters)
+
+
+def _wake_all(waiters: list[tuple[Callback, Any]]) -> None:
+    for fn, arg in waiters:
+        fn(arg)
+
+
+class Gather:
+    """Collects the results of `count` concurrent calls, then hands the list to `then`."""
+
+    __slots__ = ("results", "missing", "then")
+
+    def __init__(self, count: int, then: Callback):
+        self.results: list[Any] = [None] * count
+        self.missing = count
+        self.then = then
+
+    def deliver(self, item: tuple[int, Any]) -> None:
+        index, value = item
+        self.results[index] = value
+        self.missing -= 1
+        if not self.missing:
+            self.then(self.results)

@@ -1,0 +1,77 @@
+"""Runs one node loop (a worker thread's steps, a sync loop) in virtual time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from recsync.runtime.sim.clock import Clock
+from recsync.trainer.node import Loop
+
+Dispatch = Callable[["LoopRunner", Any], None]
+
+
+class LoopRunner:
+    """Sends each effect of `loop` to `dispatch`, which calls `resume(result)` when the
+    effect completes (at once, or later in virtual time); then the loop goes on.
+
+    Time between an effect and its result is added to `blocked[effect type]`. Before each
+    effect, `crashed()` is asked: a crashed loop is closed and `on_crash` called instead.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        trainer: int,
+        worker: int | None,
+        loop: Loop,
+        dispatch: Dispatch,
+        blocked: dict[str, float],
+        crashed: Callable[[], bool],
+        on_finish: Callable[[LoopRunner], None],
+        on_crash: Callable[[LoopRunner], None],
+    ):
+        self.clock = clock
+        self.trainer, self.worker = trainer, worker
+        self.loop = loop
+        self.dispatch = dispatch
+        self.blocked = blocked
+        self.crashed = crashed
+        self.on_finish, self.on_crash = on_finish, on_crash
+        self._effect: str | None = None
+        self._started = 0.0
+        self._dispatching = False
+        self._answered = False
+        self._result: Any = None
+
+    def start(self) -> None:
+        self.clock.soon(self._run)
+
+    def resume(self, result: Any = None) -> None:
+        """The current effect's result: called by whoever completes the effect."""
+        if self._dispatching:  # completed at once: the loop in _run goes on
+            self._answered, self._result = True, result
+        else:
+            self._run(result)
+
+    def _run(self, result: Any) -> None:
+        clock, loop = self.clock, self.loop
+        while True:
+            if self._effect is not None:
+                self.blocked[self._effect] += clock.now - self._started
+            if self.crashed():
+                loop.close()
+                self.on_crash(self)
+                return
+            try:
+                effect = loop.send(result)
+            except StopIteration:
+                self.on_finish(self)
+                return
+            self._effect, self._started = type(effect).__name__, clock.now
+            self._dispatching, self._answered = True, False
+            self.dispatch(self, effect)
+            self._dispatching = False
+            if not self._answered:
+                return
+            result, self._result = self._result, None
