@@ -114,38 +114,47 @@ class GradientWorker:
         self.stats = stats
 
     def loop(self) -> Generator[fx.Effect, Any, None]:
-        layout, strategy, workspace = self.layout, self.strategy, self.workspace
         last_dense: list[int] | None = None
         last_sparse: list[int] | None = None
         while True:
             yield fx.AwaitStart(self.worker, last_dense, last_sparse)
-            batch, token = yield fx.NextBatch(self.trainer, with_token=True)
-            if batch is None:
+            pushed = yield from self._step(last_dense, last_sparse)
+            if pushed is None:
                 break
-            waits = strategy.pull_waits_for_update
-            wanted_rows = [v + 1 for v in last_sparse] if waits and last_sparse else None
-            requests, answers, pooled = yield from pooled_lookup(layout, batch, wanted_rows)
-            wanted = [v + 1 for v in last_dense] if waits and last_dense else None
-            blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
-            for b, block in enumerate(blocks):
-                if block is not None:
-                    self.blocks[b], self.versions[b] = block
-            for (start, stop), values in zip(self.dense_ranges, self.blocks, strict=True):
-                workspace.writer[start:stop].copy_(values)
-            if not self.keep_blocks:
-                self.blocks = [None] * len(self.blocks)
-            loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
-            yield fx.Compute(batch.batch_size)
-            sparse = row_pushes(layout, requests, answers, grad_pooled)
-            dense = [
-                (b, self.versions[b], flat_grad[start:stop])
-                for b, (start, stop) in enumerate(self.dense_ranges)
-            ]
-            # counted as trained once its gradients leave: a crash after this loses nothing
-            self.stats.iterations[self.thread] += 1
-            self.stats.examples[self.thread] += batch.batch_size
-            self.stats.loss_sum += float(loss) * batch.batch_size
-            yield fx.PushGradients(self.worker, token, dense, sparse)
-            last_dense = list(self.versions)
-            last_sparse = [s[1] for s in sparse]
+            last_dense, last_sparse = pushed
         yield fx.WorkerDone(self.worker)
+
+    def _step(
+        self, last_dense: list[int] | None, last_sparse: list[int] | None
+    ) -> Generator[fx.Effect, Any, tuple[list[int], list[int]] | None]:
+        """One step -> the versions its push carried (None: no batch left). Its tensors are
+        let go when it returns, not held while the worker waits for the next batch."""
+        layout, strategy, workspace = self.layout, self.strategy, self.workspace
+        batch, token = yield fx.NextBatch(self.trainer, with_token=True)
+        if batch is None:
+            return None
+        waits = strategy.pull_waits_for_update
+        wanted_rows = [v + 1 for v in last_sparse] if waits and last_sparse else None
+        requests, answers, pooled = yield from pooled_lookup(layout, batch, wanted_rows)
+        wanted = [v + 1 for v in last_dense] if waits and last_dense else None
+        blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
+        for b, block in enumerate(blocks):
+            if block is not None:
+                self.blocks[b], self.versions[b] = block
+        for (start, stop), values in zip(self.dense_ranges, self.blocks, strict=True):
+            workspace.writer[start:stop].copy_(values)
+        if not self.keep_blocks:
+            self.blocks = [None] * len(self.blocks)
+        loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
+        yield fx.Compute(batch.batch_size)
+        sparse = row_pushes(layout, requests, answers, grad_pooled)
+        dense = [
+            (b, self.versions[b], flat_grad[start:stop])
+            for b, (start, stop) in enumerate(self.dense_ranges)
+        ]
+        # counted as trained once its gradients leave: a crash after this loses nothing
+        self.stats.iterations[self.thread] += 1
+        self.stats.examples[self.thread] += batch.batch_size
+        self.stats.loss_sum += float(loss) * batch.batch_size
+        yield fx.PushGradients(self.worker, token, dense, sparse)
+        return list(self.versions), [s[1] for s in sparse]

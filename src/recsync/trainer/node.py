@@ -153,33 +153,38 @@ class TrainerNode:
         trigger = self._shared_trigger
         if trigger is None and self.fixed:
             trigger = FixedTrigger(self.strategy.timing)
-        layout, replica = self.layout, self.replica
-        while True:
-            batch = yield NextBatch(self.index)
-            if batch is None:
-                break
-            requests = layout.route(batch)
-            partials = yield Lookup(requests)
-            pooled = layout.combine(batch.batch_size, requests, partials)
-            loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
-            yield Compute(batch.batch_size)
-            replica.apply(flat_grad)
-            updates = []
-            for r in requests:
-                grad_bags = layout.bag_gradients(grad_pooled, r)
-                rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-                updates.append((r.shard, rows, grads))
-            # counted as trained once its updates leave: a crash after this loses nothing
-            self.stats.iterations[thread] += 1
-            self.stats.examples[thread] += batch.batch_size
-            self.stats.loss_sum += float(loss) * batch.batch_size
-            yield PushSparse(updates)
+        while (yield from self._replica_step(thread)):
             if trigger is not None and trigger.after_iteration((yield Now())):
                 if self.strategy.needs == "center":
                     yield from self.easgd_round()
                 elif self.strategy.needs == "allreduce":
                     yield RequestSync()
         self.stats.workers_done += 1
+
+    def _replica_step(self, thread: int) -> Generator[Effect, Any, bool]:
+        """One Hogwild step -> False when no batch is left. Its tensors are let go when it
+        returns, not held while the thread waits for its next batch."""
+        layout, replica = self.layout, self.replica
+        batch = yield NextBatch(self.index)
+        if batch is None:
+            return False
+        requests = layout.route(batch)
+        partials = yield Lookup(requests)
+        pooled = layout.combine(batch.batch_size, requests, partials)
+        loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
+        yield Compute(batch.batch_size)
+        replica.apply(flat_grad)
+        updates = []
+        for r in requests:
+            grad_bags = layout.bag_gradients(grad_pooled, r)
+            rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+            updates.append((r.shard, rows, grads))
+        # counted as trained once its updates leave: a crash after this loses nothing
+        self.stats.iterations[thread] += 1
+        self.stats.examples[thread] += batch.batch_size
+        self.stats.loss_sum += float(loss) * batch.batch_size
+        yield PushSparse(updates)
+        return True
 
     def sync_loop(self) -> Loop:
         """The shadow thread. For collectives it also serves fixed-rate requests, and keeps
