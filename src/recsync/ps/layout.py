@@ -25,6 +25,16 @@ class TableSlice:
         return self.row_end - self.row_start
 
 
+@dataclass(frozen=True)
+class BagIndex:
+    """For one batch size B: each bag's table (F*B), every bag (arange(F*B)), and per shard
+    the positions of the bags of its whole tables."""
+
+    table_of_bag: torch.Tensor
+    all_bags: torch.Tensor
+    of_shard: list[torch.Tensor]
+
+
 @dataclass
 class ShardRequest:
     """One shard's part of a batch: pooled lookup over `num_bags` bags whose positions in
@@ -69,6 +79,8 @@ class EmbeddingLayout:
         self._shard_tables = [
             (self._table_shard == shard).nonzero().flatten() for shard in range(num_shards)
         ]
+        self._any_mean = bool(self._mean_tables.any())
+        self._bags_of: dict[int, BagIndex] = {}
 
     @classmethod
     def single_shard(cls, tables: tuple[TableSpec, ...]) -> EmbeddingLayout:
@@ -81,22 +93,40 @@ class EmbeddingLayout:
     def _slices_of(self, table: int) -> list[TableSlice]:
         return [s for s in self.slices if s.table == table]
 
+    def _bags(self, B: int) -> BagIndex:
+        """Index tensors that depend on the batch size only (kept: they are read, never
+        written)."""
+        bags = self._bags_of.get(B)
+        if bags is None:
+            F = len(self.tables)
+            bags = BagIndex(
+                torch.arange(F).repeat_interleave(B),
+                torch.arange(F * B),
+                [
+                    (tables.unsqueeze(1) * B + torch.arange(B)).reshape(-1)
+                    for tables in self._shard_tables
+                ],
+            )
+            self._bags_of[B] = bags
+        return bags
+
     def route(self, batch: Batch) -> list[ShardRequest]:
         """Split a batch's bags into one request per shard that owns any of its tables."""
         B, F = batch.batch_size, len(self.tables)
         lengths = batch.bag_lengths()
-        table_of_bag = torch.arange(F).repeat_interleave(B)
+        bags = self._bags(B)
+        table_of_bag = bags.table_of_bag
         table_of_id = table_of_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
         weights = None
-        if bool(self._mean_tables.any()):
+        if self._any_mean:
             inv_len = 1.0 / lengths.clamp(min=1).to(torch.float32)
             per_bag = torch.where(self._mean_tables[table_of_bag], inv_len, 1.0)
             weights = per_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
         if self.num_shards == 1 and self._whole:
             rows = batch.ids + self._table_base.index_select(0, table_of_id)
-            return [ShardRequest(0, rows, batch.offsets, weights, torch.arange(F * B))]
+            return [ShardRequest(0, rows, batch.offsets, weights, bags.all_bags)]
         if self._whole:
-            return self._route_whole_tables(batch, lengths, table_of_id, weights)
+            return self._route_whole_tables(batch, lengths, table_of_id, weights, bags)
         bag_of_id = torch.arange(F * B).repeat_interleave(lengths, output_size=batch.ids.numel())
         requests = []
         for shard in range(self.num_shards):
@@ -132,7 +162,9 @@ class EmbeddingLayout:
             )
         return requests
 
-    def _route_whole_tables(self, batch, lengths, table_of_id, weights) -> list[ShardRequest]:
+    def _route_whole_tables(
+        self, batch, lengths, table_of_id, weights, bags: BagIndex
+    ) -> list[ShardRequest]:
         """Every table lives whole on one shard: a shard's bags are whole features."""
         B, F = batch.batch_size, len(self.tables)
         rows_all = batch.ids + self._table_base.index_select(0, table_of_id)
@@ -144,7 +176,7 @@ class EmbeddingLayout:
             if not tables.numel():
                 continue
             keep = shard_of_id == shard
-            bag_index = (tables.unsqueeze(1) * B + torch.arange(B)).reshape(-1)
+            bag_index = bags.of_shard[shard]
             offsets = torch.zeros(bag_index.numel() + 1, dtype=torch.int64)
             torch.cumsum(lengths.index_select(0, tables).reshape(-1), 0, out=offsets[1:])
             requests.append(
@@ -171,8 +203,16 @@ class EmbeddingLayout:
     @staticmethod
     def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:
         """The part of a B x F x D pooled gradient that belongs to one request's bags."""
+        return EmbeddingLayout.requests_gradients(grad_pooled, [request])[0]
+
+    @staticmethod
+    def requests_gradients(
+        grad_pooled: torch.Tensor, requests: list[ShardRequest]
+    ) -> list[torch.Tensor]:
+        """Per request, the part of a B x F x D pooled gradient that belongs to its bags."""
         B, F, D = grad_pooled.shape
         flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
-        if request.bag_index.numel() == F * B:
-            return flat
-        return flat.index_select(0, request.bag_index)
+        return [
+            flat if r.bag_index.numel() == F * B else flat.index_select(0, r.bag_index)
+            for r in requests
+        ]

@@ -46,7 +46,7 @@ class LocalEmbeddings:
 
     def apply(self, grad_pooled: torch.Tensor, requests: list[ShardRequest]) -> None:
         """Turn a B x F x D pooled gradient into row updates on every shard involved."""
-        for r in requests:
-            grad_bags = self.layout.bag_gradients(grad_pooled, r)
+        grad_bags_of = self.layout.requests_gradients(grad_pooled, requests)
+        for r, grad_bags in zip(requests, grad_bags_of, strict=True):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
             self.shards[r.shard].apply_gradients(rows, grads)

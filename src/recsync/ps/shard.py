@@ -81,6 +81,17 @@ def row_gradients(
 
     grad_bags is num_bags x D, the gradient of the loss w.r.t. each pooled bag.
     """
+    unique_rows, grads, _ = row_gradients_with_inverse(rows, offsets, grad_bags, weights)
+    return unique_rows, grads
+
+
+def row_gradients_with_inverse(
+    rows: torch.Tensor,
+    offsets: torch.Tensor,
+    grad_bags: torch.Tensor,
+    weights: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`row_gradients`, and for each of the N ids the index of its row among the U."""
     num_bags = grad_bags.shape[0]
     if rows.numel() == num_bags and bool((offsets == torch.arange(num_bags + 1)).all()):
         contributions = grad_bags.clone() if weights is not None else grad_bags
@@ -95,7 +106,7 @@ def row_gradients(
     unique_rows, inverse = torch.unique(rows, return_inverse=True)
     grads = torch.zeros(unique_rows.numel(), grad_bags.shape[1], dtype=grad_bags.dtype)
     grads.index_add_(0, inverse, contributions)
-    return unique_rows, grads
+    return unique_rows, grads, inverse
 
 
 def init_table(num_rows: int, dim: int, seed: int) -> torch.Tensor:

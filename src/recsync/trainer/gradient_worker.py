@@ -17,7 +17,7 @@ import torch
 
 from recsync.model.spec import ModelSpec
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
-from recsync.ps.shard import row_gradients
+from recsync.ps.shard import row_gradients_with_inverse
 from recsync.trainer import effects as fx
 from recsync.trainer.reference import TrainSpec
 from recsync.trainer.replica import DenseReplica
@@ -29,12 +29,11 @@ def empty_request(shard: int) -> ShardRequest:
     return ShardRequest(shard, EMPTY_ROWS, torch.zeros(1, dtype=torch.int64), None, EMPTY_ROWS)
 
 
-def unique_row_versions(
-    rows: torch.Tensor, versions: torch.Tensor, unique_rows: torch.Tensor
-) -> torch.Tensor:
-    """Each unique (sorted) row's version at the pull, from the per-id versions."""
-    out = torch.empty(unique_rows.numel(), dtype=torch.int64)
-    out[torch.searchsorted(unique_rows, rows)] = versions
+def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:
+    """Each of `count` unique rows' version at the pull, from the N per-id versions and each
+    id's index among the unique rows (an id's duplicates were read at once: same version)."""
+    out = torch.empty(count, dtype=torch.int64)
+    out[inverse] = versions
     return out
 
 
@@ -59,11 +58,14 @@ def row_pushes(
     """Per shard: (shard, its version at the lookup, unique rows, their gradients, their
     versions at the lookup); empty where the batch had no row there."""
     sparse = []
+    used = [r for r in requests if r.bag_index.numel()]
+    grad_bags = iter(layout.requests_gradients(grad_pooled, used))
     for r, (_, row_versions, version) in zip(requests, answers, strict=True):
         if r.bag_index.numel():
-            grad_bags = layout.bag_gradients(grad_pooled, r)
-            rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-            pulled = unique_row_versions(r.rows, row_versions, rows)
+            rows, grads, inverse = row_gradients_with_inverse(
+                r.rows, r.offsets, next(grad_bags), r.weights
+            )
+            pulled = unique_row_versions(row_versions, inverse, rows.numel())
         else:
             rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
             pulled = EMPTY_ROWS

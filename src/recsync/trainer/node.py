@@ -175,8 +175,9 @@ class TrainerNode:
         yield Compute(batch.batch_size)
         replica.apply(flat_grad)
         updates = []
-        for r in requests:
-            grad_bags = layout.bag_gradients(grad_pooled, r)
+        for r, grad_bags in zip(
+            requests, layout.requests_gradients(grad_pooled, requests), strict=True
+        ):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
             updates.append((r.shard, rows, grads))
         # counted as trained once its updates leave: a crash after this loses nothing
