@@ -178,11 +178,14 @@ class SparseShardServer(GradientServer):
 
     def lookup(self, rows, offsets, weights) -> tuple[torch.Tensor, torch.Tensor]:
         """Pooled partial bags and each looked-up row's version (for its staleness)."""
-        if not rows_in_range(rows, self.shard.num_rows):
+        try:
+            pooled = self.shard.lookup(rows, offsets, weights)  # checks the rows' range
+        except RuntimeError:
+            if rows_in_range(rows, self.shard.num_rows):
+                raise
             raise ValueError(
                 f"embedding server {self.index}: row out of range [0, {self.shard.num_rows})"
-            )
-        pooled = self.shard.lookup(rows, offsets, weights)
+            ) from None
         self.stats.pulls += 1
         self.stats.bytes_sent += pooled.numel() * 4
         return pooled, self.shard.versions[rows]

@@ -3,6 +3,7 @@ the real model math, run on a virtual clock in a deterministic order."""
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from typing import Any
 
@@ -190,7 +191,15 @@ class SimJob:
             for w in range(m):
                 self._runner(t, t * m + w, trainer.worker_loop(w)).start()
             self._runner(t, None, trainer.sync_loop()).start()
-        self.clock.run(until=until)
+        # what exists before the run (modules, the job's nodes) stays out of the collector's
+        # full passes, which would otherwise re-scan it every time
+        frozen_by_caller = gc.get_freeze_count()
+        gc.freeze()
+        try:
+            self.clock.run(until=until)
+        finally:
+            if not frozen_by_caller:
+                gc.unfreeze()
         outcome = JobOutcome(
             engine="sim",
             trainer_stats=[t.stats for t in self.trainers],
