@@ -11,10 +11,8 @@ from functools import partial
 
 from recsync.ps.gradient_servers import DenseBlockServer, GradientServer, SparseShardServer
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
-from recsync.runtime.sim.network import Network, Node
+from recsync.runtime.sim.network import REQUEST_BYTES, Network, Node
 from recsync.trainer import effects as fx
-
-REQUEST_BYTES = 64
 
 
 class PartialPull:

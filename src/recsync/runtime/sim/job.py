@@ -19,15 +19,15 @@ from recsync.coordinator.job import final_dense
 from recsync.coordinator.planning import JobSpec, initial_dense
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.summary import JobOutcome, evaluate_model, job_summary
-from recsync.data.batch import Batch
 from recsync.io.sources import open_training_data
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
 from recsync.ps.local import shard_weight
 from recsync.ps.placement import JobPlan
 from recsync.ps.servers import EmbeddingServerNode, SyncServerNode
 from recsync.ps.shard import EmbeddingShard
-from recsync.runtime.sim.clock import Clock, Gather
+from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
+from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.gradient import SimParameterServers
 from recsync.runtime.sim.network import Collective, Network, Node
 from recsync.runtime.sim.runner import LoopRunner
@@ -35,18 +35,6 @@ from recsync.runtime.sim.trainer_state import TrainerState
 from recsync.trainer import effects as fx
 from recsync.trainer.node import Loop, TrainerNode
 from recsync.trainer.replica import DenseReplica
-
-REQUEST_BYTES = 64
-
-
-def nbytes(*tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
-
-
-def batch_bytes(batch: Batch | None) -> int:
-    if batch is None:
-        return REQUEST_BYTES
-    return nbytes(batch.dense, batch.ids, batch.offsets, batch.labels)
 
 
 def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 0.8) -> float:
@@ -183,6 +171,7 @@ class SimJob:
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
         self.blocked = [defaultdict(float) for _ in self.trainers]
         self.sent = [defaultdict(int) for _ in self.trainers]
+        self.dispatch = EffectDispatch(self)
 
     def run(self, until: float | None = None) -> dict[str, Any]:
         """Train one pass in virtual time; returns the same summary as the Ray engine."""
@@ -245,7 +234,7 @@ class SimJob:
         }
         return summary
 
-    def _maybe_evaluate(self, examples: int) -> None:
+    def maybe_evaluate(self, examples: int) -> None:
         """Quality of the model as it is now, each time `eval_every` more examples went out."""
         if not self.eval_every or examples < self.next_eval:
             return
@@ -292,19 +281,15 @@ class SimJob:
             return [torch.cat([s.values for s in self.sync_servers])]
         return [t.state() for t in self.trainers]
 
-    def _crashed(self, t: int) -> bool:
-        faults = self.cost.faults
-        return faults.crash_trainer == t and self.clock.now >= faults.crash_at_s
-
     def _runner(self, t: int, worker: int | None, loop: Loop) -> LoopRunner:
         return LoopRunner(
             self.clock,
             t,
             worker,
             loop,
-            self._dispatch,
+            self.dispatch,
             self.blocked[t],
-            lambda: self._crashed(t),
+            self.cost.faults.crash_at_s if self.cost.faults.crash_trainer == t else None,
             self._finished,
             self._crash,
         )
@@ -320,142 +305,3 @@ class SimJob:
             self.params.worker_done(fx.WorkerDone(runner.worker), lambda _: self._finished(runner))
         else:
             self._finished(runner)
-
-    def _dispatch(self, runner: LoopRunner, effect: fx.Effect) -> None:
-        t, resume = runner.trainer, runner.resume
-        host = self.trainer_hosts[t]
-        if isinstance(effect, fx.NextBatch):
-            self.states[t].progress()
-            self.network.send(
-                host, self.reader_host, REQUEST_BYTES, self._at_reader, (t, effect, resume)
-            )
-        elif isinstance(effect, fx.Lookup):
-            self._lookups(t, effect, resume)
-        elif isinstance(effect, fx.Compute):
-            flops = effect.examples * self.flops_per_example
-            seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
-            self.network.work(host, seconds, resume)
-        elif isinstance(effect, fx.PushSparse):
-            self.sent[t]["PushSparse"] += sum(
-                nbytes(rows, grads) for _, rows, grads in effect.updates
-            )
-            self.clock.soon(self._send_pushes, (host, effect.updates), urgent=True)
-            resume(None)
-        elif isinstance(effect, fx.Exchange):
-            size = nbytes(effect.values)
-            self.sent[t]["Exchange"] += size
-            sync_host = self.sync_hosts[effect.server]
-            self.network.send(host, sync_host, size, self._exchange_arrived, (t, effect, resume))
-        elif isinstance(effect, fx.AllReduce):
-            self.sent[t]["AllReduce"] += nbytes(effect.values)
-            self.collective.contribute(t, effect.values, effect.done, resume)
-        elif isinstance(effect, fx.Now):
-            resume(self.clock.now)
-        elif isinstance(effect, fx.AwaitStart):
-            self.params.await_start(effect, resume)
-        elif isinstance(effect, fx.PullDense):
-            self.params.pull_dense(host, effect, self.sent[t], resume)
-        elif isinstance(effect, fx.PushGradients):
-            self.params.push(host, effect, self.sent[t])
-            resume(None)
-        elif isinstance(effect, fx.WorkerDone):
-            self.params.worker_done(effect, resume)
-        else:
-            self.states[t].handle(effect, resume)
-
-    def _at_reader(self, item: tuple) -> None:
-        self.network.work(self.reader_host, self.cost.reader_batch_s, self._hand_batch, item)
-
-    def _hand_batch(self, item: tuple) -> None:
-        t, effect, resume = item
-        batch, token = self.reader.next_batch_with_token(t)
-        if batch is not None:
-            self.handed.append((self.clock.now, self.reader.total_examples))
-            self._maybe_evaluate(self.reader.total_examples - batch.batch_size)
-        elif self.in_flight_at_stop is None:
-            trained = sum(trainer.stats.total_examples for trainer in self.trainers)
-            self.in_flight_at_stop = self.reader.total_examples - trained
-        answer = (batch, token) if effect.with_token else batch
-        self.network.send(
-            self.reader_host, self.trainer_hosts[t], batch_bytes(batch), resume, answer
-        )
-
-    def _lookups(self, t: int, effect: fx.Lookup, resume) -> None:
-        assert self.sparse_policy or not effect.with_versions, "versions: policy shards only"
-        wanted = effect.min_versions or [0] * len(self.servers)
-        gather = Gather(len(effect.requests), resume)
-        lookups = []
-        for i, request in enumerate(effect.requests):
-            size = nbytes(request.rows, request.offsets, request.weights)
-            self.sent[t]["Lookup"] += size
-            lookups.append((size, (t, i, request, wanted[request.shard], gather)))
-        if len(lookups) == 1:
-            self._send_lookups(lookups)
-        else:  # concurrent requests leave once the worker is waiting for them
-            self.clock.soon(self._send_lookups, lookups, urgent=True)
-
-    def _send_lookups(self, lookups: list[tuple]) -> None:
-        for size, item in lookups:
-            t, request = item[0], item[2]
-            host = self.server_hosts[request.shard]
-            self.network.send(self.trainer_hosts[t], host, size, self._lookup_arrived, item)
-
-    def _send_pushes(self, item: tuple) -> None:
-        """Fire and forget: the messages leave once the worker went on to its next effect."""
-        host, updates = item
-        for shard, rows, grads in updates:
-            size = nbytes(rows, grads)
-            self.network.send(
-                host, self.server_hosts[shard], size, self._push_arrived, (shard, rows, grads)
-            )
-
-    def _lookup_arrived(self, item: tuple) -> None:
-        _, _, request, min_version, _ = item
-        if min_version and self.servers[request.shard].version < min_version:
-            self.params.changed.wait(self._lookup_arrived, item)  # PSP: wait for that update
-            return
-        seconds = self.cost.request_s + self.cost.row_s * int(request.rows.numel())
-        self.network.work(self.server_hosts[request.shard], seconds, self._lookup_served, item)
-
-    def _lookup_served(self, item: tuple) -> None:
-        t, i, request, _, gather = item
-        server = self.servers[request.shard]
-        answer = server.lookup(request.rows, request.offsets, request.weights)
-        if self.sparse_policy:
-            answer = (*answer, server.version)
-        pooled = answer[0] if self.sparse_policy else answer
-        self.network.send(
-            self.server_hosts[request.shard],
-            self.trainer_hosts[t],
-            nbytes(pooled),
-            self._lookup_answered,
-            (gather, i, answer),
-        )
-
-    def _lookup_answered(self, item: tuple) -> None:
-        gather, i, answer = item
-        delay = self.speeds.delayed()
-        if delay:
-            self.clock.at(self.clock.now + delay, gather.deliver, (i, answer))
-        else:
-            gather.deliver((i, answer))
-
-    def _push_arrived(self, item: tuple) -> None:
-        shard, rows, _ = item
-        seconds = self.cost.request_s + self.cost.row_s * rows.numel()
-        self.network.work(self.server_hosts[shard], seconds, self._push_served, item)
-
-    def _push_served(self, item: tuple) -> None:
-        shard, rows, grads = item
-        self.servers[shard].apply(rows, grads)
-
-    def _exchange_arrived(self, item: tuple) -> None:
-        t, effect, resume = item
-        seconds = self.cost.request_s + self.cost.element_s * nbytes(effect.values) / 4
-        self.network.work(self.sync_hosts[effect.server], seconds, self._exchange_served, item)
-
-    def _exchange_served(self, item: tuple) -> None:
-        t, effect, resume = item
-        host = self.sync_hosts[effect.server]
-        center = self.sync_servers[effect.server].exchange(effect.values)
-        self.network.send(host, self.trainer_hosts[t], nbytes(center), resume, center)

@@ -5,15 +5,18 @@ Each operation takes a continuation ``then(arg)``, called when it completes (see
 
 from __future__ import annotations
 
+from heapq import heapreplace
 from typing import Any
 
 from recsync.runtime.sim.clock import Callback, Clock
 from recsync.runtime.sim.cost import CostModel
 
+REQUEST_BYTES = 64  # a request that carries no tensor: its header
+
 
 class Slots:
-    """`k` servers of a FIFO queue, kept as the times they next fall free: a job that
-    arrives at `now` starts on the earliest free one (first come, first served)."""
+    """`k` servers of a FIFO queue, kept as the times they next fall free (a min-heap): a
+    job that arrives at `now` starts on the earliest free one (first come, first served)."""
 
     def __init__(self, capacity: int):
         assert capacity >= 1
@@ -22,9 +25,11 @@ class Slots:
     def finish_time(self, now: float, seconds: float) -> float:
         """Book `seconds` of service for a job arriving now; returns when it completes."""
         free_at = self.free_at
-        slot = min(range(len(free_at)), key=free_at.__getitem__) if len(free_at) > 1 else 0
-        done = max(now, free_at[slot]) + seconds
-        free_at[slot] = done
+        done = (now if now > free_at[0] else free_at[0]) + seconds
+        if len(free_at) == 1:
+            free_at[0] = done
+        else:
+            heapreplace(free_at, done)
         return done
 
 

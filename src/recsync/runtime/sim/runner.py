@@ -15,8 +15,9 @@ class LoopRunner:
     """Sends each effect of `loop` to `dispatch`, which calls `resume(result)` when the
     effect completes (at once, or later in virtual time); then the loop goes on.
 
-    Time between an effect and its result is added to `blocked[effect type]`. Before each
-    effect, `crashed()` is asked: a crashed loop is closed and `on_crash` called instead.
+    Time between an effect and its result is added to `blocked[effect type]`. From virtual
+    time `crash_at` on (None: never), the loop is closed before its next effect and
+    `on_crash` called instead.
     """
 
     def __init__(
@@ -27,7 +28,7 @@ class LoopRunner:
         loop: Loop,
         dispatch: Dispatch,
         blocked: dict[str, float],
-        crashed: Callable[[], bool],
+        crash_at: float | None,
         on_finish: Callable[[LoopRunner], None],
         on_crash: Callable[[LoopRunner], None],
     ):
@@ -36,7 +37,7 @@ class LoopRunner:
         self.loop = loop
         self.dispatch = dispatch
         self.blocked = blocked
-        self.crashed = crashed
+        self.crash_at = crash_at
         self.on_finish, self.on_crash = on_finish, on_crash
         self._effect: str | None = None
         self._started = 0.0
@@ -59,7 +60,7 @@ class LoopRunner:
         while True:
             if self._effect is not None:
                 self.blocked[self._effect] += clock.now - self._started
-            if self.crashed():
+            if self.crash_at is not None and clock.now >= self.crash_at:
                 loop.close()
                 self.on_crash(self)
                 return
