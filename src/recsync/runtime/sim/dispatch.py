@@ -3,12 +3,15 @@ clock (messages on NICs, work on CPUs, server calls), ending in the loop's `resu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from recsync.runtime.sim.clock import Gather
 from recsync.runtime.sim.network import REQUEST_BYTES
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.trainer import effects as fx
+
+if TYPE_CHECKING:
+    from recsync.runtime.sim.job import SimJob
 
 
 def nbytes(*tensors) -> int:
@@ -24,7 +27,7 @@ def batch_bytes(batch) -> int:
 class EffectDispatch:
     """Turns the effects of a SimJob's loops into timed actions on its nodes."""
 
-    def __init__(self, job: Any):
+    def __init__(self, job: SimJob):
         self.job = job
         self.clock, self.network, self.cost = job.clock, job.network, job.cost
         self.reader, self.reader_host, self.handed = job.reader, job.reader_host, job.handed
