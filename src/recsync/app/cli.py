@@ -26,7 +26,7 @@ from recsync.app.cli_common import (
 )
 from recsync.app.cli_data import data_app
 from recsync.app.cli_reproduce import reproduce_app
-from recsync.app.config import load_config, parse_overrides
+from recsync.app.config_load import load_config, parse_overrides
 from recsync.app.plan_view import plan_table
 from recsync.app.run_dir import RunDir, toml_text
 from recsync.app.sim_run import run_simulation

@@ -16,7 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from recsync.app.cli_common import ConfigOption, SetOption, fail, number, skips_text
-from recsync.app.config import build_dataclass, load_config, parse_overrides
+from recsync.app.config import build_dataclass
+from recsync.app.config_load import load_config, parse_overrides
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask

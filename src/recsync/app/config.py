@@ -1,23 +1,20 @@
-"""The run configuration: TOML validated section by section, then turned into specs.
+"""The run configuration's schema: one pydantic model per section ([run], [data], [model],
+[train], [cluster], [strategy], [cost]), turned into specs by `Config.to_specs`.
 
-`load_config` layers the embedded `default.toml`, the user's file and `--set` overrides,
-then validates the result with one pydantic model per section ([run], [data], [model],
-[train]; later issues add more). Unknown keys and wrong types raise `ConfigError` naming
-the file and the full dotted key; values the spec dataclasses reject (their ValueError)
-raise `ConfigError` naming the section. Sections that mirror a spec dataclass
-([data.synthetic], [train.*_optimizer]) are generated from its fields, so they follow it.
+Loading and layering (default, file, overrides) is in `config_load`. Unknown keys and wrong
+types raise `ConfigError` naming the file and the full dotted key; values the spec
+dataclasses reject (their ValueError) raise `ConfigError` naming the section. Sections that
+mirror a spec dataclass ([data.synthetic], [train.*_optimizer]) are generated from its
+fields, so they follow it.
 """
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from recsync.app.config_base import Section, build_dataclass, section_from_dataclass
 from recsync.app.job_config import ClusterSection, StrategySection, check_cluster_fits
@@ -34,7 +31,6 @@ from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.trainer.reference import TrainSpec
 
-DEFAULT_SOURCE = "<embedded default.toml>"
 TABULAR_FORMATS = ("csv", "parquet")
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
 _DEFAULT_MODEL = ModelSpec()
@@ -300,107 +296,3 @@ def _paths(value: str | list[str] | None) -> tuple[Path, ...]:
     if value is None:
         return ()
     return tuple(Path(p) for p in ([value] if isinstance(value, str) else value))
-
-
-def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _apply_override(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    node = tree
-    for depth, part in enumerate(parents):
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"{'.'.join(parents[: depth + 1])}: is a value, not a table")
-        node = child
-    node[leaf] = value
-
-
-def _read_toml(text: str, source: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{source}: invalid TOML: {error}") from None
-
-
-def _dotted(loc: tuple[str | int, ...]) -> str:
-    """'train.sparse_optimizer.lr' from a pydantic error location (union tags dropped)."""
-    key = ""
-    for part in loc:
-        if isinstance(part, int):
-            key += f"[{part}]"
-        elif part.isidentifier() and part not in ("int", "float", "str", "bool", "list"):
-            key += f".{part}" if key else part
-    return key
-
-
-def _validation_message(error: ValidationError, source: str) -> str:
-    messages: dict[str, list[str]] = {}
-    for detail in error.errors():
-        kind = detail["type"]
-        message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
-            kind, detail["msg"]
-        )
-        messages.setdefault(_dotted(detail["loc"]), []).append(message)
-    return f"{source}: " + "; ".join(f"{k}: {' or '.join(v)}" for k, v in messages.items())
-
-
-def default_toml() -> str:
-    """The text of the embedded default configuration."""
-    return resources.files("recsync.app").joinpath("default.toml").read_text(encoding="utf-8")
-
-
-def parse_overrides(assignments: list[str]) -> dict[str, Any]:
-    """{'train.batch_size': 128} from ['train.batch_size=128']; a value is read as TOML
-    (numbers, booleans, lists, quoted strings) or else taken as a bare string."""
-    overrides: dict[str, Any] = {}
-    for assignment in assignments:
-        key, sep, text = assignment.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {assignment!r}: expected key=value")
-        try:
-            value = tomllib.loads(f"value = {text}")["value"]
-        except tomllib.TOMLDecodeError:
-            value = text
-        overrides[key.strip()] = value
-    return overrides
-
-
-def load_config(
-    path: str | Path | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    sections: Mapping[str, dict[str, Any]] | None = None,
-) -> Config:
-    """The embedded default, updated by the file at `path` (if any), with whole `sections`
-    replaced (e.g. a new [strategy] for a resumed run), then by `overrides` (dotted keys);
-    validated, and checked by building its specs."""
-    source = DEFAULT_SOURCE
-    tree = _read_toml(default_toml(), source)
-    if path is not None:
-        source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"{source}: cannot read config: {error.strerror}") from None
-        tree = _merge(tree, _read_toml(text, source))
-    for section, table in (sections or {}).items():
-        tree[section] = dict(table)
-    if overrides:
-        source += " with --set overrides"
-        for key, value in overrides.items():
-            _apply_override(tree, key, value)
-    try:
-        config = Config.model_validate(tree)
-        config.to_specs()
-    except ValidationError as error:
-        raise ConfigError(_validation_message(error, source)) from None
-    except ConfigError as error:
-        raise ConfigError(f"{source}: {error}") from None
-    return config

@@ -36,6 +36,14 @@ class Clock:
         heappush(self._agenda, (self.now, 0 if urgent else 1, self._scheduled, fn, arg))
         self._scheduled += 1
 
+    def fan_out(self, fn: Callback, requests: list) -> None:
+        """Send `fn(requests)`: a lone request at once, several concurrent ones once the
+        current action returned, ahead of the other actions due now."""
+        if len(requests) == 1:
+            fn(requests)
+        else:
+            self.soon(fn, requests, urgent=True)
+
     def run(self, until: float | None = None) -> None:
         """Run actions until none is left, or until the next one is due at `until` or later."""
         agenda = self._agenda

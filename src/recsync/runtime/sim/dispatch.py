@@ -106,10 +106,7 @@ class EffectDispatch:
             size = nbytes(request.rows, request.offsets, request.weights)
             self.sent[t]["Lookup"] += size
             lookups.append((size, (t, i, request, wanted[request.shard], gather)))
-        if len(lookups) == 1:
-            self._send_lookups(lookups)
-        else:  # concurrent requests leave once the worker is waiting for them
-            self.clock.soon(self._send_lookups, lookups, urgent=True)
+        self.clock.fan_out(self._send_lookups, lookups)
 
     def _send_lookups(self, lookups: list[tuple]) -> None:
         for size, item in lookups:
@@ -141,21 +138,9 @@ class EffectDispatch:
         if self.sparse_policy:
             answer = (*answer, server.version)
         pooled = answer[0] if self.sparse_policy else answer
-        self.network.send(
-            self.server_hosts[request.shard],
-            self.trainer_hosts[t],
-            nbytes(pooled),
-            self._lookup_answered,
-            (gather, i, answer),
-        )
-
-    def _lookup_answered(self, item: tuple) -> None:
-        gather, i, answer = item
-        delay = self.speeds.delayed()
-        if delay:
-            self.clock.at(self.clock.now + delay, gather.deliver, (i, answer))
-        else:
-            gather.deliver((i, answer))
+        server_host = self.server_hosts[request.shard]
+        host = self.trainer_hosts[t]
+        self.network.reply(server_host, host, nbytes(pooled), gather.deliver, (i, answer))
 
     def _push_arrived(self, item: tuple) -> None:
         shard, rows, _ = item

@@ -6,7 +6,6 @@ Every effect handler takes the worker's continuation `resume(result)` (see clock
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import partial
 
 from recsync.ps.gradient_servers import DenseBlockServer, GradientServer, SparseShardServer
@@ -53,13 +52,12 @@ class SimParameterServers:
         self,
         clock: Clock,
         network: Network,
-        delayed: Callable[[], float],
         dense: list[DenseBlockServer],
         dense_hosts: list[Node],
         sparse: list[SparseShardServer],
         sparse_hosts: list[Node],
     ):
-        self.clock, self.network, self.delayed = clock, network, delayed
+        self.clock, self.network = clock, network
         self.dense, self.dense_hosts = dense, dense_hosts
         self.sparse, self.sparse_hosts = sparse, sparse_hosts
         self.changed = Signal(clock)
@@ -93,11 +91,7 @@ class SimParameterServers:
             need = max(1, math.ceil(effect.fraction * count))
             gather = PartialPull(self.clock, count, need, self.clock.now + effect.wait_s, resume)
         sent["PullDense"] += REQUEST_BYTES * count
-        requests = [(b, host, wanted[b], gather) for b in range(count)]
-        if count == 1:
-            self._send_pulls(requests)
-        else:  # concurrent requests leave once the worker is waiting for them
-            self.clock.soon(self._send_pulls, requests, urgent=True)
+        self.clock.fan_out(self._send_pulls, [(b, host, wanted[b], gather) for b in range(count)])
 
     def _send_pulls(self, requests: list[tuple]) -> None:
         for item in requests:
@@ -114,22 +108,13 @@ class SimParameterServers:
     def _pull_served(self, item: tuple) -> None:
         block, host, _, gather = item
         values, version = self.dense[block].pull()
-        self.network.send(
+        self.network.reply(
             self.dense_hosts[block],
             host,
             values.numel() * 4,
-            self._answer,
-            (gather.deliver, (block, (values, version))),
+            gather.deliver,
+            (block, (values, version)),
         )
-
-    def _answer(self, item: tuple) -> None:
-        """The answer reached the worker, unless a fault delays it further."""
-        deliver, value = item
-        delay = self.delayed()
-        if delay:
-            self.clock.at(self.clock.now + delay, deliver, value)
-        else:
-            deliver(value)
 
     def push(self, host: Node, effect: fx.PushGradients, sent: dict) -> None:
         """Fire and forget: the messages leave once the worker went on to its next effect."""

@@ -63,7 +63,8 @@ class SimJob:
         self.spec, self.plan, self.cost = spec, plan, cost
         cluster, train, seed = spec.cluster, spec.train, spec.train.seed
         self.clock = clock = Clock()
-        self.network = Network(clock, cost)
+        self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, seed)
+        self.network = Network(clock, cost, self.speeds.delayed)
         self.source = open_training_data(
             spec.synthetic, spec.files, train.batch_size, seed, spec.start_example
         )
@@ -132,7 +133,6 @@ class SimJob:
         ]
         self.trainer_hosts = [Node(f"trainer-{i}", m) for i in range(cluster.num_trainers)]
         self.states = [TrainerState(clock, t) for t in self.trainers]
-        self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, seed)
         self.flops_per_example = spec.model.dense_flops_per_example()
         self.collective = (
             Collective(clock, cost, cluster.num_trainers)
@@ -144,7 +144,6 @@ class SimJob:
             self.params = SimParameterServers(
                 clock,
                 self.network,
-                self.speeds.delayed,
                 self.sync_servers,
                 self.sync_hosts,
                 self.servers,

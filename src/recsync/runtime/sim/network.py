@@ -5,6 +5,7 @@ Each operation takes a continuation ``then(arg)``, called when it completes (see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heapreplace
 from typing import Any
 
@@ -47,9 +48,11 @@ class Node:
 class Network:
     """Messages cost latency plus bytes over bandwidth on the sender's and receiver's NIC."""
 
-    def __init__(self, clock: Clock, cost: CostModel):
+    def __init__(self, clock: Clock, cost: CostModel, delayed: Callable[[], float]):
+        """`delayed()`: extra seconds fault injection adds to one reply (0.0: none)."""
         self.clock = clock
         self.cost = cost
+        self.delayed = delayed
         self.shared_cpu = Slots(cost.shared_cpus) if cost.shared_cpus else None
         self.handles_messages = bool(cost.message_cpu_s or cost.byte_cpu_s)
 
@@ -61,6 +64,19 @@ class Network:
             self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg))
         else:
             self._transmit((src, dst, nbytes, 0.0, then, arg))
+
+    def reply(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
+        """A server's answer (lookup, pull): sent like any message, then perhaps delayed
+        further by fault injection before `then(arg)`."""
+        self.send(src, dst, nbytes, self._replied, (then, arg))
+
+    def _replied(self, item: tuple) -> None:
+        then, arg = item
+        delay = self.delayed()
+        if delay:
+            self.clock.at(self.clock.now + delay, then, arg)
+        else:
+            then(arg)
 
     def _transmit(self, message: tuple) -> None:
         src, dst, nbytes, handling, then, arg = message
