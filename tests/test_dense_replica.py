@@ -54,6 +54,30 @@ def test_flat_optimizer_matches_torch_optim(spec):
     torch.testing.assert_close(ours, param.detach(), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        DenseOptimizerSpec("sgd", lr=0.1, momentum=0.9),
+        DenseOptimizerSpec("adagrad", lr=0.05),
+        DenseOptimizerSpec("adam", lr=0.01),
+    ],
+    ids=lambda s: s.name,
+)
+def test_an_update_into_a_new_vector_equals_the_in_place_one(spec):
+    gen = torch.Generator().manual_seed(1)
+    in_place = torch.randn(40, generator=gen)
+    replaced = in_place.clone()
+    first, second = spec.build(40), spec.build(40)
+    for _ in range(4):
+        grad = torch.randn(40, generator=gen)
+        first.step(in_place, grad)
+        before = replaced.clone()
+        new = second.updated(replaced, grad)
+        assert torch.equal(replaced, before)  # handed-out values never change
+        replaced = new
+    assert torch.equal(in_place, replaced)
+
+
 def test_replica_parameters_are_views_of_the_flat_vector():
     replica = DenseReplica(MODEL, 3, DenseOptimizerSpec())
     replica.writer.mul_(0.0)

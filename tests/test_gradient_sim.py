@@ -11,6 +11,7 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.dense import DenseOptimizerSpec
 from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
@@ -227,3 +228,10 @@ def test_allreduce_equals_the_reference_at_the_global_batch():
 def test_allreduce_needs_one_worker_per_trainer():
     with pytest.raises(ValueError, match="workers_per_trainer = 1"):
         simulate("allreduce")
+
+
+def test_a_diverging_worker_stops_the_run_with_an_error_naming_it():
+    train = TrainSpec(batch_size=64, dense_optimizer=DenseOptimizerSpec("sgd", lr=1e38))
+    spec = JobSpec(MODEL, train, CLUSTER, gradient_strategy_config("async"), SYNTHETIC)
+    with pytest.raises(ValueError, match=r"worker \d+: NaN or infinite gradient"):
+        SimJob(spec, plan_for(spec), CostModel()).run()

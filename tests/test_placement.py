@@ -224,3 +224,41 @@ def test_plan_table_renders():
     assert "52.9" in text  # emb-0 carries 9 of 17
     assert imbalance(plan) == 9.0 / 8.5
     assert imbalance(embeddings) == 9.0 / 8.5
+
+
+def _one_hot_batch(tables: tuple[TableSpec, ...], batch_size: int, seed: int) -> Batch:
+    g = torch.Generator().manual_seed(seed)
+    bags = [
+        [torch.randint(0, spec.num_rows, (1,), generator=g).tolist() for spec in tables]
+        for _ in range(batch_size)
+    ]
+    return collate([[0.0]] * batch_size, bags, [0.0] * batch_size)
+
+
+def _whole_tables_on(tables: tuple[TableSpec, ...], shards: list[int]) -> EmbeddingLayout:
+    bases = [0] * (max(shards) + 1)
+    slices = []
+    for t, (spec, shard) in enumerate(zip(tables, shards, strict=True)):
+        slices.append(TableSlice(t, 0, spec.num_rows, shard, bases[shard]))
+        bases[shard] += spec.num_rows
+    return EmbeddingLayout(tables, slices, max(shards) + 1)
+
+
+@pytest.mark.parametrize("one_hot", [True, False])
+def test_whole_tables_on_several_shards_pool_and_update_like_one_shard(one_hot):
+    tables = _tables(30, 20, 10, 5, 8)
+    layout = _whole_tables_on(tables, [2, 0, 1, 0, 2])
+    single = EmbeddingLayout.single_shard(tables)
+    make = _one_hot_batch if one_hot else _random_batch
+    batch = make(tables, 16, seed=3)
+    spec = RowOptimizerSpec()
+    split = LocalEmbeddings(layout, build_shards(layout, spec, 7))
+    whole = LocalEmbeddings(single, build_shards(single, spec, 7))
+    pooled, requests = split.lookup(batch)
+    expected, expected_requests = whole.lookup(batch)
+    assert [r.one_per_bag for r in requests] == [one_hot] * 3
+    assert torch.equal(pooled, expected)
+    grad_pooled = torch.randn(expected.shape, generator=torch.Generator().manual_seed(4))
+    split.apply(grad_pooled, requests)
+    whole.apply(grad_pooled, expected_requests)
+    assert torch.equal(split.lookup(batch)[0], whole.lookup(batch)[0])

@@ -123,3 +123,14 @@ def test_steady_eps_leaves_out_ramp_up_and_tail():
     handed = [(0.0, 10), (1.0, 20), (2.0, 40), (3.0, 60), (4.0, 80), (10.0, 100)]
     assert steady_eps(handed) == pytest.approx((80 - 20) / (4.0 - 1.0))
     assert steady_eps([(2.0, 50)]) == 25.0
+
+
+def test_progress_is_reported_as_each_batch_is_handed_out():
+    handed = []
+    cluster = ClusterSpec(2, 2, 1, 0)
+    spec = JobSpec(MODEL, TRAIN, cluster, replica_strategy_config("independent"), SYNTHETIC)
+    SimJob(spec, plan_for(spec), CostModel(), on_handed=handed.append).run()
+    steps = [b - a for a, b in zip([0, *handed], handed, strict=False)]
+    assert handed[-1] == SYNTHETIC.num_train
+    assert steps[:-1] == [TRAIN.batch_size] * (len(steps) - 1)
+    assert 0 < steps[-1] <= TRAIN.batch_size

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from recsync.app.config import Config
 from recsync.app.config_base import build_dataclass
@@ -35,11 +36,24 @@ def run_simulation(
     if spec.strategy is None:
         raise ConfigError("strategy.name: the simulator runs distributed strategies, not reference")
     run_dir.write_config(config)
-    console = Console(stderr=True)
-    with console.status(f"simulating {spec.strategy.describe()}", spinner="dots") as status:
-        if not progress:
-            status.stop()
-        sim = SimJob(spec, plan_for(spec), cost_model(config))
+    bar = Progress(
+        TextColumn(f"[bold]simulating {spec.strategy.describe().split()[0]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("examples handed out"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+    )
+    with bar:
+        task = bar.add_task("simulate", total=None)
+        sim = SimJob(
+            spec,
+            plan_for(spec),
+            cost_model(config),
+            on_handed=lambda handed: bar.update(task, completed=handed),
+        )
+        bar.update(task, total=sim.source.total_examples)
         summary = sim.run()
     summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
     return write_run_end(run_dir, summary)

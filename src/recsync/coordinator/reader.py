@@ -28,6 +28,7 @@ class ReaderNode:
         self.batches_handed = 0
         self.handed_batches = [0] * num_trainers
         self.handed_examples = [0] * num_trainers
+        self.total_examples = 0  # handed out to all trainers
         self.exhausted = False
 
     def next_batch(self, trainer: int) -> Batch | None:
@@ -48,11 +49,8 @@ class ReaderNode:
         self.batches_handed += 1
         self.handed_batches[trainer] += 1
         self.handed_examples[trainer] += batch.batch_size
+        self.total_examples += batch.batch_size
         return batch
-
-    @property
-    def total_examples(self) -> int:
-        return sum(self.handed_examples)
 
     def next_batch_with_token(self, trainer: int) -> tuple[Batch | None, int | None]:
         """The next batch and its token (None without tokens_per_step, or with no batch)."""

@@ -39,7 +39,8 @@ class DenseOptimizerSpec:
 
 
 class FlatOptimizer:
-    """Applies `step(params, grad)` in place on a flat P-vector; state sits beside it.
+    """Applies `step(params, grad)` in place on a flat P-vector (or `updated`: into a new
+    one); state sits beside it.
 
     Lock-free: concurrent callers may interleave (Hogwild); the state is then approximate,
     as in the Hogwild papers.
@@ -58,7 +59,20 @@ class FlatOptimizer:
             self.state["momentum"] = torch.zeros(num_params)
 
     def step(self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float = 1.0) -> None:
-        """One update; ``lr_scale`` multiplies the learning rate (PSP's linear scaling)."""
+        """One update in place; ``lr_scale`` multiplies the learning rate (PSP's linear
+        scaling)."""
+        self._update(params, grad, lr_scale, in_place=True)
+
+    def updated(
+        self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float = 1.0
+    ) -> torch.Tensor:
+        """One update into a new vector; `params` keeps its values (a server can hand its
+        values out without copying them: it never writes to them again)."""
+        return self._update(params, grad, lr_scale, in_place=False)
+
+    def _update(
+        self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float, in_place: bool
+    ) -> torch.Tensor:
         self.steps += 1
         spec = self.spec
         lr = spec.lr * lr_scale
@@ -67,11 +81,11 @@ class FlatOptimizer:
                 buf = self.state["momentum"]
                 buf.mul_(spec.momentum).add_(grad)
                 grad = buf
-            params.add_(grad, alpha=-lr)
-        elif spec.name == "adagrad":
+            return params.add_(grad, alpha=-lr) if in_place else params.add(grad, alpha=-lr)
+        if spec.name == "adagrad":
             acc = self.state["sum"]
             acc.addcmul_(grad, grad)
-            params.addcdiv_(grad, acc.sqrt().add_(spec.eps), value=-lr)
+            step, denom, value = grad, acc.sqrt().add_(spec.eps), -lr
         else:
             beta1, beta2 = spec.betas
             m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
@@ -79,8 +93,10 @@ class FlatOptimizer:
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             bias1 = 1 - beta1**self.steps
             bias2_sqrt = (1 - beta2**self.steps) ** 0.5
-            denom = (v.sqrt() / bias2_sqrt).add_(spec.eps)
-            params.addcdiv_(m, denom, value=-lr / bias1)
+            step, denom, value = m, (v.sqrt() / bias2_sqrt).add_(spec.eps), -lr / bias1
+        if in_place:
+            return params.addcdiv_(step, denom, value=value)
+        return torch.addcdiv(params, step, denom, value=value)
 
     def state_dict(self) -> dict[str, object]:
         return {"steps": self.steps, **self.state}

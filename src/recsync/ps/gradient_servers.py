@@ -22,6 +22,8 @@ from recsync.optim.dense import DenseOptimizerSpec
 from recsync.ps.shard import EmbeddingShard
 from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
 
+ROW_STALENESS_BATCH = 256  # applied pushes whose row staleness is counted at once
+
 
 def all_finite(values: torch.Tensor) -> bool:
     """No NaN or infinity in `values` (one reduction: either would make the sum non-finite)."""
@@ -45,14 +47,35 @@ class GradientServerStats:
     steps: int = 0
     dropped: Counter = field(default_factory=Counter)
     staleness: Counter = field(default_factory=Counter)
-    row_staleness_counts: torch.Tensor = field(default_factory=lambda: torch.zeros(0))
+    row_staleness_counts: torch.Tensor = field(
+        default_factory=lambda: torch.zeros(0, dtype=torch.int64)
+    )
     pulls: int = 0
     bytes_received: int = 0
     bytes_sent: int = 0
+    uncounted_row_staleness: list[torch.Tensor] = field(default_factory=list, repr=False)
+
+    def count_row_staleness(self, tau: torch.Tensor) -> None:
+        """Add applied rows' staleness values (counted in batches: one bincount per many)."""
+        self.uncounted_row_staleness.append(tau)
+        if len(self.uncounted_row_staleness) >= ROW_STALENESS_BATCH:
+            self._count_pending()
+
+    def _count_pending(self) -> None:
+        if not self.uncounted_row_staleness:
+            return
+        counts = torch.bincount(torch.cat(self.uncounted_row_staleness))
+        self.uncounted_row_staleness.clear()
+        total = self.row_staleness_counts
+        if counts.numel() < total.numel():
+            counts, total = total, counts
+        counts[: total.numel()] += total
+        self.row_staleness_counts = counts
 
     @property
     def row_staleness(self) -> Counter:
         """Applied rows by staleness (row version at apply minus at pull)."""
+        self._count_pending()
         counts = self.row_staleness_counts.tolist()
         return Counter({tau: int(n) for tau, n in enumerate(counts) if n})
 
@@ -60,8 +83,12 @@ class GradientServerStats:
 class GradientServer:
     """The policy-driven part shared by dense and embedding servers."""
 
-    def __init__(self, index: int, policy: GradientPolicy, staleness_norm=None):
+    def __init__(
+        self, index: int, policy: GradientPolicy, staleness_norm=None, check_finite: bool = True
+    ):
         self.index = index
+        # False: the pushing worker checked its gradient already (one reduction per step)
+        self.check_finite = check_finite
         self.policy = policy
         self.staleness_norm = staleness_norm
         self.pending: dict[int, tuple] = {}
@@ -119,17 +146,19 @@ class DenseBlockServer(GradientServer):
         optimizer: DenseOptimizerSpec,
         policy: GradientPolicy,
         staleness_norm=None,
+        check_finite: bool = True,
     ):
-        super().__init__(index, policy, staleness_norm)
+        super().__init__(index, policy, staleness_norm, check_finite)
         assert values.dim() == 1
         self.values = values
         self.optimizer = optimizer.build(values.numel())
 
     def pull(self) -> tuple[torch.Tensor, int]:
-        """A copy of the block and its version."""
+        """The block and its version. No copy: an update makes a new tensor, so what was
+        handed out keeps the values it had."""
         self.stats.pulls += 1
         self.stats.bytes_sent += self.values.numel() * 4
-        return self.values.clone(), self.version
+        return self.values, self.version
 
     def push(
         self, worker: int, version: int, grad: torch.Tensor, token: int | None = None
@@ -139,7 +168,7 @@ class DenseBlockServer(GradientServer):
                 f"dense server {self.index}: gradient of shape {tuple(grad.shape)} for a block "
                 f"of {self.values.numel()} parameters"
             )
-        if not all_finite(grad):
+        if self.check_finite and not all_finite(grad):
             raise ValueError(f"dense server {self.index}: NaN or infinite gradient from {worker}")
         self.stats.bytes_received += grad.numel() * 4
         return self._receive(worker, version, token, (grad, version))
@@ -159,22 +188,26 @@ class DenseBlockServer(GradientServer):
             total = torch.zeros_like(self.values)
             for grad, factor in scaled:
                 total.add_(grad, alpha=factor)
+        before = self.values
+        self.values = self.optimizer.updated(before, total, lr_scale)
         if norm is not None and norm.sigmoid_lambda is not None:
-            before = self.values.clone()
-            self.optimizer.step(self.values, total, lr_scale)
             self.last_update_abs = float((self.values - before).abs().mean())
-        else:
-            self.optimizer.step(self.values, total, lr_scale)
 
 
 class SparseShardServer(GradientServer):
     """One embedding shard whose row gradients wait for the policy: aggregated gradients are
     summed per row, divided, and applied by the row-wise optimizer in one step."""
 
-    def __init__(self, index: int, shard: EmbeddingShard, policy: GradientPolicy, norm=None):
-        super().__init__(index, policy, norm)
+    def __init__(
+        self,
+        index: int,
+        shard: EmbeddingShard,
+        policy: GradientPolicy,
+        norm=None,
+        check_finite: bool = True,
+    ):
+        super().__init__(index, policy, norm, check_finite)
         self.shard = shard
-        self.row_counts = torch.zeros(1, dtype=torch.int64)
 
     def lookup(self, rows, offsets, weights) -> tuple[torch.Tensor, torch.Tensor]:
         """Pooled partial bags and each looked-up row's version (for its staleness)."""
@@ -188,7 +221,7 @@ class SparseShardServer(GradientServer):
             ) from None
         self.stats.pulls += 1
         self.stats.bytes_sent += pooled.numel() * 4
-        return pooled, self.shard.versions[rows]
+        return pooled, self.shard.versions.index_select(0, rows)
 
     def push(
         self,
@@ -201,7 +234,7 @@ class SparseShardServer(GradientServer):
     ) -> list[StartTimer]:
         """Row gradients of a worker's step; `rows` come from this shard's range-checked
         lookup, `row_versions` are their versions at that lookup."""
-        if not all_finite(grads):
+        if self.check_finite and not all_finite(grads):
             raise ValueError(f"embedding server {self.index}: NaN or infinite row gradient")
         self.stats.bytes_received += rows.numel() * 8 + grads.numel() * 4
         return self._receive(worker, version, token, (rows, grads, row_versions))
@@ -212,8 +245,8 @@ class SparseShardServer(GradientServer):
         for (rows, grads, pulled), weight in items:
             if not rows.numel():
                 continue
-            tau = versions[rows] - pulled
-            self._count_row_staleness(tau)
+            tau = versions.index_select(0, rows) - pulled
+            self.stats.count_row_staleness(tau)
             if norm is not None:
                 grads = grads * (norm.scale_rows(tau, 0.0) * weight).unsqueeze(1)
             elif weight != 1.0:
@@ -231,12 +264,3 @@ class SparseShardServer(GradientServer):
             grads.index_add_(0, inverse, torch.cat(all_grads))
         factor = lr_scale / divisor
         self.shard.apply_gradients(rows, grads if factor == 1.0 else grads * factor)
-
-    def _count_row_staleness(self, tau: torch.Tensor) -> None:
-        counts = torch.bincount(tau, minlength=self.row_counts.numel())
-        if counts.numel() > self.row_counts.numel():
-            counts[: self.row_counts.numel()] += self.row_counts
-            self.row_counts = counts
-        else:
-            self.row_counts += counts
-        self.stats.row_staleness_counts = self.row_counts

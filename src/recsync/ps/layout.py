@@ -27,12 +27,15 @@ class TableSlice:
 
 @dataclass(frozen=True)
 class BagIndex:
-    """For one batch size B: each bag's table (F*B), every bag (arange(F*B)), and per shard
-    the positions of the bags of its whole tables."""
+    """For one batch size B: each bag's table (F*B), every bag (arange(F*B)), per shard the
+    positions of the bags of its whole tables, and (whole tables only) the order that puts
+    the shards' bags, concatenated in shard order, back in bag order."""
 
     table_of_bag: torch.Tensor
     all_bags: torch.Tensor
     of_shard: list[torch.Tensor]
+    shard_order: torch.Tensor | None
+    base_of_bag: torch.Tensor
 
 
 @dataclass
@@ -45,6 +48,7 @@ class ShardRequest:
     offsets: torch.Tensor
     weights: torch.Tensor | None
     bag_index: torch.Tensor
+    one_per_bag: bool = False  # every bag holds exactly one id (offsets = arange)
 
 
 class EmbeddingLayout:
@@ -80,7 +84,11 @@ class EmbeddingLayout:
             (self._table_shard == shard).nonzero().flatten() for shard in range(num_shards)
         ]
         self._any_mean = bool(self._mean_tables.any())
+        self._owners = [s for s, tables in enumerate(self._shard_tables) if tables.numel()]
+        # several shards of whole sum-pooled tables: a one-hot batch routes without masks
+        self._one_hot_route = self._whole and num_shards > 1 and not self._any_mean
         self._bags_of: dict[int, BagIndex] = {}
+        self._aranges: dict[int, torch.Tensor] = {}
 
     @classmethod
     def single_shard(cls, tables: tuple[TableSpec, ...]) -> EmbeddingLayout:
@@ -99,22 +107,24 @@ class EmbeddingLayout:
         bags = self._bags_of.get(B)
         if bags is None:
             F = len(self.tables)
-            bags = BagIndex(
-                torch.arange(F).repeat_interleave(B),
-                torch.arange(F * B),
-                [
-                    (tables.unsqueeze(1) * B + torch.arange(B)).reshape(-1)
-                    for tables in self._shard_tables
-                ],
-            )
+            table_of_bag = torch.arange(F).repeat_interleave(B)
+            of_shard = [
+                (tables.unsqueeze(1) * B + torch.arange(B)).reshape(-1)
+                for tables in self._shard_tables
+            ]
+            shard_order = torch.argsort(torch.cat(of_shard)) if self._whole else None
+            base_of_bag = self._table_base.index_select(0, table_of_bag)
+            bags = BagIndex(table_of_bag, torch.arange(F * B), of_shard, shard_order, base_of_bag)
             self._bags_of[B] = bags
         return bags
 
     def route(self, batch: Batch) -> list[ShardRequest]:
         """Split a batch's bags into one request per shard that owns any of its tables."""
         B, F = batch.batch_size, len(self.tables)
-        lengths = batch.bag_lengths()
         bags = self._bags(B)
+        if self._one_hot_route and self._one_per_bag(batch):
+            return self._route_one_per_bag(batch, bags)
+        lengths = batch.bag_lengths()
         table_of_bag = bags.table_of_bag
         table_of_id = table_of_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
         weights = None
@@ -162,6 +172,30 @@ class EmbeddingLayout:
             )
         return requests
 
+    def _arange(self, n: int) -> torch.Tensor:
+        cached = self._aranges.get(n)
+        if cached is None:
+            cached = self._aranges[n] = torch.arange(n)
+        return cached
+
+    def _one_per_bag(self, batch: Batch) -> bool:
+        n = batch.offsets.numel()
+        return batch.ids.numel() == n - 1 and torch.equal(batch.offsets, self._arange(n))
+
+    def _route_one_per_bag(self, batch: Batch, bags: BagIndex) -> list[ShardRequest]:
+        """Whole tables, one id per bag (one-hot features): a shard's ids are its tables'
+        rows of the F x B id matrix, its offsets 0, 1, ..., no mask needed."""
+        B, F = batch.batch_size, len(self.tables)
+        rows_all = (batch.ids + bags.base_of_bag).view(F, B)
+        requests = []
+        for shard, tables in enumerate(self._shard_tables):
+            if not tables.numel():
+                continue
+            rows = rows_all.index_select(0, tables).view(-1)
+            offsets = self._arange(rows.numel() + 1)
+            requests.append(ShardRequest(shard, rows, offsets, None, bags.of_shard[shard], True))
+        return requests
+
     def _route_whole_tables(
         self, batch, lengths, table_of_id, weights, bags: BagIndex
     ) -> list[ShardRequest]:
@@ -195,10 +229,22 @@ class EmbeddingLayout:
         F, D = len(self.tables), self.tables[0].dim
         if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
             return partials[0].reshape(F, batch_size, D).transpose(0, 1)
+        bags = self._bags(batch_size)
+        if bags.shard_order is not None and self._every_shard(requests, bags):
+            pooled = torch.cat(partials).index_select(0, bags.shard_order)
+            return pooled.view(F, batch_size, D).transpose(0, 1)
         pooled = torch.zeros(F * batch_size, D)
         for request, partial in zip(requests, partials, strict=True):
             pooled.index_add_(0, request.bag_index, partial)
         return pooled.reshape(F, batch_size, D).transpose(0, 1)
+
+    def _every_shard(self, requests: list[ShardRequest], bags: BagIndex) -> bool:
+        """The requests are each table-owning shard's whole-table request, in shard order."""
+        owners = self._owners
+        return len(requests) == len(owners) and all(
+            r.shard == s and r.bag_index is bags.of_shard[s]
+            for r, s in zip(requests, owners, strict=True)
+        )
 
     @staticmethod
     def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:

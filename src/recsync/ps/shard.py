@@ -13,6 +13,8 @@ import torch.nn.functional as F_
 
 from recsync.optim.rowwise import RowOptimizer
 
+ONE = torch.ones((), dtype=torch.int64)
+
 
 class EmbeddingShard:
     """R x D rows with their optimizer state and per-row versions.
@@ -53,7 +55,7 @@ class EmbeddingShard:
     def apply_gradients(self, rows: torch.Tensor, grads: torch.Tensor) -> None:
         """Apply U x D gradients to U unique rows (lock-free: concurrent callers may race)."""
         self.optimizer.apply(self.weight, rows, grads, self.global_step)
-        self.versions[rows] += 1
+        self.versions.index_put_((rows,), ONE, accumulate=True)
         self.global_step += 1
 
     def state_dict(self) -> dict[str, object]:
@@ -90,10 +92,14 @@ def row_gradients_with_inverse(
     offsets: torch.Tensor,
     grad_bags: torch.Tensor,
     weights: torch.Tensor | None = None,
+    one_per_bag: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`row_gradients`, and for each of the N ids the index of its row among the U."""
+    """`row_gradients`, and for each of the N ids the index of its row among the U.
+    `one_per_bag`: the caller knows every bag holds one id (offsets = arange)."""
     num_bags = grad_bags.shape[0]
-    if rows.numel() == num_bags and bool((offsets == torch.arange(num_bags + 1)).all()):
+    if one_per_bag or (
+        rows.numel() == num_bags and bool((offsets == torch.arange(num_bags + 1)).all())
+    ):
         contributions = grad_bags.clone() if weights is not None else grad_bags
     else:
         lengths = offsets[1:] - offsets[:-1]

@@ -10,6 +10,7 @@ previous version. Free of transport: a generator of effects run by a driver.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -32,9 +33,7 @@ def empty_request(shard: int) -> ShardRequest:
 def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:
     """Each of `count` unique rows' version at the pull, from the N per-id versions and each
     id's index among the unique rows (an id's duplicates were read at once: same version)."""
-    out = torch.empty(count, dtype=torch.int64)
-    out[inverse] = versions
-    return out
+    return torch.empty(count, dtype=torch.int64).scatter_(0, inverse, versions)
 
 
 def pooled_lookup(
@@ -63,7 +62,7 @@ def row_pushes(
     for r, (_, row_versions, version) in zip(requests, answers, strict=True):
         if r.bag_index.numel():
             rows, grads, inverse = row_gradients_with_inverse(
-                r.rows, r.offsets, next(grad_bags), r.weights
+                r.rows, r.offsets, next(grad_bags), r.weights, r.one_per_bag
             )
             pulled = unique_row_versions(row_versions, inverse, rows.numel())
         else:
@@ -148,6 +147,11 @@ class GradientWorker:
         if not self.keep_blocks:
             self.blocks = [None] * len(self.blocks)
         loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
+        if not math.isfinite(float(flat_grad.sum() + grad_pooled.sum())):
+            raise ValueError(
+                f"worker {self.worker}: NaN or infinite gradient (loss {float(loss):g}); the "
+                "batch holds NaN or training diverged"
+            )
         yield fx.Compute(batch.batch_size)
         sparse = row_pushes(layout, requests, answers, grad_pooled)
         dense = [

@@ -7,11 +7,15 @@ plain call ``fn(arg)``; work that waits is written as a chain of such calls.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
 Callback = Callable[[Any], None]
+
+
+URGENT = -(1 << 62)  # added to an urgent action's order key: before any other due then
 
 
 class Clock:
@@ -21,20 +25,21 @@ class Clock:
 
     def __init__(self):
         self.now = 0.0
-        self._agenda: list[tuple[float, int, int, Callback, Any]] = []
+        self._agenda: list[tuple[float, int, Callback, Any]] = []
         self._scheduled = 0
 
     def at(self, time: float, fn: Callback, arg: Any = None) -> None:
         """Call ``fn(arg)`` at virtual time `time` (not before now)."""
         assert time >= self.now, (time, self.now)
-        heappush(self._agenda, (time, 1, self._scheduled, fn, arg))
         self._scheduled += 1
+        heappush(self._agenda, (time, self._scheduled, fn, arg))
 
     def soon(self, fn: Callback, arg: Any = None, urgent: bool = False) -> None:
         """Call ``fn(arg)`` now, once the current action returned: after the actions already
         due now, or (`urgent`) before them."""
-        heappush(self._agenda, (self.now, 0 if urgent else 1, self._scheduled, fn, arg))
         self._scheduled += 1
+        order = self._scheduled + URGENT if urgent else self._scheduled
+        heappush(self._agenda, (self.now, order, fn, arg))
 
     def fan_out(self, fn: Callback, requests: list) -> None:
         """Send `fn(requests)`: a lone request at once, several concurrent ones once the
@@ -47,14 +52,51 @@ class Clock:
     def run(self, until: float | None = None) -> None:
         """Run actions until none is left, or until the next one is due at `until` or later."""
         agenda = self._agenda
+        if until is None:
+            while agenda:
+                self.now, _, fn, arg = heappop(agenda)
+                fn(arg)
+            return
         while agenda:
-            if until is not None and agenda[0][0] >= until:
+            if agenda[0][0] >= until:
                 self.now = until
                 return
-            self.now, _, _, fn, arg = heappop(agenda)
+            self.now, _, fn, arg = heappop(agenda)
             fn(arg)
-        if until is not None and until > self.now:
+        if until > self.now:
             self.now = until
+
+
+class Lane:
+    """Actions that come due in the order they are scheduled (one FIFO server's completions:
+    times never decrease). Only the first of them waits on the clock's agenda, so the agenda
+    stays small when many queue (a thousand workers at one reader); each keeps the place in
+    the order it was given when scheduled, so actions run exactly as if all were on it."""
+
+    __slots__ = ("clock", "waiting")
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self.waiting: deque[tuple[float, int, Callback, Any]] = deque()
+
+    def at(self, time: float, fn: Callback, arg: Any = None) -> None:
+        """Call ``fn(arg)`` at `time`: not before now, nor before the lane's last action."""
+        clock, waiting = self.clock, self.waiting
+        assert time >= clock.now, (time, clock.now)
+        clock._scheduled += 1
+        if waiting:
+            assert time >= waiting[-1][0], (time, waiting[-1][0])
+        else:
+            heappush(clock._agenda, (time, clock._scheduled, self._first, None))
+        waiting.append((time, clock._scheduled, fn, arg))
+
+    def _first(self, _: Any) -> None:
+        waiting = self.waiting
+        _, _, fn, arg = waiting.popleft()
+        if waiting:
+            time, order, _, _ = waiting[0]
+            heappush(self.clock._agenda, (time, order, self._first, None))
+        fn(arg)
 
 
 class Signal:

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
 
 
 def nbytes(*tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+    total = 0
+    for t in tensors:
+        if t is not None:
+            total += t.numel() * t.element_size()
+    return total
 
 
 def batch_bytes(batch) -> int:
@@ -37,48 +41,79 @@ class EffectDispatch:
         self.params, self.collective, self.speeds = job.params, job.collective, job.speeds
         self.sent, self.sparse_policy = job.sent, job.sparse_policy
         self.flops_per_example = job.flops_per_example
+        self._handlers = {
+            fx.NextBatch: self._next_batch,
+            fx.Lookup: self._lookup,
+            fx.Compute: self._compute,
+            fx.PushSparse: self._push_sparse,
+            fx.Exchange: self._exchange,
+            fx.AllReduce: self._allreduce,
+            fx.Now: self._now,
+            fx.AwaitStart: self._await_start,
+            fx.PullDense: self._pull_dense,
+            fx.PushGradients: self._push_gradients,
+            fx.WorkerDone: self._worker_done,
+        }
 
     def __call__(self, runner: LoopRunner, effect: fx.Effect) -> None:
-        t, resume = runner.trainer, runner.resume
-        host = self.trainer_hosts[t]
-        if isinstance(effect, fx.NextBatch):
-            self.states[t].progress()
-            self.network.send(
-                host, self.reader_host, REQUEST_BYTES, self._at_reader, (t, effect, resume)
-            )
-        elif isinstance(effect, fx.Lookup):
-            self._lookups(t, effect, resume)
-        elif isinstance(effect, fx.Compute):
-            flops = effect.examples * self.flops_per_example
-            seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
-            self.network.work(host, seconds, resume)
-        elif isinstance(effect, fx.PushSparse):
-            self.sent[t]["PushSparse"] += sum(
-                nbytes(rows, grads) for _, rows, grads in effect.updates
-            )
-            self.clock.soon(self._send_pushes, (host, effect.updates), urgent=True)
-            resume(None)
-        elif isinstance(effect, fx.Exchange):
-            size = nbytes(effect.values)
-            self.sent[t]["Exchange"] += size
-            sync_host = self.sync_hosts[effect.server]
-            self.network.send(host, sync_host, size, self._exchange_arrived, (t, effect, resume))
-        elif isinstance(effect, fx.AllReduce):
-            self.sent[t]["AllReduce"] += nbytes(effect.values)
-            self.collective.contribute(t, effect.values, effect.done, resume)
-        elif isinstance(effect, fx.Now):
-            resume(self.clock.now)
-        elif isinstance(effect, fx.AwaitStart):
-            self.params.await_start(effect, resume)
-        elif isinstance(effect, fx.PullDense):
-            self.params.pull_dense(host, effect, self.sent[t], resume)
-        elif isinstance(effect, fx.PushGradients):
-            self.params.push(host, effect, self.sent[t])
-            resume(None)
-        elif isinstance(effect, fx.WorkerDone):
-            self.params.worker_done(effect, resume)
+        handler = self._handlers.get(type(effect))
+        if handler is None:
+            self.states[runner.trainer].handle(effect, runner.resume)
         else:
-            self.states[t].handle(effect, resume)
+            handler(runner, effect)
+
+    def _next_batch(self, runner: LoopRunner, effect: fx.NextBatch) -> None:
+        t = runner.trainer
+        self.states[t].progress()
+        host = self.trainer_hosts[t]
+        item = (t, effect, runner.resume)
+        self.network.send(host, self.reader_host, REQUEST_BYTES, self._at_reader, item)
+
+    def _lookup(self, runner: LoopRunner, effect: fx.Lookup) -> None:
+        self._lookups(runner.trainer, effect, runner.resume)
+
+    def _compute(self, runner: LoopRunner, effect: fx.Compute) -> None:
+        flops = effect.examples * self.flops_per_example
+        seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
+        self.network.work(self.trainer_hosts[runner.trainer], seconds, runner.resume)
+
+    def _push_sparse(self, runner: LoopRunner, effect: fx.PushSparse) -> None:
+        t = runner.trainer
+        self.sent[t]["PushSparse"] += sum(nbytes(rows, grads) for _, rows, grads in effect.updates)
+        item = (self.trainer_hosts[t], effect.updates)
+        self.clock.soon(self._send_pushes, item, urgent=True)
+        runner.resume(None)
+
+    def _exchange(self, runner: LoopRunner, effect: fx.Exchange) -> None:
+        t = runner.trainer
+        size = nbytes(effect.values)
+        self.sent[t]["Exchange"] += size
+        host, sync_host = self.trainer_hosts[t], self.sync_hosts[effect.server]
+        item = (t, effect, runner.resume)
+        self.network.send(host, sync_host, size, self._exchange_arrived, item)
+
+    def _allreduce(self, runner: LoopRunner, effect: fx.AllReduce) -> None:
+        t = runner.trainer
+        self.sent[t]["AllReduce"] += nbytes(effect.values)
+        self.collective.contribute(t, effect.values, effect.done, runner.resume)
+
+    def _now(self, runner: LoopRunner, effect: fx.Now) -> None:
+        runner.resume(self.clock.now)
+
+    def _await_start(self, runner: LoopRunner, effect: fx.AwaitStart) -> None:
+        self.params.await_start(effect, runner.resume)
+
+    def _pull_dense(self, runner: LoopRunner, effect: fx.PullDense) -> None:
+        t = runner.trainer
+        self.params.pull_dense(self.trainer_hosts[t], effect, self.sent[t], runner.resume)
+
+    def _push_gradients(self, runner: LoopRunner, effect: fx.PushGradients) -> None:
+        t = runner.trainer
+        self.params.push(self.trainer_hosts[t], effect, self.sent[t])
+        runner.resume(None)
+
+    def _worker_done(self, runner: LoopRunner, effect: fx.WorkerDone) -> None:
+        self.params.worker_done(effect, runner.resume)
 
     def _at_reader(self, item: tuple) -> None:
         self.network.work(self.reader_host, self.cost.reader_batch_s, self._hand_batch, item)
@@ -87,8 +122,11 @@ class EffectDispatch:
         t, effect, resume = item
         batch, token = self.reader.next_batch_with_token(t)
         if batch is not None:
-            self.handed.append((self.clock.now, self.reader.total_examples))
-            self.job.maybe_evaluate(self.reader.total_examples - batch.batch_size)
+            handed = self.reader.total_examples
+            self.handed.append((self.clock.now, handed))
+            self.job.maybe_evaluate(handed - batch.batch_size)
+            if self.job.on_handed is not None:
+                self.job.on_handed(handed)
         elif self.job.in_flight_at_stop is None:
             trained = sum(trainer.stats.total_examples for trainer in self.trainers)
             self.job.in_flight_at_stop = self.reader.total_examples - trained

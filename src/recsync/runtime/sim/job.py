@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -57,9 +58,13 @@ class SimJob:
         cost: CostModel,
         server_threads: int = 4,
         eval_every: int | None = None,
+        on_handed: Callable[[int], None] | None = None,
     ):
         """`eval_every`: evaluate the current model on the test set each time that many more
-        examples were handed out (in virtual time, at no cost): `curve`."""
+        examples were handed out (in virtual time, at no cost): `curve`. `on_handed(n)`:
+        called each time the reader hands out a batch, with the examples handed out so far
+        (a progress bar)."""
+        self.on_handed = on_handed
         self.spec, self.plan, self.cost = spec, plan, cost
         cluster, train, seed = spec.cluster, spec.train, spec.train.seed
         self.clock = clock = Clock()
@@ -85,6 +90,7 @@ class SimJob:
         self.reader_host = Node("reader")
         layout = plan.embeddings.layout
         norm = getattr(strategy, "staleness_norm", None)
+        # the gradient servers skip the finiteness check: each worker checks its gradient once
         self.servers, self.server_hosts = [], []
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, seed)
@@ -93,7 +99,7 @@ class SimJob:
                 shard.load_state_dict(resume.shards[i])
             if self.sparse_policy:
                 policy = strategy.make_server(num_workers, True)
-                self.servers.append(SparseShardServer(i, shard, policy, norm))
+                self.servers.append(SparseShardServer(i, shard, policy, norm, check_finite=False))
             else:
                 self.servers.append(EmbeddingServerNode(i, shard))
             self.server_hosts.append(Node(f"embedding-server-{i}", server_threads))
@@ -106,7 +112,9 @@ class SimJob:
                 values = initial[start:stop].clone()
                 if self.gradient:
                     policy = strategy.make_server(num_workers, False)
-                    node = DenseBlockServer(i, values, train.dense_optimizer, policy, norm)
+                    node = DenseBlockServer(
+                        i, values, train.dense_optimizer, policy, norm, check_finite=False
+                    )
                     if resume is not None:
                         node.optimizer.load_state_dict(resume.optimizer_slice(start, stop))
                 else:

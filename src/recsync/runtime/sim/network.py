@@ -9,7 +9,7 @@ from collections.abc import Callable
 from heapq import heapreplace
 from typing import Any
 
-from recsync.runtime.sim.clock import Callback, Clock
+from recsync.runtime.sim.clock import Callback, Clock, Lane
 from recsync.runtime.sim.cost import CostModel
 
 REQUEST_BYTES = 64  # a request that carries no tensor: its header
@@ -22,6 +22,7 @@ class Slots:
     def __init__(self, capacity: int):
         assert capacity >= 1
         self.free_at = [0.0] * capacity
+        self.lane: Lane | None = None  # one slot: its completions, in booking order
 
     def finish_time(self, now: float, seconds: float) -> float:
         """Book `seconds` of service for a job arriving now; returns when it completes."""
@@ -34,15 +35,28 @@ class Slots:
         return done
 
 
+class Nic:
+    """A network interface: one message at a time, first come, first served."""
+
+    __slots__ = ("free_at", "busy_s")
+
+    def __init__(self):
+        self.free_at = 0.0  # when the message now on it is through
+        self.busy_s = 0.0
+
+
 class Node:
-    """A simulated machine: one NIC (one message at a time) and `threads` CPU slots."""
+    """A simulated machine: one NIC and `threads` CPU slots."""
 
     def __init__(self, name: str, threads: int = 1):
         self.name = name
-        self.nic = Slots(1)
+        self.nic = Nic()
         self.cpu = Slots(threads)
-        self.bytes_sent = 0
-        self.nic_busy_s = 0.0
+
+    @property
+    def nic_busy_s(self) -> float:
+        """Seconds its NIC spent sending or receiving."""
+        return self.nic.busy_s
 
 
 class Network:
@@ -53,8 +67,11 @@ class Network:
         self.clock = clock
         self.cost = cost
         self.delayed = delayed
+        self.delays = bool(cost.faults.delay_fraction)
         self.shared_cpu = Slots(cost.shared_cpus) if cost.shared_cpus else None
         self.handles_messages = bool(cost.message_cpu_s or cost.byte_cpu_s)
+        self.latency_s = cost.latency_s
+        self.bandwidth_bytes_s = cost.bandwidth_bytes_s
 
     def send(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
         """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
@@ -63,12 +80,15 @@ class Network:
             handling = self.cost.message_cpu_s + self.cost.byte_cpu_s * nbytes
             self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg))
         else:
-            self._transmit((src, dst, nbytes, 0.0, then, arg))
+            self._leave(src, dst, nbytes, 0.0, then, arg)
 
     def reply(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
         """A server's answer (lookup, pull): sent like any message, then perhaps delayed
         further by fault injection before `then(arg)`."""
-        self.send(src, dst, nbytes, self._replied, (then, arg))
+        if self.delays:
+            self.send(src, dst, nbytes, self._replied, (then, arg))
+        else:
+            self.send(src, dst, nbytes, then, arg)
 
     def _replied(self, item: tuple) -> None:
         then, arg = item
@@ -79,22 +99,29 @@ class Network:
             then(arg)
 
     def _transmit(self, message: tuple) -> None:
-        src, dst, nbytes, handling, then, arg = message
-        cost, clock = self.cost, self.clock
-        hold = nbytes / cost.bandwidth_bytes_s
-        src.bytes_sent += nbytes
-        src.nic_busy_s += hold
-        dst.nic_busy_s += hold
-        arrives = src.nic.finish_time(clock.now, hold) + cost.latency_s
-        clock.at(arrives, self._arrive, (dst, hold, handling, then, arg))
+        self._leave(*message)
+
+    def _leave(self, src: Node, dst: Node, nbytes: int, handling: float, then, arg) -> None:
+        """Book the message on src's NIC (and count it on dst's); it arrives a latency later."""
+        clock, nic = self.clock, src.nic
+        hold = nbytes / self.bandwidth_bytes_s
+        now = clock.now
+        done = (now if now > nic.free_at else nic.free_at) + hold
+        nic.free_at = done
+        nic.busy_s += hold
+        dst.nic.busy_s += hold
+        clock.at(done + self.latency_s, self._arrive, (dst, hold, handling, then, arg))
 
     def _arrive(self, message: tuple) -> None:
         dst, hold, handling, then, arg = message
-        received = dst.nic.finish_time(self.clock.now, hold)
+        clock, nic = self.clock, dst.nic
+        now = clock.now
+        received = (now if now > nic.free_at else nic.free_at) + hold
+        nic.free_at = received
         if handling:
-            self.clock.at(received, self._handle, (dst, handling, then, arg))
+            clock.at(received, self._handle, (dst, handling, then, arg))
         else:
-            self.clock.at(received, then, arg)
+            clock.at(received, then, arg)
 
     def _handle(self, message: tuple) -> None:
         dst, handling, then, arg = message
@@ -103,7 +130,16 @@ class Network:
     def work(self, node: Node, seconds: float, then: Callback, arg: Any = None) -> None:
         """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
         cpu = self.shared_cpu or node.cpu
-        self.clock.at(cpu.finish_time(self.clock.now, seconds), then, arg)
+        done = cpu.finish_time(self.clock.now, seconds)
+        if len(cpu.free_at) == 1:  # one slot: jobs finish in the order they were booked
+            lane = cpu.lane or self._lane(cpu)
+            lane.at(done, then, arg)
+        else:
+            self.clock.at(done, then, arg)
+
+    def _lane(self, cpu: Slots) -> Lane:
+        cpu.lane = Lane(self.clock)
+        return cpu.lane
 
 
 class Collective:
