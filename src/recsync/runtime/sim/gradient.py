@@ -11,6 +11,7 @@ from functools import partial
 from recsync.ps.gradient_servers import DenseBlockServer, GradientServer, SparseShardServer
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.network import REQUEST_BYTES, Network, Node
+from recsync.sync.gradient import GradientPolicy
 from recsync.trainer import effects as fx
 
 
@@ -64,8 +65,14 @@ class SimParameterServers:
         self.inflight: dict[int, int] = {}  # worker -> its pushes not delivered yet
         self.drained: dict[int, Callback] = {}  # worker -> who waits for them
         self.cost = network.cost
+        # policies without a may_start of their own let every worker start at once
+        self.gated = any(
+            type(s.policy).may_start is not GradientPolicy.may_start for s in [*dense, *sparse]
+        )
 
     def may_start(self, effect: fx.AwaitStart) -> bool:
+        if not self.gated:
+            return True
         w = effect.worker
         dense_last = effect.dense_versions or [None] * len(self.dense)
         sparse_last = effect.sparse_versions or [None] * len(self.sparse)
