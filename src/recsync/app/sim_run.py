@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from recsync.app.config import Config
 from recsync.app.config_base import build_dataclass
+from recsync.app.progress import examples_bar
 from recsync.app.run_dir import RunDir
 from recsync.app.train_job import job_spec, write_run_end
 from recsync.coordinator.checkpoint import JobState
@@ -36,15 +34,7 @@ def run_simulation(
     if spec.strategy is None:
         raise ConfigError("strategy.name: the simulator runs distributed strategies, not reference")
     run_dir.write_config(config)
-    bar = Progress(
-        TextColumn(f"[bold]simulating {spec.strategy.describe().split()[0]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("examples handed out"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not progress,
-    )
+    bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
     with bar:
         task = bar.add_task("simulate", total=None)
         sim = SimJob(

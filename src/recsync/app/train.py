@@ -11,17 +11,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import Progress
 
 from recsync.app.config import Config
 from recsync.app.plots import plot_curves
+from recsync.app.progress import examples_bar
 from recsync.app.run_dir import CURVES, RunDir
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
@@ -115,18 +109,6 @@ class TrainingLoop:
             progress.console.print(message, highlight=False)
 
 
-def _progress_bar(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]training"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("examples  {task.fields[eps]:>9,.0f} ex/s"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-
-
 def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict[str, Any]:
     """Train one pass as `config` says, writing into `run_dir`; returns the summary (also
     written to summary.json): test_auc, test_ne, test_logloss, test_calibration,
@@ -140,7 +122,7 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
         )
         trainer = ReferenceTrainer(specs.model, specs.train)
         loop = TrainingLoop(trainer, data, run_dir, config.run.eval_every, report=progress)
-        with _progress_bar(progress) as bar:
+        with examples_bar("training", progress) as bar:
             loop.run(bar)
         quality = loop.quality
         assert quality is not None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from recsync.app.config import Config
 from recsync.app.plots import plot_curves
+from recsync.app.progress import examples_bar
 from recsync.app.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.planning import JobSpec
@@ -46,15 +44,7 @@ def run_distributed(
     """Train one pass on the Ray engine; writes config, metrics, summary, plot, checkpoint."""
     spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
-    bar = Progress(
-        TextColumn(f"[bold]{spec.strategy.describe().split()[0]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("examples  {task.fields[eps]:>9,.0f} ex/s"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not progress,
-    )
+    bar = examples_bar(spec.strategy.describe().split()[0], progress)
     try:
         with bar:
             task = bar.add_task("train", total=None, eps=0.0)
