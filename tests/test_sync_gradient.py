@@ -611,3 +611,20 @@ def test_allreduce_runs_the_sync_policy_on_embedding_shards_only():
     assert isinstance(config.make_server(3, sparse=True), type(SyncConfig().make_server(3, True)))
     with pytest.raises(ValueError, match="no dense servers"):
         config.make_server(3, sparse=False)
+
+
+@pytest.mark.parametrize(
+    "name, holds",
+    [
+        ("async", False),
+        ("bsp", False),
+        ("gba", False),
+        ("psp", False),
+        ("sync", True),
+        ("bounded_staleness", True),
+        ("backup_workers", True),
+    ],
+)
+def test_a_policy_says_whether_it_can_hold_a_worker_back(name, holds):
+    policy = gradient_strategy_config(name).make_server(4, False)
+    assert policy.holds_workers is holds

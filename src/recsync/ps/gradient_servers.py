@@ -87,7 +87,7 @@ class GradientServer:
         self, index: int, policy: GradientPolicy, staleness_norm=None, check_finite: bool = True
     ):
         self.index = index
-        # False: the pushing worker checked its gradient already (one reduction per step)
+        # False for the drivers: a GradientWorker checks its whole gradient once per step
         self.check_finite = check_finite
         self.policy = policy
         self.staleness_norm = staleness_norm

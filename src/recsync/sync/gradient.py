@@ -111,6 +111,11 @@ class GradientPolicy:
     def may_start(self, worker: int, last_version: int | None) -> bool:
         return True
 
+    @property
+    def holds_workers(self) -> bool:
+        """Whether `may_start` can ever say no (a policy that overrides it)."""
+        return type(self).may_start is not GradientPolicy.may_start
+
     def _apply(self, grads: list[tuple[int, float]], divisor: float, lr_scale: float = 1.0):
         assert grads and divisor > 0, (grads, divisor)
         self.version += 1

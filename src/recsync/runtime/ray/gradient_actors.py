@@ -33,18 +33,18 @@ class GradientServerActor:
         """`state`: to resume from: a shard's state dict, or a dense block's optimizer state."""
         torch.set_num_threads(1)
         norm = getattr(strategy, "staleness_norm", None)
+        checked = False  # each worker checks its gradient once per step, not every push
         if values is not None:
             policy = strategy.make_server(num_workers, False)
-            self.node = DenseBlockServer(index, values, optimizer_spec, policy, norm)
+            self.node = DenseBlockServer(index, values, optimizer_spec, policy, norm, checked)
             if state is not None:
                 self.node.optimizer.load_state_dict(state)
         else:
             shard = EmbeddingShard(weight, optimizer_spec.build(weight.shape[0], weight.shape[1]))
             if state is not None:
                 shard.load_state_dict(state)
-            self.node = SparseShardServer(
-                index, shard, strategy.make_server(num_workers, True), norm
-            )
+            policy = strategy.make_server(num_workers, True)
+            self.node = SparseShardServer(index, shard, policy, norm, checked)
         self.cond = threading.Condition()
 
     def ping(self) -> bool:

@@ -11,7 +11,6 @@ from functools import partial
 from recsync.ps.gradient_servers import DenseBlockServer, GradientServer, SparseShardServer
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.network import REQUEST_BYTES, Network, Node
-from recsync.sync.gradient import GradientPolicy
 from recsync.trainer import effects as fx
 
 
@@ -65,10 +64,7 @@ class SimParameterServers:
         self.inflight: dict[int, int] = {}  # worker -> its pushes not delivered yet
         self.drained: dict[int, Callback] = {}  # worker -> who waits for them
         self.cost = network.cost
-        # policies without a may_start of their own let every worker start at once
-        self.gated = any(
-            type(s.policy).may_start is not GradientPolicy.may_start for s in [*dense, *sparse]
-        )
+        self.gated = any(s.policy.holds_workers for s in [*dense, *sparse])
 
     def may_start(self, effect: fx.AwaitStart) -> bool:
         if not self.gated:

@@ -90,7 +90,7 @@ class SimJob:
         self.reader_host = Node("reader")
         layout = plan.embeddings.layout
         norm = getattr(strategy, "staleness_norm", None)
-        # the gradient servers skip the finiteness check: each worker checks its gradient once
+        # each worker checks its gradient once per step: the servers need not check each push
         self.servers, self.server_hosts = [], []
         for i in range(layout.num_shards):
             weight = shard_weight(layout, i, seed)
