@@ -42,14 +42,17 @@ class FlatOptimizer:
     """Applies `step(params, grad)` in place on a flat P-vector (or `updated`: into a new
     one); state sits beside it.
 
-    Lock-free: concurrent callers may interleave (Hogwild); the state is then approximate,
-    as in the Hogwild papers.
+    Lock-free: concurrent callers of `step` may interleave (Hogwild); the state is then
+    approximate, as in the Hogwild papers. `updated` is for one caller at a time (a server,
+    under its lock): it keeps its denominator in a scratch vector of its own, so a server's
+    update does not allocate (and miss the cache on) a fresh P-vector every time.
     """
 
     def __init__(self, spec: DenseOptimizerSpec, num_params: int):
         self.spec = spec
         self.steps = 0
         self.state: dict[str, torch.Tensor] = {}
+        self._denom: torch.Tensor | None = None  # `updated`'s scratch
         if spec.name == "adagrad":
             self.state["sum"] = torch.zeros(num_params)
         elif spec.name == "adam":
@@ -82,10 +85,15 @@ class FlatOptimizer:
                 buf.mul_(spec.momentum).add_(grad)
                 grad = buf
             return params.add_(grad, alpha=-lr) if in_place else params.add(grad, alpha=-lr)
+        denom = None
+        if not in_place:
+            if self._denom is None:
+                self._denom = torch.empty_like(params)
+            denom = self._denom
         if spec.name == "adagrad":
             acc = self.state["sum"]
             acc.addcmul_(grad, grad)
-            step, denom, value = grad, acc.sqrt().add_(spec.eps), -lr
+            step, denom, value = grad, torch.sqrt(acc, out=denom).add_(spec.eps), -lr
         else:
             beta1, beta2 = spec.betas
             m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
@@ -93,7 +101,8 @@ class FlatOptimizer:
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             bias1 = 1 - beta1**self.steps
             bias2_sqrt = (1 - beta2**self.steps) ** 0.5
-            step, denom, value = m, (v.sqrt() / bias2_sqrt).add_(spec.eps), -lr / bias1
+            denom = torch.sqrt(v, out=denom).div_(bias2_sqrt).add_(spec.eps)
+            step, value = m, -lr / bias1
         if in_place:
             return params.addcdiv_(step, denom, value=value)
         return torch.addcdiv(params, step, denom, value=value)

@@ -111,6 +111,9 @@ class GradientWorker:
         if self.keep_blocks:  # a block never pulled yet is the job's starting value
             start_values = (workspace.flat if initial is None else initial).clone()
         self.blocks = [None if start_values is None else start_values[a:b] for a, b in dense_ranges]
+        bounds = [0] + [stop for _, stop in dense_ranges]
+        assert [start for start, _ in dense_ranges] == bounds[:-1], dense_ranges  # in order
+        assert bounds[-1] == workspace.num_params, (bounds[-1], workspace.num_params)
         self.versions = [0] * len(dense_ranges)
         self.stats = stats
 
@@ -142,12 +145,11 @@ class GradientWorker:
         for b, block in enumerate(blocks):
             if block is not None:
                 self.blocks[b], self.versions[b] = block
-        for (start, stop), values in zip(self.dense_ranges, self.blocks, strict=True):
-            workspace.writer[start:stop].copy_(values)
+        torch.cat(self.blocks, out=workspace.writer)  # the blocks tile the dense vector
         if not self.keep_blocks:
             self.blocks = [None] * len(self.blocks)
         loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
-        if not math.isfinite(float(flat_grad.sum() + grad_pooled.sum())):
+        if not math.isfinite(float(flat_grad.sum()) + float(grad_pooled.sum())):
             raise ValueError(
                 f"worker {self.worker}: NaN or infinite gradient (loss {float(loss):g}); the "
                 "batch holds NaN or training diverged"
