@@ -85,15 +85,12 @@ class FlatOptimizer:
                 buf.mul_(spec.momentum).add_(grad)
                 grad = buf
             return params.add_(grad, alpha=-lr) if in_place else params.add(grad, alpha=-lr)
-        denom = None
-        if not in_place:
-            if self._denom is None:
-                self._denom = torch.empty_like(params)
-            denom = self._denom
+        scratch = None if in_place else self._scratch(params)  # where the denominator goes
         if spec.name == "adagrad":
             acc = self.state["sum"]
             acc.addcmul_(grad, grad)
-            step, denom, value = grad, torch.sqrt(acc, out=denom).add_(spec.eps), -lr
+            step, value = grad, -lr
+            denom = torch.sqrt(acc, out=scratch).add_(spec.eps)
         else:
             beta1, beta2 = spec.betas
             m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
@@ -101,11 +98,16 @@ class FlatOptimizer:
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             bias1 = 1 - beta1**self.steps
             bias2_sqrt = (1 - beta2**self.steps) ** 0.5
-            denom = torch.sqrt(v, out=denom).div_(bias2_sqrt).add_(spec.eps)
             step, value = m, -lr / bias1
+            denom = torch.sqrt(v, out=scratch).div_(bias2_sqrt).add_(spec.eps)
         if in_place:
             return params.addcdiv_(step, denom, value=value)
         return torch.addcdiv(params, step, denom, value=value)
+
+    def _scratch(self, params: torch.Tensor) -> torch.Tensor:
+        if self._denom is None:
+            self._denom = torch.empty_like(params)
+        return self._denom
 
     def state_dict(self) -> dict[str, object]:
         return {"steps": self.steps, **self.state}

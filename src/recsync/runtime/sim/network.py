@@ -44,6 +44,12 @@ class Nic:
         self.free_at = 0.0  # when the message now on it is through
         self.busy_s = 0.0
 
+    def book(self, now: float, hold: float) -> float:
+        """Hold the NIC for `hold` seconds from now or once it is free; returns when done."""
+        done = (now if now > self.free_at else self.free_at) + hold
+        self.free_at = done
+        return done
+
 
 class Node:
     """A simulated machine: one NIC and `threads` CPU slots."""
@@ -103,25 +109,19 @@ class Network:
 
     def _leave(self, src: Node, dst: Node, nbytes: int, handling: float, then, arg) -> None:
         """Book the message on src's NIC (and count it on dst's); it arrives a latency later."""
-        clock, nic = self.clock, src.nic
         hold = nbytes / self.bandwidth_bytes_s
-        now = clock.now
-        done = (now if now > nic.free_at else nic.free_at) + hold
-        nic.free_at = done
-        nic.busy_s += hold
+        done = src.nic.book(self.clock.now, hold)
+        src.nic.busy_s += hold
         dst.nic.busy_s += hold
-        clock.at(done + self.latency_s, self._arrive, (dst, hold, handling, then, arg))
+        self.clock.at(done + self.latency_s, self._arrive, (dst, hold, handling, then, arg))
 
     def _arrive(self, message: tuple) -> None:
         dst, hold, handling, then, arg = message
-        clock, nic = self.clock, dst.nic
-        now = clock.now
-        received = (now if now > nic.free_at else nic.free_at) + hold
-        nic.free_at = received
+        received = dst.nic.book(self.clock.now, hold)
         if handling:
-            clock.at(received, self._handle, (dst, handling, then, arg))
+            self.clock.at(received, self._handle, (dst, handling, then, arg))
         else:
-            clock.at(received, then, arg)
+            self.clock.at(received, then, arg)
 
     def _handle(self, message: tuple) -> None:
         dst, handling, then, arg = message
