@@ -10,13 +10,13 @@ previous version. Free of transport: a generator of effects run by a driver.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 from typing import Any
 
 import torch
 
 from recsync.model.spec import ModelSpec
+from recsync.ps.gradient_servers import all_finite
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 from recsync.trainer import effects as fx
@@ -149,7 +149,7 @@ class GradientWorker:
         if not self.keep_blocks:
             self.blocks = [None] * len(self.blocks)
         loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
-        if not math.isfinite(float(flat_grad.sum()) + float(grad_pooled.sum())):
+        if not (all_finite(flat_grad) and all_finite(grad_pooled)):
             raise ValueError(
                 f"worker {self.worker}: NaN or infinite gradient (loss {float(loss):g}); the "
                 "batch holds NaN or training diverged"
