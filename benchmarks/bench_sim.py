@@ -26,10 +26,11 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.asynchronous import AsyncConfig
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 
 def small_model() -> ModelSpec:

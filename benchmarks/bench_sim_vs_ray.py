@@ -21,16 +21,16 @@ import time
 import ray
 import torch
 
-from recsync.app.calibrate import calibrate
+from recsync.app.runs.calibrate import calibrate
 from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.job import SimJob
 from recsync.sync import replica_strategy_config
 from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
-from recsync.trainer.reference import TrainSpec
 
 REPLICA = ("independent", "easgd", "ma", "bmuf")
 

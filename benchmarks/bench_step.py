@@ -24,7 +24,8 @@ from recsync.model.dlrm import build_dense  # noqa: E402
 from recsync.model.spec import ModelSpec, default_tables  # noqa: E402
 from recsync.optim.dense import DenseOptimizerSpec  # noqa: E402
 from recsync.optim.rowwise import RowOptimizerSpec  # noqa: E402
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec  # noqa: E402
+from recsync.optim.train_spec import TrainSpec  # noqa: E402
+from recsync.trainer.reference import ReferenceTrainer
 
 
 def examples_per_second(step, batches) -> float:

@@ -18,10 +18,10 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.sync import replica_strategy_config
 from recsync.sync.replica import Timing
-from recsync.trainer.reference import TrainSpec
 
 
 def variants(k: int) -> list[tuple[str, dict]]:

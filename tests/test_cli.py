@@ -1,4 +1,4 @@
-"""The `recsync` command line (recsync.app.cli) on tiny synthetic data."""
+"""The `recsync` command line (recsync.app.cli.main) on tiny synthetic data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from recsync.app.cli import app
+from recsync.app.cli.main import app
 
 TINY = """
 [run]

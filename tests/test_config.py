@@ -1,4 +1,4 @@
-"""The run configuration (recsync.app.config and config_load): defaults, overrides, errors."""
+"""The run configuration (recsync.app.config): defaults, overrides, errors."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import fields
 
 import pytest
 
-from recsync.app.config import Config
-from recsync.app.config_load import load_config, parse_overrides
-from recsync.app.run_dir import toml_text
+from recsync.app.config.load import load_config, parse_overrides
+from recsync.app.config.schema import Config
+from recsync.app.runs.run_dir import toml_text
 from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
@@ -205,7 +205,7 @@ def test_dump_is_json_and_its_toml_loads_back_equal(tmp_path):
 
 
 def test_strategy_and_cluster_sections_build_specs():
-    from recsync.app.config_load import load_config
+    from recsync.app.config.load import load_config
 
     specs = load_config(
         None,
@@ -244,7 +244,7 @@ def test_strategy_and_cluster_sections_build_specs():
     ],
 )
 def test_strategy_and_cluster_errors_name_the_key(overrides, message):
-    from recsync.app.config_load import load_config
+    from recsync.app.config.load import load_config
 
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides).to_specs()

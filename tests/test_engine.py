@@ -11,11 +11,12 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.effects import NodeFailure
 from recsync.runtime.ray.job import connect, run_job
 from recsync.sync import replica_strategy_config
 from recsync.sync.replica import Timing
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 pytestmark = pytest.mark.engine
 

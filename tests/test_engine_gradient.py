@@ -12,9 +12,10 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import RayJob, connect
 from recsync.sync.gradient_registry import gradient_strategy_config
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 pytestmark = pytest.mark.engine
 

@@ -12,10 +12,11 @@ from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 SYNTHETIC = SyntheticSpec(num_train=6_144, num_test=2_000, num_dense=4, table_rows=(50,) * 6)
 MODEL = ModelSpec(

@@ -7,7 +7,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from recsync.app.plan_view import imbalance, plan_table
+from recsync.app.runs.plan_view import imbalance, plan_table
 from recsync.data.batch import Batch, collate
 from recsync.model.spec import ModelSpec, TableSpec, default_tables
 from recsync.optim.rowwise import RowOptimizerSpec

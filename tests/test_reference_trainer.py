@@ -13,7 +13,8 @@ from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 TASK_SPEC = SyntheticSpec(num_train=4000, num_test=2000, table_rows=(50,) * 4, num_dense=3)
 MODEL = ModelSpec(

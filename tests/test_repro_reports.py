@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsync.app import norm_repro, psp_repro, straggler_repro, switching_repro
+from recsync.app.repro import async_at_scale, gba, psp
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -27,7 +27,7 @@ def test_straggler_report_states_ratios_and_staleness_in_gradients():
         straggler_row("Hop-BS (s 4)", 120.0, 320, 12.0, blocked_s=2.0),
         straggler_row("Hop-BW (b 6)", 200.0, 12, 0.0, dropped={"late": 32}, blocked_s=1.0),
     ]
-    text = straggler_repro._report(rows, 320 * 256)
+    text = gba._stragglers_report(rows, 320 * 256)
     assert "GBA runs at 2.50x the EPS of `sync`" in text
     # GBA: 0.5 updates of 32 gradients each = 16 gradients; async: 16 updates of one
     assert "| GBA (iota 4) | 250 | 2.50x | 10 | 0.50 / 1 | 16.0 |" in text
@@ -37,14 +37,14 @@ def test_straggler_report_states_ratios_and_staleness_in_gradients():
 
 
 def test_switching_report_checks_the_claims_against_the_table():
-    days = switching_repro.DAYS
+    days = gba.DAYS
     base = [0.70 + 0.01 * d for d in range(days)]
     branches = {
         "sync": {"auc": base, "eps": [100.0]},
         "gba": {"auc": [a - 0.001 for a in base], "eps": [150.0]},
         "async": {"auc": base[:2] + [a - 0.03 for a in base[2:]], "eps": [150.0]},
     }
-    text = switching_repro._report(branches)
+    text = gba._switching_report(branches)
     assert "within 0.0010 of continuing `sync`" in text and "1.50x" in text
     assert "`async` 0.0300, `gba` 0.0010" in text
     assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
@@ -63,15 +63,15 @@ def psp_row(variant: str, seconds: float, loss: float) -> dict:
 
 
 def test_psp_report_compares_times_with_the_papers():
-    labels = list(psp_repro.VARIANTS)
+    labels = list(psp.VARIANTS)
     rows = [
-        psp_row(psp_repro.NO_DELAYS, 100.0, 0.50),
+        psp_row(psp.NO_DELAYS, 100.0, 0.50),
         psp_row(labels[0], 130.0, 0.50),
         psp_row(labels[1], 104.0, 0.51),
         psp_row(labels[2], 91.0, 0.505),
         psp_row(labels[3], 78.0, 0.56),
     ]
-    text = psp_repro._report(rows, 1000)
+    text = psp._report(rows, 1000)
     assert "prolong full synchronization by 30%" in text
     assert "(c=28) takes 20% less time" in text and "(b=90%) 30% less" in text
     assert "take 40% less time and end at test logloss 0.5600" in text
@@ -91,7 +91,7 @@ def test_norm_report_names_the_expected_auc_and_the_size_of_rho():
         "teacher_auc": 0.75,
         "variants": variants,
     }
-    text = norm_repro._report(result)
+    text = async_at_scale._norm_report(result)
     assert "| 100 workers, no normalization (expected) | 0.6900 | 90.0 |" in text
     assert "Best at 1000 workers: 1/tau (0.5500)" in text
     assert "tau about 10x mu', rho = tau^-2 is about 1e-06" in text

@@ -9,11 +9,12 @@ from recsync.coordinator.job import ClusterSpec
 from recsync.coordinator.planning import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.sync import replica_strategy_config
 from recsync.sync.replica import Timing
-from recsync.trainer.reference import ReferenceTrainer, TrainSpec
+from recsync.trainer.reference import ReferenceTrainer
 
 SYNTHETIC = SyntheticSpec(num_train=12_000, num_test=4_000, num_dense=4, table_rows=(50,) * 6)
 MODEL = ModelSpec(
@@ -102,7 +103,7 @@ def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
 
 
 def test_calibration_fit_recovers_a_known_message_cost():
-    from recsync.app.calibrate import fit_message_cpu, simulated_eps
+    from recsync.app.runs.calibrate import fit_message_cpu, simulated_eps
 
     spec = JobSpec(
         MODEL,

@@ -11,8 +11,8 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.job import ClusterSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.ps.placement import JobPlan, plan_job
-from recsync.trainer.reference import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
 PLAN_SAMPLE_BATCHES = 8

@@ -12,22 +12,17 @@ each gradient by rho(tau) before aggregation.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
 
+from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.ps.shard import EmbeddingShard
 from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
 
 ROW_STALENESS_BATCH = 256  # applied pushes whose row staleness is counted at once
-
-
-def all_finite(values: torch.Tensor) -> bool:
-    """No NaN or infinity in `values` (one reduction: either would make the sum non-finite)."""
-    return math.isfinite(float(values.sum())) if values.numel() else True
 
 
 def rows_in_range(rows: torch.Tensor, num_rows: int) -> bool:

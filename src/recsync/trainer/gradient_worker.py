@@ -16,11 +16,11 @@ from typing import Any
 import torch
 
 from recsync.model.spec import ModelSpec
-from recsync.ps.gradient_servers import all_finite
+from recsync.optim.checks import all_finite
+from recsync.optim.train_spec import TrainSpec
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 from recsync.trainer import effects as fx
-from recsync.trainer.reference import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
 EMPTY_ROWS = torch.empty(0, dtype=torch.int64)

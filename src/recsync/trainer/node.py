@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import FixedTrigger
@@ -36,7 +37,6 @@ from recsync.trainer.effects import (
     SyncRoundDone,
 )
 from recsync.trainer.gradient_worker import GradientWorker
-from recsync.trainer.reference import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
 Loop = Generator[Effect, Any, None]

@@ -6,35 +6,18 @@ shards -> dense forward/backward -> dense optimizer step -> row-wise sparse upda
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
 from recsync.data.batch import Batch
 from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.model.dlrm import DenseArch
 from recsync.model.spec import ModelSpec
-from recsync.optim.dense import DenseOptimizerSpec
-from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings, build_shards
 from recsync.trainer.replica import DenseReplica
 
 EVAL_CHUNK = 16384
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """Hyper-parameters of training, shared by every strategy."""
-
-    batch_size: int = 256
-    dense_optimizer: DenseOptimizerSpec = field(default_factory=DenseOptimizerSpec)
-    sparse_optimizer: RowOptimizerSpec = field(default_factory=RowOptimizerSpec)
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
 
 
 def predict(dense: DenseArch, embeddings: LocalEmbeddings, batch: Batch) -> torch.Tensor:

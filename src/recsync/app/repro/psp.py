@@ -23,14 +23,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
-
-from recsync.app.repro_common import CLUSTER_COST, run_segment, strategy
+from recsync.app.repro.common import CLUSTER_COST, run_segment, strategy
+from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Faults
-from recsync.trainer.reference import TrainSpec
 
 WORKERS = 32
 DENSE_SERVERS = 32
@@ -104,7 +103,7 @@ def reproduce(out_dir: Path, progress=None) -> list[dict[str, Any]]:
 
 
 def _plot(rows: list[dict[str, Any]], path: Path) -> None:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, right) = new_figure(10, 4, columns=2)
     labels = [r["variant"] for r in rows]
     left.bar(labels, [r["virtual_seconds"] for r in rows])
     left.set_ylabel("virtual seconds")
@@ -115,9 +114,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.tick_params(axis="x", labelrotation=20, labelsize=8)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle("PSP: 32 workers, 32 servers, 0.16% of pulls delayed 4 s (simulated)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _report(rows: list[dict[str, Any]], examples: int) -> str:

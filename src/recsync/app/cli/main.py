@@ -15,8 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from recsync.app.calibrate import calibrate as run_calibration
-from recsync.app.cli_common import (
+from recsync.app.cli.common import (
     ConfigOption,
     SetOption,
     fail,
@@ -24,17 +23,18 @@ from recsync.app.cli_common import (
     skips_text,
     strategy_rows,
 )
-from recsync.app.cli_data import data_app
-from recsync.app.cli_reproduce import reproduce_app
-from recsync.app.config_load import load_config, parse_overrides
-from recsync.app.plan_view import plan_table
-from recsync.app.run_dir import RunDir, toml_text
-from recsync.app.sim_run import run_simulation
-from recsync.app.train import run_training
-from recsync.app.train_job import job_spec, run_distributed
+from recsync.app.cli.data import data_app
+from recsync.app.cli.reproduce import reproduce_app
+from recsync.app.config.load import load_config, parse_overrides
+from recsync.app.runs.calibrate import calibrate as run_calibration
+from recsync.app.runs.checkpoints import load_checkpoint
+from recsync.app.runs.distributed import job_spec, run_distributed
+from recsync.app.runs.plan_view import plan_table
+from recsync.app.runs.reference import run_training
+from recsync.app.runs.run_dir import RunDir, toml_text
+from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.planning import initial_dense, plan_for
 from recsync.errors import ConfigError, JobFailed, RecsyncError
-from recsync.io.checkpoints import load_checkpoint
 
 app = typer.Typer(
     name="recsync",

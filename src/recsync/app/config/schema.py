@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from recsync.app.config_base import Section, build_dataclass, section_from_dataclass
-from recsync.app.job_config import ClusterSection, StrategySection, check_cluster_fits
+from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
+from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
 from recsync.coordinator.job import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -28,8 +28,8 @@ from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
-from recsync.trainer.reference import TrainSpec
 
 TABULAR_FORMATS = ("csv", "parquet")
 CRITEO_DENSE, CRITEO_TABLES = 13, 26

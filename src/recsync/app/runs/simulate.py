@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from recsync.app.config import Config
-from recsync.app.config_base import build_dataclass
-from recsync.app.progress import examples_bar
-from recsync.app.run_dir import RunDir
-from recsync.app.train_job import job_spec, write_run_end
+from recsync.app.config.schema import Config
+from recsync.app.config.base import build_dataclass
+from recsync.app.runs.progress import examples_bar
+from recsync.app.runs.run_dir import RunDir
+from recsync.app.runs.distributed import job_spec, write_run_end
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.planning import plan_for
 from recsync.errors import ConfigError
-from recsync.io.checkpoints import save_checkpoint
+from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from recsync.app.config import Config
-from recsync.app.plots import plot_curves
-from recsync.app.progress import examples_bar
-from recsync.app.run_dir import CURVES, RunDir
+from recsync.app.config.schema import Config
+from recsync.app.runs.plots import plot_curves
+from recsync.app.runs.progress import examples_bar
+from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.planning import JobSpec
 from recsync.errors import ConfigError, JobFailed
-from recsync.io.checkpoints import save_checkpoint
+from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.runtime.ray.effects import NodeFailure
 from recsync.runtime.ray.job import run_job
 

@@ -25,7 +25,7 @@ from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync import replica_strategy_config
 from recsync.sync.replica import Timing
-from recsync.trainer.reference import TrainSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
 PAYLOAD_BYTES = 512 * 1024

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from recsync.app.cli_common import ConfigOption, SetOption, fail, number, skips_text
-from recsync.app.config import build_dataclass
-from recsync.app.config_load import load_config, parse_overrides
+from recsync.app.cli.common import ConfigOption, SetOption, fail, number, skips_text
+from recsync.app.config.load import load_config, parse_overrides
+from recsync.app.config.schema import build_dataclass
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from recsync.app.config import Config
+from recsync.app.config.schema import Config
 from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"

@@ -1,4 +1,5 @@
-"""Learning curves of a run as a PNG: train loss and test AUC over examples trained."""
+"""Figures as PNG files, drawn on matplotlib's Agg canvas directly (no pyplot, no GUI
+backend, no global state): a run's learning curves, and the helpers the reports use."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+
+def new_figure(width: float, height: float, columns: int = 1) -> tuple[Figure, Any]:
+    """A figure of `columns` side-by-side axes (one Axes, or an array of them)."""
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    return figure, figure.subplots(1, columns)
+
+
+def save_figure(figure: Figure, path: str | Path) -> Path:
+    """Lay out and write a figure as PNG."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return Path(path)
 
 
 def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], list[float]]:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from recsync.app.config_base import Section
+from recsync.app.config.base import Section
 from recsync.coordinator.job import ClusterSpec
 from recsync.errors import ConfigError
 from recsync.sync import REPLICA_STRATEGIES, replica_strategy_config

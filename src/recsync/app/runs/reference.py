@@ -13,10 +13,10 @@ from typing import Any
 
 from rich.progress import Progress
 
-from recsync.app.config import Config
-from recsync.app.plots import plot_curves
-from recsync.app.progress import examples_bar
-from recsync.app.run_dir import CURVES, RunDir
+from recsync.app.config.schema import Config
+from recsync.app.runs.plots import plot_curves
+from recsync.app.runs.progress import examples_bar
+from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
 from recsync.io.sources import FileTrainingData, SyntheticData, open_training_data

@@ -13,20 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from recsync.coordinator.job import ClusterSpec  # noqa: E402
-from recsync.coordinator.planning import JobSpec, plan_for  # noqa: E402
-from recsync.data.synthetic import SyntheticSpec  # noqa: E402
-from recsync.model.spec import ModelSpec  # noqa: E402
-from recsync.runtime.sim.cost import CostModel  # noqa: E402
-from recsync.runtime.sim.job import SimJob  # noqa: E402
-from recsync.sync import replica_strategy_config  # noqa: E402
-from recsync.sync.replica import Timing  # noqa: E402
-from recsync.trainer.reference import TrainSpec  # noqa: E402
+from recsync.app.runs.plots import new_figure, save_figure
+from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
+from recsync.sync import replica_strategy_config
+from recsync.sync.replica import Timing
 
 TRAINERS = (5, 10, 15, 20)
 WORKERS_PER_TRAINER = 4
@@ -96,7 +92,7 @@ def reproduce(out_dir: Path, progress=None) -> list[dict[str, Any]]:
 
 
 def _plot(points: list[dict[str, Any]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(6, 4)
     for variant in VARIANTS:
         rows = [p for p in points if p["variant"] == variant]
         ax.plot([p["trainers"] for p in rows], [p["eps"] for p in rows], marker="o", label=variant)
@@ -114,9 +110,7 @@ def _plot(points: list[dict[str, Any]], path: Path) -> None:
     ax.set_title(f"EASGD, {SYNC_SERVERS} sync servers, 25 Gbit/s (simulated)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _report(points: list[dict[str, Any]]) -> str:

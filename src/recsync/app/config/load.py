@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from recsync.app.config import Config
+from recsync.app.config.schema import Config
 from recsync.errors import ConfigError
 
 DEFAULT_SOURCE = "<embedded default.toml>"
@@ -70,7 +70,9 @@ def _validation_message(error: ValidationError, source: str) -> str:
 
 def default_toml() -> str:
     """The text of the embedded default configuration."""
-    return resources.files("recsync.app").joinpath("default.toml").read_text(encoding="utf-8")
+    return (
+        resources.files("recsync.app.config").joinpath("default.toml").read_text(encoding="utf-8")
+    )
 
 
 def parse_overrides(assignments: list[str]) -> dict[str, Any]:

@@ -6,22 +6,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from recsync.coordinator.checkpoint import JobState  # noqa: E402
-from recsync.coordinator.job import ClusterSpec  # noqa: E402
-from recsync.coordinator.planning import JobSpec, plan_for  # noqa: E402
-from recsync.coordinator.summary import evaluate_model  # noqa: E402
-from recsync.data.batch import Batch  # noqa: E402
-from recsync.data.synthetic import SyntheticSpec  # noqa: E402
-from recsync.model.spec import ModelSpec  # noqa: E402
-from recsync.runtime.sim.cost import CostModel, Stragglers  # noqa: E402
-from recsync.runtime.sim.job import SimJob  # noqa: E402
-from recsync.sync import replica_strategy_config  # noqa: E402
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config  # noqa: E402
-from recsync.trainer.reference import TrainSpec  # noqa: E402
+from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.summary import evaluate_model
+from recsync.data.batch import Batch
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.runtime.sim.cost import CostModel, Stragglers
+from recsync.runtime.sim.job import SimJob
+from recsync.sync import replica_strategy_config
+from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
 
 NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
 EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4

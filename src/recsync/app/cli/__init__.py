@@ -1,0 +1,5 @@
+"""The `recsync` command line (typer)."""
+
+from recsync.app.cli.main import app
+
+__all__ = ["app"]

@@ -1,0 +1,1 @@
+"""Run configurations: the TOML schema, its validation and layering."""

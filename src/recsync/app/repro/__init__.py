@@ -1,0 +1,117 @@
+"""The papers' reproductions, one module per paper, and their registry.
+
+Each entry is one command (`recsync reproduce NAME`) that writes a report directory
+(report.md, figures, a results JSON) under reports/. `minutes` is what the command took on
+this project's 2-core machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recsync.app.repro import async_at_scale, gba, psp, shadowsync
+
+Progress = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """One reproduced figure or table."""
+
+    name: str
+    paper: str
+    claim: str
+    run: Callable[[Path, Progress | None], Any]
+    report_dir: str
+    minutes: float
+    show: Callable[[Any], str] = str
+
+
+def _fig5_point(p: dict[str, Any]) -> str:
+    return (
+        f"{p['variant']:>12} {p['trainers']:>3} trainers: {p['eps']:>12,.0f} ex/s, "
+        f"busiest sync NIC {p['sync_server_nic_utilization']:.0%}"
+    )
+
+
+def _staleness_point(p: dict[str, Any]) -> str:
+    return (
+        f"{p['workers']:>5} workers: mean staleness {p['mean_staleness']:8.2f}, "
+        f"max {p['max_staleness']}"
+    )
+
+
+def _straggler_row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['variant']:>14}: {r['eps']:>10,.0f} ex/s, staleness "
+        f"{r['mean_staleness']:.2f}/{r['max_staleness']}, AUC {r['test_auc']:.4f}"
+    )
+
+
+def _psp_row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['variant']:>24}: {r['virtual_seconds']:8.2f} virtual s, "
+        f"test logloss {r['test_logloss']:.4f}"
+    )
+
+
+REPRODUCTIONS: dict[str, Reproduction] = {
+    r.name: r
+    for r in (
+        Reproduction(
+            "shadowsync-fig5",
+            "ShadowSync (Zheng et al. 2020)",
+            "Fig. 5: EPS vs trainers, S-EASGD vs FR-EASGD-5/30",
+            shadowsync.reproduce,
+            "reports/shadowsync_fig5",
+            6.5,
+            _fig5_point,
+        ),
+        Reproduction(
+            "async-staleness",
+            "Async SGD at extreme scale (Liu & Zhao 2021)",
+            "mean staleness grows linearly with workers (10 ... 1,000)",
+            async_at_scale.reproduce_staleness,
+            "reports/async_staleness",
+            2.0,
+            _staleness_point,
+        ),
+        Reproduction(
+            "staleness-norm",
+            "Async SGD at extreme scale (Liu & Zhao 2021)",
+            "Fig. 5: async with 1,000 workers, no normalization vs 1/tau vs rho",
+            async_at_scale.reproduce_norm,
+            "reports/staleness_norm",
+            4.0,
+        ),
+        Reproduction(
+            "gba-stragglers",
+            "GBA (Alibaba, NeurIPS 2022)",
+            "throughput, staleness and drops of every gradient strategy with 20% stragglers",
+            gba.reproduce_stragglers,
+            "reports/gba_stragglers",
+            3.0,
+            _straggler_row,
+        ),
+        Reproduction(
+            "gba-switching",
+            "GBA (Alibaba, NeurIPS 2022)",
+            "Fig. 6: sync for 2 days, then each strategy from the checkpoint, back to sync",
+            gba.reproduce_switching,
+            "reports/gba_switching",
+            10.0,
+        ),
+        Reproduction(
+            "psp",
+            "PSP-SGD (partial synchronous parameter server)",
+            "Table 1: partial push/pull vs full sync with 0.16% of pulls delayed 4 s",
+            psp.reproduce,
+            "reports/psp",
+            3.0,
+            _psp_row,
+        ),
+    )
+}
