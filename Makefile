@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint layers bench clean
+.PHONY: run test lint layers types bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,10 @@ lint: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-test: lint layers
+types: $(STAMP)
+	$(BIN)/mypy
+
+test: lint layers types
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -18,13 +18,12 @@ import time
 
 import ray
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
@@ -53,14 +52,12 @@ def main() -> None:
     model, train = ModelSpec(), TrainSpec()
     connect(None, 2)
     single = JobSpec(
-        model, train, ClusterSpec(1, 2, 1, 0), replica_strategy_config("independent"), synthetic
+        model, train, ClusterSpec(1, 2, 1, 0), strategy_config("independent"), synthetic
     )
-    shadow = JobSpec(
-        model, train, ClusterSpec(2, 2, 2, 1), replica_strategy_config("easgd"), synthetic
-    )
+    shadow = JobSpec(model, train, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), synthetic)
     fixed = dataclasses.replace(
         shadow,
-        strategy=replica_strategy_config("easgd", timing=Timing("fixed", every_iterations=1)),
+        strategy=strategy_config("easgd", timing=Timing("fixed", every_iterations=1)),
     )
     ratios, ours, refs, s_easgd, fr_easgd = [], [], [], [], []
     for _ in range(args.repeats):

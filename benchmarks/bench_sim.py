@@ -22,8 +22,7 @@ from itertools import islice
 
 import torch
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
@@ -49,7 +48,7 @@ def reference_seconds(model, train, synthetic) -> float:
 
 def sim_seconds(model, train, synthetic, workers: int, servers: int = 2) -> tuple[float, dict]:
     start = time.perf_counter()
-    cluster = ClusterSpec(workers, 1, servers, servers)
+    cluster = ClusterSpec(workers, 1, servers, num_dense_servers=servers)
     spec = JobSpec(model, train, cluster, AsyncConfig(), synthetic)
     summary = SimJob(spec, plan_for(spec), CostModel()).run()
     return time.perf_counter() - start, summary
@@ -91,7 +90,7 @@ def interleaved_seconds(model, train, synthetic, workers: int, servers: int):
     """(reference seconds, simulator seconds, simulator summary) of one run in step."""
     reference = ReferenceInStep(model, train, synthetic)
     start = time.perf_counter()
-    cluster = ClusterSpec(workers, 1, servers, servers)
+    cluster = ClusterSpec(workers, 1, servers, num_dense_servers=servers)
     spec = JobSpec(model, train, cluster, AsyncConfig(), synthetic)
     summary = SimJob(spec, plan_for(spec), CostModel(), on_handed=reference).run()
     sim = time.perf_counter() - start - reference.during

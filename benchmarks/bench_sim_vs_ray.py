@@ -22,40 +22,32 @@ import ray
 import torch
 
 from recsync.app.runs.calibrate import calibrate
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.job import SimJob
-from recsync.sync import replica_strategy_config
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
-
-REPLICA = ("independent", "easgd", "ma", "bmuf")
-
-
-def strategies(names: list[str]):
-    for name in names:
-        if name in REPLICA:
-            yield name, replica_strategy_config(name)
-        else:
-            yield name, gradient_strategy_config(name)
+from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.registry import STRATEGIES, strategy_config
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=1_000_000)
-    parser.add_argument("--strategies", default=",".join([*REPLICA, *sorted(GRADIENT_STRATEGIES)]))
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--calibration-examples", type=int, default=50_000)
     args = parser.parse_args()
     torch.set_num_threads(1)
     cost, _, _ = calibrate(args.calibration_examples, with_check=False)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples)
     rows = []
-    for _name, strategy in strategies(args.strategies.split(",")):
+    for name in args.strategies.split(","):
+        strategy = strategy_config(name)
         cluster = (
-            ClusterSpec(4, 1, 2, 0) if strategy.gradient_allreduce else ClusterSpec(2, 2, 2, 1)
+            ClusterSpec(4, 1, 2, 0)
+            if isinstance(strategy, AllReduceStrategy)
+            else ClusterSpec(2, 2, 2, 1, num_dense_servers=1)
         )
         spec = JobSpec(ModelSpec(), TrainSpec(), cluster, strategy, synthetic)
         started = time.perf_counter()

@@ -14,13 +14,12 @@ import json
 
 import ray
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 
 
@@ -48,7 +47,7 @@ def main() -> None:
             ModelSpec(),
             TrainSpec(),
             ClusterSpec(2, 2, 2, 1),
-            replica_strategy_config(name, **fields),
+            strategy_config(name, **fields),
             synthetic,
         )
         summary = run_job(spec)

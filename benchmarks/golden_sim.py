@@ -6,7 +6,10 @@ accepts the same config keys. Each run's digest is its summary (without paths) a
 SHA-256 of every tensor in its checkpoint.
 
     python benchmarks/golden_sim.py --out /tmp/new.json
-    python benchmarks/golden_sim.py --compare /tmp/old.json /tmp/new.json
+    python benchmarks/golden_sim.py --compare /tmp/old.json /tmp/new.json [--ignore KEY ...]
+
+`--ignore` leaves out every field of that name, at any depth (e.g. measures whose
+accounting a change meant to alter).
 """
 
 from __future__ import annotations
@@ -177,22 +180,24 @@ def record(out: Path) -> None:
     out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
-def _diff(old: Any, new: Any, path: str, rows: list[str]) -> None:
+def _diff(old: Any, new: Any, path: str, rows: list[str], ignore: set[str]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new)):
+            if key in ignore:
+                continue
             if key not in new:
                 rows.append(f"{path}.{key}: only in the first")
             elif key not in old:
                 rows.append(f"{path}.{key}: only in the second")
             else:
-                _diff(old[key], new[key], f"{path}.{key}", rows)
+                _diff(old[key], new[key], f"{path}.{key}", rows, ignore)
     elif old != new:
         rows.append(f"{path}: {old!r} != {new!r}")
 
 
-def compare(old_path: Path, new_path: Path) -> int:
+def compare(old_path: Path, new_path: Path, ignore: set[str]) -> int:
     rows: list[str] = []
-    _diff(json.loads(old_path.read_text()), json.loads(new_path.read_text()), "", rows)
+    _diff(json.loads(old_path.read_text()), json.loads(new_path.read_text()), "", rows, ignore)
     print("\n".join(rows) if rows else "identical")
     return 1 if rows else 0
 
@@ -201,9 +206,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="record the golden results here")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("OLD", "NEW"))
+    parser.add_argument("--ignore", nargs="*", default=[], help="field names left out")
     args = parser.parse_args()
     if args.compare:
-        sys.exit(compare(*args.compare))
+        sys.exit(compare(*args.compare, set(args.ignore)))
     record(args.out or Path("golden_sim.json"))
 
 

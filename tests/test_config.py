@@ -234,12 +234,12 @@ def test_strategy_and_cluster_sections_build_specs():
         ({"cluster.trainer_slowdown": [1.0]}, "cluster.trainer_slowdown"),
         ({"strategy.name": "allreduce"}, "cluster.workers_per_trainer: all-reduce runs one"),
         (
-            {"strategy.name": "gba", "cluster.num_sync_servers": 0},
-            "cluster.num_sync_servers: GBA .* dense servers, got 0",
+            {"strategy.name": "gba", "cluster.num_dense_servers": 0},
+            "cluster.num_dense_servers: GBA .* dense server, got 0",
         ),
         (
             {"strategy.name": "easgd", "cluster.num_sync_servers": 0},
-            "cluster.num_sync_servers: S-EASGD .* sync servers, got 0",
+            "cluster.num_sync_servers: S-EASGD .* sync server, got 0",
         ),
     ],
 )
@@ -248,3 +248,19 @@ def test_strategy_and_cluster_errors_name_the_key(overrides, message):
 
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides).to_specs()
+
+
+def test_the_two_kinds_of_dense_part_servers_have_two_keys_and_the_old_one_still_works():
+    from recsync.app.config.load import load_config
+
+    gba = {"strategy.name": "gba"}
+    assert load_config(overrides=gba).to_specs().cluster.num_dense_servers == 1
+    both = {**gba, "cluster.num_dense_servers": 3, "cluster.num_sync_servers": 2}
+    config = load_config(overrides=both)
+    assert config.to_specs().cluster.num_dense_servers == 3 and not config.deprecations()
+    old = load_config(overrides={**gba, "cluster.num_sync_servers": 2})
+    assert old.to_specs().cluster.num_dense_servers == 2
+    (message,) = old.deprecations()
+    assert "use cluster.num_dense_servers = 2" in message
+    easgd = load_config(overrides={"cluster.num_sync_servers": 2})
+    assert easgd.to_specs().cluster.num_sync_servers == 2 and not easgd.deprecations()

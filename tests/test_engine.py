@@ -7,14 +7,14 @@ import time
 import pytest
 import ray
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.ray.effects import NodeFailure
+from recsync.protocol.address import Address, Role
+from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
@@ -52,7 +52,7 @@ def spec(strategy: str, cluster: ClusterSpec | None = None, **fields) -> JobSpec
         model=MODEL,
         train=TRAIN,
         cluster=cluster or ClusterSpec(2, 2, 2, 1),
-        strategy=replica_strategy_config(strategy, **fields),
+        strategy=strategy_config(strategy, **fields),
         synthetic=SYNTHETIC,
     )
 
@@ -91,14 +91,15 @@ def test_a_killed_embedding_server_fails_the_job_naming_it():
 
     def on_progress(done, total, eps):
         if done > 5_000 and "at" not in killed:
-            ray.kill(killed["job"].actors["embedding-server-1"], no_restart=True)
+            shard = Address(Role.EMBEDDING_SERVER, 1)
+            ray.kill(killed["job"].actors[shard], no_restart=True)
             killed["at"] = time.perf_counter()
 
     long_run = JobSpec(
         model=MODEL,
         train=TRAIN,
         cluster=ClusterSpec(2, 2, 2, 1),
-        strategy=replica_strategy_config("easgd"),
+        strategy=strategy_config("easgd"),
         synthetic=SyntheticSpec(num_train=2_000_000, num_dense=4, table_rows=(100,) * 8),
     )
     with pytest.raises(NodeFailure, match="embedding-server-1"):

@@ -8,13 +8,12 @@ import pytest
 import ray
 import torch
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import RayJob, connect
-from recsync.sync.gradient_registry import gradient_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
 pytestmark = pytest.mark.engine
@@ -27,6 +26,7 @@ MODEL = ModelSpec(
     top_mlp=(16,),
 )
 TRAIN = TrainSpec(batch_size=64)
+CLUSTER = ClusterSpec(2, 2, 2, num_dense_servers=2)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -37,9 +37,9 @@ def local_ray():
         ray.shutdown()
 
 
-def run(name: str, cluster: ClusterSpec = ClusterSpec(2, 2, 2, 2), **fields):
+def run(name: str, cluster: ClusterSpec = CLUSTER, **fields):
     """Summary, final dense vector and each table's rows of one Ray run."""
-    spec = JobSpec(MODEL, TRAIN, cluster, gradient_strategy_config(name, **fields), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(name, **fields), SYNTHETIC)
     job = RayJob(spec, plan_for(spec))
     try:
         summary = job.run()
@@ -62,7 +62,7 @@ def run(name: str, cluster: ClusterSpec = ClusterSpec(2, 2, 2, 2), **fields):
 @pytest.mark.parametrize(
     ("name", "cluster", "workers", "fields"),
     [
-        ("sync", ClusterSpec(2, 2, 2, 2), 4, {}),
+        ("sync", ClusterSpec(2, 2, 2, num_dense_servers=2), 4, {}),
         ("allreduce", ClusterSpec(2, 1, 2, 1), 2, {}),
     ],
 )
@@ -113,7 +113,7 @@ def test_gba_and_bounded_staleness_on_ray_account_for_every_gradient():
 
 def test_checkpoint_on_ray_and_resume_under_another_strategy():
     base = JobSpec(
-        MODEL, TRAIN, ClusterSpec(2, 2, 2, 2), gradient_strategy_config("sync"), SYNTHETIC
+        MODEL, TRAIN, ClusterSpec(2, 2, 2, num_dense_servers=2), strategy_config("sync"), SYNTHETIC
     )
     head_spec = dataclasses.replace(base, stop_after_examples=4_096)
     head = RayJob(head_spec, plan_for(head_spec))
@@ -126,7 +126,7 @@ def test_checkpoint_on_ray_and_resume_under_another_strategy():
     assert 0 <= state.in_flight_examples <= 4 * TRAIN.batch_size
     assert state.global_step == 4_096 // (4 * TRAIN.batch_size)
     tail_spec = dataclasses.replace(
-        base, strategy=gradient_strategy_config("gba"), resume=state, stop_after_examples=None
+        base, strategy=strategy_config("gba"), resume=state, stop_after_examples=None
     )
     tail = RayJob(tail_spec, plan_for(tail_spec))
     try:

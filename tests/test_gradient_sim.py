@@ -7,15 +7,16 @@ import dataclasses
 import pytest
 import torch
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
+from recsync.sync.gradient import GradientStrategy
+from recsync.sync.registry import STRATEGIES, strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
 SYNTHETIC = SyntheticSpec(num_train=6_144, num_test=2_000, num_dense=4, table_rows=(50,) * 6)
@@ -26,7 +27,7 @@ MODEL = ModelSpec(
     top_mlp=(16,),
 )
 TRAIN = TrainSpec(batch_size=64)
-CLUSTER = ClusterSpec(2, 2, 2, 2)
+CLUSTER = ClusterSpec(2, 2, 2, num_dense_servers=2)
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,7 @@ def one_thread():
 
 
 def simulate(name: str, cost: CostModel = CostModel(), cluster=CLUSTER, **fields):
-    spec = JobSpec(MODEL, TRAIN, cluster, gradient_strategy_config(name, **fields), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(name, **fields), SYNTHETIC)
     sim = SimJob(spec, plan_for(spec), cost)
     return sim, sim.run()
 
@@ -46,7 +47,9 @@ def simulate(name: str, cost: CostModel = CostModel(), cluster=CLUSTER, **fields
 def table(sim: SimJob, t: int) -> torch.Tensor:
     layout = sim.plan.embeddings.layout
     parts = [
-        sim.servers[s.shard].shard.weight[s.shard_row : s.shard_row + s.num_rows]
+        sim.nodes_of(Role.EMBEDDING_SERVER)[s.shard].shard.weight[
+            s.shard_row : s.shard_row + s.num_rows
+        ]
         for s in layout.slices
         if s.table == t
     ]
@@ -61,7 +64,7 @@ def reference_at(batch_size: int) -> ReferenceTrainer:
 
 
 def assert_matches_reference(sim: SimJob, reference: ReferenceTrainer) -> None:
-    dense = torch.cat([s.values for s in sim.sync_servers])
+    dense = torch.cat([s.values for s in sim.nodes_of(Role.DENSE_SERVER)])
     torch.testing.assert_close(dense, reference.replica.flat, atol=1e-5, rtol=0)
     base = 0
     for t, spec in enumerate(MODEL.tables):
@@ -91,13 +94,15 @@ def test_sync_and_full_psp_equal_the_reference_whatever_the_speeds(name, fields)
     assert_matches_reference(sim, reference_at(4 * TRAIN.batch_size))
 
 
-@pytest.mark.parametrize("name", sorted(set(GRADIENT_STRATEGIES) - {"allreduce"}))
+@pytest.mark.parametrize(
+    "name", sorted(n for n, cls in STRATEGIES.items() if issubclass(cls, GradientStrategy))
+)
 def test_every_gradient_is_applied_or_dropped_on_every_server(name):
     cost = CostModel(stragglers=Stragglers(fraction=0.25, slowdown=4.0))
     sim, summary = simulate(name, cost)
     assert summary["examples_trained"] == SYNTHETIC.num_train
     steps = SYNTHETIC.num_train // TRAIN.batch_size
-    for server in [*sim.servers, *sim.sync_servers]:
+    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(Role.DENSE_SERVER)]:
         stats = server.stats
         assert stats.pushes == steps, server
         assert stats.applied + sum(stats.dropped.values()) == stats.pushes, (name, stats)
@@ -121,7 +126,7 @@ def test_bounded_staleness_blocks_fast_workers_and_backup_workers_drop_late_ones
     _, hop_bs = simulate("bounded_staleness", cost, staleness=1)
     _, asynchronous = simulate("async", cost)
     assert hop_bs["blocked_seconds"]["AwaitStart"] > 0
-    assert asynchronous["blocked_seconds"]["AwaitStart"] == 0
+    assert "AwaitStart" not in asynchronous["blocked_seconds"]  # async never holds a worker
     _, hop_bw = simulate("backup_workers", cost, num_backup=1)
     assert hop_bw["gradients_dropped"].get("late", 0) > 0
 
@@ -133,8 +138,8 @@ def test_same_seed_same_run_exactly():
     assert a["train_seconds"] == b["train_seconds"] and a["test_auc"] == b["test_auc"]
     assert a["dense_staleness"] == b["dense_staleness"]
     assert torch.equal(
-        torch.cat([s.values for s in first.sync_servers]),
-        torch.cat([s.values for s in second.sync_servers]),
+        torch.cat([s.values for s in first.nodes_of(Role.DENSE_SERVER)]),
+        torch.cat([s.values for s in second.nodes_of(Role.DENSE_SERVER)]),
     )
 
 
@@ -149,7 +154,7 @@ def test_a_crashed_trainer_loses_only_its_batches_and_the_job_goes_on(name):
         assert lost > 0
     assert summary["examples_trained"] + lost == SYNTHETIC.num_train
     assert summary["examples_per_trainer"][0] > summary["examples_per_trainer"][1]
-    for server in [*sim.servers, *sim.sync_servers]:
+    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(Role.DENSE_SERVER)]:
         assert not server.pending
 
 
@@ -160,12 +165,12 @@ def test_crash_of_a_missing_trainer_is_refused():
 
 def resumed(first: str, then: str, split: int, cost: CostModel = CostModel()):
     """Train `first` on the first `split` examples, checkpoint, go on with `then`."""
-    base = JobSpec(MODEL, TRAIN, CLUSTER, gradient_strategy_config(first), SYNTHETIC)
+    base = JobSpec(MODEL, TRAIN, CLUSTER, strategy_config(first), SYNTHETIC)
     head = SimJob(dataclasses.replace(base, stop_after_examples=split), plan_for(base), cost)
     head_summary = head.run()
     state = head.final_state
     tail_spec = dataclasses.replace(
-        base, strategy=gradient_strategy_config(then), resume=state, stop_after_examples=None
+        base, strategy=strategy_config(then), resume=state, stop_after_examples=None
     )
     tail = SimJob(tail_spec, plan_for(tail_spec), cost)
     return head_summary, state, tail, tail.run()
@@ -178,8 +183,8 @@ def test_sync_checkpointed_half_way_and_resumed_equals_one_sync_run():
     assert state.in_flight_examples % TRAIN.batch_size == 0
     assert tail_summary["examples_trained"] == SYNTHETIC.num_train - 3_072
     torch.testing.assert_close(
-        torch.cat([s.values for s in tail.sync_servers]),
-        torch.cat([s.values for s in whole.sync_servers]),
+        torch.cat([s.values for s in tail.nodes_of(Role.DENSE_SERVER)]),
+        torch.cat([s.values for s in whole.nodes_of(Role.DENSE_SERVER)]),
         atol=1e-6,
         rtol=0,
     )
@@ -200,8 +205,8 @@ def test_a_checkpoint_from_another_layout_is_refused():
     spec = JobSpec(
         MODEL,
         TRAIN,
-        ClusterSpec(2, 2, 1, 2),
-        gradient_strategy_config("async"),
+        ClusterSpec(2, 2, 1, num_dense_servers=2),
+        strategy_config("async"),
         SYNTHETIC,
         resume=state,
     )
@@ -210,13 +215,11 @@ def test_a_checkpoint_from_another_layout_is_refused():
 
 
 def test_allreduce_equals_the_reference_at_the_global_batch():
-    spec = JobSpec(
-        MODEL, TRAIN, ClusterSpec(4, 1, 2, 1), gradient_strategy_config("allreduce"), SYNTHETIC
-    )
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(4, 1, 2, 1), strategy_config("allreduce"), SYNTHETIC)
     sim = SimJob(spec, plan_for(spec), CostModel(stragglers=Stragglers(0.25, 3.0)))
     summary = sim.run()
     reference = reference_at(4 * TRAIN.batch_size)
-    for trainer in sim.trainers:
+    for trainer in sim.nodes_of(Role.TRAINER):
         torch.testing.assert_close(trainer.replica.flat, reference.replica.flat, atol=1e-5, rtol=0)
     base = 0
     for t, table_spec in enumerate(MODEL.tables):
@@ -233,6 +236,6 @@ def test_allreduce_needs_one_worker_per_trainer():
 
 def test_a_diverging_worker_stops_the_run_with_an_error_naming_it():
     train = TrainSpec(batch_size=64, dense_optimizer=DenseOptimizerSpec("sgd", lr=1e38))
-    spec = JobSpec(MODEL, train, CLUSTER, gradient_strategy_config("async"), SYNTHETIC)
+    spec = JobSpec(MODEL, train, CLUSTER, strategy_config("async"), SYNTHETIC)
     with pytest.raises(ValueError, match=r"worker \d+: NaN or infinite gradient"):
         SimJob(spec, plan_for(spec), CostModel()).run()

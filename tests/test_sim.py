@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
@@ -35,7 +35,7 @@ def one_thread():
 
 
 def job(strategy="independent", cluster=ClusterSpec(1, 1, 1, 0), cost=CostModel(), **fields):
-    spec = JobSpec(MODEL, TRAIN, cluster, replica_strategy_config(strategy, **fields), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(strategy, **fields), SYNTHETIC)
     return SimJob(spec, plan_for(spec), cost)
 
 
@@ -43,7 +43,9 @@ def table_rows(sim: SimJob, table: int) -> torch.Tensor:
     """A table's rows gathered from the simulated shards, in table order."""
     layout = sim.plan.embeddings.layout
     parts = [
-        sim.servers[s.shard].shard.weight[s.shard_row : s.shard_row + s.num_rows]
+        sim.nodes_of(Role.EMBEDDING_SERVER)[s.shard].shard.weight[
+            s.shard_row : s.shard_row + s.num_rows
+        ]
         for s in layout.slices
         if s.table == table
     ]
@@ -56,7 +58,7 @@ def test_one_worker_independent_is_bit_identical_to_the_reference_trainer():
     reference = ReferenceTrainer(MODEL, TRAIN)
     for batch in SyntheticTask(SYNTHETIC).train_batches(TRAIN.batch_size):
         reference.train_step(batch)
-    assert torch.equal(sim.trainers[0].replica.flat, reference.replica.flat)
+    assert torch.equal(sim.nodes_of(Role.TRAINER)[0].replica.flat, reference.replica.flat)
     base = 0
     for t, spec in enumerate(MODEL.tables):
         ref_rows = reference.embeddings.shards[0].weight[base : base + spec.num_rows]
@@ -71,7 +73,7 @@ def test_the_same_seed_gives_the_same_run_twice():
     first, second = job("easgd", cluster, cost), job("easgd", cluster, cost)
     a, b = first.run(), second.run()
     assert a == b
-    for x, y in zip(first.trainers, second.trainers, strict=True):
+    for x, y in zip(first.nodes_of(Role.TRAINER), second.nodes_of(Role.TRAINER), strict=True):
         assert torch.equal(x.replica.flat, y.replica.flat)
 
 
@@ -109,7 +111,7 @@ def test_calibration_fit_recovers_a_known_message_cost():
         MODEL,
         TRAIN,
         ClusterSpec(1, 2, 1, 0),
-        replica_strategy_config("independent"),
+        strategy_config("independent"),
         SyntheticSpec(num_train=3_000, num_test=500, num_dense=4, table_rows=(50,) * 6),
     )
     truth = CostModel(worker_flops=1e9, message_cpu_s=3e-4, shared_cpus=2)
@@ -129,7 +131,7 @@ def test_steady_eps_leaves_out_ramp_up_and_tail():
 def test_progress_is_reported_as_each_batch_is_handed_out():
     handed = []
     cluster = ClusterSpec(2, 2, 1, 0)
-    spec = JobSpec(MODEL, TRAIN, cluster, replica_strategy_config("independent"), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC)
     SimJob(spec, plan_for(spec), CostModel(), on_handed=handed.append).run()
     steps = [b - a for a, b in zip([0, *handed], handed, strict=False)]
     assert handed[-1] == SYNTHETIC.num_train

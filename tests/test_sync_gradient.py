@@ -15,20 +15,22 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recsync.sync.allreduce import AllReduceConfig, AllReduceStrategy
 from recsync.sync.asynchronous import AsyncConfig
 from recsync.sync.backup_workers import BackupWorkersConfig
 from recsync.sync.bounded_staleness import BoundedStalenessConfig
 from recsync.sync.bsp import BspConfig
+from recsync.sync.family import StrategyFamily
 from recsync.sync.gba import DECAYS, GbaConfig
-from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
+from recsync.sync.gradient import Apply, Drop, GradientPolicy, GradientStrategy, Push, StartTimer
 from recsync.sync.psp import PspConfig
+from recsync.sync.registry import STRATEGIES, strategy_config
 from recsync.sync.staleness_norm import StalenessNorm
 from recsync.sync.synchronous import SyncConfig
 
 # the strategies whose dense part lives on dense servers (allreduce keeps it on the trainers
 # and runs `sync`'s policy on the embedding shards only; test_allreduce_* covers it)
-SERVER_STRATEGIES = {k: v for k, v in GRADIENT_STRATEGIES.items() if k != "allreduce"}
+SERVER_STRATEGIES = {k: v for k, v in STRATEGIES.items() if issubclass(v, GradientStrategy)}
 
 
 def apply(*grad_ids: int, divisor: float | None = None, lr_scale: float = 1.0) -> Apply:
@@ -267,10 +269,9 @@ def test_gba_exponential_weights():
 
 
 def test_gba_config():
-    assert GbaConfig.uses_tokens and not AsyncConfig.uses_tokens
-    assert GbaConfig().tokens_per_step(5) == 5
-    assert GbaConfig(num_aggregate=3).tokens_per_step(5) == 3
-    assert AsyncConfig().tokens_per_step(5) == 5
+    assert AsyncConfig().token_list(5) is None
+    assert [GbaConfig().token_list(5).token(i) for i in (0, 4, 5, 9, 10)] == [0, 0, 1, 1, 2]
+    assert [GbaConfig(num_aggregate=3).token_list(5).token(i) for i in (2, 3)] == [0, 1]
     assert GbaConfig().describe() == "GBA iota=4 decay=threshold"
     assert GbaConfig(num_aggregate=8, iota=2).describe() == "GBA M=8 iota=2 decay=threshold"
     assert sorted(DECAYS) == ["exponential", "threshold"]
@@ -363,12 +364,12 @@ def test_psp_config():
 
 
 def test_registry_names_and_servers():
-    assert sorted(GRADIENT_STRATEGIES) == sorted(
-        ["allreduce", "async", "sync", "bsp", "bounded_staleness", "backup_workers", "gba", "psp"]
+    assert sorted(SERVER_STRATEGIES) == sorted(
+        ["async", "sync", "bsp", "bounded_staleness", "backup_workers", "gba", "psp"]
     )
     for name, cls in SERVER_STRATEGIES.items():
         config = cls()
-        assert config.name == name and config.needs == "dense_servers"
+        assert config.name == name and isinstance(config, GradientStrategy | StrategyFamily)
         assert config.describe().startswith(config.label)
         server = config.make_server(4, sparse=False)
         assert isinstance(server, GradientPolicy) and server.version == 0
@@ -377,19 +378,19 @@ def test_registry_names_and_servers():
 
 
 def test_gradient_strategy_config():
-    assert gradient_strategy_config("gba", iota=2) == GbaConfig(iota=2)
-    norm = gradient_strategy_config("async", staleness_norm={"mu_prime": 3, "kappa": 1})
+    assert strategy_config("gba", iota=2) == GbaConfig(iota=2)
+    norm = strategy_config("async", staleness_norm={"mu_prime": 3, "kappa": 1})
     assert norm == AsyncConfig(StalenessNorm(mu_prime=3, kappa=1))
-    hop = gradient_strategy_config("bounded_staleness", staleness=1, staleness_norm=None)
+    hop = strategy_config("bounded_staleness", staleness=1, staleness_norm=None)
     assert hop == BoundedStalenessConfig(staleness=1)
-    with pytest.raises(ValueError, match="unknown gradient strategy"):
-        gradient_strategy_config("hogwild")
+    with pytest.raises(ValueError, match="unknown strategy 'hogwild'"):
+        strategy_config("hogwild")
     with pytest.raises(ValueError, match="unknown field"):
-        gradient_strategy_config("sync", staleness=3)
+        strategy_config("sync", staleness=3)
     with pytest.raises(ValueError, match="staleness_norm: unknown field"):
-        gradient_strategy_config("async", staleness_norm={"tau": 1})
+        strategy_config("async", staleness_norm={"tau": 1})
     with pytest.raises(ValueError, match="iota"):
-        gradient_strategy_config("gba", iota=-2)
+        strategy_config("gba", iota=-2)
 
 
 # --- property tests: a tiny event loop ----------------------------------------------------
@@ -435,7 +436,7 @@ def simulate(config, scenario, sparse: bool = False) -> Run:
     steps, durations, fail = scenario
     n = len(steps)
     server = config.make_server(n, sparse)
-    per_step = config.tokens_per_step(n)
+    tokens = config.token_list(n)
     run = Run(n)
     heap: list[tuple[float, int, str, int]] = []
     seq, ids, handed = itertools.count(), itertools.count(), itertools.count()
@@ -464,7 +465,7 @@ def simulate(config, scenario, sparse: bool = False) -> Run:
             if server.may_start(w, last_version[w]):
                 waiting.discard(w)
                 run.starts.append((w, list(clock), set(active)))
-                token = next(handed) // per_step if config.uses_tokens else None
+                token = None if tokens is None else tokens.token(next(handed))
                 in_flight[w] = (server.version, token)
                 t = now + durations[w][done_steps[w]]
                 heapq.heappush(heap, (t, next(seq), "push", w))
@@ -606,8 +607,9 @@ def test_property_psp(scenario, data, wait, linear):
 
 
 def test_allreduce_runs_the_sync_policy_on_embedding_shards_only():
-    config = GRADIENT_STRATEGIES["allreduce"]()
-    assert config.needs == "allreduce" and config.gradient_allreduce
+    config = STRATEGIES["allreduce"]()
+    assert isinstance(config, AllReduceConfig) and isinstance(config, AllReduceStrategy)
+    assert not isinstance(config, GradientStrategy) and config.holds_workers
     assert isinstance(config.make_server(3, sparse=True), type(SyncConfig().make_server(3, True)))
     with pytest.raises(ValueError, match="no dense servers"):
         config.make_server(3, sparse=False)
@@ -625,6 +627,8 @@ def test_allreduce_runs_the_sync_policy_on_embedding_shards_only():
         ("backup_workers", True),
     ],
 )
-def test_a_policy_says_whether_it_can_hold_a_worker_back(name, holds):
-    policy = gradient_strategy_config(name).make_server(4, False)
-    assert policy.holds_workers is holds
+def test_a_strategy_says_whether_its_servers_can_hold_a_worker_back(name, holds):
+    config = strategy_config(name)
+    assert config.holds_workers is holds
+    if not holds:  # a strategy that never holds a worker back keeps the default may_start
+        assert type(config.make_server(4, False)).may_start is GradientPolicy.may_start

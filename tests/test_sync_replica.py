@@ -8,17 +8,21 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recsync.sync import (
-    REPLICA_STRATEGIES,
-    BmufConfig,
-    BmufReplica,
-    EasgdCenter,
-    EasgdConfig,
-    IndependentConfig,
-    MaConfig,
-    replica_strategy_config,
+from recsync.sync.bmuf import BmufConfig, BmufReplica
+from recsync.sync.easgd import EasgdCenter, EasgdConfig
+from recsync.sync.independent import IndependentConfig
+from recsync.sync.ma import MaConfig
+from recsync.sync.registry import STRATEGIES, strategy_config
+from recsync.sync.replica import (
+    CenterStrategy,
+    CollectiveStrategy,
+    ElasticPull,
+    FixedTrigger,
+    ReplicaStrategy,
+    Timing,
+    average_sync_gap,
+    snapshot,
 )
-from recsync.sync.replica import ElasticPull, FixedTrigger, Timing, average_sync_gap, snapshot
 
 
 def vec(*values: float) -> torch.Tensor:
@@ -353,11 +357,13 @@ def test_config_validation(factory, field):
         factory()
 
 
-def test_config_needs_and_defaults():
-    assert IndependentConfig().needs == "none"
-    assert EasgdConfig().needs == "center"
-    assert MaConfig().needs == "allreduce"
-    assert BmufConfig().needs == "allreduce"
+def test_config_family_types_and_defaults():
+    independent = IndependentConfig()
+    assert isinstance(independent, ReplicaStrategy)
+    assert not isinstance(independent, CenterStrategy | CollectiveStrategy)
+    assert isinstance(EasgdConfig(), CenterStrategy)
+    assert isinstance(MaConfig(), CollectiveStrategy)
+    assert isinstance(BmufConfig(), CollectiveStrategy)
     b = BmufConfig()
     assert (b.block_lr, b.block_momentum, b.nesterov, b.timing) == (1.0, 0.0, False, Timing())
 
@@ -383,21 +389,21 @@ def test_registry():
         "easgd": EasgdConfig,
         "ma": MaConfig,
         "bmuf": BmufConfig,
-    } == REPLICA_STRATEGIES
-    assert replica_strategy_config("easgd", alpha=0.5) == EasgdConfig(alpha=0.5)
-    config = replica_strategy_config(
+    } == {name: cls for name, cls in STRATEGIES.items() if issubclass(cls, ReplicaStrategy)}
+    assert strategy_config("easgd", alpha=0.5) == EasgdConfig(alpha=0.5)
+    config = strategy_config(
         "bmuf", block_momentum=0.5, timing={"mode": "fixed", "every_iterations": 30}
     )
     assert config == BmufConfig(block_momentum=0.5, timing=Timing("fixed", every_iterations=30))
-    assert replica_strategy_config("independent") == IndependentConfig()
+    assert strategy_config("independent") == IndependentConfig()
 
 
 def test_registry_errors():
-    with pytest.raises(ValueError, match=r"'bmuf', 'easgd', 'independent', 'ma'"):
-        replica_strategy_config("downpour")
+    with pytest.raises(ValueError, match=r"unknown strategy 'downpour'; known: \['allreduce'"):
+        strategy_config("downpour")
     with pytest.raises(ValueError, match="unknown field"):
-        replica_strategy_config("ma", beta=0.5)
+        strategy_config("ma", beta=0.5)
     with pytest.raises(ValueError, match="timing: unknown field"):
-        replica_strategy_config("ma", timing={"every": 5})
+        strategy_config("ma", timing={"every": 5})
     with pytest.raises(ValueError, match="alpha"):
-        replica_strategy_config("easgd", alpha=3.0)
+        strategy_config("easgd", alpha=3.0)

@@ -79,16 +79,3 @@ def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
         if isinstance(value, torch.Tensor):
             joined[key] = torch.cat([s[key] for s in states])
     return joined
-
-
-def copy_state(state: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a (nested) state dict's tensors."""
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        if isinstance(value, torch.Tensor):
-            out[key] = value.clone()
-        elif isinstance(value, dict):
-            out[key] = copy_state(value)
-        else:
-            out[key] = value
-    return out

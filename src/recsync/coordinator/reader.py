@@ -3,35 +3,72 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from recsync.data.batch import Batch
+from recsync.io.sources import FileTrainingData, SyntheticData
+from recsync.protocol.messages import HandedBatch, Message, NextBatch, ReaderProgress
+from recsync.protocol.node import Node
+from recsync.sync.gradient import Tokens
 
 
-class ReaderNode:
+@dataclass
+class ReaderReport:
+    """The reader at the end: examples handed to each trainer, how many were handed when
+    it first said the data was consumed, and the held-out set with what is known of it."""
+
+    handed_examples: list[int]
+    total_examples: int
+    handed_at_stop: int | None
+    test: Batch | None
+    teacher_auc: float | None
+    skipped: dict[str, Any] = field(default_factory=dict)
+
+
+class ReaderNode(Node):
     """Serves batches to trainers in request order; counts what each trainer was handed.
 
-    With ``tokens_per_step`` M (GBA), each batch comes with its token: the batches handed out
-    so far divided by M, so tokens run 0 (M times), 1 (M times), ... in hand-out order. With
-    ``limit``, no batch that would take the examples handed out past it is handed out."""
+    With `tokens` (GBA's token control), a batch asked for `with_token` comes with its
+    token. With `limit`, no batch that would take the examples handed out past it is handed
+    out (then the job stops: a checkpoint)."""
+
+    handles: ClassVar[dict[type[Message], str]] = {
+        NextBatch: "next_batch",
+        ReaderProgress: "progress",
+    }
+    name = "reader"
 
     def __init__(
         self,
-        batches: Iterator[Batch],
+        source: SyntheticData | FileTrainingData,
         num_trainers: int,
-        tokens_per_step: int | None = None,
+        tokens: Tokens | None = None,
         limit: int | None = None,
     ):
-        self._batches = batches
-        self.limit = limit  # hand out at most this many examples (then stop: a checkpoint)
-        self.stopped_by_limit = False
-        self.tokens_per_step = tokens_per_step
+        self.source = source
+        self._batches: Iterator[Batch] = iter(source.train_batches())
+        self.limit = limit
+        self.tokens = tokens
         self.batches_handed = 0
         self.handed_batches = [0] * num_trainers
         self.handed_examples = [0] * num_trainers
         self.total_examples = 0  # handed out to all trainers
+        self.handed_at_stop: int | None = None
         self.exhausted = False
 
-    def next_batch(self, trainer: int) -> Batch | None:
+    def next_batch(self, message: NextBatch) -> HandedBatch:
+        token = None
+        if message.with_token and self.tokens is not None:
+            token = self.tokens.token(self.batches_handed)
+        batch = self._next(message.trainer)
+        if batch is None:
+            if self.handed_at_stop is None:
+                self.handed_at_stop = self.total_examples
+            return HandedBatch(None)
+        return HandedBatch(batch, token)
+
+    def _next(self, trainer: int) -> Batch | None:
         if self.exhausted:
             return None
         batch = next(self._batches, None)
@@ -41,8 +78,7 @@ class ReaderNode:
             and limit is not None
             and self.total_examples + batch.batch_size > limit
         ):
-            self.stopped_by_limit = True  # the batch stays in the stream: not handed out
-            batch = None
+            batch = None  # it stays in the stream: not handed out
         if batch is None:
             self.exhausted = True
             return None
@@ -52,10 +88,16 @@ class ReaderNode:
         self.total_examples += batch.batch_size
         return batch
 
-    def next_batch_with_token(self, trainer: int) -> tuple[Batch | None, int | None]:
-        """The next batch and its token (None without tokens_per_step, or with no batch)."""
-        token = None
-        if self.tokens_per_step:
-            token = self.batches_handed // self.tokens_per_step
-        batch = self.next_batch(trainer)
-        return batch, token if batch is not None else None
+    def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
+        return self.total_examples, self.source.total_examples
+
+    def report(self) -> ReaderReport:
+        source = self.source
+        return ReaderReport(
+            list(self.handed_examples),
+            self.total_examples,
+            self.handed_at_stop,
+            source.test_set(),
+            source.teacher_auc,
+            source.skips.as_dict(),
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -126,7 +127,7 @@ def concat(batches: list[Batch]) -> Batch:
     return Batch(dense, torch.cat(per_feature_ids), offsets, labels)
 
 
-def rebatch(chunks, batch_size: int):
+def rebatch(chunks: Iterable[Batch], batch_size: int) -> Iterator[Batch]:
     """Re-cut a stream of batches of any sizes into batches of `batch_size` (last may be
     smaller), keeping every example once and in order."""
     if batch_size < 1:

@@ -9,6 +9,7 @@ line and counts it in a `SkipReport` (lenient). A good line is never dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from recsync.errors import DataError
 
@@ -75,7 +76,7 @@ class SkipReport:
         firsts = "; ".join(f"first {r}: {self.first[r]}" for r in sorted(self.first))
         return f"skipped {self.total} lines ({by_reason}); {firsts}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready form: {"total": n, "by_reason": {...}, "first": {...}}."""
         return {"total": self.total, "by_reason": dict(self.counts), "first": dict(self.first)}
 

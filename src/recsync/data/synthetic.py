@@ -100,7 +100,8 @@ class Teacher:
         total = vecs.sum(1)
         pairwise = 0.5 * (total.pow(2).sum(1) - vecs.pow(2).sum((1, 2)))
         centered = dense - dense.mean() if dense.numel() else dense
-        return self.bias + centered @ self.dense_weight + first + pairwise
+        logits: torch.Tensor = self.bias + centered @ self.dense_weight + first + pairwise
+        return logits
 
 
 class SyntheticTask:

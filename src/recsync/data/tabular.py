@@ -118,10 +118,12 @@ def _dense(value: object, column: str) -> float:
 
 
 def _integer_id(value: object, column: str) -> int:
-    integral_float = isinstance(value, float) and value.is_integer()
-    if isinstance(value, int) or integral_float:
-        number = int(value)  # type: ignore[arg-type]
-    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+    number: int
+    if (
+        isinstance(value, int)
+        or (isinstance(value, float) and value.is_integer())
+        or (isinstance(value, str) and _DECIMAL.fullmatch(value.strip()) is not None)
+    ):
         number = int(value)
     elif isinstance(value, float) and math.isnan(value):
         raise Rejected("nan_value", column, "categorical id is NaN")

@@ -18,7 +18,7 @@ import gzip
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -147,7 +147,7 @@ def csv_examples(
     source = str(path)
     bad_rows: dict[int, Rejected] = {}
 
-    def on_invalid_row(row) -> str:
+    def on_invalid_row(row: Any) -> str:
         bad_rows[row.number or 0] = Rejected(
             "wrong_field_count",
             "",
@@ -206,7 +206,7 @@ class DatasetReader(Iterator[Batch]):
         self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
 
     def _file_examples(self, path: Path) -> Iterator[Example]:
-        options = {"strict": self.strict, "skips": self.skips}
+        options: dict[str, Any] = {"strict": self.strict, "skips": self.skips}
         if self.fmt == "parquet":
             return parquet_examples(path, self.schema, **options)  # type: ignore[arg-type]
         if self.fmt == "csv":

@@ -81,7 +81,7 @@ class FileTrainingData:
             self._read_test_files()
         self._reader = self._open(files.paths, batch_size)
 
-    def _open(self, paths, batch_size: int):
+    def _open(self, paths: tuple[Path, ...], batch_size: int) -> Iterator[Batch]:
         f = self.files
         reader = open_dataset(
             paths, f.fmt, f.schema, batch_size=batch_size, strict=f.strict, skips=self.skips

@@ -42,7 +42,8 @@ class DenseArch(nn.Module):
             x = self.bottom(dense)
             vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
             top_in = torch.cat([x, self.interaction(vectors)], dim=1)
-        return self.top(top_in).squeeze(1)
+        logits: torch.Tensor = self.top(top_in).squeeze(1)
+        return logits
 
 
 def build_dense(spec: ModelSpec, seed: int) -> DenseArch:

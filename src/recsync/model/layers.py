@@ -51,6 +51,7 @@ class DotInteraction(nn.Module):
     def __init__(self, num_vectors: int):
         super().__init__()
         rows, cols = torch.tril_indices(num_vectors, num_vectors, offset=-1)
+        self.flat_index: torch.Tensor
         self.register_buffer("flat_index", rows * num_vectors + cols, persistent=False)
         self.num_vectors = num_vectors
 

@@ -8,6 +8,7 @@ and sync strategies average whole replicas at once. The formulas are torch.optim
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -109,10 +110,10 @@ class FlatOptimizer:
             self._denom = torch.empty_like(params)
         return self._denom
 
-    def state_dict(self) -> dict[str, object]:
+    def state_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, **self.state}
 
-    def load_state_dict(self, state: dict[str, object]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.steps = int(state["steps"])
         for name, value in self.state.items():
             value.copy_(state[name])

@@ -43,7 +43,7 @@ class RowOptimizer:
 
     def apply(
         self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
-    ):
+    ) -> None:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -57,6 +57,7 @@ class RowOptimizer:
         """U x 1 decay to apply to the touched rows' accumulators before adding g^2."""
         if self.swap is None:
             return None
+        assert self.last_period is not None  # kept whenever SWAP is on
         period = global_step // self.swap.period
         missed = period - self.last_period.index_select(0, rows)
         self.last_period.index_fill_(0, rows, period)
@@ -72,7 +73,9 @@ class RowSGD(RowOptimizer):
         super().__init__(num_rows, dim)
         self.lr = lr
 
-    def apply(self, weight, rows, grads, global_step):
+    def apply(
+        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+    ) -> None:
         weight.index_add_(0, rows, grads, alpha=-self.lr)
 
 
@@ -99,7 +102,9 @@ class RowAdagrad(RowOptimizer):
         self.rowwise = rowwise
         self.accumulator = torch.full((num_rows, 1 if rowwise else dim), initial_accumulator)
 
-    def apply(self, weight, rows, grads, global_step):
+    def apply(
+        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+    ) -> None:
         acc = self.accumulator.index_select(0, rows)
         factor = self._swap_factor(rows, global_step)
         if factor is not None:
@@ -112,7 +117,7 @@ class RowAdagrad(RowOptimizer):
         step = grads / acc.sqrt_().add_(self.eps)
         weight.index_add_(0, rows, step, alpha=-self.lr)
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, torch.Tensor]:
         return {**super().state_dict(), "accumulator": self.accumulator}
 
 
@@ -136,7 +141,9 @@ class RowAdam(RowOptimizer):
         self.exp_avg = torch.zeros(num_rows, dim)
         self.exp_avg_sq = torch.zeros(num_rows, dim)
 
-    def apply(self, weight, rows, grads, global_step):
+    def apply(
+        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+    ) -> None:
         step = global_step + 1
         m = self.exp_avg.index_select(0, rows)
         v = self.exp_avg_sq.index_select(0, rows)
@@ -151,7 +158,7 @@ class RowAdam(RowOptimizer):
         denom = v.sqrt_().add_(self.eps)
         weight.index_add_(0, rows, m / denom, alpha=-step_size)
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, torch.Tensor]:
         return {**super().state_dict(), "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
 
 

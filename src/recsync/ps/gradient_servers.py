@@ -4,50 +4,59 @@ pushed gradients until their policy (sync/) says to apply or drop them.
 Each server runs one policy instance (events in, actions out, see sync/gradient.py) and
 executes its actions on real tensors: Apply aggregates ``sum(weight * grad) / divisor`` and
 runs the optimizer once; Drop forgets a gradient and counts it by reason; StartTimer is
-returned to the driver, which calls ``timer`` later. Staleness is measured when a gradient
-is applied: the server's version now minus the version pulled (per block), and each row's
-version now minus its version at the pull (per row). A strategy's ``staleness_norm`` scales
-each gradient by rho(tau) before aggregation.
+handed to the driver, which calls ``timer`` later. A pull or lookup waits (``ready``) until
+the server reached the version it asks for, a worker's MayStart until the policy lets it
+start. Staleness is measured when a gradient is applied: the server's version now minus
+the version pulled (per block), and each row's version now minus its version at the pull
+(per row). A strategy's ``staleness_norm`` scales each gradient by rho(tau) before
+aggregation.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.state import copy_state
+from recsync.protocol.messages import (
+    DenseBlock,
+    Lookup,
+    MayStart,
+    Message,
+    Pooled,
+    PullDense,
+    PushDenseGradient,
+    PushRowGradients,
+    WorkerDone,
+)
+from recsync.protocol.node import Node, StartTimer
+from recsync.ps.embedding_server import ShardReport, checked_lookup
 from recsync.ps.shard import EmbeddingShard
-from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
+from recsync.sync.gradient import Action, Apply, Drop, GradientPolicy, Push
+from recsync.sync.staleness_norm import StalenessNorm
 
 ROW_STALENESS_BATCH = 256  # applied pushes whose row staleness is counted at once
-
-
-def rows_in_range(rows: torch.Tensor, num_rows: int) -> bool:
-    if not rows.numel():
-        return True
-    low, high = torch.aminmax(rows)
-    return int(low) >= 0 and int(high) < num_rows
 
 
 @dataclass
 class GradientServerStats:
     """What one server did: gradients pushed, applied and dropped (by reason), updates
-    (global steps), staleness histograms (per applied gradient, and per applied row), bytes."""
+    (global steps), staleness histograms (per applied gradient, and per applied row)."""
 
     pushes: int = 0
     applied: int = 0
     steps: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    staleness: Counter = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    staleness: Counter[int] = field(default_factory=Counter)
     row_staleness_counts: torch.Tensor = field(
         default_factory=lambda: torch.zeros(0, dtype=torch.int64)
     )
     pulls: int = 0
-    bytes_received: int = 0
-    bytes_sent: int = 0
     uncounted_row_staleness: list[torch.Tensor] = field(default_factory=list, repr=False)
 
     def count_row_staleness(self, tau: torch.Tensor) -> None:
@@ -68,51 +77,78 @@ class GradientServerStats:
         self.row_staleness_counts = counts
 
     @property
-    def row_staleness(self) -> Counter:
+    def row_staleness(self) -> Counter[int]:
         """Applied rows by staleness (row version at apply minus at pull)."""
         self._count_pending()
         counts = self.row_staleness_counts.tolist()
         return Counter({tau: int(n) for tau, n in enumerate(counts) if n})
 
 
-class GradientServer:
+@dataclass
+class DenseBlockReport:
+    """A dense server at the end: its stats, its block and its optimizer state (copies)."""
+
+    stats: GradientServerStats
+    values: torch.Tensor
+    optimizer: dict[str, Any]
+
+
+class GradientServer(Node):
     """The policy-driven part shared by dense and embedding servers."""
 
+    defers: ClassVar[bool] = True
+
     def __init__(
-        self, index: int, policy: GradientPolicy, staleness_norm=None, check_finite: bool = True
+        self,
+        name: str,
+        policy: GradientPolicy,
+        staleness_norm: StalenessNorm | None = None,
+        check_finite: bool = True,
     ):
-        self.index = index
+        self.name = name
         # False for the drivers: a GradientWorker checks its whole gradient once per step
         self.check_finite = check_finite
         self.policy = policy
         self.staleness_norm = staleness_norm
-        self.pending: dict[int, tuple] = {}
+        self.pending: dict[int, Any] = {}
         self.next_id = 0
         self.stats = GradientServerStats()
         self.last_update_abs = 0.0
+        self.timers: list[StartTimer] = []
 
     @property
     def version(self) -> int:
         return self.policy.version
 
-    def may_start(self, worker: int, last_version: int | None) -> bool:
-        return self.policy.may_start(worker, last_version)
+    def ready(self, message: Message) -> bool:
+        if isinstance(message, PullDense | Lookup):
+            return self.policy.version >= message.min_version
+        if isinstance(message, MayStart):
+            return self.policy.may_start(message.worker, message.last_version)
+        return True
 
-    def worker_done(self, worker: int) -> list[StartTimer]:
-        return self._execute(self.policy.on_worker_done(worker))
+    def may_start(self, message: MayStart) -> bool:
+        """Answered once `ready`: the policy lets the worker start."""
+        return True
 
-    def timer(self, timer_id: int) -> list[StartTimer]:
-        return self._execute(self.policy.on_timer(timer_id))
+    def worker_done(self, message: WorkerDone) -> None:
+        self._execute(self.policy.on_worker_done(message.worker))
 
-    def _receive(self, worker: int, version: int, token: int | None, item: tuple) -> list:
+    def timer(self, timer_id: int) -> None:
+        self._execute(self.policy.on_timer(timer_id))
+
+    def take_timers(self) -> list[StartTimer]:
+        timers, self.timers = self.timers, []
+        return timers
+
+    def _receive(self, worker: int, version: int, token: int | None, item: Any) -> None:
         grad_id = self.next_id
         self.next_id += 1
         self.pending[grad_id] = item
         self.stats.pushes += 1
-        return self._execute(self.policy.on_push(Push(grad_id, worker, version, token)))
+        self._execute(self.policy.on_push(Push(grad_id, worker, version, token)))
 
-    def _execute(self, actions) -> list[StartTimer]:
-        timers = []
+    def _execute(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, Apply):
                 items = [(self.pending.pop(g), w) for g, w in action.grads]
@@ -124,15 +160,21 @@ class GradientServer:
                 self.stats.dropped[action.reason] += 1
             else:
                 assert isinstance(action, StartTimer), action
-                timers.append(action)
-        return timers
+                self.timers.append(action)
 
-    def _update(self, items: list, divisor: float, lr_scale: float) -> None:
+    def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
         raise NotImplementedError
 
 
 class DenseBlockServer(GradientServer):
     """One block (a contiguous slice) of the dense parameters, its optimizer and version."""
+
+    handles: ClassVar[dict[type[Message], str]] = {
+        PullDense: "pull",
+        PushDenseGradient: "push",
+        MayStart: "may_start",
+        WorkerDone: "worker_done",
+    }
 
     def __init__(
         self,
@@ -140,35 +182,33 @@ class DenseBlockServer(GradientServer):
         values: torch.Tensor,
         optimizer: DenseOptimizerSpec,
         policy: GradientPolicy,
-        staleness_norm=None,
+        staleness_norm: StalenessNorm | None = None,
         check_finite: bool = True,
     ):
-        super().__init__(index, policy, staleness_norm, check_finite)
+        super().__init__(f"dense-server-{index}", policy, staleness_norm, check_finite)
         assert values.dim() == 1
+        self.index = index
         self.values = values
         self.optimizer = optimizer.build(values.numel())
 
-    def pull(self) -> tuple[torch.Tensor, int]:
+    def pull(self, message: PullDense) -> DenseBlock:
         """The block and its version. No copy: an update makes a new tensor, so what was
         handed out keeps the values it had."""
         self.stats.pulls += 1
-        self.stats.bytes_sent += self.values.numel() * 4
-        return self.values, self.version
+        return DenseBlock(self.values, self.version)
 
-    def push(
-        self, worker: int, version: int, grad: torch.Tensor, token: int | None = None
-    ) -> list[StartTimer]:
+    def push(self, message: PushDenseGradient) -> None:
+        grad = message.grad
         if grad.shape != self.values.shape:
             raise ValueError(
-                f"dense server {self.index}: gradient of shape {tuple(grad.shape)} for a block "
-                f"of {self.values.numel()} parameters"
+                f"{self.name}: gradient of shape {tuple(grad.shape)} for a block of "
+                f"{self.values.numel()} parameters"
             )
         if self.check_finite and not all_finite(grad):
-            raise ValueError(f"dense server {self.index}: NaN or infinite gradient from {worker}")
-        self.stats.bytes_received += grad.numel() * 4
-        return self._receive(worker, version, token, (grad, version))
+            raise ValueError(f"{self.name}: NaN or infinite gradient from {message.worker}")
+        self._receive(message.worker, message.version, message.token, (grad, message.version))
 
-    def _update(self, items, divisor: float, lr_scale: float) -> None:
+    def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
         norm = self.staleness_norm
         scaled = []
         for (grad, pulled), weight in items:
@@ -188,53 +228,51 @@ class DenseBlockServer(GradientServer):
         if norm is not None and norm.sigmoid_lambda is not None:
             self.last_update_abs = float((self.values - before).abs().mean())
 
+    def report(self) -> DenseBlockReport:
+        return DenseBlockReport(
+            self.stats, self.values.clone(), copy_state(self.optimizer.state_dict())
+        )
+
 
 class SparseShardServer(GradientServer):
     """One embedding shard whose row gradients wait for the policy: aggregated gradients are
     summed per row, divided, and applied by the row-wise optimizer in one step."""
+
+    handles: ClassVar[dict[type[Message], str]] = {
+        Lookup: "lookup",
+        PushRowGradients: "push",
+        MayStart: "may_start",
+        WorkerDone: "worker_done",
+    }
 
     def __init__(
         self,
         index: int,
         shard: EmbeddingShard,
         policy: GradientPolicy,
-        norm=None,
+        staleness_norm: StalenessNorm | None = None,
         check_finite: bool = True,
     ):
-        super().__init__(index, policy, norm, check_finite)
+        super().__init__(f"embedding-server-{index}", policy, staleness_norm, check_finite)
+        self.index = index
         self.shard = shard
 
-    def lookup(self, rows, offsets, weights) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pooled partial bags and each looked-up row's version (for its staleness)."""
-        try:
-            pooled = self.shard.lookup(rows, offsets, weights)  # checks the rows' range
-        except RuntimeError:
-            if rows_in_range(rows, self.shard.num_rows):
-                raise
-            raise ValueError(
-                f"embedding server {self.index}: row out of range [0, {self.shard.num_rows})"
-            ) from None
+    def lookup(self, message: Lookup) -> Pooled:
+        """Pooled partial bags, each looked-up row's version (for its staleness) and the
+        shard's version."""
+        pooled = checked_lookup(self.shard, message, self.name)
         self.stats.pulls += 1
-        self.stats.bytes_sent += pooled.numel() * 4
-        return pooled, self.shard.versions.index_select(0, rows)
+        return Pooled(pooled, self.shard.versions.index_select(0, message.rows), self.version)
 
-    def push(
-        self,
-        worker: int,
-        version: int,
-        rows: torch.Tensor,
-        grads: torch.Tensor,
-        row_versions: torch.Tensor,
-        token: int | None = None,
-    ) -> list[StartTimer]:
+    def push(self, message: PushRowGradients) -> None:
         """Row gradients of a worker's step; `rows` come from this shard's range-checked
         lookup, `row_versions` are their versions at that lookup."""
-        if self.check_finite and not all_finite(grads):
-            raise ValueError(f"embedding server {self.index}: NaN or infinite row gradient")
-        self.stats.bytes_received += rows.numel() * 8 + grads.numel() * 4
-        return self._receive(worker, version, token, (rows, grads, row_versions))
+        if self.check_finite and not all_finite(message.grads):
+            raise ValueError(f"{self.name}: NaN or infinite row gradient")
+        item = (message.rows, message.grads, message.row_versions)
+        self._receive(message.worker, message.version, message.token, item)
 
-    def _update(self, items, divisor: float, lr_scale: float) -> None:
+    def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
         versions, norm = self.shard.versions, self.staleness_norm
         all_rows, all_grads = [], []
         for (rows, grads, pulled), weight in items:
@@ -259,3 +297,6 @@ class SparseShardServer(GradientServer):
             grads.index_add_(0, inverse, torch.cat(all_grads))
         factor = lr_scale / divisor
         self.shard.apply_gradients(rows, grads if factor == 1.0 else grads * factor)
+
+    def report(self) -> ShardReport:
+        return ShardReport(copy_state(self.shard.state_dict()), self.stats)

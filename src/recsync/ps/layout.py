@@ -197,7 +197,12 @@ class EmbeddingLayout:
         return requests
 
     def _route_whole_tables(
-        self, batch, lengths, table_of_id, weights, bags: BagIndex
+        self,
+        batch: Batch,
+        lengths: torch.Tensor,
+        table_of_id: torch.Tensor,
+        weights: torch.Tensor | None,
+        bags: BagIndex,
     ) -> list[ShardRequest]:
         """Every table lives whole on one shard: a shard's bags are whole features."""
         B, F = batch.batch_size, len(self.tables)
@@ -224,7 +229,9 @@ class EmbeddingLayout:
             )
         return requests
 
-    def combine(self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]):
+    def combine(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> torch.Tensor:
         """Sum per-shard partial pools into B x F x D pooled embeddings."""
         F, D = len(self.tables), self.tables[0].dim
         if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:

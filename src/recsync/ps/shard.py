@@ -8,6 +8,8 @@ updates applied to it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F_
 
@@ -58,7 +60,7 @@ class EmbeddingShard:
         self.versions.index_put_((rows,), ONE, accumulate=True)
         self.global_step += 1
 
-    def state_dict(self) -> dict[str, object]:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "weight": self.weight,
             "versions": self.versions,
@@ -66,7 +68,7 @@ class EmbeddingShard:
             "optimizer": self.optimizer.state_dict(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.weight.copy_(state["weight"])
         self.versions.copy_(state["versions"])
         self.global_step = int(state["global_step"])
@@ -120,4 +122,5 @@ def init_table(num_rows: int, dim: int, seed: int) -> torch.Tensor:
     value depends on (seed, row) only, so any sharding of the table starts from the same rows."""
     gen = torch.Generator().manual_seed(seed)
     bound = 0.05 / dim**0.5
-    return (torch.rand(num_rows, dim, generator=gen) * 2 - 1) * bound
+    table: torch.Tensor = (torch.rand(num_rows, dim, generator=gen) * 2 - 1) * bound
+    return table

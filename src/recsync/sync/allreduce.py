@@ -11,23 +11,42 @@ batch n x b, the baseline that GBA (001) and ShadowSync (000) compare against.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from recsync.sync.gradient import GradientPolicy, GradientStrategyMixin
-from recsync.sync.synchronous import SyncConfig
+import torch
+
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import GradientPolicy
+from recsync.sync.staleness_norm import StalenessNorm
+from recsync.sync.synchronous import SyncServer
+
+
+class AllReduceStrategy(StrategyFamily):
+    """The all-reduce family: dense replicas kept equal by all-reducing every step's
+    gradient; embedding shards run a gradient policy for the rows (`make_server`)."""
+
+    holds_workers: ClassVar[bool] = True  # a rank waits for the shards' previous step
+    staleness_norm: StalenessNorm | None = None
+
+    def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
+        raise NotImplementedError
+
+    def combine_replicas(self, replicas: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The replicas are equal; the job ends with their average."""
+        return torch.stack(list(replicas)).mean(0)
 
 
 @dataclass(frozen=True)
-class AllReduceConfig(GradientStrategyMixin):
+class AllReduceConfig(AllReduceStrategy):
     """No parameters: all-reduce every step; embedding rows aggregated per step."""
 
     name: ClassVar[str] = "allreduce"
     label: ClassVar[str] = "all-reduce"
-    needs: ClassVar[Literal["allreduce"]] = "allreduce"  # type: ignore[assignment]
-    gradient_allreduce: ClassVar[bool] = True
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
+        """The `sync` policy, on embedding shards only."""
         if not sparse:
             raise ValueError("allreduce keeps the dense part on the trainers: no dense servers")
-        return SyncConfig().make_server(num_workers, sparse)
+        return SyncServer(num_workers, sparse)

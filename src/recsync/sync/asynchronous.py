@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import Action, GradientPolicy, GradientStrategyMixin, Push
+from recsync.sync.gradient import Action, GradientPolicy, GradientStrategy, Push
 from recsync.sync.staleness_norm import StalenessNorm
 
 
 @dataclass(frozen=True)
-class AsyncConfig(GradientStrategyMixin):
+class AsyncConfig(GradientStrategy):
     """No parameters; ``staleness_norm`` optional."""
 
     staleness_norm: StalenessNorm | None = None

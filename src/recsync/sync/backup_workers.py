@@ -20,14 +20,14 @@ from recsync.sync.gradient import (
     Action,
     Drop,
     GradientPolicy,
-    GradientStrategyMixin,
+    GradientStrategy,
     Push,
     check_positive_int,
 )
 
 
 @dataclass(frozen=True)
-class BackupWorkersConfig(GradientStrategyMixin):
+class BackupWorkersConfig(GradientStrategy):
     """``num_backup``: b, an int >= 0, the slowest gradients ignored per step; it must be
     below the number of workers (checked by ``make_server``)."""
 
@@ -35,6 +35,7 @@ class BackupWorkersConfig(GradientStrategyMixin):
 
     name: ClassVar[str] = "backup_workers"
     label: ClassVar[str] = "Hop-BW"
+    holds_workers: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         check_positive_int("num_backup", self.num_backup, minimum=0)

@@ -30,8 +30,7 @@ from typing import ClassVar
 import torch
 
 from recsync.sync.replica import (
-    Needs,
-    ReplicaStrategyMixin,
+    CollectiveStrategy,
     Timing,
     check_flat_pair,
     check_fraction,
@@ -39,7 +38,7 @@ from recsync.sync.replica import (
 
 
 @dataclass(frozen=True)
-class BmufConfig(ReplicaStrategyMixin):
+class BmufConfig(CollectiveStrategy):
     """``alpha``: elastic parameter in (0, 1] (default 0.1, as S-EASGD and S-MA; the paper
     also tries a larger one for S-BMUF); ``block_lr`` (eta_b) > 0, default 1 as in fairseq;
     ``block_momentum`` (mu) in [0, 1), default 0; ``nesterov``: look-ahead global model."""
@@ -52,7 +51,6 @@ class BmufConfig(ReplicaStrategyMixin):
 
     name: ClassVar[str] = "bmuf"
     label: ClassVar[str] = "BMUF"
-    needs: ClassVar[Needs] = "allreduce"
 
     def __post_init__(self) -> None:
         check_fraction("alpha", self.alpha)

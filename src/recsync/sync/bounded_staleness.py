@@ -18,7 +18,7 @@ from typing import ClassVar
 from recsync.sync.gradient import (
     Action,
     GradientPolicy,
-    GradientStrategyMixin,
+    GradientStrategy,
     Push,
     check_positive_int,
 )
@@ -33,7 +33,7 @@ def describe_staleness_norm(norm: StalenessNorm | None) -> str:
 
 
 @dataclass(frozen=True)
-class BoundedStalenessConfig(GradientStrategyMixin):
+class BoundedStalenessConfig(GradientStrategy):
     """``staleness``: s, an int >= 0, how many steps a worker may run ahead of the slowest
     active worker (0: lock step); ``staleness_norm`` optional, as in ``async``."""
 
@@ -42,6 +42,7 @@ class BoundedStalenessConfig(GradientStrategyMixin):
 
     name: ClassVar[str] = "bounded_staleness"
     label: ClassVar[str] = "Hop-BS"
+    holds_workers: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         check_positive_int("staleness", self.staleness, minimum=0)

@@ -15,14 +15,14 @@ from typing import ClassVar
 from recsync.sync.gradient import (
     Action,
     GradientPolicy,
-    GradientStrategyMixin,
+    GradientStrategy,
     Push,
     check_positive_int,
 )
 
 
 @dataclass(frozen=True)
-class BspConfig(GradientStrategyMixin):
+class BspConfig(GradientStrategy):
     """``num_aggregate``: M, the gradients per update, an int >= 1; None means the number of
     workers."""
 

@@ -9,28 +9,35 @@ ShadowSync (Zheng et al. 2020, arXiv 2003.03477) Algorithm 2, after EASGD (Zhang
    applied to its CURRENT replica, which the worker threads kept training meanwhile.
 
 The interpolation is asymmetric (w_i and w_ps differ afterwards): both sides trust their own
-copy, which the paper reports essential in the shadow setting.
+copy, which the paper reports essential in the shadow setting. A round exchanges every
+sync server's slice in turn (`EasgdConfig.round`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
 
+from recsync.protocol.address import Address
+from recsync.protocol.effects import Call
+from recsync.protocol.messages import Center as CenterReply
+from recsync.protocol.messages import Exchange
 from recsync.sync.replica import (
+    CenterStrategy,
     ElasticPull,
-    Needs,
-    ReplicaStrategyMixin,
+    ReplicaPolicy,
     Timing,
     check_flat_pair,
     check_fraction,
+    snapshot,
 )
 
 
 @dataclass(frozen=True)
-class EasgdConfig(ReplicaStrategyMixin):
+class EasgdConfig(CenterStrategy):
     """``alpha``: the elastic parameter, in (0, 1]. The paper does not publish its value; 0.1
     matches EASGD's advice of a total pull ``beta = n * alpha`` about 0.9 for ~10 trainers."""
 
@@ -39,7 +46,6 @@ class EasgdConfig(ReplicaStrategyMixin):
 
     name: ClassVar[str] = "easgd"
     label: ClassVar[str] = "EASGD"
-    needs: ClassVar[Needs] = "center"
 
     def __post_init__(self) -> None:
         check_fraction("alpha", self.alpha)
@@ -53,6 +59,20 @@ class EasgdConfig(ReplicaStrategyMixin):
 
     def make_replica(self, initial: torch.Tensor | None = None) -> ElasticPull:
         return ElasticPull(self)
+
+    def round(
+        self,
+        policy: ReplicaPolicy,
+        replica: torch.Tensor,
+        writer: torch.Tensor,
+        centers: Sequence[Address],
+        ranges: Sequence[tuple[int, int]],
+    ) -> Generator[Call, CenterReply, None]:
+        """Exchange each slice of the replica with its sync server in turn (Alg. 2): send a
+        snapshot, fold the returned center into the current slice (through `writer`)."""
+        for server, (start, stop) in zip(centers, ranges, strict=True):
+            center = yield Call(server, Exchange(snapshot(replica[start:stop])))
+            policy.apply(writer[start:stop], center.values)
 
 
 class EasgdCenter:

@@ -31,12 +31,24 @@ from recsync.sync.gradient import (
     Action,
     Drop,
     GradientPolicy,
-    GradientStrategyMixin,
+    GradientStrategy,
     Push,
     check_positive_int,
 )
 
-Decay = Callable[[int, int], float]  # (staleness k - t, iota) -> weight in [0, 1]
+Decay = Callable[[int, int], float]
+
+
+class TokenList:
+    """Token control (Alg. 1): the i-th batch handed out (from 0) carries token i // M, so
+    tokens run 0 (M times), 1 (M times), ... in hand-out order."""
+
+    def __init__(self, tokens_per_step: int) -> None:
+        check_positive_int("tokens_per_step", tokens_per_step)
+        self.tokens_per_step = tokens_per_step
+
+    def token(self, batches_handed: int) -> int:
+        return batches_handed // self.tokens_per_step  # (staleness k - t, iota) -> weight in [0, 1]
 
 
 def threshold_decay(staleness: int, iota: int) -> float:
@@ -57,7 +69,7 @@ DECAYS: dict[str, Decay] = {
 
 
 @dataclass(frozen=True)
-class GbaConfig(GradientStrategyMixin):
+class GbaConfig(GradientStrategy):
     """``num_aggregate``: M = global batch / local batch, an int >= 1 (None: the number of
     workers, matching a sync job of as many workers); ``iota``: the staleness threshold, an
     int >= 0; ``decay``: a name in ``DECAYS``."""
@@ -68,7 +80,6 @@ class GbaConfig(GradientStrategyMixin):
 
     name: ClassVar[str] = "gba"
     label: ClassVar[str] = "GBA"
-    uses_tokens: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.num_aggregate is not None:
@@ -80,6 +91,9 @@ class GbaConfig(GradientStrategyMixin):
     def tokens_per_step(self, num_workers: int) -> int:
         """M: each token value is handed out this many times."""
         return num_workers if self.num_aggregate is None else self.num_aggregate
+
+    def token_list(self, num_workers: int) -> TokenList:
+        return TokenList(self.tokens_per_step(num_workers))
 
     def _params(self) -> str:
         m = "" if self.num_aggregate is None else f"M={self.num_aggregate} "

@@ -15,8 +15,10 @@ actions the server executes in order:
 
 ``may_start(worker, last_version)`` says whether a worker may begin its next step (take a
 batch, pull) given the version it tagged its previous push with here (None before its first
-step); the driver asks every server and waits until all agree. A worker that has no more data
-(or failed) is reported with ``on_worker_done``, so nobody waits for it.
+step); a worker of a strategy that `holds_workers` asks every server and waits until all
+agree. A worker that has no more data (or failed) is reported with ``on_worker_done``, so
+nobody waits for it. How a worker pulls (every block, or a part: PSP) is the strategy's
+`PullRule`.
 
 Pure policy: no tensors, clocks, threads or transport.
 """
@@ -24,16 +26,23 @@ Pure policy: no tensors, clocks, threads or transport.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Protocol
+
+from recsync.protocol.effects import Quorum
+from recsync.protocol.node import StartTimer
+from recsync.sync.family import StrategyFamily
+from recsync.sync.staleness_norm import StalenessNorm
 
 __all__ = [
     "Action",
     "Apply",
     "Drop",
     "GradientPolicy",
-    "GradientStrategyMixin",
+    "GradientStrategy",
+    "PullRule",
     "Push",
     "StartTimer",
+    "Tokens",
     "check_positive_int",
 ]
 
@@ -65,14 +74,6 @@ class Drop:
 
     grad_id: int
     reason: str
-
-
-@dataclass(frozen=True)
-class StartTimer:
-    """Call the policy's ``on_timer(timer_id)`` after ``seconds``."""
-
-    timer_id: int
-    seconds: float
 
 
 Action = Apply | Drop | StartTimer
@@ -109,46 +110,62 @@ class GradientPolicy:
         return []
 
     def may_start(self, worker: int, last_version: int | None) -> bool:
+        """Whether `worker` may begin its next step (only strategies that `holds_workers`
+        override this)."""
         return True
 
-    @property
-    def holds_workers(self) -> bool:
-        """Whether `may_start` can ever say no (a policy that overrides it)."""
-        return type(self).may_start is not GradientPolicy.may_start
-
-    def _apply(self, grads: list[tuple[int, float]], divisor: float, lr_scale: float = 1.0):
+    def _apply(
+        self, grads: list[tuple[int, float]], divisor: float, lr_scale: float = 1.0
+    ) -> Apply:
         assert grads and divisor > 0, (grads, divisor)
         self.version += 1
         return Apply(tuple(grads), float(divisor), float(lr_scale))
 
 
-class GradientStrategyMixin:
-    """Shared by the gradient strategy configs (frozen dataclasses)."""
+class PullRule:
+    """How a worker reads the servers each step: every dense block, waiting for all of them,
+    and embedding rows at whatever version the shards are (PSP's partial pull overrides)."""
 
-    name: ClassVar[str]
-    label: ClassVar[str]
-    needs: ClassVar[Literal["dense_servers"]] = "dense_servers"
-    uses_tokens: ClassVar[bool] = False  # the reader hands each batch with a GBA token
-    sparse_policy: ClassVar[bool] = True  # embedding shards run the policy (aggregate rows)
-    gradient_allreduce: ClassVar[bool] = False  # dense replicated, gradients all-reduced
-    pull_fraction: float = 1.0  # PSP partial pull: proceed once this share of blocks arrived
-    pull_wait_s: float = 0.0  # ... and this long has passed
-    # PSP: a dense block answers a worker's pull once it applied the step after the worker's
-    # last push there (the worker waits per block, and the partial pull bounds the wait)
-    pull_waits_for_update: ClassVar[bool] = False
+    @property
+    def keeps_blocks(self) -> bool:
+        """Whether a block the worker did not wait for keeps its previous copy."""
+        return False
+
+    def min_versions(self, last_pushed: list[int] | None) -> list[int] | None:
+        """Per server, the version it must reach before it answers this step's pull or
+        lookup, from the versions the worker's previous push carried (None: no wait)."""
+        return None
+
+    def quorum(self, count: int) -> Quorum | None:
+        """When a pull of `count` blocks may go on without all of them (None: never)."""
+        return None
+
+
+FULL_PULL = PullRule()
+
+
+class Tokens(Protocol):
+    """The token the reader hands with a batch (GBA's token control, sync/gba.py)."""
+
+    def token(self, batches_handed: int) -> int: ...
+
+
+class GradientStrategy(StrategyFamily):
+    """The gradient family (frozen dataclasses): a policy on every dense server and every
+    embedding shard (`make_server`), the workers' pull rule, and the reader's tokens."""
+
+    holds_workers: ClassVar[bool] = False  # its servers' may_start can say no
+    staleness_norm: StalenessNorm | None = None  # scale stale gradients (async family)
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
         raise NotImplementedError
 
-    def tokens_per_step(self, num_workers: int) -> int:
-        return num_workers
+    def pull_rule(self) -> PullRule:
+        return FULL_PULL
 
-    def _params(self) -> str:
-        return ""
-
-    def describe(self) -> str:
-        params = self._params()
-        return f"{self.label} {params}" if params else self.label
+    def token_list(self, num_workers: int) -> Tokens | None:
+        """The reader's tokens (GBA); None: batches carry no token."""
+        return None
 
 
 def check_positive_int(field: str, value: object, minimum: int = 1) -> None:

@@ -19,16 +19,15 @@ from typing import ClassVar
 import torch
 
 from recsync.sync.replica import (
+    CollectiveStrategy,
     ElasticPull,
-    Needs,
-    ReplicaStrategyMixin,
     Timing,
     check_fraction,
 )
 
 
 @dataclass(frozen=True)
-class MaConfig(ReplicaStrategyMixin):
+class MaConfig(CollectiveStrategy):
     """``alpha``: the elastic parameter, in (0, 1]; 1 = copy the average back. The paper uses
     the same hyper-parameters for S-EASGD, S-MA and S-BMUF, hence the same default 0.1."""
 
@@ -37,7 +36,6 @@ class MaConfig(ReplicaStrategyMixin):
 
     name: ClassVar[str] = "ma"
     label: ClassVar[str] = "MA"
-    needs: ClassVar[Needs] = "allreduce"
 
     def __post_init__(self) -> None:
         check_fraction("alpha", self.alpha)

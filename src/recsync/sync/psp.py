@@ -5,8 +5,10 @@ version) its worker pulled. A gradient with an older timestamp than the server's
 (reason ``"old"``). Once at least c gradients of the current timestamp arrived, the server
 waits up to tau1 more, or until every worker answered, then applies the mean of the d
 gradients it received with the linear scaling rule (Goyal et al. 2017): the learning rate
-times d. The worker side, partial pulling (proceed once a fraction b of the blocks arrived
-and tau2 passed), is the driver's: it reads ``pull_fraction`` and ``pull_wait_s``.
+times d. The worker side, partial pulling (`PartialPull`): a worker pulls every block and
+proceeds once a fraction b of them arrived and tau2 passed (or all arrived), keeping its
+previous copy of the blocks that had not; a block (and an embedding shard's lookup) answers
+a worker once it applied the step after that worker's last push there.
 
 Decisions: c counts gradients of the current timestamp (a fast worker may push twice on the
 same version, as workers never block on the server); "every worker answered" means every
@@ -25,11 +27,13 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from recsync.protocol.effects import Quorum
 from recsync.sync.gradient import (
     Action,
     Drop,
     GradientPolicy,
-    GradientStrategyMixin,
+    GradientStrategy,
+    PullRule,
     Push,
     StartTimer,
     check_positive_int,
@@ -38,12 +42,12 @@ from recsync.sync.gradient import (
 
 def _check_seconds(field: str, value: object) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and math.isfinite(value) and value >= 0):
+    if not (ok and math.isfinite(value) and value >= 0):  # type: ignore[arg-type, operator]
         raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
 
 
 @dataclass(frozen=True)
-class PspConfig(GradientStrategyMixin):
+class PspConfig(GradientStrategy):
     """``push_count``: c, an int >= 1 and at most the number of workers (None: all workers);
     ``push_wait_s``: tau1 >= 0 seconds; ``pull_fraction``: b in (0, 1]; ``pull_wait_s``: tau2
     >= 0 seconds; ``linear_scaling``: multiply the learning rate by d."""
@@ -56,7 +60,6 @@ class PspConfig(GradientStrategyMixin):
 
     name: ClassVar[str] = "psp"
     label: ClassVar[str] = "PSP"
-    pull_waits_for_update: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.push_count is not None:
@@ -77,6 +80,9 @@ class PspConfig(GradientStrategyMixin):
             f"c={c} tau1={self.push_wait_s:g}s b={self.pull_fraction:g} "
             f"tau2={self.pull_wait_s:g}s{scaling}"
         )
+
+    def pull_rule(self) -> PartialPull:
+        return PartialPull(self.pull_fraction, self.pull_wait_s)
 
     def make_server(self, num_workers: int, sparse: bool) -> PspServer:
         c = num_workers if self.push_count is None else self.push_count
@@ -151,3 +157,24 @@ class PspServer(GradientPolicy):
         self.answered.clear()
         self.armed = None
         return self._apply(grads, d, d if self.linear_scaling else 1.0)
+
+
+class PartialPull(PullRule):
+    """PSP's worker side (004, Alg. 1): proceed once `fraction` of the blocks arrived and
+    `wait_s` passed (or all arrived), keeping the previous copy of the missing blocks; a
+    block or shard answers once it applied the step after the worker's last push there."""
+
+    def __init__(self, fraction: float, wait_s: float) -> None:
+        self.fraction = fraction
+        self.wait_s = wait_s
+
+    @property
+    def keeps_blocks(self) -> bool:
+        return self.fraction < 1.0
+
+    def min_versions(self, last_pushed: list[int] | None) -> list[int] | None:
+        return [v + 1 for v in last_pushed] if last_pushed else None
+
+    def quorum(self, count: int) -> Quorum | None:
+        need = max(1, math.ceil(self.fraction * count))
+        return None if need >= count else Quorum(need, self.wait_s)

@@ -15,25 +15,32 @@ Rules every policy follows:
 - no clocks, threads or transport: the driver sends snapshots, runs the all-reduce, and
   passes the results in.
 
-``needs`` on each config tells the driver what a sync requires: ``"none"`` (independent),
-``"center"`` (a center variable on sync servers: EASGD) or ``"allreduce"`` (an all-reduce
-average across trainers: MA, BMUF).
+The family's types say what a sync requires: `CenterStrategy` (a center variable on sync
+servers: EASGD) or `CollectiveStrategy` (an all-reduce average across trainers: MA, BMUF);
+`independent` is a plain `ReplicaStrategy` that never syncs. Each writes its sync round
+here, as a generator of effects the trainer's loops yield.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal, Protocol
+from collections.abc import Generator, Sequence
+from typing import Protocol
 
 import torch
 
+from recsync.protocol.address import Address
+from recsync.protocol.effects import AllReduce, Call
+from recsync.protocol.messages import Center as CenterReply
+from recsync.sync.family import StrategyFamily
 from recsync.sync.timing import FixedTrigger, Timing, average_sync_gap
 
 __all__ = [
+    "CenterStrategy",
+    "CollectiveStrategy",
     "FixedTrigger",
-    "Needs",
     "ReplicaPolicy",
-    "ReplicaStrategyMixin",
+    "ReplicaStrategy",
     "Timing",
     "average_sync_gap",
     "check_flat_pair",
@@ -41,7 +48,18 @@ __all__ = [
     "snapshot",
 ]
 
-Needs = Literal["none", "center", "allreduce"]
+
+class HasAlpha(Protocol):
+    """A replica strategy config with an elastic parameter."""
+
+    @property
+    def alpha(self) -> float: ...
+
+
+class Center(Protocol):
+    """The server side of a center strategy's sync: one slice of the center variable."""
+
+    def exchange(self, replica_slice: torch.Tensor, /) -> torch.Tensor: ...
 
 
 class ReplicaPolicy(Protocol):
@@ -50,22 +68,15 @@ class ReplicaPolicy(Protocol):
     def apply(self, replica: torch.Tensor, received: torch.Tensor, /) -> None: ...
 
 
-class ReplicaStrategyMixin:
-    """Shared by the replica strategy configs (frozen dataclasses with a ``timing`` field)."""
+class ReplicaStrategy(StrategyFamily):
+    """The replica family (frozen dataclasses with a ``timing`` field). A plain instance of
+    this type never syncs (`independent`); its subtypes say how a sync is done."""
 
-    name: ClassVar[str]  # registry key, e.g. "easgd"
-    label: ClassVar[str]  # the paper's name, e.g. "EASGD"
-    needs: ClassVar[Needs]
-    sparse_policy: ClassVar[bool] = False  # embedding shards apply rows on arrival (Hogwild)
-    gradient_allreduce: ClassVar[bool] = False  # only the gradient strategy `allreduce`
     timing: Timing
 
     def _check_timing(self) -> None:
         if not isinstance(self.timing, Timing):
             raise ValueError(f"timing must be a Timing, got {type(self.timing).__name__}")
-
-    def _params(self) -> str:
-        return ""
 
     def describe(self) -> str:
         """One line in the paper's naming: ``S-EASGD alpha=0.1``, ``FR-MA-5 alpha=0.1``,
@@ -74,11 +85,54 @@ class ReplicaStrategyMixin:
         head = self.timing.label(self.label)
         return f"{head} {params}" if params else head
 
+    def combine_replicas(self, replicas: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The dense model a job ends with: the average of the synced replicas (ShadowSync
+        section 3.3 allows the average, the best or any replica)."""
+        return torch.stack(list(replicas)).mean(0)
+
+
+class CenterStrategy(ReplicaStrategy):
+    """Replicas synced through a center variable sharded over sync servers (EASGD)."""
+
+    def make_replica(self, initial: torch.Tensor | None = None) -> ReplicaPolicy:
+        raise NotImplementedError
+
+    def make_center(self, center_slice: torch.Tensor) -> Center:
+        raise NotImplementedError
+
+    def round(
+        self,
+        policy: ReplicaPolicy,
+        replica: torch.Tensor,
+        writer: torch.Tensor,
+        centers: Sequence[Address],
+        ranges: Sequence[tuple[int, int]],
+    ) -> Generator[Call, CenterReply, None]:
+        """One sync of a trainer with every center slice (effects to yield)."""
+        raise NotImplementedError
+
+
+class CollectiveStrategy(ReplicaStrategy):
+    """Replicas synced through an all-reduce among the trainers (MA, BMUF)."""
+
+    def make_replica(self, initial: torch.Tensor) -> ReplicaPolicy:
+        raise NotImplementedError
+
+    def round(
+        self, policy: ReplicaPolicy, replica: torch.Tensor, writer: torch.Tensor, done: bool
+    ) -> Generator[AllReduce, tuple[torch.Tensor, int], int]:
+        """One sync (ShadowSync Alg. 3/4): all-reduce a snapshot of the replica, fold the
+        average into the current replica (written through `writer`); `done` tells the
+        others this trainer's workers finished. Returns how many trainers are done."""
+        average, num_done = yield AllReduce(snapshot(replica), done)
+        policy.apply(writer, average)
+        return num_done
+
 
 def check_fraction(field: str, value: object, *, low_open: bool = True) -> None:
     """``value`` must be a real number in (0, 1] (or [0, 1] with ``low_open=False``)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if ok:
+    ok = False
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         ok = (0 < value <= 1) if low_open else (0 <= value <= 1)
     if not ok:
         interval = "(0, 1]" if low_open else "[0, 1]"
@@ -110,7 +164,7 @@ class ElasticPull:
     in place on the CURRENT replica (or a slice view of it), where x is the center returned
     by a sync server (EASGD) or the all-reduced average of the snapshots (MA)."""
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: HasAlpha) -> None:
         self.config = config
 
     def apply(self, replica: torch.Tensor, received: torch.Tensor) -> None:

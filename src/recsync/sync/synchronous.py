@@ -14,15 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import Action, GradientPolicy, GradientStrategyMixin, Push
+from recsync.sync.gradient import Action, GradientPolicy, GradientStrategy, Push
 
 
 @dataclass(frozen=True)
-class SyncConfig(GradientStrategyMixin):
+class SyncConfig(GradientStrategy):
     """No parameters: every active worker contributes one gradient per global step."""
 
     name: ClassVar[str] = "sync"
     label: ClassVar[str] = "sync"
+    holds_workers: ClassVar[bool] = True
 
     def make_server(self, num_workers: int, sparse: bool) -> SyncServer:
         return SyncServer(num_workers, sparse)

@@ -1,11 +1,13 @@
 """A worker thread of a gradient strategy: pull, compute, push; the servers decide the rest.
 
-Step: wait until every server lets this worker start -> take a batch (and, for GBA, its
-token) -> pooled lookup on the embedding shards (with the rows' versions) -> pull the dense
-blocks into this worker's own copy -> forward/backward on exactly the values pulled -> push
-the dense gradient blocks and the row gradients, each tagged with the version it was
-computed from. A block the partial pull (PSP) did not wait for keeps its previous copy and
-previous version. Free of transport: a generator of effects run by a driver.
+Step: (if the strategy holds workers) wait until every server lets this worker start ->
+take a batch (and its GBA token) -> pooled lookup on the embedding shards (with the rows'
+versions) -> pull the dense blocks into this worker's own copy -> forward/backward on
+exactly the values pulled -> push the dense gradient blocks and the row gradients, each
+tagged with the version it was computed from. How the pull goes (every block, or PSP's
+partial pull that keeps the previous copy of a block it did not wait for) is the strategy's
+`PullRule`. When the data runs out: wait until its pushes landed, then tell every server it
+is done. Free of transport: a generator of effects run by a driver.
 """
 
 from __future__ import annotations
@@ -15,138 +17,124 @@ from typing import Any
 
 import torch
 
-from recsync.model.spec import ModelSpec
 from recsync.optim.checks import all_finite
-from recsync.optim.train_spec import TrainSpec
-from recsync.ps.layout import EmbeddingLayout, ShardRequest
-from recsync.ps.shard import row_gradients_with_inverse
-from recsync.trainer import effects as fx
+from recsync.protocol.effects import Call, CallEach, Compute, Drain, Effect, Loop, Send, Target
+from recsync.protocol.messages import (
+    DenseBlock,
+    HandedBatch,
+    MayStart,
+    NextBatch,
+    PullDense,
+    PushDenseGradient,
+    WorkerDone,
+)
+from recsync.ps.layout import EmbeddingLayout
+from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica
-
-EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
-
-
-def empty_request(shard: int) -> ShardRequest:
-    return ShardRequest(shard, EMPTY_ROWS, torch.zeros(1, dtype=torch.int64), None, EMPTY_ROWS)
-
-
-def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:
-    """Each of `count` unique rows' version at the pull, from the N per-id versions and each
-    id's index among the unique rows (an id's duplicates were read at once: same version)."""
-    return torch.empty(count, dtype=torch.int64).scatter_(0, inverse, versions)
-
-
-def pooled_lookup(
-    layout: EmbeddingLayout, batch, min_versions: list[int] | None = None
-) -> Generator[fx.Effect, Any, tuple[list[ShardRequest], list, torch.Tensor]]:
-    """Effects of one lookup on every shard (an empty request where the batch has no row
-    there), with the rows' versions -> (requests, answers, B x F x D pooled embeddings)."""
-    routed = {r.shard: r for r in layout.route(batch)}
-    requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
-    answers = yield fx.Lookup(requests, with_versions=True, min_versions=min_versions)
-    used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
-    pooled = layout.combine(
-        batch.batch_size, [requests[i] for i in used], [answers[i][0] for i in used]
-    )
-    return requests, answers, pooled
-
-
-def row_pushes(
-    layout: EmbeddingLayout, requests: list[ShardRequest], answers: list, grad_pooled
-) -> list[tuple[int, int, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Per shard: (shard, its version at the lookup, unique rows, their gradients, their
-    versions at the lookup); empty where the batch had no row there."""
-    sparse = []
-    used = [r for r in requests if r.bag_index.numel()]
-    grad_bags = iter(layout.requests_gradients(grad_pooled, used))
-    for r, (_, row_versions, version) in zip(requests, answers, strict=True):
-        if r.bag_index.numel():
-            rows, grads, inverse = row_gradients_with_inverse(
-                r.rows, r.offsets, next(grad_bags), r.weights, r.one_per_bag
-            )
-            pulled = unique_row_versions(row_versions, inverse, rows.numel())
-        else:
-            rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
-            pulled = EMPTY_ROWS
-        sparse.append((r.shard, version, rows, grads, pulled))
-    return sparse
+from recsync.trainer.stats import TrainerStats, Wiring
+from recsync.trainer.steps import row_gradient_pushes, versioned_lookup
 
 
 class GradientWorker:
     """One worker thread: its own copy of the dense parameters (the blocks it last pulled).
 
     The gradient is computed on `workspace`, a dense module loaded with exactly those values
-    right before the forward pass. A driver whose workers compute one at a time (the
-    simulator) may share one workspace among all of them; threads need one each (None:
-    build one).
+    right before the forward pass; drivers whose workers compute one at a time (the
+    simulator) share one workspace among all of them.
     """
 
     def __init__(
         self,
         worker: int,
         trainer: int,
-        model: ModelSpec,
-        train: TrainSpec,
-        layout: EmbeddingLayout,
-        strategy,
-        dense_ranges: list[tuple[int, int]],
-        stats,
         thread: int,
-        workspace: DenseReplica | None = None,
+        layout: EmbeddingLayout,
+        strategy: GradientStrategy,
+        wiring: Wiring,
+        stats: TrainerStats,
+        workspace: DenseReplica,
         initial: torch.Tensor | None = None,
     ):
-        if not dense_ranges:
+        if not wiring.dense:
             raise ValueError(f"{strategy.describe()} needs at least one dense server")
         self.worker, self.trainer, self.thread = worker, trainer, thread
-        self.layout = layout
-        self.strategy = strategy
-        self.dense_ranges = dense_ranges
-        if workspace is None:
-            workspace = DenseReplica(model, train.seed, train.dense_optimizer)
+        self.layout, self.strategy, self.wiring = layout, strategy, wiring
+        self.pull = strategy.pull_rule()
         self.workspace = workspace
-        # only a partial pull (PSP) reads a block pulled at an earlier step: otherwise the
-        # blocks are let go after each step (1,000 simulated workers' copies add up)
-        self.keep_blocks = strategy.pull_fraction < 1.0
-        start_values = None
-        if self.keep_blocks:  # a block never pulled yet is the job's starting value
-            start_values = (workspace.flat if initial is None else initial).clone()
-        self.blocks = [None if start_values is None else start_values[a:b] for a, b in dense_ranges]
-        bounds = [0] + [stop for _, stop in dense_ranges]
-        assert [start for start, _ in dense_ranges] == bounds[:-1], dense_ranges  # in order
-        assert bounds[-1] == workspace.num_params, (bounds[-1], workspace.num_params)
-        self.versions = [0] * len(dense_ranges)
         self.stats = stats
+        ranges = wiring.dense_ranges
+        bounds = [0] + [stop for _, stop in ranges]
+        assert [start for start, _ in ranges] == bounds[:-1], ranges  # in order
+        assert bounds[-1] == workspace.num_params, (bounds[-1], workspace.num_params)
+        # only a partial pull reads a block pulled at an earlier step: otherwise the blocks
+        # are let go after each step (1,000 simulated workers' copies add up)
+        start: torch.Tensor | None = None
+        if self.pull.keeps_blocks:  # a block never pulled yet is the job's starting value
+            start = (workspace.flat if initial is None else initial).clone()
+        self.blocks: list[torch.Tensor | None] = [
+            None if start is None else start[a:b] for a, b in ranges
+        ]
+        self.versions = [0] * len(ranges)
 
-    def loop(self) -> Generator[fx.Effect, Any, None]:
+    def leave(self) -> list[Target]:
+        """What every server must hear when this worker is gone: it pushes no more."""
+        return [(server, WorkerDone(self.worker)) for server in self._servers()]
+
+    def _servers(self) -> tuple[Any, ...]:
+        return (*self.wiring.dense, *self.wiring.shards)
+
+    def loop(self) -> Loop:
         last_dense: list[int] | None = None
         last_sparse: list[int] | None = None
+        holds = self.strategy.holds_workers
         while True:
-            yield fx.AwaitStart(self.worker, last_dense, last_sparse)
+            if holds:
+                yield CallEach(self._may_start(last_dense, last_sparse))
             pushed = yield from self._step(last_dense, last_sparse)
             if pushed is None:
                 break
             last_dense, last_sparse = pushed
-        yield fx.WorkerDone(self.worker)
+        yield Drain(self.worker)
+        yield CallEach(self.leave())
+
+    def _may_start(
+        self, last_dense: list[int] | None, last_sparse: list[int] | None
+    ) -> list[Target]:
+        wiring = self.wiring
+        dense: list[int | None] = [*last_dense] if last_dense else [None] * len(wiring.dense)
+        sparse: list[int | None] = [*last_sparse] if last_sparse else [None] * len(wiring.shards)
+        return [
+            (server, MayStart(self.worker, version))
+            for server, version in zip(
+                (*wiring.dense, *wiring.shards), (*dense, *sparse), strict=True
+            )
+        ]
 
     def _step(
         self, last_dense: list[int] | None, last_sparse: list[int] | None
-    ) -> Generator[fx.Effect, Any, tuple[list[int], list[int]] | None]:
+    ) -> Generator[Effect, Any, tuple[list[int], list[int]] | None]:
         """One step -> the versions its push carried (None: no batch left). Its tensors are
         let go when it returns, not held while the worker waits for the next batch."""
-        layout, strategy, workspace = self.layout, self.strategy, self.workspace
-        batch, token = yield fx.NextBatch(self.trainer, with_token=True)
+        layout, workspace, wiring = self.layout, self.workspace, self.wiring
+        handed: HandedBatch = yield Call(wiring.reader, NextBatch(self.trainer, with_token=True))
+        batch, token = handed.batch, handed.token
         if batch is None:
+            self.stats.note_dry()
             return None
-        waits = strategy.pull_waits_for_update
-        wanted_rows = [v + 1 for v in last_sparse] if waits and last_sparse else None
-        requests, answers, pooled = yield from pooled_lookup(layout, batch, wanted_rows)
-        wanted = [v + 1 for v in last_dense] if waits and last_dense else None
-        blocks = yield fx.PullDense(strategy.pull_fraction, strategy.pull_wait_s, wanted)
+        requests, replies, pooled = yield from versioned_lookup(
+            layout, wiring.shards, batch, self.pull.min_versions(last_sparse)
+        )
+        wanted = self.pull.min_versions(last_dense)
+        pulls: list[Target] = [
+            (server, PullDense(0 if wanted is None else wanted[b]))
+            for b, server in enumerate(wiring.dense)
+        ]
+        blocks: list[DenseBlock | None] = yield CallEach(pulls, self.pull.quorum(len(pulls)))
         for b, block in enumerate(blocks):
             if block is not None:
-                self.blocks[b], self.versions[b] = block
-        torch.cat(self.blocks, out=workspace.writer)  # the blocks tile the dense vector
-        if not self.keep_blocks:
+                self.blocks[b], self.versions[b] = block.values, block.version
+        torch.cat(self.blocks, out=workspace.writer)  # type: ignore[arg-type]
+        if not self.pull.keeps_blocks:
             self.blocks = [None] * len(self.blocks)
         loss, flat_grad, grad_pooled = workspace.gradients(batch, pooled)
         if not (all_finite(flat_grad) and all_finite(grad_pooled)):
@@ -154,15 +142,16 @@ class GradientWorker:
                 f"worker {self.worker}: NaN or infinite gradient (loss {float(loss):g}); the "
                 "batch holds NaN or training diverged"
             )
-        yield fx.Compute(batch.batch_size)
-        sparse = row_pushes(layout, requests, answers, grad_pooled)
-        dense = [
-            (b, self.versions[b], flat_grad[start:stop])
-            for b, (start, stop) in enumerate(self.dense_ranges)
+        yield Compute(batch.batch_size)
+        sparse = row_gradient_pushes(
+            layout, wiring.shards, requests, replies, grad_pooled, self.worker, token
+        )
+        dense: list[Target] = [
+            (server, PushDenseGradient(self.worker, self.versions[b], flat_grad[start:stop], token))
+            for b, (server, (start, stop)) in enumerate(
+                zip(wiring.dense, wiring.dense_ranges, strict=True)
+            )
         ]
-        # counted as trained once its gradients leave: a crash after this loses nothing
-        self.stats.iterations[self.thread] += 1
-        self.stats.examples[self.thread] += batch.batch_size
-        self.stats.loss_sum += float(loss) * batch.batch_size
-        yield fx.PushGradients(self.worker, token, dense, sparse)
-        return list(self.versions), [s[1] for s in sparse]
+        self.stats.count_step(self.thread, batch.batch_size, float(loss))
+        yield Send(self.worker, [*dense, *sparse])
+        return list(self.versions), [reply.version for reply in replies]

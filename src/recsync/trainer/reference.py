@@ -35,8 +35,6 @@ class ReferenceTrainer:
     """Dense part + all embedding shards in one process, trained step by step."""
 
     def __init__(self, model: ModelSpec, train: TrainSpec):
-        self.model_spec = model
-        self.train_spec = train
         self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
         self.dense = self.replica.module
         layout = EmbeddingLayout.single_shard(model.tables)

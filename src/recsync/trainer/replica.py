@@ -29,7 +29,7 @@ class DenseReplica:
             n = p.numel()
             p.data = self.flat[offset : offset + n].view_as(p)
             offset += n
-        self.writer = torch.empty(0).set_(self.flat.untyped_storage(), 0, self.flat.shape)
+        self.writer = torch.empty(0).set_(self.flat.untyped_storage(), 0, self.flat.shape, (1,))
         self.optimizer = optimizer.build(self.flat.numel())
 
     @property

@@ -8,6 +8,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
+
+from recsync.app.config.schema import Config
 
 ConfigOption = Annotated[
     Path | None,
@@ -27,6 +30,14 @@ def fail(error: Exception) -> NoReturn:
     raise typer.Exit(1)
 
 
+def warn_deprecations(config: Config) -> None:
+    """Tell the user about keys the config gives in a deprecated way (on stderr)."""
+    for message in config.deprecations():
+        Console(stderr=True, soft_wrap=True).print(
+            f"[yellow]deprecated:[/] {escape(message)}", highlight=False
+        )
+
+
 def number(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -38,7 +49,7 @@ def skips_text(skipped: dict[str, Any]) -> str:
     return f"{skipped['total']:,} ({reasons})"
 
 
-def strategy_rows(table, summary: dict[str, Any]) -> None:
+def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
     """The strategy's own measures (sync gap, or global steps, staleness and drops) and
     where the checkpoint went, as rows of a result table."""
     if "average_sync_gap" in summary:

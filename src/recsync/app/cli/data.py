@@ -16,14 +16,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from recsync.app.cli.common import ConfigOption, SetOption, fail, number, skips_text
+from recsync.app.config.base import build_dataclass
 from recsync.app.config.load import load_config, parse_overrides
-from recsync.app.config.schema import build_dataclass
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, DataError, RecsyncError
-from recsync.io.readers import FORMATS, is_gzip, open_dataset
+from recsync.io.readers import FORMATS, Schema, is_gzip, open_dataset
 
 data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
 
@@ -143,7 +143,9 @@ def _describe_schema(schema: Any) -> str:
     return f"{schema.num_fields} fields, dense fields {list(schema.dense_fields)}"
 
 
-def _inspect_schema(path: Path, fmt: str, config: Path | None, label: str):
+def _inspect_schema(
+    path: Path, fmt: str | None, config: Path | None, label: str
+) -> tuple[str, Schema, Any]:
     """(format, reader schema, the file's own columns or None) to read `path` with."""
     if not path.is_file():
         raise ConfigError(f"data file not found: {path}")

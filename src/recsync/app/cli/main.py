@@ -22,10 +22,12 @@ from recsync.app.cli.common import (
     number,
     skips_text,
     strategy_rows,
+    warn_deprecations,
 )
 from recsync.app.cli.data import data_app
 from recsync.app.cli.reproduce import reproduce_app
 from recsync.app.config.load import load_config, parse_overrides
+from recsync.app.config.schema import Config
 from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.checkpoints import load_checkpoint
 from recsync.app.runs.distributed import job_spec, run_distributed
@@ -33,7 +35,8 @@ from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
-from recsync.coordinator.planning import initial_dense, plan_for
+from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.spec import initial_dense, plan_for
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 
 app = typer.Typer(
@@ -47,7 +50,15 @@ app.add_typer(data_app, name="data")
 app.add_typer(reproduce_app, name="reproduce")
 
 
-def _prepare_run(config, name, force, set_, extra: dict[str, Any], resume=None, strategy=None):
+def _prepare_run(
+    config: Path | None,
+    name: str | None,
+    force: bool,
+    set_: list[str] | None,
+    extra: dict[str, Any],
+    resume: Path | None = None,
+    strategy: str | None = None,
+) -> tuple[Config, RunDir, JobState | None]:
     """The validated config (defaults, file, `extra`, then --set) and a fresh run dir. With
     `resume` (a run dir), the base config is that run's, its [strategy] replaced by
     `strategy` if given (the other hyper-parameters stay), and its checkpoint is loaded."""
@@ -67,6 +78,7 @@ def _prepare_run(config, name, force, set_, extra: dict[str, Any], resume=None, 
     if name is not None:
         overrides["run.name"] = name
     cfg = load_config(config, overrides, sections)
+    warn_deprecations(cfg)
     if state is not None and cfg.strategy.name != "reference":
         spec = job_spec(cfg, state)
         try:
@@ -231,9 +243,8 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     """Print the placement plan: tables on embedding servers, dense slices on sync servers."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
+        warn_deprecations(cfg)
         spec = job_spec(cfg)
-        if spec.strategy is None:
-            raise ConfigError("strategy.name: 'reference' runs in one process; nothing to place")
         job_plan = plan_for(spec)
     except (RecsyncError, OSError) as error:
         fail(error)

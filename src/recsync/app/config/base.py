@@ -26,13 +26,15 @@ def _toml_type(hint: Any) -> Any:
     """The TOML-side type of a dataclass field's type: tuples become lists, dataclasses
     become generated sections."""
     args = typing.get_args(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return section_from_dataclass(hint)
     if typing.get_origin(hint) is tuple:
+        item = _toml_type(args[0])
         if len(args) == 2 and args[1] is Ellipsis:
-            return list[_toml_type(args[0])]
+            return list[item]  # type: ignore[valid-type]
         return Annotated[
-            list[_toml_type(args[0])], Field(min_length=len(args), max_length=len(args))
+            list[item],  # type: ignore[valid-type]
+            Field(min_length=len(args), max_length=len(args)),
         ]
     if typing.get_origin(hint) in (types.UnionType, typing.Union):
         return typing.Union[tuple(_toml_type(a) for a in args)]  # noqa: UP007
@@ -54,6 +56,7 @@ def section_from_dataclass(cls: type) -> type[Section]:
     hints = typing.get_type_hints(cls)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
+        default: Any
         if dataclasses.is_dataclass(hints[f.name]):
             default = Field(default_factory=section_from_dataclass(hints[f.name]))
         elif f.default is not dataclasses.MISSING:
@@ -72,7 +75,7 @@ def _spec_value(hint: Any, value: Any, key: str) -> Any:
         return None
     if isinstance(value, BaseModel):
         members = typing.get_args(hint) or (hint,)
-        cls = next(m for m in members if dataclasses.is_dataclass(m))
+        cls = next(m for m in members if isinstance(m, type) and dataclasses.is_dataclass(m))
         return build_dataclass(cls, value, key)
     if isinstance(value, list) and typing.get_origin(hint) is tuple:
         return tuple(value)

@@ -2,52 +2,69 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from recsync.app.config.base import Section
-from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.spec import ClusterSpec
 from recsync.errors import ConfigError
-from recsync.sync import REPLICA_STRATEGIES, replica_strategy_config
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
-from recsync.sync.replica import Timing
+from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import GradientStrategy
+from recsync.sync.registry import STRATEGIES, strategy_config, strategy_fields
+from recsync.sync.replica import CenterStrategy, ReplicaStrategy
+from recsync.sync.timing import Timing
 
-STRATEGIES = ("reference", *REPLICA_STRATEGIES, *GRADIENT_STRATEGIES)
-REPLICA_FIELDS = ("alpha", "block_lr", "block_momentum", "nesterov")
-GRADIENT_FIELDS = (
-    "staleness",
-    "num_backup",
-    "num_aggregate",
-    "iota",
-    "decay",
-    "push_count",
-    "push_wait_s",
-    "pull_fraction",
-    "pull_wait_s",
-    "linear_scaling",
-    "staleness_norm",
-)
+STRATEGY_NAMES = ("reference", *STRATEGIES)
+TIMING_KEYS = ("timing", "every_iterations", "every_seconds", "shadow_min_gap")
 
 
 class ClusterSection(Section):
-    """[cluster]: node counts, and the Ray cluster to join (none: start a local one)."""
+    """[cluster]: node counts, and the Ray cluster to join (none: start a local one).
+    `num_sync_servers`: EASGD's sync servers (default 1); `num_dense_servers`: a gradient
+    strategy's dense servers (default 1)."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)
     num_embedding_servers: int = Field(default=2, ge=1)
-    num_sync_servers: int = Field(default=1, ge=0)
+    num_sync_servers: int | None = Field(default=None, ge=0)
+    num_dense_servers: int | None = Field(default=None, ge=0)
     address: str | None = None
     num_cpus: int | None = Field(default=None, ge=1)
     trainer_slowdown: list[float] = []
 
-    def to_spec(self) -> ClusterSpec:
+    def dense_servers(self, strategy: StrategyFamily | None) -> int:
+        """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
+        strategy, or 1."""
+        if self.num_dense_servers is not None:
+            return self.num_dense_servers
+        if isinstance(strategy, GradientStrategy) and self.num_sync_servers is not None:
+            return self.num_sync_servers
+        return 1
+
+    def deprecations(self, strategy: StrategyFamily | None) -> list[str]:
+        """What the section says in a deprecated way, and what to say instead."""
+        if (
+            isinstance(strategy, GradientStrategy)
+            and self.num_sync_servers is not None
+            and self.num_dense_servers is None
+        ):
+            return [
+                "cluster.num_sync_servers is deprecated for the dense servers of a gradient "
+                f"strategy: use cluster.num_dense_servers = {self.num_sync_servers} "
+                "(num_sync_servers now counts EASGD's sync servers only)"
+            ]
+        return []
+
+    def to_spec(self, strategy: StrategyFamily | None = None) -> ClusterSpec:
         try:
             return ClusterSpec(
                 self.num_trainers,
                 self.workers_per_trainer,
                 self.num_embedding_servers,
-                self.num_sync_servers,
+                1 if self.num_sync_servers is None else self.num_sync_servers,
+                self.dense_servers(strategy),
                 tuple(self.trainer_slowdown),
             )
         except ValueError as error:
@@ -67,7 +84,7 @@ class StrategySection(Section):
     """[strategy]: `reference` (single process), a replica strategy and its timing, or a
     gradient strategy and its parameters (docs/strategies.md)."""
 
-    name: Literal[STRATEGIES] = "easgd"  # type: ignore[valid-type]
+    name: Literal[STRATEGY_NAMES] = "easgd"  # type: ignore[valid-type]
     timing: Literal["shadow", "fixed"] = "shadow"
     every_iterations: int | None = None
     every_seconds: float | None = None
@@ -88,48 +105,45 @@ class StrategySection(Section):
     linear_scaling: bool | None = None
     staleness_norm: StalenessNormSection | None = None
 
-    def to_spec(self):
+    def to_spec(self) -> StrategyFamily | None:
         """The strategy's config dataclass; None for the single-process reference."""
         if self.name == "reference":
             return None
-        gradient = self.name in GRADIENT_STRATEGIES
-        own, other = (GRADIENT_FIELDS, REPLICA_FIELDS) if gradient else (REPLICA_FIELDS, ())
-        wrong = [key for key in other if getattr(self, key) is not None]
+        known = strategy_fields(self.name)
+        keys = [k for k in type(self).model_fields if k != "name" and k not in TIMING_KEYS]
+        wrong = [k for k in keys if getattr(self, k) is not None and k not in known]
         if wrong:
             raise ConfigError(f"strategy: {wrong} do not apply to {self.name!r}")
-        params = {key: getattr(self, key) for key in own if getattr(self, key) is not None}
-        if gradient:
-            if "staleness_norm" in params:
-                params["staleness_norm"] = self.staleness_norm.model_dump()
-            try:
-                return gradient_strategy_config(self.name, **params)
-            except (TypeError, ValueError) as error:
-                raise ConfigError(f"strategy: {error}") from None
-        wrong = [key for key in GRADIENT_FIELDS if getattr(self, key) is not None]
-        if wrong:
-            raise ConfigError(f"strategy: {wrong} do not apply to {self.name!r}")
+        params: dict[str, Any] = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        if self.staleness_norm is not None:
+            params["staleness_norm"] = self.staleness_norm.model_dump()
         try:
-            timing = Timing(
-                self.timing, self.every_iterations, self.every_seconds, self.shadow_min_gap
-            )
-            return replica_strategy_config(self.name, timing=timing, **params)
+            if "timing" in known:
+                params["timing"] = Timing(
+                    self.timing, self.every_iterations, self.every_seconds, self.shadow_min_gap
+                )
+            return strategy_config(self.name, **params)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"strategy: {error}") from None
 
 
-def check_cluster_fits(cluster, strategy) -> None:
+def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyFamily | None) -> None:
     """Cluster keys a strategy cannot run with, named before any node starts."""
     if strategy is None:  # the single-process reference trainer
         return
-    needs = strategy.needs
-    if strategy.gradient_allreduce and cluster.workers_per_trainer != 1:
+    if isinstance(strategy, AllReduceStrategy) and cluster.workers_per_trainer != 1:
         raise ConfigError(
             f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
             f"trainer (a rank), got {cluster.workers_per_trainer}"
         )
-    if needs in ("center", "dense_servers") and cluster.num_sync_servers < 1:
-        role = "dense servers" if needs == "dense_servers" else "sync servers"
+    if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:
         raise ConfigError(
-            f"cluster.num_sync_servers: {strategy.describe()} needs at least one of its "
-            f"{role}, got {cluster.num_sync_servers}"
+            f"cluster.num_sync_servers: {strategy.describe()} needs at least one sync "
+            f"server, got {cluster.num_sync_servers}"
         )
+    if isinstance(strategy, GradientStrategy) and cluster.num_dense_servers < 1:
+        raise ConfigError(
+            f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
+            f"server, got {cluster.num_dense_servers}"
+        )
+    assert isinstance(strategy, ReplicaStrategy | GradientStrategy | AllReduceStrategy)

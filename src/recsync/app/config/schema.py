@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import Field
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
-from recsync.coordinator.job import ClusterSpec
+from recsync.coordinator.spec import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
@@ -30,6 +30,7 @@ from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
+from recsync.sync.family import StrategyFamily
 
 TABULAR_FORMATS = ("csv", "parquet")
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
@@ -37,10 +38,20 @@ _DEFAULT_MODEL = ModelSpec()
 _DEFAULT_TRAIN = TrainSpec()
 
 
-SyntheticSection = section_from_dataclass(SyntheticSpec)
-CostSection = section_from_dataclass(CostModel)
-DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
-SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
+if TYPE_CHECKING:  # the generated sections, as far as this module reads them
+
+    class SyntheticSection(Section):
+        num_dense: int = 0
+        table_rows: list[int] = []
+
+    CostSection: TypeAlias = Section
+    DenseOptimizerSection: TypeAlias = Section
+    SparseOptimizerSection: TypeAlias = Section
+else:
+    SyntheticSection = section_from_dataclass(SyntheticSpec)
+    CostSection = section_from_dataclass(CostModel)
+    DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
+    SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
 
 class RunSection(Section):
@@ -122,7 +133,7 @@ class RunSpecs:
     synthetic: SyntheticSpec | None
     files: FileData | None
     cluster: ClusterSpec
-    strategy: Any = None
+    strategy: StrategyFamily | None = None
 
 
 class Config(Section):
@@ -161,7 +172,8 @@ class Config(Section):
             "train",
         )
         files = None if synthetic else self._file_data(model)
-        cluster, strategy = self.cluster.to_spec(), self.strategy.to_spec()
+        strategy = self.strategy.to_spec()
+        cluster = self.cluster.to_spec(strategy)
         check_cluster_fits(cluster, strategy)
         return RunSpecs(
             model=model,
@@ -171,6 +183,10 @@ class Config(Section):
             cluster=cluster,
             strategy=strategy,
         )
+
+    def deprecations(self) -> list[str]:
+        """Keys given in a deprecated way, with what to write instead."""
+        return self.cluster.deprecations(self.strategy.to_spec())
 
     def dump(self) -> dict[str, Any]:
         """The resolved configuration as JSON-ready nested dicts (None for unset keys);
@@ -267,7 +283,9 @@ class Config(Section):
         )
 
 
-def _reader_schema(data: DataSection, model: ModelSpec, rows: tuple[int, ...]):
+def _reader_schema(
+    data: DataSection, model: ModelSpec, rows: tuple[int, ...]
+) -> CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema:
     if data.source == "criteo":
         return CriteoSchema(rows, num_integer=model.num_dense)
     if data.source == "libsvm":

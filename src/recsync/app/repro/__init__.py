@@ -1,8 +1,9 @@
 """The papers' reproductions, one module per paper, and their registry.
 
 Each entry is one command (`recsync reproduce NAME`) that writes a report directory
-(report.md, figures, a results JSON) under reports/. `minutes` is what the command took on
-this project's 2-core machine.
+(report.md, figures, a results JSON) under reports/. `minutes` is about what the command
+takes on this project's 2-core machine when nothing else runs (measured; a busy machine
+takes up to 1.5x longer).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.repro import async_at_scale, gba, psp, shadowsync
-
-Progress = Callable[[Any], None]
+from recsync.app.repro.common import Progress
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Fig. 5: async with 1,000 workers, no normalization vs 1/tau vs rho",
             async_at_scale.reproduce_norm,
             "reports/staleness_norm",
-            4.0,
+            13.0,
         ),
         Reproduction(
             "gba-stragglers",
@@ -93,7 +93,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "throughput, staleness and drops of every gradient strategy with 20% stragglers",
             gba.reproduce_stragglers,
             "reports/gba_stragglers",
-            3.0,
+            4.0,
             _straggler_row,
         ),
         Reproduction(
@@ -102,7 +102,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Fig. 6: sync for 2 days, then each strategy from the checkpoint, back to sync",
             gba.reproduce_switching,
             "reports/gba_switching",
-            10.0,
+            14.0,
         ),
         Reproduction(
             "psp",
@@ -110,7 +110,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Table 1: partial push/pull vs full sync with 0.16% of pulls delayed 4 s",
             psp.reproduce,
             "reports/psp",
-            3.0,
+            5.0,
             _psp_row,
         ),
     )

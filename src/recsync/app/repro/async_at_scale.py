@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from recsync.app.repro.common import Progress
 from recsync.app.runs.plots import new_figure, save_figure
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
@@ -68,7 +68,7 @@ def run_scaling_point(workers: int, seed: int = 0) -> dict[str, Any]:
     spec = JobSpec(
         small_model(),
         TrainSpec(batch_size=BATCH_SIZE, seed=seed),
-        ClusterSpec(workers, 1, EMBEDDING_SERVERS, DENSE_SERVERS),
+        ClusterSpec(workers, 1, EMBEDDING_SERVERS, num_dense_servers=DENSE_SERVERS),
         AsyncConfig(),
         synthetic,
     )
@@ -95,7 +95,9 @@ def linear_fit(x: list[float], y: list[float]) -> dict[str, float]:
     return {"slope": float(slope), "intercept": float(intercept), "r2": 1.0 - residual / total}
 
 
-def reproduce_staleness(out_dir: Path, progress=None, workers=SCALING_WORKERS) -> dict[str, Any]:
+def reproduce_staleness(
+    out_dir: Path, progress: Progress | None = None, workers: tuple[int, ...] = SCALING_WORKERS
+) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     points = []
     for n in workers:
@@ -182,12 +184,14 @@ NORM_STEPS_PER_WORKER = 20
 EVAL_EVERY = 64_000
 
 
-def run_norm(workers: int, norm: StalenessNorm | None, examples: int, eval_every: int | None):
+def run_norm(
+    workers: int, norm: StalenessNorm | None, examples: int, eval_every: int | None
+) -> tuple[SimJob, dict[str, Any]]:
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=20_000)
     spec = JobSpec(
         small_model(),
         TrainSpec(batch_size=BATCH_SIZE),
-        ClusterSpec(workers, 1, DENSE_SERVERS, DENSE_SERVERS),
+        ClusterSpec(workers, 1, DENSE_SERVERS, num_dense_servers=DENSE_SERVERS),
         AsyncConfig(staleness_norm=norm),
         synthetic,
     )
@@ -195,7 +199,7 @@ def run_norm(workers: int, norm: StalenessNorm | None, examples: int, eval_every
     return sim, sim.run()
 
 
-def reproduce_norm(out_dir: Path, progress=None) -> dict[str, Any]:
+def reproduce_norm(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     examples = NORM_WORKERS * NORM_STEPS_PER_WORKER * BATCH_SIZE
     base_sim, base = run_norm(NORM_BASE_WORKERS, None, examples, EVAL_EVERY)

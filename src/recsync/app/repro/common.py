@@ -4,21 +4,21 @@ and a runner that chains checkpointed segments (one per day) through the simulat
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
-from recsync.coordinator.summary import evaluate_model
+from recsync.coordinator.outcome import evaluate_model
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync import replica_strategy_config
-from recsync.sync.gradient_registry import GRADIENT_STRATEGIES, gradient_strategy_config
+from recsync.sync.registry import StrategyConfig, strategy_config
 
+Progress = Callable[[Any], None]  # told of each point or line a reproduction finishes
 NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
 EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4
 # 25 Gbit/s NICs; a worker does the default DLRM's dense step for a batch of 256 in ~5.8 ms
@@ -36,18 +36,18 @@ CLUSTER_COST = CostModel(
 STRAGGLERS = Stragglers(fraction=0.2, slowdown=4.0)
 
 
-def strategy(name: str, **fields: Any):
-    if name in GRADIENT_STRATEGIES:
-        return gradient_strategy_config(name, **fields)
-    return replica_strategy_config(name, **fields)
+def strategy(name: str, **fields: Any) -> StrategyConfig:
+    return strategy_config(name, **fields)
 
 
 def cluster(dense_servers: int = DENSE_SERVERS) -> ClusterSpec:
-    return ClusterSpec(NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, dense_servers)
+    return ClusterSpec(
+        NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=dense_servers
+    )
 
 
 def run_segment(
-    strategy_config,
+    config: StrategyConfig,
     synthetic: SyntheticSpec,
     examples: int | None,
     resume: JobState | None = None,
@@ -63,7 +63,7 @@ def run_segment(
         model or ModelSpec(),
         train or TrainSpec(),
         cluster(dense_servers),
-        strategy_config,
+        config,
         synthetic,
         resume=resume,
         stop_after_examples=examples,
@@ -75,6 +75,7 @@ def run_segment(
 def score(sim: SimJob, test: Batch) -> float:
     """AUC of a finished simulated job's model on `test`."""
     state = sim.final_state
+    assert state is not None
     weights = [s["weight"] for s in state.shards]
     return evaluate_model(sim.spec, sim.plan.embeddings.layout, state.dense, weights, test).auc
 

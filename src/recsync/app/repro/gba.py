@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from recsync.app.repro.common import (
     NUM_TRAINERS,
     STRAGGLERS,
     WORKERS_PER_TRAINER,
+    Progress,
     run_segment,
     score,
     strategy,
@@ -68,7 +70,7 @@ def run_straggler_variant(label: str, examples: int) -> dict[str, Any]:
     }
 
 
-def reproduce_stragglers(out_dir: Path, progress=None) -> list[dict[str, Any]]:
+def reproduce_stragglers(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = NUM_TRAINERS * WORKERS_PER_TRAINER
     examples = workers * STRAGGLER_STEPS_PER_WORKER * 256
@@ -141,7 +143,7 @@ def _in_gradients(row: dict[str, Any], gradients: int) -> float:
     """Mean staleness in gradients rather than server updates: an update of `sync`, BSP,
     GBA or Hop-BW aggregates many gradients, one of async or Hop-BS a single one."""
     applied = gradients - sum(row["dropped"].values())
-    return row["mean_staleness"] * applied / row["global_steps"]
+    return float(row["mean_staleness"] * applied / row["global_steps"])
 
 
 def _stragglers_findings(rows: list[dict[str, Any]], gradients: int) -> list[str]:
@@ -189,7 +191,7 @@ def task_spec() -> SyntheticSpec:
     )
 
 
-def reproduce_switching(out_dir: Path, progress=None) -> dict[str, Any]:
+def reproduce_switching(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     synthetic = task_spec()
     task = SyntheticTask(synthetic)
@@ -271,11 +273,11 @@ def _switching_findings(branches: dict[str, dict[str, Any]]) -> list[str]:
     sync = branches["sync"]["auc"]
     switched = range(SYNC_DAYS, DAYS - 1)
 
-    def worst(name: str, days) -> float:
-        return max(abs(branches[name]["auc"][d] - sync[d]) for d in days)
+    def worst(name: str, days: Iterable[int]) -> float:
+        return float(max(abs(branches[name]["auc"][d] - sync[d]) for d in days))
 
     def eps(name: str) -> float:
-        return sum(branches[name]["eps"]) / len(branches[name]["eps"])
+        return float(sum(branches[name]["eps"]) / len(branches[name]["eps"]))
 
     first = SYNC_DAYS
     drops = sorted(

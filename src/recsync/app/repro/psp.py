@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import CLUSTER_COST, run_segment, strategy
+from recsync.app.repro.common import CLUSTER_COST, Progress, run_segment, strategy
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -66,7 +66,7 @@ def psp_cost() -> CostModel:
     return dataclasses.replace(CLUSTER_COST, faults=FAULTS, worker_flops=flops / STEP_S)
 
 
-def reproduce(out_dir: Path, progress=None) -> list[dict[str, Any]]:
+def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     examples = WORKERS * STEPS_PER_WORKER * TRAIN.batch_size
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=20_000)
@@ -152,10 +152,10 @@ def _findings(by: dict[str, dict[str, Any]]) -> list[str]:
     sync = by[SYNC]
     push, both, small = (by[label] for label in list(VARIANTS)[1:])
 
-    def less(row) -> str:
+    def less(row: dict[str, Any]) -> str:
         return f"{1 - row['virtual_seconds'] / sync['virtual_seconds']:.0%}"
 
-    def loss(row) -> str:
+    def loss(row: dict[str, Any]) -> str:
         return f"{row['test_logloss']:.4f}"
 
     prolonged = sync["virtual_seconds"] / by[NO_DELAYS]["virtual_seconds"] - 1

@@ -13,15 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from recsync.app.repro.common import Progress
 from recsync.app.runs.plots import new_figure, save_figure
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 
 TRAINERS = (5, 10, 15, 20)
@@ -60,12 +61,13 @@ def run_point(variant: str, trainers: int) -> dict[str, Any]:
         ModelSpec(),
         train,
         ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, SYNC_SERVERS),
-        replica_strategy_config("easgd", timing=VARIANTS[variant]),
+        strategy_config("easgd", timing=VARIANTS[variant]),
         synthetic,
     )
     sim = SimJob(spec, plan_for(spec), CLUSTER_COST)
     summary = sim.run()
-    busy = max(host.nic_busy_s for host in sim.sync_hosts) / summary["train_seconds"]
+    sync_servers = sim.hosts_of(Role.SYNC_SERVER)
+    busy = max(h.machine.nic_busy_s for h in sync_servers) / summary["train_seconds"]
     return {
         "variant": variant,
         "trainers": trainers,
@@ -77,7 +79,7 @@ def run_point(variant: str, trainers: int) -> dict[str, Any]:
     }
 
 
-def reproduce(out_dir: Path, progress=None) -> list[dict[str, Any]]:
+def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     points = []
     for variant in VARIANTS:

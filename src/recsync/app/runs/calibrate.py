@@ -8,12 +8,14 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
-from recsync.coordinator.job import ClusterSpec
-from recsync.coordinator.planning import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec
+from recsync.data.batch import Batch
+from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec
 from recsync.ps.layout import EmbeddingLayout
@@ -23,7 +25,7 @@ from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync import replica_strategy_config
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.optim.train_spec import TrainSpec
 from recsync.trainer.replica import DenseReplica
@@ -33,7 +35,7 @@ FIT_EXAMPLES = 30_000
 FIT_STEPS = 8
 
 
-def _median_seconds(fn, items) -> float:
+def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
     times = []
     for item in items:
         start = time.perf_counter()
@@ -57,14 +59,14 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         for r in requests[id(b)]
     }
 
-    def worker_math(batch):
+    def worker_math(batch: Batch) -> None:
         request = requests[id(batch)][0]
         dense_in = layout.combine(batch.batch_size, [request], [pooled[id(batch)]])
         _, flat_grad, grad_pooled = replica.gradients(batch, dense_in)
         replica.apply(flat_grad)
         row_gradients(request.rows, request.offsets, layout.bag_gradients(grad_pooled, request))
 
-    def server_rows(batch):
+    def server_rows(batch: Batch) -> None:
         r = requests[id(batch)][0]
         shards[0].lookup(r.rows, r.offsets, r.weights)
         rows, grads = row_gradients(r.rows, r.offsets, pooled[id(batch)], r.weights)
@@ -73,11 +75,12 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     def concurrent_worker_s(threads: int) -> float:
         """Seconds per batch per thread when `threads` worker threads share one process (and
         its interpreter lock), as a trainer's Hogwild threads do."""
+        def work() -> None:
+            for batch in batches:
+                worker_math(batch)
+
         start = time.perf_counter()
-        pool = [
-            threading.Thread(target=lambda: [worker_math(b) for b in batches])
-            for _ in range(threads)
-        ]
+        pool = [threading.Thread(target=work) for _ in range(threads)]
         for thread in pool:
             thread.start()
         for thread in pool:
@@ -126,14 +129,14 @@ def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
                 model,
                 train,
                 ClusterSpec(1, 2, 1, 0),
-                replica_strategy_config("independent"),
+                strategy_config("independent"),
                 synthetic,
             ),
         ),
         (
             "2x2 S-EASGD",
             JobSpec(
-                model, train, ClusterSpec(2, 2, 2, 1), replica_strategy_config("easgd"), synthetic
+                model, train, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), synthetic
             ),
         ),
         (
@@ -142,7 +145,7 @@ def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
                 model,
                 train,
                 ClusterSpec(2, 2, 2, 1),
-                replica_strategy_config("easgd", timing=fixed1),
+                strategy_config("easgd", timing=fixed1),
                 synthetic,
             ),
         ),
@@ -150,7 +153,7 @@ def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
 
 
 def simulated_eps(spec: JobSpec, cost: CostModel) -> float:
-    return SimJob(spec, plan_for(spec), cost).run()["eps"]
+    return float(SimJob(spec, plan_for(spec), cost).run()["eps"])
 
 
 def fit_message_cpu(spec: JobSpec, cost: CostModel, target_eps: float) -> CostModel:
@@ -171,7 +174,9 @@ def fit_message_cpu(spec: JobSpec, cost: CostModel, target_eps: float) -> CostMo
     return dataclasses.replace(cost, message_cpu_s=(low + high) / 2)
 
 
-def calibrate(examples: int, with_check: bool) -> tuple[CostModel, dict, list]:
+def calibrate(
+    examples: int, with_check: bool
+) -> tuple[CostModel, dict[str, float], list[dict[str, Any]]]:
     """Measure, fit the messaging cost on the first check configuration, and (optionally)
     predict the others: rows of measured vs predicted EPS, the first marked as fitted."""
     connect(None, os.cpu_count())

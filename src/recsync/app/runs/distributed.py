@@ -9,17 +9,24 @@ from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.planning import JobSpec
+from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError, JobFailed
 from recsync.app.runs.checkpoints import save_checkpoint
-from recsync.runtime.ray.effects import NodeFailure
-from recsync.runtime.ray.job import run_job
+from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.ray.job import RayJob, run_job
 
 
-def job_spec(config: Config, resume: JobState | None = None, stop_after: int | None = None):
+def job_spec(
+    config: Config, resume: JobState | None = None, stop_after: int | None = None
+) -> JobSpec:
     """The run's JobSpec; `resume` starts it from a checkpoint, `stop_after` stops handing
     out batches after that many examples (then the end state is the checkpoint)."""
     specs = config.to_specs()
+    if specs.strategy is None:
+        raise ConfigError(
+            "strategy.name: 'reference' trains in one process; this needs a distributed "
+            "strategy"
+        )
     if stop_after is not None and stop_after < 1:
         raise ConfigError(f"--stop-after must be >= 1 example, got {stop_after}")
     return JobSpec(
@@ -52,7 +59,7 @@ def run_distributed(
             def on_progress(done: int, total: int | None, eps: float) -> None:
                 bar.update(task, completed=done, total=total, eps=eps)
 
-            jobs = []
+            jobs: list[RayJob] = []
             summary = run_job(
                 spec,
                 config.cluster.address,
@@ -62,7 +69,9 @@ def run_distributed(
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
-    path = save_checkpoint(run_dir.path, jobs[0].final_state)
+    state = jobs[0].final_state
+    assert state is not None
+    path = save_checkpoint(run_dir.path, state)
     summary["checkpoint"]["path"] = str(path)
     return write_run_end(run_dir, summary)
 

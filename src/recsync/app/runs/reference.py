@@ -9,6 +9,8 @@ at the end; EPS counts training wall time only (reading included, evaluation exc
 from __future__ import annotations
 
 import time
+
+import torch
 from typing import Any
 
 from rich.progress import Progress
@@ -26,7 +28,7 @@ from recsync.trainer.reference import ReferenceTrainer
 
 def _quality(trainer: ReferenceTrainer, test: Batch | None, examples: int) -> Quality | None:
     """Held-out quality; None if the held-out set is empty or of one class."""
-    if test is None or test.batch_size == 0 or len(test.labels.unique()) < 2:
+    if test is None or test.batch_size == 0 or torch.unique(test.labels).numel() < 2:
         return None
     try:
         return trainer.evaluate(test)

@@ -128,14 +128,6 @@ class RunDir:
                     self._writer.add_scalar(key, value, step)
             self._writer.flush()
 
-    def read_metrics(self) -> list[dict[str, Any]]:
-        """The records of metrics.jsonl, in order."""
-        path = self.path / METRICS
-        if not path.exists():
-            return []
-        with open(path, encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]
-
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         (self.path / SUMMARY).write_text(
             json.dumps(_json_ready(summary), indent=2) + "\n", encoding="utf-8"
@@ -148,7 +140,7 @@ class RunDir:
             self._writer = None
 
 
-def _summary_writer(log_dir: Path):
+def _summary_writer(log_dir: Path) -> Any:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:

@@ -10,7 +10,7 @@ from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import RunDir
 from recsync.app.runs.distributed import job_spec, write_run_end
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.planning import plan_for
+from recsync.coordinator.spec import plan_for
 from recsync.errors import ConfigError
 from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.runtime.sim.cost import CostModel
@@ -18,7 +18,8 @@ from recsync.runtime.sim.job import SimJob
 
 
 def cost_model(config: Config) -> CostModel:
-    return build_dataclass(CostModel, config.cost, "cost")
+    cost: CostModel = build_dataclass(CostModel, config.cost, "cost")
+    return cost
 
 
 def run_simulation(
@@ -31,8 +32,6 @@ def run_simulation(
     """Simulate one pass; the summary's times (train_seconds, eps) are virtual. Writes the
     end state as the run's checkpoint."""
     spec = job_spec(config, resume, stop_after)
-    if spec.strategy is None:
-        raise ConfigError("strategy.name: the simulator runs distributed strategies, not reference")
     run_dir.write_config(config)
     bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
     with bar:
@@ -43,7 +42,8 @@ def run_simulation(
             cost_model(config),
             on_handed=lambda handed: bar.update(task, completed=handed),
         )
-        bar.update(task, total=sim.source.total_examples)
+        bar.update(task, total=sim.reader.source.total_examples)
         summary = sim.run()
+    assert sim.final_state is not None
     summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
     return write_run_end(run_dir, summary)

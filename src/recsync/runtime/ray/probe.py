@@ -13,13 +13,13 @@ import ray
 class EchoActor:
     """Returns what it is sent: a round trip with a payload each way."""
 
-    def echo(self, payload):
+    def echo(self, payload: np.ndarray | None) -> np.ndarray | None:
         return payload
 
 
 def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
     """Median seconds of a Ray round trip carrying `payload_bytes` each way (numpy)."""
-    actor = EchoActor.remote()
+    actor = EchoActor.remote()  # type: ignore[attr-defined]
     payload = np.zeros(payload_bytes // 4, dtype=np.float32) if payload_bytes else None
     ray.get([actor.echo.remote(payload) for _ in range(10)])
     times = []

@@ -23,7 +23,7 @@ class Clock:
     were scheduled, so a run is a deterministic function of its inputs; an `urgent` action
     runs before the others due at its time."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.now = 0.0
         self._agenda: list[tuple[float, int, Callback, Any]] = []
         self._scheduled = 0
@@ -41,7 +41,7 @@ class Clock:
         order = self._scheduled + URGENT if urgent else self._scheduled
         heappush(self._agenda, (self.now, order, fn, arg))
 
-    def fan_out(self, fn: Callback, requests: list) -> None:
+    def fan_out(self, fn: Callback, requests: list[Any]) -> None:
         """Send `fn(requests)`: a lone request at once, several concurrent ones once the
         current action returned, ahead of the other actions due now."""
         if len(requests) == 1:

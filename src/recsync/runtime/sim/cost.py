@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recsync.protocol.messages import Work
+
 
 @dataclass(frozen=True)
 class Stragglers:
@@ -98,8 +100,15 @@ class CostModel:
             if getattr(self, name) < 0:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
 
-    def transfer_s(self, nbytes: int) -> float:
-        return nbytes / self.bandwidth_bytes_s
+    def server_s(self, work: Work) -> float:
+        """Seconds a server spends on a request: per request, per row, per element, and
+        per batch read (the reader)."""
+        return (
+            self.request_s * work.requests
+            + self.row_s * work.rows
+            + self.element_s * work.elements
+            + self.reader_batch_s * work.batches
+        )
 
     def allreduce_s(self, n: int, nbytes: int) -> float:
         if n <= 1:
@@ -126,7 +135,7 @@ class WorkerSpeeds:
         s = cost.stragglers
         if self.straggler[worker] and s.start <= now < s.stop:
             seconds *= s.slowdown
-        return seconds
+        return float(seconds)
 
     def delayed(self) -> float:
         """Extra seconds for one response (fault injection)."""

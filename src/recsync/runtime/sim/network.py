@@ -9,10 +9,10 @@ from collections.abc import Callable
 from heapq import heapreplace
 from typing import Any
 
+import torch
+
 from recsync.runtime.sim.clock import Callback, Clock, Lane
 from recsync.runtime.sim.cost import CostModel
-
-REQUEST_BYTES = 64  # a request that carries no tensor: its header
 
 
 class Slots:
@@ -40,7 +40,7 @@ class Nic:
 
     __slots__ = ("free_at", "busy_s")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.free_at = 0.0  # when the message now on it is through
         self.busy_s = 0.0
 
@@ -51,7 +51,7 @@ class Nic:
         return done
 
 
-class Node:
+class Machine:
     """A simulated machine: one NIC and `threads` CPU slots."""
 
     def __init__(self, name: str, threads: int = 1):
@@ -79,7 +79,9 @@ class Network:
         self.latency_s = cost.latency_s
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
 
-    def send(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
+    def send(
+        self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any = None
+    ) -> None:
         """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
         so messages queue there in arrival order); each end spends messaging CPU."""
         if self.handles_messages:
@@ -88,7 +90,9 @@ class Network:
         else:
             self._leave(src, dst, nbytes, 0.0, then, arg)
 
-    def reply(self, src: Node, dst: Node, nbytes: int, then: Callback, arg: Any = None) -> None:
+    def reply(
+        self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any = None
+    ) -> None:
         """A server's answer (lookup, pull): sent like any message, then perhaps delayed
         further by fault injection before `then(arg)`."""
         if self.delays:
@@ -96,7 +100,7 @@ class Network:
         else:
             self.send(src, dst, nbytes, then, arg)
 
-    def _replied(self, item: tuple) -> None:
+    def _replied(self, item: tuple[Callback, Any]) -> None:
         then, arg = item
         delay = self.delayed()
         if delay:
@@ -104,10 +108,12 @@ class Network:
         else:
             then(arg)
 
-    def _transmit(self, message: tuple) -> None:
+    def _transmit(self, message: tuple[Machine, Machine, int, float, Callback, Any]) -> None:
         self._leave(*message)
 
-    def _leave(self, src: Node, dst: Node, nbytes: int, handling: float, then, arg) -> None:
+    def _leave(
+        self, src: Machine, dst: Machine, nbytes: int, handling: float, then: Callback, arg: Any
+    ) -> None:
         """Book the message on src's NIC (and count it on dst's); it arrives a latency later."""
         hold = nbytes / self.bandwidth_bytes_s
         done = src.nic.book(self.clock.now, hold)
@@ -115,7 +121,7 @@ class Network:
         dst.nic.busy_s += hold
         self.clock.at(done + self.latency_s, self._arrive, (dst, hold, handling, then, arg))
 
-    def _arrive(self, message: tuple) -> None:
+    def _arrive(self, message: tuple[Machine, float, float, Callback, Any]) -> None:
         dst, hold, handling, then, arg = message
         received = dst.nic.book(self.clock.now, hold)
         if handling:
@@ -123,11 +129,11 @@ class Network:
         else:
             self.clock.at(received, then, arg)
 
-    def _handle(self, message: tuple) -> None:
+    def _handle(self, message: tuple[Machine, float, Callback, Any]) -> None:
         dst, handling, then, arg = message
         self.work(dst, handling, then, arg)
 
-    def work(self, node: Node, seconds: float, then: Callback, arg: Any = None) -> None:
+    def work(self, node: Machine, seconds: float, then: Callback, arg: Any = None) -> None:
         """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
         cpu = self.shared_cpu or node.cpu
         done = cpu.finish_time(self.clock.now, seconds)
@@ -150,11 +156,11 @@ class Collective:
         self.clock = clock
         self.cost = cost
         self.size = size
-        self._values: dict[int, object] = {}
+        self._values: dict[int, torch.Tensor] = {}
         self._done_flags = 0
         self._waiting: list[Callback] = []
 
-    def contribute(self, trainer: int, values, done: bool, then: Callback) -> None:
+    def contribute(self, trainer: int, values: torch.Tensor, done: bool, then: Callback) -> None:
         """`then((mean, number of trainers done))` once the round completed."""
         assert trainer not in self._values, "a trainer joined the same round twice"
         self._values[trainer] = values

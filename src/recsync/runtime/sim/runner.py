@@ -5,38 +5,39 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from recsync.protocol.effects import Effect, Loop
 from recsync.runtime.sim.clock import Clock
-from recsync.trainer.node import Loop
+from recsync.runtime.sim.host import SimHost
 
-Dispatch = Callable[["LoopRunner", Any], None]
+Dispatch = Callable[["LoopRunner", Effect], None]
 
 
 class LoopRunner:
     """Sends each effect of `loop` to `dispatch`, which calls `resume(result)` when the
     effect completes (at once, or later in virtual time); then the loop goes on.
 
-    Time between an effect and its result is added to `blocked[effect type]`. From virtual
-    time `crash_at` on (None: never), the loop is closed before its next effect and
-    `on_crash` called instead.
+    Time between an effect and its result is added to the host's blocked time under the
+    effect's label, and each effect counted. From virtual time `crash_at` on (None: never),
+    the loop is closed before its next effect and `on_crash` called instead.
     """
 
     def __init__(
         self,
         clock: Clock,
-        trainer: int,
+        host: SimHost,
         worker: int | None,
         loop: Loop,
         dispatch: Dispatch,
-        blocked: dict[str, float],
         crash_at: float | None,
         on_finish: Callable[[LoopRunner], None],
         on_crash: Callable[[LoopRunner], None],
     ):
         self.clock = clock
-        self.trainer, self.worker = trainer, worker
+        self.host, self.worker = host, worker
         self.loop = loop
         self.dispatch = dispatch
-        self.blocked = blocked
+        self.blocked = host.measures.blocked
+        self.effects = host.measures.effects
         self.crash_at = crash_at
         self.on_finish, self.on_crash = on_finish, on_crash
         self._effect: str | None = None
@@ -69,7 +70,9 @@ class LoopRunner:
             except StopIteration:
                 self.on_finish(self)
                 return
-            self._effect, self._started = type(effect).__name__, clock.now
+            label = effect.label
+            self.effects[label] += 1
+            self._effect, self._started = label, clock.now
             self._dispatching, self._answered = True, False
             self.dispatch(self, effect)
             self._dispatching = False

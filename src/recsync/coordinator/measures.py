@@ -1,0 +1,77 @@
+"""Measures of a finished job, the same for both drivers: sync gaps of the replica family,
+staleness and drops of the gradient strategies, and the one-pass check."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from recsync.ps.gradient_servers import GradientServerStats
+from recsync.sync.timing import average_sync_gap
+from recsync.trainer.stats import TrainerStats
+
+
+def histogram_summary(histogram: Counter[int]) -> dict[str, Any]:
+    """{"histogram": {staleness: count}, "mean": ..., "max": ...} of a staleness Counter."""
+    total = sum(histogram.values())
+    mean = sum(tau * n for tau, n in histogram.items()) / total if total else None
+    return {
+        "histogram": {int(k): int(v) for k, v in sorted(histogram.items())},
+        "mean": mean,
+        "max": max(histogram) if histogram else None,
+    }
+
+
+def gradient_measures(
+    dense: list[GradientServerStats],
+    sparse: list[GradientServerStats],
+    train_seconds: float,
+    iterations: int,
+    num_workers: int,
+) -> dict[str, Any]:
+    """Dense staleness is counted on dense server 0 (every worker step pushes one gradient to
+    each block, so block 0 sees each gradient once); row staleness over all shards. Without
+    dense servers (all-reduce), steps and gradients are counted on embedding server 0."""
+    first = dense[0] if dense else sparse[0]
+    rows: Counter[int] = Counter()
+    dropped_rows: Counter[str] = Counter()
+    for s in sparse:
+        rows.update(s.row_staleness)
+        dropped_rows.update(s.dropped)
+    seconds = max(train_seconds, 1e-12)
+    return {
+        "global_steps": first.steps,
+        "global_step_rate": first.steps / seconds,
+        "gradients_pushed": first.pushes,
+        "gradients_applied": first.applied,
+        "gradients_dropped": dict(first.dropped),
+        "sparse_gradients_dropped": dict(dropped_rows),
+        "dense_staleness": histogram_summary(dense[0].staleness if dense else Counter()),
+        "sparse_staleness": histogram_summary(rows),
+        "qps_per_worker": iterations / seconds / num_workers,
+    }
+
+
+def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | None]:
+    """Average sync gap = iterations/s of a worker thread over syncs/s (ShadowSync section
+    4.2), per trainer then averaged. A shadow sync serves all m worker threads of its
+    trainer; a fixed-rate sync is one worker thread's own (FR-k has gap k)."""
+    gaps = []
+    for s in stats:
+        gap = average_sync_gap(s.total_iterations, s.syncs)
+        gaps.append(gap / len(s.iterations) if gap is not None and shadow else gap)
+    known = [g for g in gaps if g is not None]
+    return {
+        "syncs": sum(s.syncs for s in stats),
+        "average_sync_gap": sum(known) / len(known) if known else None,
+    }
+
+
+def check_one_pass(handed: list[int], trained: list[int], dataset_examples: int | None) -> None:
+    """Every example handed out was trained, once; and all of the data was handed out."""
+    if handed != trained:
+        raise AssertionError(f"examples handed out {handed} != examples trained {trained}")
+    if dataset_examples is not None and sum(handed) != dataset_examples:
+        raise AssertionError(
+            f"examples handed out {sum(handed)} != dataset size {dataset_examples}"
+        )

@@ -1,0 +1,159 @@
+"""How to build each server node of a job (the reader, embedding shards, sync and dense
+servers): small picklable specs; a driver builds the node where it runs, in its own
+process (the simulator) or inside a Ray actor (the engine). Trainers: topology.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from recsync.coordinator.reader import ReaderNode
+from recsync.data.synthetic import SyntheticSpec
+from recsync.io.sources import FileData, open_training_data
+from recsync.model.spec import ModelSpec
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Address
+from recsync.protocol.node import Node
+from recsync.ps.embedding_server import EmbeddingServerNode
+from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.local import shard_weight
+from recsync.ps.shard import EmbeddingShard
+from recsync.ps.sync_server import SyncServerNode
+from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.gradient import GradientStrategy, Tokens
+from recsync.sync.replica import CenterStrategy
+from recsync.trainer.replica import DenseReplica
+
+PolicyServers = GradientStrategy | AllReduceStrategy  # strategies whose servers run policies
+
+
+class BuildContext:
+    """What the process building the nodes offers them. `one_at_a_time`: the driver runs
+    the loops of all its nodes one at a time (the simulator), so workers may share one
+    dense workspace; otherwise every worker gets its own."""
+
+    def __init__(self, one_at_a_time: bool):
+        self.one_at_a_time = one_at_a_time
+        self._workspaces: dict[tuple[ModelSpec, TrainSpec], DenseReplica] = {}
+
+    def workspace(self, model: ModelSpec, train: TrainSpec) -> Callable[[], DenseReplica]:
+        """A factory of the dense modules a job's workers compute on."""
+
+        def make() -> DenseReplica:
+            if not self.one_at_a_time:
+                return DenseReplica(model, train.seed, train.dense_optimizer)
+            key = (model, train)
+            if key not in self._workspaces:
+                self._workspaces[key] = DenseReplica(model, train.seed, train.dense_optimizer)
+            return self._workspaces[key]
+
+        return make
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Base of the node specs: the node's address; `threads` CPU slots it computes on (None:
+    the driver's default for a server); `max_calls` requests it may be in at once (a Ray
+    actor's concurrency); `serialized`: its requests are handled one at a time under one
+    lock, and may wait for `ready` (else concurrently, lock-free)."""
+
+    address: Address
+    threads: int | None
+    max_calls: int
+    serialized: bool
+    has_loops: ClassVar[bool] = False  # the node runs loops (a trainer)
+
+    def build(self, context: BuildContext) -> Node:
+        raise NotImplementedError
+
+    @property
+    def compute_slowdown(self) -> float:
+        """How many times slower than the machine allows the node computes (an emulated
+        straggler on the Ray engine)."""
+        return 1.0
+
+
+@dataclass(frozen=True)
+class ReaderSpec(NodeSpec):
+    synthetic: SyntheticSpec | None
+    files: FileData | None
+    batch_size: int
+    seed: int
+    start_example: int
+    num_trainers: int
+    tokens: Tokens | None
+    limit: int | None
+
+    def build(self, context: BuildContext) -> ReaderNode:
+        source = open_training_data(
+            self.synthetic, self.files, self.batch_size, self.seed, self.start_example
+        )
+        return ReaderNode(source, self.num_trainers, self.tokens, self.limit)
+
+
+@dataclass(frozen=True)
+class ShardSpec(NodeSpec):
+    """An embedding shard: Hogwild (`strategy` None) or run by the strategy's policy."""
+
+    layout: EmbeddingLayout
+    optimizer: RowOptimizerSpec
+    seed: int
+    state: dict[str, Any] | None
+    strategy: PolicyServers | None
+    num_workers: int
+
+    def build(self, context: BuildContext) -> EmbeddingServerNode | SparseShardServer:
+        index = self.address.index
+        weight = shard_weight(self.layout, index, self.seed)
+        shard = EmbeddingShard(weight, self.optimizer.build(*weight.shape))
+        if self.state is not None:
+            shard.load_state_dict(self.state)
+        if self.strategy is None:
+            return EmbeddingServerNode(index, shard)
+        policy = self.strategy.make_server(self.num_workers, True)
+        # each worker checks its gradient once per step: the servers need not check each push
+        norm = self.strategy.staleness_norm
+        return SparseShardServer(index, shard, policy, norm, check_finite=False)
+
+
+@dataclass(frozen=True)
+class SyncServerSpec(NodeSpec):
+    """One slice of a center strategy's center variable."""
+
+    values: torch.Tensor
+    strategy: CenterStrategy
+
+    def build(self, context: BuildContext) -> SyncServerNode:
+        return SyncServerNode(self.address.index, self.strategy.make_center(self.values.clone()))
+
+
+@dataclass(frozen=True)
+class DenseServerSpec(NodeSpec):
+    """One block of the dense part of a gradient strategy."""
+
+    values: torch.Tensor
+    optimizer: DenseOptimizerSpec
+    state: dict[str, Any] | None
+    strategy: GradientStrategy
+    num_workers: int
+
+    def build(self, context: BuildContext) -> DenseBlockServer:
+        strategy = self.strategy
+        policy = strategy.make_server(self.num_workers, False)
+        node = DenseBlockServer(
+            self.address.index,
+            self.values.clone(),
+            self.optimizer,
+            policy,
+            strategy.staleness_norm,
+            check_finite=False,
+        )
+        if self.state is not None:
+            node.optimizer.load_state_dict(self.state)
+        return node

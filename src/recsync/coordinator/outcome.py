@@ -1,0 +1,221 @@
+"""The end of a distributed job, written once for both drivers: from the nodes' reports and
+the driver's measures, the one-pass check, the final model and its held-out quality, the
+summary of measures, and the checkpoint (a consistent snapshot: every batch handed out was
+trained when the reports were taken)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from recsync.coordinator.checkpoint import JobState, join_optimizer_states, layout_slices
+from recsync.coordinator.measures import check_one_pass, gradient_measures, sync_measures
+from recsync.coordinator.reader import ReaderReport
+from recsync.coordinator.spec import JobSpec
+from recsync.coordinator.topology import Topology, family_of
+from recsync.data.batch import Batch
+from recsync.metrics.quality import Quality, evaluate_predictions
+from recsync.protocol.address import Address, Role
+from recsync.ps.embedding_server import ShardReport
+from recsync.ps.gradient_servers import DenseBlockReport, GradientServerStats
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.local import LocalEmbeddings
+from recsync.ps.shard import EmbeddingShard
+from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.replica import ReplicaStrategy
+from recsync.trainer.reference import predict
+from recsync.trainer.replica import DenseReplica
+from recsync.trainer.stats import TrainerReport
+
+
+@dataclass
+class NodeMeasures:
+    """What a driver measured of one node: bytes it sent (its requests and its replies) and
+    calls it made, by message kind; and of its loops the seconds blocked and the effects
+    yielded, by effect label."""
+
+    bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    blocked: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+@dataclass
+class JobEnd:
+    """What a driver gathered when the job's loops finished."""
+
+    engine: str
+    reports: dict[Address, Any]
+    measures: dict[Address, NodeMeasures]
+    train_seconds: float
+    lost_examples: list[int] | None = None  # per trainer: handed out, lost in a crash
+
+    def of_role(self, role: Role) -> list[Any]:
+        """The reports of the nodes of one role, in index order."""
+        found = [(a.index, r) for a, r in self.reports.items() if a.role is role]
+        return [r for _, r in sorted(found, key=lambda item: item[0])]
+
+
+def final_dense(spec: JobSpec, end: JobEnd) -> torch.Tensor:
+    """The dense model the job ends with: the dense servers' blocks put together, or the
+    strategy's combination of the trainers' replicas."""
+    blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
+    if blocks:
+        return torch.cat([b.values for b in blocks])
+    strategy = spec.strategy
+    assert isinstance(strategy, ReplicaStrategy | AllReduceStrategy)
+    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
+    replicas = [t.replica for t in trainers if t.replica is not None]
+    return strategy.combine_replicas(replicas)
+
+
+def evaluate_model(
+    spec: JobSpec,
+    layout: EmbeddingLayout,
+    dense_flat: torch.Tensor,
+    shard_weights: list[torch.Tensor],
+    test: Batch,
+) -> Quality:
+    """Held-out quality of a dense vector and shard rows (read-only: nothing is trained)."""
+    dense = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
+    dense.load_flat(dense_flat)
+    row_opt = spec.train.sparse_optimizer
+    shards = [EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in shard_weights]
+    probs = predict(dense.module, LocalEmbeddings(layout, shards), test)
+    return evaluate_predictions(test.labels, probs)
+
+
+def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobState]:
+    """Check one-pass accounting, evaluate, and gather every measure of the run; and the
+    end state as a checkpoint."""
+    spec = topology.spec
+    reader: ReaderReport = end.of_role(Role.READER)[0]
+    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
+    shards: list[ShardReport] = end.of_role(Role.EMBEDDING_SERVER)
+    stats = [t.stats for t in trainers]
+    trained = [s.total_examples for s in stats]
+    lost = end.lost_examples or [0] * len(trained)
+    check_one_pass(
+        reader.handed_examples, [a + b for a, b in zip(trained, lost, strict=True)], _dataset(spec)
+    )
+    if reader.test is None or reader.test.batch_size == 0:
+        raise ValueError("the held-out set is empty: cannot evaluate")
+    dense = final_dense(spec, end)
+    quality = evaluate_model(
+        spec, topology.layout, dense, [s.state["weight"] for s in shards], reader.test
+    )
+    examples = sum(trained)
+    summary: dict[str, Any] = {
+        "engine": end.engine,
+        "strategy": spec.strategy.describe(),
+        "num_trainers": spec.cluster.num_trainers,
+        "workers_per_trainer": spec.cluster.workers_per_trainer,
+        "num_embedding_servers": len(shards),
+        "num_sync_servers": len(topology.of_role(Role.SYNC_SERVER)),
+        "num_dense_servers": len(topology.of_role(Role.DENSE_SERVER)),
+        "examples_trained": examples,
+        "examples_per_trainer": trained,
+        "examples_lost_in_crash": sum(lost),
+        "train_seconds": end.train_seconds,
+        "eps": examples / end.train_seconds,
+        "elp": spec.cluster.elp(spec.train.batch_size),
+        **_strategy_measures(topology, end),
+        "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
+        **_traffic(end),
+        **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
+        "test_examples": quality.examples,
+        "teacher_auc": reader.teacher_auc,
+        "skipped": reader.skipped,
+    }
+    state = _checkpoint(topology, end, dense)
+    summary["checkpoint"] = {
+        "data_position": state.data_position,
+        "global_step": state.global_step,
+        "in_flight_examples": state.in_flight_examples,
+    }
+    return summary, state
+
+
+def _dataset(spec: JobSpec) -> int | None:
+    """Examples the job must have handed out (known for the synthetic task)."""
+    if spec.synthetic is None:
+        return None
+    dataset = spec.synthetic.num_train - spec.start_example
+    if spec.stop_after_examples is not None:
+        batch = spec.train.batch_size
+        dataset = min(dataset, spec.stop_after_examples // batch * batch)
+    return dataset
+
+
+def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
+    spec = topology.spec
+    stats = [t.stats for t in end.of_role(Role.TRAINER)]
+    if not family_of(spec.strategy).policy_shards:
+        assert isinstance(spec.strategy, ReplicaStrategy)
+        return sync_measures(stats, spec.strategy.timing.is_shadow)
+    dense: list[GradientServerStats] = [b.stats for b in end.of_role(Role.DENSE_SERVER)]
+    sparse: list[GradientServerStats] = [s.stats for s in end.of_role(Role.EMBEDDING_SERVER)]
+    iterations = sum(s.total_iterations for s in stats)
+    return gradient_measures(
+        dense, sparse, end.train_seconds, iterations, spec.cluster.hogwild_threads
+    )
+
+
+def _traffic(end: JobEnd) -> dict[str, Any]:
+    """Bytes sent per role; per role and message kind, the calls made and bytes sent; time
+    blocked and effects yielded by kind, over the nodes that run loops."""
+    sent: dict[str, int] = defaultdict(int)
+    traffic: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
+    blocked: dict[str, float] = defaultdict(float)
+    effects: dict[str, int] = defaultdict(int)
+    for address, measures in end.measures.items():
+        role = address.role.plural
+        sent[role] += sum(measures.bytes_sent.values())
+        for kind in set(measures.bytes_sent) | set(measures.calls):
+            entry = traffic[role].setdefault(kind, {"calls": 0, "bytes": 0})
+            entry["calls"] += measures.calls.get(kind, 0)
+            entry["bytes"] += measures.bytes_sent.get(kind, 0)
+        for label, seconds in measures.blocked.items():
+            blocked[label] += seconds
+        for label, count in measures.effects.items():
+            effects[label] += count
+    return {
+        "bytes_sent": dict(sent),
+        "traffic": {role: dict(sorted(kinds.items())) for role, kinds in sorted(traffic.items())},
+        "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
+        "effects": dict(effects),
+    }
+
+
+def _checkpoint(topology: Topology, end: JobEnd, dense: torch.Tensor) -> JobState:
+    """The quiescent end state. Examples in flight at the stop: handed out when the reader
+    first said the data was consumed, minus trained when each trainer first learned it
+    (trainers learn a little after the stop: a lower bound)."""
+    spec = topology.spec
+    reader: ReaderReport = end.of_role(Role.READER)[0]
+    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
+    blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
+    if blocks:
+        optimizer = join_optimizer_states([b.optimizer for b in blocks])
+        steps = blocks[0].stats.steps
+    else:
+        assert trainers[0].optimizer is not None
+        optimizer = trainers[0].optimizer
+        steps = sum(t.stats.total_iterations for t in trainers)
+    dry = [t.stats.trained_when_dry for t in trainers]
+    in_flight = 0
+    if reader.handed_at_stop is not None and all(d is not None for d in dry):
+        in_flight = max(0, reader.handed_at_stop - sum(d for d in dry if d is not None))
+    return JobState(
+        dense=dense.clone(),
+        dense_optimizer=optimizer,
+        shards=[s.state for s in end.of_role(Role.EMBEDDING_SERVER)],
+        slices=layout_slices(topology.layout),
+        data_position=spec.start_example + reader.total_examples,
+        global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
+        in_flight_examples=in_flight,
+        strategy=spec.strategy.describe(),
+    )

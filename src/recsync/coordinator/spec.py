@@ -1,0 +1,128 @@
+"""A distributed job's specification and its placement plan (shared by both drivers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from recsync.coordinator.checkpoint import JobState
+from recsync.data.batch import Batch
+from recsync.data.synthetic import SyntheticSpec
+from recsync.io.sources import FileData, open_training_data
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.ps.placement import JobPlan, plan_job
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import GradientStrategy
+from recsync.sync.replica import CenterStrategy
+from recsync.trainer.replica import DenseReplica
+
+PLAN_SAMPLE_BATCHES = 8
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """How many nodes of each role a job runs. `num_sync_servers` are the sync servers of a
+    center strategy (EASGD: the center variable's shards); `num_dense_servers` the dense
+    servers of a gradient strategy (blocks of the dense part). A strategy ignores the
+    other."""
+
+    num_trainers: int = 2
+    workers_per_trainer: int = 2
+    num_embedding_servers: int = 2
+    num_sync_servers: int = 1
+    num_dense_servers: int = 1
+    trainer_slowdown: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"cluster.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("num_sync_servers", "num_dense_servers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"cluster.{name} must be >= 0, got {getattr(self, name)}")
+        if self.trainer_slowdown and len(self.trainer_slowdown) != self.num_trainers:
+            raise ValueError(
+                f"cluster.trainer_slowdown: {len(self.trainer_slowdown)} factors for "
+                f"{self.num_trainers} trainers"
+            )
+        if any(not factor >= 1.0 for factor in self.trainer_slowdown):
+            raise ValueError(
+                f"cluster.trainer_slowdown: factors must be >= 1, got {self.trainer_slowdown}"
+            )
+
+    def slowdown(self, trainer: int) -> float:
+        """How many times slower than the machine allows trainer `trainer` computes."""
+        return self.trainer_slowdown[trainer] if self.trainer_slowdown else 1.0
+
+    @property
+    def hogwild_threads(self) -> int:
+        return self.num_trainers * self.workers_per_trainer
+
+    def elp(self, batch_size: int) -> int:
+        """Examples in flight at most: replicas x Hogwild threads x batch size."""
+        return self.hogwild_threads * batch_size
+
+    def dense_servers_for(self, strategy: StrategyFamily) -> int:
+        """The servers of the dense part the strategy runs: sync servers (center
+        strategies), dense servers (gradient strategies), or none."""
+        if isinstance(strategy, CenterStrategy):
+            return self.num_sync_servers
+        if isinstance(strategy, GradientStrategy):
+            return self.num_dense_servers
+        return 0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a distributed run needs, in the lower layers' specs."""
+
+    model: ModelSpec
+    train: TrainSpec
+    cluster: ClusterSpec
+    strategy: StrategyFamily
+    synthetic: SyntheticSpec | None = None
+    files: FileData | None = None
+    resume: JobState | None = None  # start from this checkpoint (its data position on)
+    stop_after_examples: int | None = None  # hand out no more than this, then checkpoint
+
+    @property
+    def start_example(self) -> int:
+        return 0 if self.resume is None else self.resume.data_position
+
+    @property
+    def num_dense_servers(self) -> int:
+        return self.cluster.dense_servers_for(self.strategy)
+
+
+def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:
+    """The first `count` batches of the job's data (the planner's sample)."""
+    source = open_training_data(spec.synthetic, spec.files, spec.train.batch_size, spec.train.seed)
+    sample = []
+    for batch in source.train_batches():
+        sample.append(batch)
+        if len(sample) == count:
+            break
+    return sample
+
+
+def plan_for(spec: JobSpec) -> JobPlan:
+    """Placement from a sample of the data: tables on embedding servers, dense slices."""
+    num_params = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).num_params
+    return plan_job(
+        spec.model,
+        spec.cluster.num_embedding_servers,
+        spec.num_dense_servers,
+        sample_batches(spec),
+        num_params,
+    )
+
+
+def initial_dense(spec: JobSpec) -> torch.Tensor:
+    """The dense parameters a job starts from: the model's initial ones, or the checkpoint's."""
+    flat = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
+    if spec.resume is None:
+        return flat
+    spec.resume.check_dense(flat.numel())
+    return spec.resume.dense.clone()

@@ -1,0 +1,310 @@
+"""A job assembled once, for both drivers: which nodes it runs, how each is built, and who
+talks to whom.
+
+`build_topology(spec, plan)` gives the node specs in start order (the reader, the embedding
+shards, the servers of the dense part, the trainers) and the trainers' collective group. The
+family of the job's strategy decides the servers and the trainer class: `FAMILIES` is the one
+registry a new family (or node kind) is added to; no driver changes with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from recsync.coordinator.node_specs import (
+    BuildContext,
+    DenseServerSpec,
+    NodeSpec,
+    ReaderSpec,
+    ShardSpec,
+    SyncServerSpec,
+)
+from recsync.coordinator.spec import JobSpec, initial_dense
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import READER, Address, Role
+from recsync.protocol.node import Node
+from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.placement import JobPlan
+from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import GradientStrategy, Tokens
+from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
+from recsync.trainer.allreduce_trainer import AllReduceTrainer
+from recsync.trainer.gradient_trainer import GradientTrainer
+from recsync.trainer.replica_trainer import ReplicaTrainer
+from recsync.trainer.stats import Wiring
+
+SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
+
+
+@dataclass(frozen=True)
+class TrainerSpec(NodeSpec):
+    """A trainer of any family, its wiring and where it starts from; `slowdown` > 1 makes
+    the Ray engine emulate a straggler."""
+
+    num_trainers: int
+    num_workers: int
+    model: ModelSpec
+    train: TrainSpec
+    layout: EmbeddingLayout
+    strategy: StrategyFamily
+    wiring: Wiring
+    initial: tuple[torch.Tensor, dict[str, object]] | None
+    slowdown: float
+    has_loops: ClassVar[bool] = True
+
+    def build(self, context: BuildContext) -> Node:
+        return family_of(self.strategy).trainer(self, context)
+
+    @property
+    def compute_slowdown(self) -> float:
+        return self.slowdown
+
+
+@dataclass(frozen=True)
+class Family:
+    """How a strategy family's job is assembled: its servers of the dense part (with the
+    wiring trainers get), whether its embedding shards run the strategy's policy, the
+    reader's tokens, and its trainer."""
+
+    dense_servers: Callable[[JobSpec, JobPlan, torch.Tensor], list[NodeSpec]]
+    policy_shards: bool
+    tokens: Callable[[StrategyFamily, int], Tokens | None]
+    collective: bool
+    trainer: Callable[[TrainerSpec, BuildContext], Node]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A job's nodes in start order, its plan, and the trainers that all-reduce together
+    (in rank order; empty when the strategy uses no collective)."""
+
+    spec: JobSpec
+    plan: JobPlan
+    nodes: tuple[NodeSpec, ...]
+    collective: tuple[Address, ...]
+
+    def of_role(self, role: Role) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.address.role is role]
+
+    @property
+    def layout(self) -> EmbeddingLayout:
+        return self.plan.embeddings.layout
+
+
+def family_of(strategy: StrategyFamily) -> Family:
+    """The registered family of a strategy (its most specific registered base type)."""
+    for kind in type(strategy).__mro__:
+        family = FAMILIES.get(kind)
+        if family is not None:
+            return family
+    raise ValueError(f"{type(strategy).__name__} is of no registered strategy family")
+
+
+def build_topology(spec: JobSpec, plan: JobPlan) -> Topology:
+    """The node specs of a job (validated against a checkpoint it resumes from)."""
+    family, cluster, train = family_of(spec.strategy), spec.cluster, spec.train
+    layout = plan.embeddings.layout
+    resume = spec.resume
+    if resume is not None:
+        resume.check_layout(layout)
+    workers = cluster.hogwild_threads
+    reader = ReaderSpec(
+        READER,
+        threads=1,
+        max_calls=1,
+        serialized=False,
+        synthetic=spec.synthetic,
+        files=spec.files,
+        batch_size=train.batch_size,
+        seed=train.seed,
+        start_example=spec.start_example,
+        num_trainers=cluster.num_trainers,
+        tokens=family.tokens(spec.strategy, workers),
+        limit=spec.stop_after_examples,
+    )
+    policy = spec.strategy if family.policy_shards else None
+    assert policy is None or isinstance(policy, GradientStrategy | AllReduceStrategy)
+    calls = (2 if family.policy_shards else 1) * workers + SERVER_MARGIN
+    shards = [
+        ShardSpec(
+            Address(Role.EMBEDDING_SERVER, i),
+            threads=None,
+            max_calls=calls,
+            serialized=family.policy_shards,
+            layout=layout,
+            optimizer=train.sparse_optimizer,
+            seed=train.seed,
+            state=None if resume is None else resume.shards[i],
+            strategy=policy,
+            num_workers=workers,
+        )
+        for i in range(layout.num_shards)
+    ]
+    dense = family.dense_servers(spec, plan, initial_dense(spec)) if plan.dense else []
+    wiring = Wiring(
+        READER,
+        tuple(s.address for s in shards),
+        tuple(s.address for s in dense),
+        tuple(plan.dense.ranges) if plan.dense is not None else (),
+    )
+    initial = None if resume is None else (resume.dense, resume.dense_optimizer)
+    m = cluster.workers_per_trainer
+    trainers = [
+        TrainerSpec(
+            Address(Role.TRAINER, t),
+            threads=m,
+            max_calls=m + SERVER_MARGIN,
+            serialized=False,
+            num_trainers=cluster.num_trainers,
+            num_workers=m,
+            model=spec.model,
+            train=train,
+            layout=layout,
+            strategy=spec.strategy,
+            wiring=wiring,
+            initial=initial,
+            slowdown=cluster.slowdown(t),
+        )
+        for t in range(cluster.num_trainers)
+    ]
+    collective = tuple(t.address for t in trainers) if family.collective else ()
+    return Topology(spec, plan, (reader, *shards, *dense, *trainers), collective)
+
+
+def _sync_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+    strategy = spec.strategy
+    assert isinstance(strategy, CenterStrategy) and plan.dense is not None
+    calls = spec.cluster.hogwild_threads + SERVER_MARGIN
+    return [
+        SyncServerSpec(
+            Address(Role.SYNC_SERVER, i),
+            threads=None,
+            max_calls=calls,
+            serialized=False,
+            values=initial[a:b].clone(),
+            strategy=strategy,
+        )
+        for i, (a, b) in enumerate(plan.dense.ranges)
+    ]
+
+
+def _dense_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+    strategy, resume, workers = spec.strategy, spec.resume, spec.cluster.hogwild_threads
+    assert isinstance(strategy, GradientStrategy) and plan.dense is not None
+    return [
+        DenseServerSpec(
+            Address(Role.DENSE_SERVER, i),
+            threads=None,
+            max_calls=2 * workers + SERVER_MARGIN,
+            serialized=True,
+            values=initial[a:b].clone(),
+            optimizer=spec.train.dense_optimizer,
+            state=None if resume is None else resume.optimizer_slice(a, b),
+            strategy=strategy,
+            num_workers=workers,
+        )
+        for i, (a, b) in enumerate(plan.dense.ranges)
+    ]
+
+
+def _no_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+    return []
+
+
+def _no_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
+    return None
+
+
+def _gradient_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
+    assert isinstance(strategy, GradientStrategy)
+    return strategy.token_list(workers)
+
+
+def _replica_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
+    assert isinstance(spec.strategy, ReplicaStrategy)
+    return ReplicaTrainer(
+        spec.address.index,
+        spec.num_trainers,
+        spec.num_workers,
+        spec.model,
+        spec.train,
+        spec.layout,
+        spec.strategy,
+        spec.wiring,
+        spec.initial,
+    )
+
+
+def _gradient_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
+    assert isinstance(spec.strategy, GradientStrategy)
+    start = None if spec.initial is None else spec.initial[0]
+    workspace = context.workspace(spec.model, spec.train)
+    return GradientTrainer(
+        spec.address.index,
+        spec.num_workers,
+        spec.layout,
+        spec.strategy,
+        spec.wiring,
+        workspace,
+        start,
+    )
+
+
+def _allreduce_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
+    assert isinstance(spec.strategy, AllReduceStrategy)
+    return AllReduceTrainer(
+        spec.address.index,
+        spec.num_trainers,
+        spec.num_workers,
+        spec.model,
+        spec.train,
+        spec.layout,
+        spec.strategy,
+        spec.wiring,
+        spec.initial,
+    )
+
+
+FAMILIES: dict[type[StrategyFamily], Family] = {
+    CenterStrategy: Family(
+        _sync_servers,
+        policy_shards=False,
+        tokens=_no_tokens,
+        collective=False,
+        trainer=_replica_trainer,
+    ),
+    CollectiveStrategy: Family(
+        _no_servers,
+        policy_shards=False,
+        tokens=_no_tokens,
+        collective=True,
+        trainer=_replica_trainer,
+    ),
+    ReplicaStrategy: Family(
+        _no_servers,
+        policy_shards=False,
+        tokens=_no_tokens,
+        collective=False,
+        trainer=_replica_trainer,
+    ),
+    GradientStrategy: Family(
+        _dense_servers,
+        policy_shards=True,
+        tokens=_gradient_tokens,
+        collective=False,
+        trainer=_gradient_trainer,
+    ),
+    AllReduceStrategy: Family(
+        _no_servers,
+        policy_shards=True,
+        tokens=_no_tokens,
+        collective=True,
+        trainer=_allreduce_trainer,
+    ),
+}

@@ -1,0 +1,39 @@
+"""Where a node is: its role and index. Names like `embedding-server-1` are derived."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Role(Enum):
+    """The kind of a node (a process or Ray actor of the job)."""
+
+    READER = "reader"
+    EMBEDDING_SERVER = "embedding-server"
+    SYNC_SERVER = "sync-server"
+    DENSE_SERVER = "dense-server"
+    TRAINER = "trainer"
+
+    @property
+    def plural(self) -> str:
+        """The summary's key for this role: `embedding_servers`, `trainers`, `reader`."""
+        return "reader" if self is Role.READER else self.value.replace("-", "_") + "s"
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """A node of the job: role and index (the reader is index 0, named `reader`)."""
+
+    role: Role
+    index: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.role.value if self.role is Role.READER else f"{self.role.value}-{self.index}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+READER = Address(Role.READER)

@@ -1,0 +1,128 @@
+"""Effects: what a node's loop asks its driver to do, and what it gets back.
+
+A loop (a worker thread's steps, a shadow thread's syncs) is a generator that yields
+effects and receives their results. The simulator turns an effect into timed events in
+virtual time, the Ray engine into real calls on real threads; a driver that meets an effect
+it does not know raises `UnhandledEffect`. Every effect has a `label`, its name in the
+measures (time blocked, calls made).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from recsync.protocol.address import Address
+from recsync.protocol.messages import Message
+
+Target = tuple[Address, Message]
+
+
+class UnhandledEffect(TypeError):
+    """A driver was given an effect (or a node a message) it has no handler for."""
+
+
+@dataclass(slots=True, frozen=True)
+class Quorum:
+    """When a group of calls may go on without all its replies: once `need` of them
+    arrived and `wait_s` seconds passed since the calls were made (or once all arrived)."""
+
+    need: int
+    wait_s: float
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """-> the reply of `target` to `message`."""
+
+    target: Address
+    message: Message
+
+    @property
+    def label(self) -> str:
+        return self.message.kind
+
+
+@dataclass(slots=True, eq=False)
+class CallEach:
+    """-> the replies to concurrent calls, in order; with a `quorum`, None for a reply that
+    had not arrived when the quorum let the caller go on."""
+
+    calls: Sequence[Target]
+    quorum: Quorum | None = None
+
+    @property
+    def label(self) -> str:
+        return self.calls[0][1].kind
+
+
+@dataclass(slots=True, eq=False)
+class Send:
+    """-> None at once: the messages leave (fire and forget), counted as in flight for
+    `sender` until their servers handled them."""
+
+    sender: int
+    calls: Sequence[Target]
+
+    @property
+    def label(self) -> str:
+        return self.calls[0][1].kind
+
+
+@dataclass(slots=True, eq=False)
+class Drain:
+    """-> None once every message `sender` sent was handled by its server."""
+
+    sender: int
+    label: str = "Drain"
+
+
+@dataclass(slots=True, eq=False)
+class Compute:
+    """-> None. The dense forward/backward of `examples` examples took place (costs time)."""
+
+    examples: int
+    label: str = "Compute"
+
+
+@dataclass(slots=True, eq=False)
+class AllReduce:
+    """-> (mean of `values` over the node's collective group, number of members whose
+    work is `done`)."""
+
+    values: torch.Tensor
+    done: bool
+    label: str = "AllReduce"
+
+
+@dataclass(slots=True, eq=False)
+class Now:
+    """-> seconds since the job started (virtual or wall clock)."""
+
+    label: str = "Now"
+
+
+@dataclass(slots=True, eq=False)
+class Await:
+    """-> None once `until()` holds: checked at once and at every Notify of `channel` on
+    this node. With `until` None: at the next Notify of `channel` (the loop re-checks what
+    it waits for when it resumes)."""
+
+    channel: str
+    until: Callable[[], bool] | None = None
+    label: str = "Await"
+
+
+@dataclass(slots=True, eq=False)
+class Notify:
+    """-> None at once. Wakes this node's loops that await `channel`."""
+
+    channel: str
+    label: str = "Notify"
+
+
+Effect = Call | CallEach | Send | Drain | Compute | AllReduce | Now | Await | Notify
+Loop = Generator[Effect, Any, None]

@@ -1,0 +1,253 @@
+"""The messages nodes send each other (requests, and the replies they get), and the one
+function that counts their bytes.
+
+A request says what the server must do (`Work`, in units the simulator's cost model turns
+into seconds), whether it changes the server's state (waiting requests re-check), whether it
+is coordination only (the simulator charges no network or CPU for it; the Ray engine makes a
+real call), and whether fault injection may delay its reply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import torch
+
+from recsync.data.batch import Batch
+
+HEADER_BYTES = 64  # a message that carries no tensor: its header
+
+
+class Work(NamedTuple):
+    """What a request costs its server: requests handled, embedding rows touched, dense
+    elements touched, batches read."""
+
+    requests: int = 1
+    rows: int = 0
+    elements: int = 0
+    batches: int = 0
+
+
+class Message:
+    """Base of every request. Subclasses are slotted dataclasses."""
+
+    __slots__ = ()
+    kind: ClassVar[str]  # its name in the measures (bytes sent, calls, blocked time)
+    mutates: ClassVar[bool] = False  # changes the server's state: deferred requests re-check
+    control: ClassVar[bool] = False  # coordination only: no network or CPU in the simulator
+    reply_delayable: ClassVar[bool] = False  # fault injection may delay its reply
+    retained: ClassVar[bool] = False  # the server keeps its tensors after the call
+    answered: ClassVar[bool] = True  # False: sent fire-and-forget, its reply carries nothing
+    prefetchable: bool = False  # the same request may be sent ahead of time (the next batch)
+
+    def work(self) -> Work:
+        return Work()
+
+
+@dataclass(slots=True, eq=False)
+class NextBatch(Message):
+    """-> HandedBatch: the reader's next batch for `trainer` (None once the data is
+    consumed); with `with_token`, its GBA token, and never sent ahead of time (the token
+    belongs to the batch handed at the request)."""
+
+    trainer: int
+    with_token: bool = False
+    kind: ClassVar[str] = "NextBatch"
+
+    @property
+    def prefetchable(self) -> bool:  # type: ignore[override]
+        return not self.with_token
+
+    def work(self) -> Work:
+        return Work(requests=0, batches=1)
+
+
+@dataclass(slots=True, eq=False)
+class HandedBatch:
+    """A batch handed out by the reader (None: no more data) and its GBA token."""
+
+    batch: Batch | None
+    token: int | None = None
+
+    @property
+    def last(self) -> bool:
+        """No batch: the data is consumed (nothing more to ask ahead for)."""
+        return self.batch is None
+
+
+@dataclass(slots=True, eq=False)
+class ReaderProgress(Message):
+    """-> (examples handed out, examples in the stream or None). Polled by a progress bar."""
+
+    kind: ClassVar[str] = "ReaderProgress"
+    control: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class Lookup(Message):
+    """-> Pooled: an embedding shard's partial pools of `num_bags` bags (rows, offsets,
+    optional per-id weights); answered once the shard's version reached `min_version`. A
+    shard of a gradient strategy adds the looked-up rows' versions and its own version."""
+
+    rows: torch.Tensor
+    offsets: torch.Tensor
+    weights: torch.Tensor | None
+    min_version: int = 0
+    kind: ClassVar[str] = "Lookup"
+    reply_delayable: ClassVar[bool] = True
+
+    def work(self) -> Work:
+        return Work(rows=int(self.rows.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class Pooled:
+    """A lookup's answer: num_bags x D partial pools; with versions, each looked-up id's row
+    version and the shard's version."""
+
+    pooled: torch.Tensor
+    row_versions: torch.Tensor | None = None
+    version: int = 0
+    uncounted: ClassVar[tuple[str, ...]] = ("row_versions",)
+
+
+@dataclass(slots=True, eq=False)
+class PushRows(Message):
+    """-> None. Apply coalesced row gradients to an embedding shard (Hogwild, at once)."""
+
+    rows: torch.Tensor
+    grads: torch.Tensor
+    kind: ClassVar[str] = "PushSparse"
+    mutates: ClassVar[bool] = True
+    answered: ClassVar[bool] = False
+
+    def work(self) -> Work:
+        return Work(rows=int(self.rows.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class Exchange(Message):
+    """-> Center: one EASGD exchange of a replica slice with its sync server."""
+
+    values: torch.Tensor
+    kind: ClassVar[str] = "Exchange"
+    mutates: ClassVar[bool] = True
+
+    def work(self) -> Work:
+        return Work(elements=int(self.values.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class Center:
+    """A sync server's center slice after an exchange."""
+
+    values: torch.Tensor
+
+
+@dataclass(slots=True, eq=False)
+class PullDense(Message):
+    """-> DenseBlock: a dense server's block, once its version reached `min_version`."""
+
+    min_version: int = 0
+    kind: ClassVar[str] = "PullDense"
+    reply_delayable: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class DenseBlock:
+    """A dense server's block of parameters and its version (updates applied)."""
+
+    values: torch.Tensor
+    version: int
+
+
+@dataclass(slots=True, eq=False)
+class PushDenseGradient(Message):
+    """-> None. A worker's gradient of one dense block, computed from block version
+    `version`; `token` is its batch's GBA token."""
+
+    worker: int
+    version: int
+    grad: torch.Tensor
+    token: int | None = None
+    kind: ClassVar[str] = "PushDense"
+    mutates: ClassVar[bool] = True
+    retained: ClassVar[bool] = True
+    answered: ClassVar[bool] = False
+
+    def work(self) -> Work:
+        return Work(elements=int(self.grad.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class PushRowGradients(Message):
+    """-> None. A worker's row gradients for one shard: unique rows, their gradients and
+    their versions at the lookup, computed from shard version `version`."""
+
+    worker: int
+    version: int
+    rows: torch.Tensor
+    grads: torch.Tensor
+    row_versions: torch.Tensor
+    token: int | None = None
+    kind: ClassVar[str] = "PushSparse"
+    mutates: ClassVar[bool] = True
+    retained: ClassVar[bool] = True
+    answered: ClassVar[bool] = False
+    uncounted: ClassVar[tuple[str, ...]] = ("row_versions",)
+
+    def work(self) -> Work:
+        return Work(rows=int(self.rows.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class MayStart(Message):
+    """-> True once the server's policy lets `worker` start its next step, given the
+    version its previous push here carried (None before its first step)."""
+
+    worker: int
+    last_version: int | None
+    kind: ClassVar[str] = "AwaitStart"
+    control: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class WorkerDone(Message):
+    """-> None. `worker` pushes no more (its data ran out, or it failed)."""
+
+    worker: int
+    kind: ClassVar[str] = "WorkerDone"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
+
+
+_COUNTED: dict[type, tuple[str, ...]] = {}
+
+
+def _counted_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a payload type that may hold tensors or nested payloads (cached)."""
+    names = _COUNTED.get(cls)
+    if names is None:
+        uncounted = getattr(cls, "uncounted", ())
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        names = _COUNTED[cls] = tuple(f.name for f in fields if f.name not in uncounted)
+    return names
+
+
+def _tensor_bytes(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    total = 0
+    for name in _counted_fields(type(value)):
+        total += _tensor_bytes(getattr(value, name))
+    return total
+
+
+def wire_bytes(payload: Any) -> int:
+    """The bytes a message or reply puts on the wire: its tensors (nested payloads such as
+    a handed batch included), or a header's worth if it carries none."""
+    return _tensor_bytes(payload) or HEADER_BYTES

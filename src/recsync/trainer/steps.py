@@ -1,0 +1,93 @@
+"""Pieces of a worker's step shared by the trainers: pooled lookups on the embedding shards
+and row gradients pushed back, as effects."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import torch
+
+from recsync.data.batch import Batch
+from recsync.protocol.address import Address
+from recsync.protocol.effects import CallEach, Target
+from recsync.protocol.messages import Lookup, Pooled, PushRowGradients
+from recsync.ps.layout import EmbeddingLayout, ShardRequest
+from recsync.ps.shard import row_gradients_with_inverse
+
+EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
+
+
+def empty_request(shard: int) -> ShardRequest:
+    return ShardRequest(shard, EMPTY_ROWS, torch.zeros(1, dtype=torch.int64), None, EMPTY_ROWS)
+
+
+def lookups(
+    shards: tuple[Address, ...], requests: list[ShardRequest], min_versions: list[int] | None = None
+) -> list[Target]:
+    """One Lookup per request, to the request's shard; with `min_versions`, shard s answers
+    once its version reached min_versions[s]."""
+    return [
+        (
+            shards[r.shard],
+            Lookup(
+                r.rows, r.offsets, r.weights, 0 if min_versions is None else min_versions[r.shard]
+            ),
+        )
+        for r in requests
+    ]
+
+
+def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:
+    """Each of `count` unique rows' version at the pull, from the N per-id versions and each
+    id's index among the unique rows (an id's duplicates were read at once: same version)."""
+    return torch.empty(count, dtype=torch.int64).scatter_(0, inverse, versions)
+
+
+def versioned_lookup(
+    layout: EmbeddingLayout,
+    shards: tuple[Address, ...],
+    batch: Batch,
+    min_versions: list[int] | None = None,
+) -> Generator[CallEach, list[Pooled], tuple[list[ShardRequest], list[Pooled], torch.Tensor]]:
+    """A lookup on every shard of a gradient policy (an empty request where the batch has no
+    row there: every shard counts one push per step), answered with the rows' versions;
+    with `min_versions`, shard s answers once its version reached min_versions[s].
+    Returns (requests, replies, B x F x D pooled embeddings)."""
+    routed = {r.shard: r for r in layout.route(batch)}
+    requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
+    replies = yield CallEach(lookups(shards, requests, min_versions))
+    used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
+    pooled = layout.combine(
+        batch.batch_size, [requests[i] for i in used], [replies[i].pooled for i in used]
+    )
+    return requests, replies, pooled
+
+
+def row_gradient_pushes(
+    layout: EmbeddingLayout,
+    shards: tuple[Address, ...],
+    requests: list[ShardRequest],
+    replies: list[Pooled],
+    grad_pooled: torch.Tensor,
+    worker: int,
+    token: int | None,
+) -> list[Target]:
+    """Per shard, a push of the step's unique rows, their gradients and their versions at
+    the lookup, tagged with the shard's version at the lookup (empty where the batch had
+    no row there)."""
+    pushes: list[Target] = []
+    used = [r for r in requests if r.bag_index.numel()]
+    grad_bags = iter(layout.requests_gradients(grad_pooled, used))
+    for r, reply in zip(requests, replies, strict=True):
+        if r.bag_index.numel():
+            rows, grads, inverse = row_gradients_with_inverse(
+                r.rows, r.offsets, next(grad_bags), r.weights, r.one_per_bag
+            )
+            assert reply.row_versions is not None
+            pulled = unique_row_versions(reply.row_versions, inverse, rows.numel())
+        else:
+            rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
+            pulled = EMPTY_ROWS
+        message = PushRowGradients(worker, reply.version, rows, grads, pulled, token)
+        pushes.append((shards[r.shard], message))
+    return pushes
