@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
+from typing import NamedTuple
 
 
-class Role(Enum):
+class Role(StrEnum):
     """The kind of a node (a process or Ray actor of the job)."""
 
     READER = "reader"
@@ -21,12 +21,12 @@ class Role(Enum):
         return "reader" if self is Role.READER else self.value.replace("-", "_") + "s"
 
 
-@dataclass(frozen=True, slots=True)
-class Address:
-    """A node of the job: role and index (the reader is index 0, named `reader`)."""
+class Address(NamedTuple):
+    """A node of the job: role and index (the reader is index 0, named `reader`). A tuple
+    of a string enum and an int: hashed in C (the simulator looks nodes up per message)."""
 
     role: Role
-    index: int = 0
+    index: int = 0  # type: ignore[assignment]  # (shadows tuple.index, unused here)
 
     @property
     def name(self) -> str:

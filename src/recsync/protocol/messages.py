@@ -10,6 +10,9 @@ real call), and whether fault injection may delay its reply.
 from __future__ import annotations
 
 import dataclasses
+import operator
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -37,6 +40,7 @@ class Message:
     kind: ClassVar[str]  # its name in the measures (bytes sent, calls, blocked time)
     mutates: ClassVar[bool] = False  # changes the server's state: deferred requests re-check
     control: ClassVar[bool] = False  # coordination only: no network or CPU in the simulator
+    may_wait: ClassVar[bool] = False  # its server may defer it until `ready`
     reply_delayable: ClassVar[bool] = False  # fault injection may delay its reply
     retained: ClassVar[bool] = False  # the server keeps its tensors after the call
     answered: ClassVar[bool] = True  # False: sent fire-and-forget, its reply carries nothing
@@ -97,6 +101,7 @@ class Lookup(Message):
     min_version: int = 0
     kind: ClassVar[str] = "Lookup"
     reply_delayable: ClassVar[bool] = True
+    may_wait: ClassVar[bool] = True
 
     def work(self) -> Work:
         return Work(rows=int(self.rows.numel()))
@@ -153,6 +158,7 @@ class PullDense(Message):
     min_version: int = 0
     kind: ClassVar[str] = "PullDense"
     reply_delayable: ClassVar[bool] = True
+    may_wait: ClassVar[bool] = True
 
 
 @dataclass(slots=True, eq=False)
@@ -211,6 +217,7 @@ class MayStart(Message):
     last_version: int | None
     kind: ClassVar[str] = "AwaitStart"
     control: ClassVar[bool] = True
+    may_wait: ClassVar[bool] = True
 
 
 @dataclass(slots=True, eq=False)
@@ -223,31 +230,53 @@ class WorkerDone(Message):
     mutates: ClassVar[bool] = True
 
 
-_COUNTED: dict[type, tuple[str, ...]] = {}
+Sizer = Callable[[Any], int]
+_SIZERS: dict[type, Sizer] = {}
 
 
-def _counted_fields(cls: type) -> tuple[str, ...]:
-    """The fields of a payload type that may hold tensors or nested payloads (cached)."""
-    names = _COUNTED.get(cls)
-    if names is None:
+def _sizer(cls: type) -> Sizer:
+    """The byte count of one payload type (made once per type, from its type hints): its
+    tensor fields, and the payloads nested in it, without the fields it leaves
+    `uncounted`."""
+    tensors: list[str] = []
+    nested: list[str] = []
+    if dataclasses.is_dataclass(cls):
+        hints = typing.get_type_hints(cls)
         uncounted = getattr(cls, "uncounted", ())
-        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
-        names = _COUNTED[cls] = tuple(f.name for f in fields if f.name not in uncounted)
-    return names
+        for f in dataclasses.fields(cls):
+            kinds = typing.get_args(hints[f.name]) or (hints[f.name],)
+            if f.name in uncounted:
+                continue
+            if torch.Tensor in kinds:
+                tensors.append(f.name)
+            elif any(dataclasses.is_dataclass(k) for k in kinds):
+                nested.append(f.name)
+    get_tensors = operator.attrgetter(*tensors) if tensors else None
+    single = len(tensors) == 1
 
+    def size(value: Any) -> int:
+        total = 0
+        if get_tensors is not None:
+            found = get_tensors(value)
+            for tensor in (found,) if single else found:
+                if tensor is not None:
+                    total += tensor.nbytes
+        for name in nested:
+            payload = getattr(value, name)
+            if payload is not None:
+                total += (_SIZERS.get(payload.__class__) or _sizer(payload.__class__))(payload)
+        return total
 
-def _tensor_bytes(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    total = 0
-    for name in _counted_fields(type(value)):
-        total += _tensor_bytes(getattr(value, name))
-    return total
+    _SIZERS[cls] = size
+    return size
 
 
 def wire_bytes(payload: Any) -> int:
     """The bytes a message or reply puts on the wire: its tensors (nested payloads such as
     a handed batch included), or a header's worth if it carries none."""
-    return _tensor_bytes(payload) or HEADER_BYTES
+    if payload is None:
+        return HEADER_BYTES
+    if isinstance(payload, torch.Tensor):
+        return int(payload.nbytes) or HEADER_BYTES
+    size = _SIZERS.get(payload.__class__) or _sizer(payload.__class__)
+    return size(payload) or HEADER_BYTES

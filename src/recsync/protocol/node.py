@@ -41,6 +41,7 @@ class Node:
 
     handles: ClassVar[dict[type[Message], str]] = {}
     defers: ClassVar[bool] = False  # `ready` can say no: requests may wait
+    arms_timers: ClassVar[bool] = False  # `take_timers` can give timers
     _methods: ClassVar[dict[type[Message], Callable[[Any, Any], Any]]] = {}
     name: str = "node"
 
@@ -60,7 +61,8 @@ class Node:
         return True
 
     def take_timers(self) -> list[StartTimer]:
-        """Timers the node asked for since the last call (armed by the driver)."""
+        """Timers the node asked for since the last call (armed by the driver; only nodes
+        that `arms_timers` ask for any)."""
         return []
 
     def timer(self, timer_id: int) -> None:

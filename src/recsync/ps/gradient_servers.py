@@ -97,6 +97,7 @@ class GradientServer(Node):
     """The policy-driven part shared by dense and embedding servers."""
 
     defers: ClassVar[bool] = True
+    arms_timers: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -121,10 +122,13 @@ class GradientServer(Node):
         return self.policy.version
 
     def ready(self, message: Message) -> bool:
-        if isinstance(message, PullDense | Lookup):
-            return self.policy.version >= message.min_version
-        if isinstance(message, MayStart):
-            return self.policy.may_start(message.worker, message.last_version)
+        kind = type(message)
+        if kind is PullDense or kind is Lookup:
+            wanted: int = message.min_version  # type: ignore[attr-defined]
+            return self.policy.version >= wanted
+        if kind is MayStart:
+            worker, last = message.worker, message.last_version  # type: ignore[attr-defined]
+            return self.policy.may_start(worker, last)
         return True
 
     def may_start(self, message: MayStart) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from recsync.protocol.effects import Loop, Target
+from recsync.protocol.effects import Target
 from recsync.protocol.node import LoopSpec, Node
 from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.gradient import GradientStrategy
@@ -52,11 +52,7 @@ class GradientTrainer(Node):
         ]
 
     def loops(self) -> list[LoopSpec]:
-        return [LoopSpec(self._worker_loop(w), w.worker) for w in self.workers]
-
-    def _worker_loop(self, worker: GradientWorker) -> Loop:
-        yield from worker.loop()
-        self.stats.workers_done += 1
+        return [LoopSpec(w.loop(), w.worker) for w in self.workers]
 
     def leave(self, worker: int) -> list[Target]:
         return self.workers[worker - self.index * self.num_workers].leave()

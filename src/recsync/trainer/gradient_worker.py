@@ -96,6 +96,7 @@ class GradientWorker:
             last_dense, last_sparse = pushed
         yield Drain(self.worker)
         yield CallEach(self.leave())
+        self.stats.workers_done += 1
 
     def _may_start(
         self, last_dense: list[int] | None, last_sparse: list[int] | None

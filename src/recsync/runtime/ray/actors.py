@@ -66,7 +66,8 @@ class NodeActor:
                 reply = self.node.handle(message)
                 if message.mutates:
                     cond.notify_all()
-                    self._arm_timers()
+                    if self.node.arms_timers:
+                        self._arm_timers()
         if message.answered:
             with self.counting:
                 self.measures.bytes_sent[message.kind] += wire_bytes(reply)

@@ -20,7 +20,16 @@ Observer = Callable[[Message, Any], None]
 class SimHost:
     """One node of a simulated job."""
 
-    __slots__ = ("address", "node", "machine", "measures", "defers", "waiters", "observer")
+    __slots__ = (
+        "address",
+        "node",
+        "machine",
+        "measures",
+        "defers",
+        "arms_timers",
+        "waiters",
+        "observer",
+    )
 
     def __init__(self, address: Address, node: Node, machine: Machine):
         self.address = address
@@ -28,5 +37,6 @@ class SimHost:
         self.machine = machine
         self.measures = NodeMeasures()
         self.defers = type(node).defers
+        self.arms_timers = type(node).arms_timers
         self.waiters: dict[str, list[Waiter]] = {}
         self.observer: Observer | None = None  # told of every message the node answered

@@ -132,7 +132,7 @@ class Transport:
 
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
-        if dst.defers and not dst.node.ready(message):
+        if message.may_wait and dst.defers and not dst.node.ready(message):
             self.changed.wait(self._arrived, item)  # answered once the server moved
             return
         self.network.work(dst.machine, self.cost.server_s(message.work()), self._serve, item)
@@ -156,7 +156,7 @@ class Transport:
 
     def _control(self, item: Delivery) -> None:
         dst, message, deliver, tag = item[1], item[2], item[4], item[5]
-        if dst.defers and not dst.node.ready(message):
+        if message.may_wait and dst.defers and not dst.node.ready(message):
             self.changed.wait(self._control, item)
             return
         reply = self._handle(dst, message)
@@ -170,13 +170,16 @@ class Transport:
             dst.observer(message, reply)
         if message.mutates:
             self.changed.fire()
-            for timer in dst.node.take_timers():
-                self.clock.at(self.clock.now + timer.seconds, self._timer, (dst, timer.timer_id))
+            if dst.arms_timers:
+                self._arm(dst)
         return reply
+
+    def _arm(self, dst: SimHost) -> None:
+        for timer in dst.node.take_timers():
+            self.clock.at(self.clock.now + timer.seconds, self._timer, (dst, timer.timer_id))
 
     def _timer(self, item: tuple[SimHost, int]) -> None:
         dst, timer_id = item
         dst.node.timer(timer_id)
         self.changed.fire()
-        for timer in dst.node.take_timers():
-            self.clock.at(self.clock.now + timer.seconds, self._timer, (dst, timer.timer_id))
+        self._arm(dst)
