@@ -57,14 +57,15 @@ def test_a_reply_counts_its_nested_payloads():
     # dense 4 x 3 floats, 8 ids and 9 offsets (int64), 4 labels
     assert wire_bytes(handed) == 12 * 4 + 8 * 8 + 9 * 8 + 4 * 4
     assert wire_bytes(HandedBatch(None)) == HEADER_BYTES
+
+
+def test_row_versions_are_payload_too():
+    """A gradient strategy's lookup replies and row pushes carry the rows' versions."""
     pooled = torch.zeros(5, 4)
-    assert wire_bytes(Pooled(pooled, torch.zeros(9, dtype=torch.int64), 3)) == 20 * 4
-
-
-def test_row_versions_ride_along_uncounted():
-    """A push's and a lookup's row versions are tags of the rows, not counted as payload."""
+    assert wire_bytes(Pooled(pooled)) == 20 * 4
+    assert wire_bytes(Pooled(pooled, torch.zeros(9, dtype=torch.int64), 3)) == 20 * 4 + 9 * 8
     push = PushRowGradients(0, 0, torch.arange(3), torch.zeros(3, 2), torch.arange(3))
-    assert wire_bytes(push) == 3 * 8 + 6 * 4
+    assert wire_bytes(push) == 3 * 8 + 6 * 4 + 3 * 8
 
 
 def test_addresses_name_nodes_and_are_keys():

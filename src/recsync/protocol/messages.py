@@ -115,7 +115,6 @@ class Pooled:
     pooled: torch.Tensor
     row_versions: torch.Tensor | None = None
     version: int = 0
-    uncounted: ClassVar[tuple[str, ...]] = ("row_versions",)
 
 
 @dataclass(slots=True, eq=False)
@@ -202,7 +201,6 @@ class PushRowGradients(Message):
     mutates: ClassVar[bool] = True
     retained: ClassVar[bool] = True
     answered: ClassVar[bool] = False
-    uncounted: ClassVar[tuple[str, ...]] = ("row_versions",)
 
     def work(self) -> Work:
         return Work(rows=int(self.rows.numel()))
@@ -236,17 +234,13 @@ _SIZERS: dict[type, Sizer] = {}
 
 def _sizer(cls: type) -> Sizer:
     """The byte count of one payload type (made once per type, from its type hints): its
-    tensor fields, and the payloads nested in it, without the fields it leaves
-    `uncounted`."""
+    tensor fields, and the payloads nested in it."""
     tensors: list[str] = []
     nested: list[str] = []
     if dataclasses.is_dataclass(cls):
         hints = typing.get_type_hints(cls)
-        uncounted = getattr(cls, "uncounted", ())
         for f in dataclasses.fields(cls):
             kinds = typing.get_args(hints[f.name]) or (hints[f.name],)
-            if f.name in uncounted:
-                continue
             if torch.Tensor in kinds:
                 tensors.append(f.name)
             elif any(dataclasses.is_dataclass(k) for k in kinds):
