@@ -9,20 +9,19 @@ exchanges, all-reduces, the waits around them): those are compared per call."""
 from __future__ import annotations
 
 import pytest
-import ray
 import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.ray.job import connect, run_job
+from recsync.runtime.ray.job import run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.registry import STRATEGIES, strategy_config
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
 SYNTHETIC = SyntheticSpec(num_train=1_024, num_test=256, num_dense=2, table_rows=(20,) * 3)
 MODEL = ModelSpec(
@@ -40,14 +39,6 @@ TIMED_EFFECTS = {
     "AwaitSync",
 }
 FIELDS = {"psp": {"push_count": 2, "pull_fraction": 0.5}, "gba": {"iota": 1}}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = connect(None, 2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def job(name: str) -> JobSpec:

@@ -13,12 +13,12 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.errors import NodeFailure
-from recsync.runtime.ray.job import connect, run_job
+from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
 SYNTHETIC = SyntheticSpec(num_train=40_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
 MODEL = ModelSpec(
@@ -28,14 +28,6 @@ MODEL = ModelSpec(
     top_mlp=(32,),
 )
 TRAIN = TrainSpec(batch_size=128)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = connect(None, 2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -5,18 +5,17 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import ray
 import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.ray.job import RayJob, connect
+from recsync.runtime.ray.job import RayJob
 from recsync.sync.registry import strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
 SYNTHETIC = SyntheticSpec(num_train=8_192, num_test=4_000, num_dense=4, table_rows=(50,) * 6)
 MODEL = ModelSpec(
@@ -27,14 +26,6 @@ MODEL = ModelSpec(
 )
 TRAIN = TrainSpec(batch_size=64)
 CLUSTER = ClusterSpec(2, 2, 2, num_dense_servers=2)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = connect(None, 2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def run(name: str, cluster: ClusterSpec = CLUSTER, **fields):

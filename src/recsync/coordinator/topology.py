@@ -24,8 +24,6 @@ from recsync.coordinator.node_specs import (
     SyncServerSpec,
 )
 from recsync.coordinator.spec import JobSpec, initial_dense
-from recsync.model.spec import ModelSpec
-from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.layout import EmbeddingLayout
@@ -37,24 +35,18 @@ from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStra
 from recsync.trainer.allreduce_trainer import AllReduceTrainer
 from recsync.trainer.gradient_trainer import GradientTrainer
 from recsync.trainer.replica_trainer import ReplicaTrainer
-from recsync.trainer.stats import Wiring
+from recsync.trainer.stats import TrainerSetup, Wiring
 
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
 
 @dataclass(frozen=True)
 class TrainerSpec(NodeSpec):
-    """A trainer of any family, its wiring and where it starts from; `slowdown` > 1 makes
-    the Ray engine emulate a straggler."""
+    """A trainer of any family (`setup`: what every trainer is built from); `slowdown` > 1
+    makes the Ray engine emulate a straggler."""
 
-    num_trainers: int
-    num_workers: int
-    model: ModelSpec
-    train: TrainSpec
-    layout: EmbeddingLayout
+    setup: TrainerSetup
     strategy: StrategyFamily
-    wiring: Wiring
-    initial: tuple[torch.Tensor, dict[str, object]] | None
     slowdown: float
     has_loops: ClassVar[bool] = True
 
@@ -161,14 +153,10 @@ def build_topology(spec: JobSpec, plan: JobPlan) -> Topology:
             threads=m,
             max_calls=m + SERVER_MARGIN,
             serialized=False,
-            num_trainers=cluster.num_trainers,
-            num_workers=m,
-            model=spec.model,
-            train=train,
-            layout=layout,
+            setup=TrainerSetup(
+                t, cluster.num_trainers, m, spec.model, train, layout, wiring, initial
+            ),
             strategy=spec.strategy,
-            wiring=wiring,
-            initial=initial,
             slowdown=cluster.slowdown(t),
         )
         for t in range(cluster.num_trainers)
@@ -228,47 +216,18 @@ def _gradient_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
 
 def _replica_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
     assert isinstance(spec.strategy, ReplicaStrategy)
-    return ReplicaTrainer(
-        spec.address.index,
-        spec.num_trainers,
-        spec.num_workers,
-        spec.model,
-        spec.train,
-        spec.layout,
-        spec.strategy,
-        spec.wiring,
-        spec.initial,
-    )
+    return ReplicaTrainer(spec.setup, spec.strategy)
 
 
 def _gradient_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
     assert isinstance(spec.strategy, GradientStrategy)
-    start = None if spec.initial is None else spec.initial[0]
-    workspace = context.workspace(spec.model, spec.train)
-    return GradientTrainer(
-        spec.address.index,
-        spec.num_workers,
-        spec.layout,
-        spec.strategy,
-        spec.wiring,
-        workspace,
-        start,
-    )
+    setup = spec.setup
+    return GradientTrainer(setup, spec.strategy, context.workspace(setup.model, setup.train))
 
 
 def _allreduce_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
     assert isinstance(spec.strategy, AllReduceStrategy)
-    return AllReduceTrainer(
-        spec.address.index,
-        spec.num_trainers,
-        spec.num_workers,
-        spec.model,
-        spec.train,
-        spec.layout,
-        spec.strategy,
-        spec.wiring,
-        spec.initial,
-    )
+    return AllReduceTrainer(spec.setup, spec.strategy)
 
 
 FAMILIES: dict[type[StrategyFamily], Family] = {

@@ -15,9 +15,7 @@ from typing import Any
 
 import torch
 
-from recsync.model.spec import ModelSpec
 from recsync.optim.state import copy_state
-from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.effects import (
     AllReduce,
     Call,
@@ -31,40 +29,24 @@ from recsync.protocol.effects import (
 )
 from recsync.protocol.messages import HandedBatch, MayStart, NextBatch, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
-from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.allreduce import AllReduceStrategy
-from recsync.trainer.replica import DenseReplica
-from recsync.trainer.stats import TrainerReport, TrainerStats, Wiring
+from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import row_gradient_pushes, versioned_lookup
 
 
 class AllReduceTrainer(Node):
     """One rank: a dense replica kept equal to the others' by all-reducing gradients."""
 
-    def __init__(
-        self,
-        index: int,
-        num_trainers: int,
-        num_workers: int,
-        model: ModelSpec,
-        train: TrainSpec,
-        layout: EmbeddingLayout,
-        strategy: AllReduceStrategy,
-        wiring: Wiring,
-        initial: tuple[torch.Tensor, dict[str, Any]] | None = None,
-    ):
-        if num_workers != 1:
+    def __init__(self, setup: TrainerSetup, strategy: AllReduceStrategy):
+        if setup.num_workers != 1:
             raise ValueError(
                 f"{strategy.describe()} runs one worker per trainer (a rank): set "
-                f"cluster.workers_per_trainer = 1, got {num_workers}"
+                f"cluster.workers_per_trainer = 1, got {setup.num_workers}"
             )
-        self.index, self.name, self.num_trainers = index, f"trainer-{index}", num_trainers
-        self.layout, self.wiring = layout, wiring
+        self.index, self.name, self.num_trainers = setup.index, setup.name, setup.num_trainers
+        self.layout, self.wiring = setup.layout, setup.wiring
         self.stats = TrainerStats([0], [0])
-        self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
-        if initial is not None:
-            self.replica.load_flat(initial[0])
-            self.replica.optimizer.load_state_dict(initial[1])
+        self.replica = setup.replica()
 
     def loops(self) -> list[LoopSpec]:
         return [LoopSpec(self._loop(), self.index)]

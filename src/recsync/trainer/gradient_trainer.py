@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
-
 from recsync.protocol.effects import Target
 from recsync.protocol.node import LoopSpec, Node
-from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.gradient_worker import GradientWorker
 from recsync.trainer.replica import DenseReplica
-from recsync.trainer.stats import TrainerReport, TrainerStats, Wiring
+from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 
 
 class GradientTrainer(Node):
@@ -21,41 +18,38 @@ class GradientTrainer(Node):
 
     def __init__(
         self,
-        index: int,
-        num_workers: int,
-        layout: EmbeddingLayout,
+        setup: TrainerSetup,
         strategy: GradientStrategy,
-        wiring: Wiring,
         workspace: Callable[[], DenseReplica],
-        initial: torch.Tensor | None = None,
     ):
         """`workspace()`: the dense module a worker computes on (a driver whose workers run
-        one at a time hands every worker the same one). `initial`: the dense parameters the
-        job starts from (a block a partial pull never waited for keeps them)."""
-        if num_workers < 1:
-            raise ValueError(f"trainer needs >= 1 worker thread, got {num_workers}")
-        self.index, self.name, self.num_workers = index, f"trainer-{index}", num_workers
-        self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
+        one at a time hands every worker the same one). A block a partial pull never waited
+        for keeps the job's starting value (`setup.initial`, or the model's)."""
+        m = setup.num_workers
+        self.index, self.name, self.num_workers = setup.index, setup.name, m
+        self.first_worker = setup.first_worker
+        self.stats = TrainerStats([0] * m, [0] * m)
+        start = None if setup.initial is None else setup.initial[0]
         self.workers = [
             GradientWorker(
-                index * num_workers + w,
-                index,
+                self.first_worker + w,
+                setup.index,
                 w,
-                layout,
+                setup.layout,
                 strategy,
-                wiring,
+                setup.wiring,
                 self.stats,
                 workspace(),
-                initial,
+                start,
             )
-            for w in range(num_workers)
+            for w in range(m)
         ]
 
     def loops(self) -> list[LoopSpec]:
         return [LoopSpec(w.loop(), w.worker) for w in self.workers]
 
     def leave(self, worker: int) -> list[Target]:
-        return self.workers[worker - self.index * self.num_workers].leave()
+        return self.workers[worker - self.first_worker].leave()
 
     def report(self) -> TrainerReport:
         return TrainerReport(self.stats)

@@ -12,11 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-import torch
-
-from recsync.model.spec import ModelSpec
 from recsync.optim.state import copy_state
-from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.effects import (
     Call,
     CallEach,
@@ -30,41 +26,23 @@ from recsync.protocol.effects import (
 )
 from recsync.protocol.messages import HandedBatch, NextBatch, PushRows
 from recsync.protocol.node import LoopSpec, Node
-from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
-from recsync.trainer.replica import DenseReplica
 from recsync.trainer.replica_sync import PROGRESS, REQUESTS, replica_sync
-from recsync.trainer.stats import TrainerReport, TrainerStats, Wiring
+from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import lookups
 
 
 class ReplicaTrainer(Node):
     """One trainer's replica, its worker loops and its strategy's sync."""
 
-    def __init__(
-        self,
-        index: int,
-        num_trainers: int,
-        num_workers: int,
-        model: ModelSpec,
-        train: TrainSpec,
-        layout: EmbeddingLayout,
-        strategy: ReplicaStrategy,
-        wiring: Wiring,
-        initial: tuple[torch.Tensor, dict[str, Any]] | None = None,
-    ):
-        """`initial`: dense parameters and optimizer state to start from (resume)."""
-        if num_workers < 1:
-            raise ValueError(f"trainer needs >= 1 worker thread, got {num_workers}")
-        self.index, self.name = index, f"trainer-{index}"
-        self.num_trainers, self.num_workers = num_trainers, num_workers
-        self.layout, self.strategy, self.wiring = layout, strategy, wiring
-        self.stats = TrainerStats([0] * num_workers, [0] * num_workers)
-        self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
-        if initial is not None:
-            self.replica.load_flat(initial[0])
-            self.replica.optimizer.load_state_dict(initial[1])
+    def __init__(self, setup: TrainerSetup, strategy: ReplicaStrategy):
+        self.setup, self.strategy = setup, strategy
+        self.index, self.name = setup.index, setup.name
+        self.num_trainers, self.num_workers = setup.num_trainers, setup.num_workers
+        self.layout, self.wiring = setup.layout, setup.wiring
+        self.stats = TrainerStats([0] * setup.num_workers, [0] * setup.num_workers)
+        self.replica = setup.replica()
         self.sync = replica_sync(self)
 
     @property
@@ -72,7 +50,7 @@ class ReplicaTrainer(Node):
         return self.stats.workers_done == self.num_workers
 
     def loops(self) -> list[LoopSpec]:
-        first = self.index * self.num_workers
+        first = self.setup.first_worker
         specs = [LoopSpec(self.worker_loop(w), first + w) for w in range(self.num_workers)]
         sync_loop = self.sync.loop()
         if sync_loop is not None:
@@ -112,7 +90,7 @@ class ReplicaTrainer(Node):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
             pushes.append((shards[r.shard], PushRows(rows, grads)))
         self.stats.count_step(thread, batch.batch_size, float(loss))
-        yield Send(self.index * self.num_workers + thread, pushes)
+        yield Send(self.setup.first_worker + thread, pushes)
         return True
 
     def report(self) -> TrainerReport:

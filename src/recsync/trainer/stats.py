@@ -1,4 +1,4 @@
-"""What a trainer did and holds at the end, and who it talks to."""
+"""What a trainer is built from, what it did and holds at the end, and who it talks to."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from typing import Any
 
 import torch
 
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address
+from recsync.ps.layout import EmbeddingLayout
+from recsync.trainer.replica import DenseReplica
 
 
 @dataclass
@@ -49,6 +53,44 @@ class TrainerReport:
     stats: TrainerStats
     replica: torch.Tensor | None = None
     optimizer: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TrainerSetup:
+    """What every trainer is built from, whatever its strategy: its index among
+    `num_trainers`, its `num_workers` worker threads, the model and its training, the table
+    layout, its wiring, and the dense parameters and optimizer state to start from (a
+    resumed job; None: the model's initial ones)."""
+
+    index: int
+    num_trainers: int
+    num_workers: int
+    model: ModelSpec
+    train: TrainSpec
+    layout: EmbeddingLayout
+    wiring: Wiring
+    initial: tuple[torch.Tensor, dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_workers < 1:
+            raise ValueError(f"trainer needs >= 1 worker thread, got {self.num_workers}")
+
+    @property
+    def name(self) -> str:
+        return f"trainer-{self.index}"
+
+    @property
+    def first_worker(self) -> int:
+        """The job-wide index of this trainer's first worker thread."""
+        return self.index * self.num_workers
+
+    def replica(self) -> DenseReplica:
+        """A dense replica of the model at the setup's starting point."""
+        replica = DenseReplica(self.model, self.train.seed, self.train.dense_optimizer)
+        if self.initial is not None:
+            replica.load_flat(self.initial[0])
+            replica.optimizer.load_state_dict(self.initial[1])
+        return replica
 
 
 @dataclass(frozen=True)

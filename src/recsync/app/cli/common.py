@@ -16,6 +16,8 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="TOML config, layered on the embedded default."),
 ]
+NameOption = Annotated[str | None, typer.Option(help="Run directory name (default: a timestamp).")]
+ForceOption = Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")]
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a config key, e.g. --set train.batch_size=128."),

@@ -17,6 +17,8 @@ from rich.table import Table
 
 from recsync.app.cli.common import (
     ConfigOption,
+    ForceOption,
+    NameOption,
     SetOption,
     fail,
     number,
@@ -37,7 +39,9 @@ from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import initial_dense, plan_for
+from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
+from recsync.protocol.address import Role
 
 app = typer.Typer(
     name="recsync",
@@ -108,10 +112,8 @@ StopAfterOption = Annotated[
 @app.command()
 def train(
     config: ConfigOption = None,
-    name: Annotated[
-        str | None, typer.Option(help="Run directory name (default: a timestamp).")
-    ] = None,
-    force: Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")] = False,
+    name: NameOption = None,
+    force: ForceOption = False,
     set_: SetOption = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     address: Annotated[
@@ -156,10 +158,8 @@ def train(
 @app.command()
 def simulate(
     config: ConfigOption = None,
-    name: Annotated[
-        str | None, typer.Option(help="Run directory name (default: a timestamp).")
-    ] = None,
-    force: Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")] = False,
+    name: NameOption = None,
+    force: ForceOption = False,
     set_: SetOption = None,
     progress: Annotated[bool, typer.Option(help="Show a spinner.")] = True,
     profile: Annotated[
@@ -240,7 +240,8 @@ def _profile_overrides(profile: Path | None) -> dict[str, Any]:
 
 @app.command()
 def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
-    """Print the placement plan: tables on embedding servers, dense slices on sync servers."""
+    """Print the placement plan: tables on embedding servers, the dense part's slices on
+    sync or dense servers."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
         warn_deprecations(cfg)
@@ -248,7 +249,9 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
         job_plan = plan_for(spec)
     except (RecsyncError, OSError) as error:
         fail(error)
-    Console().print(plan_table(job_plan, spec.model.tables))
+    dense = [n.address.role for n in build_topology(spec, job_plan).nodes]
+    label = "dense" if Role.DENSE_SERVER in dense else "sync"
+    Console().print(plan_table(job_plan, spec.model.tables, label))
 
 
 if __name__ == "__main__":

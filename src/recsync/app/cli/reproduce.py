@@ -29,11 +29,13 @@ def reproductions(
     if not list_:
         Console().print(ctx.get_help())
         raise typer.Exit(0)
-    table = Table(title="recsync reproduce NAME")
-    for column in ("name", "paper", "what", "minutes (2 cores)", "report"):
-        table.add_column(column)
+    table = Table(title="recsync reproduce NAME (each writes a report under reports/)")
+    table.add_column("name", no_wrap=True)
+    table.add_column("paper")
+    table.add_column("what")
+    table.add_column("min", justify="right", no_wrap=True)
     for r in REPRODUCTIONS.values():
-        table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}", r.report_dir)
+        table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}")
     Console().print(table)
 
 
@@ -59,7 +61,10 @@ def _command(reproduction: Reproduction) -> None:
     ) -> None:
         _run(reproduction, out)
 
-    command.__doc__ = f"{reproduction.paper}: {reproduction.claim}."
+    command.__doc__ = (
+        f"{reproduction.paper}: {reproduction.claim} (about {reproduction.minutes:g} minutes; "
+        f"writes {reproduction.report_dir})."
+    )
     reproduce_app.command(reproduction.name)(command)
 
 

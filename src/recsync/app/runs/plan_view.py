@@ -28,8 +28,9 @@ def _holdings(plan: EmbeddingPlan, tables: tuple[TableSpec, ...], server: int) -
     return ", ".join(parts) or "-"
 
 
-def plan_table(plan: JobPlan, tables: tuple[TableSpec, ...]) -> Table:
-    """One row per embedding server (emb-i), then one per sync server (sync-i)."""
+def plan_table(plan: JobPlan, tables: tuple[TableSpec, ...], dense_label: str = "sync") -> Table:
+    """One row per embedding server (emb-i), then one per server of the dense part
+    (`dense_label`-i: sync servers of EASGD, dense servers of a gradient strategy)."""
     emb = plan.embeddings
     total_load = sum(emb.server_load)
     table = Table(title=f"placement (load imbalance max/mean = {imbalance(plan):.3f})")
@@ -54,6 +55,9 @@ def plan_table(plan: JobPlan, tables: tuple[TableSpec, ...]) -> Table:
             zip(plan.dense.ranges, plan.dense.bytes_per_server, strict=True)
         ):
             table.add_row(
-                f"sync-{i}", f"dense[{start}:{stop})", f"{stop - start:,}", f"{size / MB:.2f}"
+                f"{dense_label}-{i}",
+                f"dense[{start}:{stop})",
+                f"{stop - start:,}",
+                f"{size / MB:.2f}",
             )
     return table
