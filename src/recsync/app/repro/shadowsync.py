@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from recsync.app.repro import common
 from recsync.app.repro.common import Progress
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -20,7 +21,6 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
-from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
@@ -32,15 +32,8 @@ SYNC_SERVERS = 2
 # 25 Gbit/s NICs; a worker thread does the default DLRM's dense step for 256 examples in
 # ~5.8 ms; small server overheads. With these, FR-EASGD-5's foreground syncs fill the two
 # sync servers' NICs at about 12 trainers (5 * t_iter * bandwidth / (m * 1.9 MB)).
-CLUSTER_COST = CostModel(
-    worker_flops=1.25e11,
-    latency_s=5.0e-5,
-    bandwidth_bytes_s=25e9 / 8,
-    request_s=2.0e-5,
-    row_s=5.0e-9,
-    element_s=2.0e-10,
-    reader_batch_s=1.0e-5,
-)
+# The other reproductions' cluster, without speed spread or batch noise (Fig. 5 is steady state).
+CLUSTER_COST = dataclasses.replace(common.CLUSTER_COST, speed_spread=0.0, batch_noise=0.0)
 VARIANTS = {
     "S-EASGD": Timing(),
     "FR-EASGD-5": Timing("fixed", every_iterations=5),
