@@ -5,6 +5,8 @@
    synthetic task, median of repeats, paired run by run).
 2. S-EASGD vs FR-EASGD-1 (every worker syncs after every iteration) at 2 trainers x 2
    threads, 2 embedding servers, 1 sync server.
+3. `servers_ratio`: S-EASGD at 2 trainers x 2 threads with 8 embedding servers over the same
+   with 2 (the cost of more, smaller messages per batch), paired run by run.
 Prints one JSON object.
 """
 
@@ -59,13 +61,15 @@ def main() -> None:
         shadow,
         strategy=strategy_config("easgd", timing=Timing("fixed", every_iterations=1)),
     )
-    ratios, ours, refs, s_easgd, fr_easgd = [], [], [], [], []
+    many_servers = dataclasses.replace(shadow, cluster=ClusterSpec(2, 2, 8, 1))
+    ratios, ours, refs, s_easgd, fr_easgd, s_easgd_8 = [], [], [], [], [], []
     for _ in range(args.repeats):
         refs.append(reference_eps(synthetic, model, train))
         ours.append(engine_eps(single)["eps"])
         ratios.append(ours[-1] / refs[-1])
         s_easgd.append(engine_eps(shadow))
         fr_easgd.append(engine_eps(fixed))
+        s_easgd_8.append(engine_eps(many_servers))
     ray.shutdown()
     median = statistics.median
     print(
@@ -83,6 +87,10 @@ def main() -> None:
                 "s_easgd_sync_gap_median": round(median(r["sync_gap"] for r in s_easgd), 2),
                 "fr_easgd_1_2x2_eps_median": round(median(r["eps"] for r in fr_easgd)),
                 "fr_easgd_1_sync_gap_median": round(median(r["sync_gap"] for r in fr_easgd), 2),
+                "s_easgd_2x2_8_servers_eps_median": round(median(r["eps"] for r in s_easgd_8)),
+                "servers_ratio": round(
+                    median(m["eps"] / s["eps"] for m, s in zip(s_easgd_8, s_easgd, strict=True)), 3
+                ),
                 "s_over_fr_ratio": round(
                     median(s["eps"] / f["eps"] for s, f in zip(s_easgd, fr_easgd, strict=True)), 3
                 ),

@@ -23,6 +23,7 @@ from recsync.protocol.messages import (
     PushDenseGradient,
     PushRowGradients,
     PushRows,
+    PushThenLookup,
     wire_bytes,
 )
 from recsync.protocol.node import LoopSpec, Node
@@ -47,6 +48,10 @@ def test_a_message_counts_its_tensors_and_a_message_without_any_a_header():
     assert wire_bytes(Lookup(rows, offsets, None)) == 10 * 8 + 6 * 8
     assert wire_bytes(Lookup(rows, offsets, torch.ones(10))) == 10 * 8 + 6 * 8 + 10 * 4
     assert wire_bytes(PushRows(rows, torch.zeros(10, 4))) == 10 * 8 + 40 * 4
+    push, lookup = PushRows(rows, torch.zeros(10, 4)), Lookup(rows, offsets, None)
+    assert wire_bytes(PushThenLookup(push, lookup)) == wire_bytes(push) + wire_bytes(lookup)
+    assert wire_bytes(PushThenLookup(push, None)) == wire_bytes(push)
+    assert PushThenLookup(push, lookup).answered and not PushThenLookup(push, None).answered
     assert wire_bytes(PushDenseGradient(0, 3, torch.zeros(7))) == 7 * 4
     assert wire_bytes(NextBatch(1)) == wire_bytes(MayStart(0, None)) == HEADER_BYTES
     assert wire_bytes(None) == wire_bytes(True) == HEADER_BYTES

@@ -137,3 +137,19 @@ def test_progress_is_reported_as_each_batch_is_handed_out():
     assert handed[-1] == SYNTHETIC.num_train
     assert steps[:-1] == [TRAIN.batch_size] * (len(steps) - 1)
     assert 0 < steps[-1] <= TRAIN.batch_size
+
+
+def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push():
+    sim = job("easgd", ClusterSpec(2, 2, 2, 1))
+    summary = sim.run()
+    batches = -(-SYNTHETIC.num_train // TRAIN.batch_size)  # the last one partial
+    trainers = summary["traffic"]["trainers"]
+    assert "PushSparse" not in trainers and "Lookup" not in trainers
+    # every batch touches both shards: one call each per step, plus one push each per
+    # worker thread when its data ran out (4 threads x 2 shards)
+    assert trainers["PushLookup"]["calls"] == 2 * batches + 4 * 2
+    assert trainers["NextBatch"]["calls"] == batches + 4  # each thread's last finds none
+    per_batch = summary["calls_per_batch"]["trainers"]
+    assert per_batch["PushLookup"] == round((2 * batches + 8) / batches, 3)
+    assert per_batch["total"] == round(sum(v for k, v in per_batch.items() if k != "total"), 3)
+    assert summary["examples_trained"] == SYNTHETIC.num_train

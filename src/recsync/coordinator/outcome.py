@@ -124,7 +124,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "elp": spec.cluster.elp(spec.train.batch_size),
         **_strategy_measures(topology, end),
         "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
-        **_traffic(end),
+        **_traffic(end, sum(s.total_iterations for s in stats)),
         **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
         "test_examples": quality.examples,
         "teacher_auc": reader.teacher_auc,
@@ -164,9 +164,11 @@ def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
     )
 
 
-def _traffic(end: JobEnd) -> dict[str, Any]:
-    """Bytes sent per role; per role and message kind, the calls made and bytes sent; time
-    blocked and effects yielded by kind, over the nodes that run loops."""
+def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
+    """Bytes sent per role; per role and message kind, the calls made and bytes sent, and
+    the calls per trained batch (all the roles' calls over the job's `batches`, which is
+    what the messaging costs a step); time blocked and effects yielded by kind, over the
+    nodes that run loops."""
     sent: dict[str, int] = defaultdict(int)
     traffic: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
     blocked: dict[str, float] = defaultdict(float)
@@ -182,9 +184,16 @@ def _traffic(end: JobEnd) -> dict[str, Any]:
             blocked[label] += seconds
         for label, count in measures.effects.items():
             effects[label] += count
+    per_batch = {
+        role: {kind: round(entry["calls"] / max(batches, 1), 3) for kind, entry in kinds.items()}
+        for role, kinds in traffic.items()
+    }
+    for kinds in per_batch.values():
+        kinds["total"] = round(sum(kinds.values()), 3)
     return {
         "bytes_sent": dict(sent),
         "traffic": {role: dict(sorted(kinds.items())) for role, kinds in sorted(traffic.items())},
+        "calls_per_batch": {role: dict(sorted(k.items())) for role, k in sorted(per_batch.items())},
         "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
         "effects": dict(effects),
     }

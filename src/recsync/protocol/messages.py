@@ -43,7 +43,7 @@ class Message:
     may_wait: ClassVar[bool] = False  # its server may defer it until `ready`
     reply_delayable: ClassVar[bool] = False  # fault injection may delay its reply
     retained: ClassVar[bool] = False  # the server keeps its tensors after the call
-    answered: ClassVar[bool] = True  # False: sent fire-and-forget, its reply carries nothing
+    answered: ClassVar[bool] = True  # False: its reply carries nothing (not counted)
     prefetchable: bool = False  # the same request may be sent ahead of time (the next batch)
 
     def work(self) -> Work:
@@ -129,6 +129,29 @@ class PushRows(Message):
 
     def work(self) -> Work:
         return Work(rows=int(self.rows.numel()))
+
+
+@dataclass(slots=True, eq=False)
+class PushThenLookup(Message):
+    """-> Pooled, or None without a lookup: one call per embedding shard per step of a
+    replica worker, carrying its previous step's row gradients (applied first) with its
+    next pooled lookup; either half may be absent."""
+
+    push: PushRows | None
+    lookup: Lookup | None
+    kind: ClassVar[str] = "PushLookup"
+    mutates: ClassVar[bool] = True
+    reply_delayable: ClassVar[bool] = True
+
+    @property
+    def answered(self) -> bool:  # type: ignore[override]
+        return self.lookup is not None
+
+    def work(self) -> Work:
+        rows = 0 if self.push is None else int(self.push.rows.numel())
+        if self.lookup is not None:
+            rows += int(self.lookup.rows.numel())
+        return Work(rows=rows)
 
 
 @dataclass(slots=True, eq=False)

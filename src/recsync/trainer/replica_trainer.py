@@ -1,18 +1,21 @@
 """The trainer of the replica family (ShadowSync): m Hogwild worker threads over one local
 dense replica, synced by the strategy (replica_sync.py).
 
-Worker step: take batch -> pooled lookups on the embedding servers -> dense
-forward/backward on the replica -> local dense step -> push row gradients (applied on
-arrival) -> maybe a foreground sync (fixed timing). Free of transport: the loops are
-generators of effects run by a driver.
+Worker step: take batch -> pooled lookups on the embedding servers, each call carrying
+the previous step's row gradients for that server (applied on arrival, before the lookup)
+-> dense forward/backward on the replica -> local dense step -> maybe a foreground sync
+(fixed timing). The last step's row gradients are sent when the data runs out. Free of
+transport: the loops are generators of effects run by a driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from recsync.optim.state import copy_state
+from recsync.protocol.address import Address
 from recsync.protocol.effects import (
     Call,
     CallEach,
@@ -24,13 +27,27 @@ from recsync.protocol.effects import (
     Send,
     Target,
 )
-from recsync.protocol.messages import HandedBatch, NextBatch, PushRows
+from recsync.protocol.messages import HandedBatch, NextBatch, PushRows, PushThenLookup
 from recsync.protocol.node import LoopSpec, Node
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.replica_sync import PROGRESS, REQUESTS, replica_sync
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
-from recsync.trainer.steps import lookups
+from recsync.trainer.steps import pushes_with_lookups
+
+
+@dataclass
+class UnsentStep:
+    """A worker's step whose row gradients (per shard) have not left yet."""
+
+    pushes: dict[int, PushRows]
+    examples: int
+    loss: float
+
+
+def _targets(shards: tuple[Address, ...], step: UnsentStep) -> Iterator[Target]:
+    """The step's row gradients alone (the worker's data ran out: no lookup follows)."""
+    return ((shards[s], PushThenLookup(push, None)) for s, push in step.pushes.items())
 
 
 class ReplicaTrainer(Node):
@@ -43,6 +60,7 @@ class ReplicaTrainer(Node):
         self.layout, self.wiring = setup.layout, setup.wiring
         self.stats = TrainerStats([0] * setup.num_workers, [0] * setup.num_workers)
         self.replica = setup.replica()
+        self.unsent: list[UnsentStep | None] = [None] * setup.num_workers
         self.sync = replica_sync(self)
 
     @property
@@ -68,30 +86,42 @@ class ReplicaTrainer(Node):
         yield Notify(REQUESTS)
 
     def _step(self, thread: int) -> Generator[Effect, Any, bool]:
-        """One Hogwild step -> False when no batch is left. Its tensors are let go when it
-        returns, not held while the thread waits for its next batch."""
+        """One Hogwild step -> False when no batch is left. Its row gradients leave with the
+        next step's lookups (one call per shard per step); its tensors are let go when they
+        have left, not held while the thread waits for its next batch."""
         layout, replica, shards = self.layout, self.replica, self.wiring.shards
-        yield Notify(PROGRESS)  # the previous iteration is counted by now
         handed: HandedBatch = yield Call(self.wiring.reader, NextBatch(self.index))
         batch = handed.batch
+        previous, self.unsent[thread] = self.unsent[thread], None
         if batch is None:
+            if previous is not None:
+                self._count(thread, previous)
+                yield Send(self.setup.first_worker + thread, list(_targets(shards, previous)))
             self.stats.note_dry()
             return False
         requests = layout.route(batch)
-        replies = yield CallEach(lookups(shards, requests))
-        pooled = layout.combine(batch.batch_size, requests, [r.pooled for r in replies])
+        pushes = {} if previous is None else previous.pushes
+        calls, answers = pushes_with_lookups(shards, requests, pushes)
+        if previous is not None:
+            self._count(thread, previous)
+        replies = yield CallEach(calls)
+        yield Notify(PROGRESS)  # the previous step is counted by now
+        pooled = layout.combine(batch.batch_size, requests, [replies[i].pooled for i in answers])
         loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
         yield Compute(batch.batch_size)
         replica.apply(flat_grad)
-        pushes: list[Target] = []
+        step = UnsentStep({}, batch.batch_size, float(loss))
         for r, grad_bags in zip(
             requests, layout.requests_gradients(grad_pooled, requests), strict=True
         ):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-            pushes.append((shards[r.shard], PushRows(rows, grads)))
-        self.stats.count_step(thread, batch.batch_size, float(loss))
-        yield Send(self.setup.first_worker + thread, pushes)
+            step.pushes[r.shard] = PushRows(rows, grads)
+        self.unsent[thread] = step
         return True
+
+    def _count(self, thread: int, step: UnsentStep) -> None:
+        """A step whose row gradients leave now: trained (a crash after this loses nothing)."""
+        self.stats.count_step(thread, step.examples, step.loss)
 
     def report(self) -> TrainerReport:
         return TrainerReport(

@@ -10,7 +10,7 @@ import torch
 from recsync.data.batch import Batch
 from recsync.protocol.address import Address
 from recsync.protocol.effects import CallEach, Target
-from recsync.protocol.messages import Lookup, Pooled, PushRowGradients
+from recsync.protocol.messages import Lookup, Pooled, PushRowGradients, PushRows, PushThenLookup
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 
@@ -35,6 +35,24 @@ def lookups(
         )
         for r in requests
     ]
+
+
+def pushes_with_lookups(
+    shards: tuple[Address, ...], requests: list[ShardRequest], pushes: dict[int, PushRows]
+) -> tuple[list[Target], list[int]]:
+    """One call per shard that has a request or a push of the previous step: the push is
+    applied first, then the pooled lookup answered. Returns the calls, and for each request
+    in order the index of the call that answers it."""
+    looked_up = {r.shard: r for r in requests}
+    calls: list[Target] = []
+    answers: dict[int, int] = {}
+    for shard in sorted(looked_up.keys() | pushes.keys()):
+        r = looked_up.get(shard)
+        lookup = None if r is None else Lookup(r.rows, r.offsets, r.weights)
+        if r is not None:
+            answers[shard] = len(calls)
+        calls.append((shards[shard], PushThenLookup(pushes.get(shard), lookup)))
+    return calls, [answers[r.shard] for r in requests]
 
 
 def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:

@@ -147,7 +147,8 @@ class Transport:
                 self.clock.soon(self.drained.pop(tag))
             return
         size = wire_bytes(reply)
-        dst.measures.bytes_sent[message.kind] += size
+        if message.answered:
+            dst.measures.bytes_sent[message.kind] += size
         answer = reply if tag is None else (tag, reply)
         if message.reply_delayable:
             self.network.reply(dst.machine, src.machine, size, deliver, answer)

@@ -1,0 +1,200 @@
+"""How the Ray engine's EPS scales with trainers, worker threads and embedding servers, beside
+the simulator's prediction for the same jobs (calibrated on this machine, in this run).
+
+Grid (each point capped by --num-cpus, oversubscribed points on a small machine included):
+  - S-EASGD and async over trainers in {1, 2, 4, 6, 8}, `--threads` worker threads each;
+  - S-EASGD at 1 trainer over worker threads in {1, 2, 4, 8};
+  - S-EASGD at `--server-trainers` trainers over embedding servers in {1, 2, 4, 8}.
+Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) sync servers
+(S-EASGD) and max(1, trainers // 2) dense servers (async). Every point trains
+`--examples-per-worker` x its worker threads examples (at least `--min-examples`).
+
+Prints one JSON line per point (real and simulated EPS, the simulator's error), then one
+JSON object: `max_sim_error` over the grid, the scaling efficiencies EPS(n) / (n x EPS(1)) and
+the ratios the scaling targets name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+import ray
+
+from recsync.app.runs.calibrate import fit_message_cpu, measure, profile
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.runtime.ray.job import connect, run_job
+from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
+from recsync.sync.registry import strategy_config
+
+TRAINERS = (1, 2, 4, 6, 8)
+THREADS = (1, 2, 4, 8)
+SERVERS = (1, 2, 4, 8)
+FIT_EXAMPLES = 30_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One job of the grid."""
+
+    group: str  # which sweep it belongs to: trainers, threads or servers
+    strategy: str
+    trainers: int
+    threads: int
+    embedding_servers: int
+
+    def spec(self, examples: int) -> JobSpec:
+        cluster = ClusterSpec(
+            self.trainers,
+            self.threads,
+            self.embedding_servers,
+            num_sync_servers=max(1, self.trainers // 4),
+            num_dense_servers=max(1, self.trainers // 2),
+        )
+        synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
+        return JobSpec(ModelSpec(), TrainSpec(), cluster, strategy_config(self.strategy), synthetic)
+
+
+def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
+    """The points this machine runs: trainers up to max(num_cpus // 2, 4), threads up to
+    max(num_cpus // 2, 2) (on 2 cores: 4 trainers and 2 threads, both oversubscribed)."""
+    max_trainers, max_threads = max(num_cpus // 2, 4), max(num_cpus // 2, 2)
+    points = [
+        Point("trainers", strategy, n, threads, max(2, n))
+        for strategy in ("easgd", "async")
+        for n in TRAINERS
+        if n <= max_trainers
+    ]
+    points += [Point("threads", "easgd", 1, m, 2) for m in THREADS if m <= max_threads]
+    points += [Point("servers", "easgd", server_trainers, threads, s) for s in SERVERS]
+    return points
+
+
+def calibrated_cost(num_cpus: int) -> tuple[CostModel, dict[str, float]]:
+    """This machine's cost profile, its per-message cost fitted to a Ray job outside the grid
+    (1 trainer x 2 threads, independent), as `recsync calibrate` does."""
+    model, train = ModelSpec(), TrainSpec()
+    measured = measure(model, train, SyntheticSpec())
+    cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=4 * FIT_EXAMPLES, num_test=2_000)
+    fit = JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy_config("independent"), synthetic)
+    engine_eps = statistics.median(run_job(fit)["eps"] for _ in range(2))
+    small = dataclasses.replace(
+        fit, synthetic=dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
+    )
+    cost = fit_message_cpu(small, cost, engine_eps)
+    measured["fit_engine_eps"] = engine_eps
+    return cost, measured
+
+
+def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dict[str, Any]:
+    spec = point.spec(examples)
+    real = [run_job(spec) for _ in range(repeats)]
+    real_eps = statistics.median(r["eps"] for r in real)
+    sim = SimJob(spec, plan_for(spec), cost).run()
+    calls = real[0]["calls_per_batch"].get("trainers", {}).get("total")
+    return {
+        **dataclasses.asdict(point),
+        "examples": examples,
+        "real_eps": round(real_eps),
+        "real_eps_each": [round(r["eps"]) for r in real],
+        "sim_eps": round(sim["eps"]),
+        "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
+        "trainer_calls_per_batch": calls,
+    }
+
+
+def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str) -> dict:
+    """EPS(n) / (n x EPS(1)) over the points of one sweep, by the swept count."""
+    sweep = {
+        r[key]: r["real_eps"] for r in rows if r["group"] == group and r["strategy"] == strategy
+    }
+    base = sweep.get(1)
+    if not base:
+        return {}
+    return {str(n): round(eps / (n * base), 3) for n, eps in sorted(sweep.items())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--num-cpus", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--server-trainers", type=int, default=2)
+    parser.add_argument("--examples-per-worker", type=int, default=15_000)
+    parser.add_argument("--min-examples", type=int, default=40_000)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--only", choices=("trainers", "threads", "servers"), default=None)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    connect(None, args.num_cpus)
+    cost, measured = calibrated_cost(args.num_cpus)
+    print(json.dumps({"calibration": measured, "message_cpu_s": cost.message_cpu_s}), flush=True)
+    rows = []
+    for point in grid(args.num_cpus, args.threads, args.server_trainers):
+        if args.only and point.group != args.only:
+            continue
+        workers = point.trainers * point.threads
+        examples = max(args.min_examples, args.examples_per_worker * workers)
+        rows.append(run_point(point, cost, examples, args.repeats))
+        print(json.dumps(rows[-1]), flush=True)
+    ray.shutdown()
+
+    def eps(group: str, strategy: str, **match: int) -> float | None:
+        found = [
+            r["real_eps"]
+            for r in rows
+            if r["group"] == group
+            and r["strategy"] == strategy
+            and all(r[k] == v for k, v in match.items())
+        ]
+        return found[0] if found else None
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a and b else None
+
+    servers = [r["real_eps"] for r in rows if r["group"] == "servers"]
+    most_trainers = max((r["trainers"] for r in rows if r["group"] == "trainers"), default=None)
+    print(
+        json.dumps(
+            {
+                "benchmark": "scaling",
+                "num_cpus": args.num_cpus,
+                "seconds": round(time.perf_counter() - started),
+                "max_sim_error": max((abs(r["sim_error"]) for r in rows), default=None),
+                "efficiency_easgd_trainers": efficiencies(rows, "trainers", "trainers", "easgd"),
+                "efficiency_async_trainers": efficiencies(rows, "trainers", "trainers", "async"),
+                "efficiency_threads": efficiencies(rows, "threads", "threads", "easgd"),
+                "easgd_6_over_1": ratio(
+                    eps("trainers", "easgd", trainers=6), eps("trainers", "easgd", trainers=1)
+                ),
+                "easgd_8_over_6": ratio(
+                    eps("trainers", "easgd", trainers=8), eps("trainers", "easgd", trainers=6)
+                ),
+                "threads_8_over_1": ratio(
+                    eps("threads", "easgd", threads=8), eps("threads", "easgd", threads=1)
+                ),
+                "servers_worst_step": min(
+                    (round(b / a, 3) for a, b in itertools.pairwise(servers)), default=None
+                ),
+                "async_over_easgd_at_most_trainers": ratio(
+                    eps("trainers", "async", trainers=most_trainers or 0),
+                    eps("trainers", "easgd", trainers=most_trainers or 0),
+                ),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
