@@ -11,7 +11,9 @@ Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) syn
 
 Prints one JSON line per point (real and simulated EPS, the simulator's error), then one
 JSON object: `max_sim_error` over the grid, the scaling efficiencies EPS(n) / (n x EPS(1)) and
-the ratios the scaling targets name.
+the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
+does (app/runs/calibrate.py): the messages' CPU measured at both ends of a Ray call, a worker
+speed and a per-message factor fitted to the engine on two jobs outside the grid.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import ray
 
-from recsync.app.runs.calibrate import fit_message_cpu, measure, profile
+from recsync.app.runs.calibrate import fitted_cost
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -40,7 +42,6 @@ from recsync.sync.registry import strategy_config
 TRAINERS = (1, 2, 4, 6, 8)
 THREADS = (1, 2, 4, 8)
 SERVERS = (1, 2, 4, 8)
-FIT_EXAMPLES = 30_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,23 +81,6 @@ def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
     return points
 
 
-def calibrated_cost(num_cpus: int) -> tuple[CostModel, dict[str, float]]:
-    """This machine's cost profile, its per-message cost fitted to a Ray job outside the grid
-    (1 trainer x 2 threads, independent), as `recsync calibrate` does."""
-    model, train = ModelSpec(), TrainSpec()
-    measured = measure(model, train, SyntheticSpec())
-    cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=4 * FIT_EXAMPLES, num_test=2_000)
-    fit = JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy_config("independent"), synthetic)
-    engine_eps = statistics.median(run_job(fit)["eps"] for _ in range(2))
-    small = dataclasses.replace(
-        fit, synthetic=dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
-    )
-    cost = fit_message_cpu(small, cost, engine_eps)
-    measured["fit_engine_eps"] = engine_eps
-    return cost, measured
-
-
 def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dict[str, Any]:
     spec = point.spec(examples)
     real = [run_job(spec) for _ in range(repeats)]
@@ -133,13 +117,14 @@ def main() -> None:
     parser.add_argument("--examples-per-worker", type=int, default=15_000)
     parser.add_argument("--min-examples", type=int, default=40_000)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--fit-examples", type=int, default=60_000)
     parser.add_argument("--only", choices=("trainers", "threads", "servers"), default=None)
     args = parser.parse_args()
 
     started = time.perf_counter()
     connect(None, args.num_cpus)
-    cost, measured = calibrated_cost(args.num_cpus)
-    print(json.dumps({"calibration": measured, "message_cpu_s": cost.message_cpu_s}), flush=True)
+    cost, measured, fits = fitted_cost(args.fit_examples, args.num_cpus)
+    print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
     rows = []
     for point in grid(args.num_cpus, args.threads, args.server_trainers):
         if args.only and point.group != args.only:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -104,20 +106,16 @@ def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
     assert summary["average_sync_gap"] == pytest.approx(4.0, rel=0.1)
 
 
-def test_calibration_fit_recovers_a_known_message_cost():
-    from recsync.app.runs.calibrate import fit_message_cpu, simulated_eps
+def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():
+    from recsync.app.runs.calibrate import fit_configs, fit_engine, simulated_eps
 
-    spec = JobSpec(
-        MODEL,
-        TRAIN,
-        ClusterSpec(1, 2, 1, 0),
-        strategy_config("independent"),
-        SyntheticSpec(num_train=3_000, num_test=500, num_dense=4, table_rows=(50,) * 6),
-    )
-    truth = CostModel(worker_flops=1e9, message_cpu_s=3e-4, shared_cpus=2)
-    target = simulated_eps(spec, truth)
-    fitted = fit_message_cpu(spec, CostModel(worker_flops=1e9, shared_cpus=2), target)
-    assert fitted.message_cpu_s == pytest.approx(3e-4, rel=0.02)
+    synthetic = SyntheticSpec(num_train=1_500, num_test=500, num_dense=4, table_rows=(50,) * 6)
+    few, many = (dataclasses.replace(s, model=MODEL, train=TRAIN) for s in fit_configs(synthetic))
+    truth = CostModel(worker_flops=3e8, message_cpu_s=6e-4, shared_cpus=2)
+    guess = CostModel(worker_flops=1e9, message_cpu_s=2e-4, shared_cpus=2)
+    fitted = fit_engine(few, many, simulated_eps(few, truth), simulated_eps(many, truth), guess)
+    assert fitted.worker_flops == pytest.approx(3e8, rel=0.05)
+    assert fitted.message_cpu_s == pytest.approx(6e-4, rel=0.05)
 
 
 def test_steady_eps_leaves_out_ramp_up_and_tail():

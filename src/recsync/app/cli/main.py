@@ -205,7 +205,8 @@ def calibrate(
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():
-        table.add_row(key, f"{value * 1e6:,.2f} us")
+        factor = key.endswith("_fitted")
+        table.add_row(key, f"x {value:.3f}" if factor else f"{value * 1e6:,.2f} us")
     Console().print(table)
     if rows:
         checks = Table(title="simulator vs Ray engine (examples/s)")

@@ -4,6 +4,7 @@ check the simulator's EPS against the Ray engine's on the same configurations.""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import statistics
 import threading
@@ -13,26 +14,29 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.spec import ClusterSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
-from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import build_shards
 from recsync.ps.shard import row_gradients
 from recsync.runtime.ray.job import connect, run_job
-from recsync.runtime.ray.probe import round_trip_seconds
+from recsync.runtime.ray.probe import call_cpu_seconds, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
-from recsync.optim.train_spec import TrainSpec
 from recsync.trainer.replica import DenseReplica
 
 PAYLOAD_BYTES = 512 * 1024
-FIT_EXAMPLES = 30_000
-FIT_STEPS = 8
+Row = dict[str, Any]
+FIT_EXAMPLES = 20_000
+FIT_ROUNDS = 5  # turns of the two-factor fit
+FIT_RANGE = 8.0  # the first turn looks for each factor in [1/8, 8]
+FIT_LAST_RANGE = 1.25
+FIT_PRECISION = 0.01  # of a factor's logarithm
 
 
 def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
@@ -75,6 +79,7 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     def concurrent_worker_s(threads: int) -> float:
         """Seconds per batch per thread when `threads` worker threads share one process (and
         its interpreter lock), as a trainer's Hogwild threads do."""
+
         def work() -> None:
             for batch in batches:
                 worker_math(batch)
@@ -91,18 +96,23 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     rows_per_batch = statistics.median(int(b.ids.numel()) for b in batches)
     empty = round_trip_seconds(0)
     loaded = round_trip_seconds(PAYLOAD_BYTES)
+    caller_cpu_s, callee_cpu_s = call_cpu_seconds(0)
     return {
         "worker_s": _median_seconds(worker_math, batches),
         "worker_s_2_threads": concurrent_worker_s(2),
         "reader_s": _median_seconds(lambda _: next(stream), range(40)),
         "server_row_s": _median_seconds(server_rows, batches) / rows_per_batch,
         "message_s": empty / 2,
+        "call_caller_cpu_s": caller_cpu_s,
+        "call_callee_cpu_s": callee_cpu_s,
         "byte_s": max(loaded - empty, 0.0) / (4 * PAYLOAD_BYTES),
     }
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
-    """The cost model of this machine: every node shares its cores."""
+    """The cost model of this machine: every node shares its cores; a Ray call costs the CPU
+    both its processes spent on it (a call is four message ends: request and reply, each
+    sent and received)."""
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
         worker_flops=flops / max(measured["worker_s"], measured["worker_s_2_threads"]),
@@ -112,42 +122,22 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
         row_s=measured["server_row_s"],
         element_s=measured["server_row_s"] / model.embedding_dim,
         reader_batch_s=measured["reader_s"],
-        message_cpu_s=measured["message_s"],
+        message_cpu_s=(measured["call_caller_cpu_s"] + measured["call_callee_cpu_s"]) / 4,
         byte_cpu_s=measured["byte_s"],
         shared_cpus=os.cpu_count() or 1,
     )
 
 
 def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
-    """The configurations of benchmarks/bench_engine.py."""
+    """Jobs of benchmarks/bench_engine.py the fitted profile is checked on."""
     model, train = ModelSpec(), TrainSpec()
     fixed1 = Timing("fixed", every_iterations=1)
+    cluster = ClusterSpec(2, 2, 2, 1)
     return [
-        (
-            "1x2 independent",
-            JobSpec(
-                model,
-                train,
-                ClusterSpec(1, 2, 1, 0),
-                strategy_config("independent"),
-                synthetic,
-            ),
-        ),
-        (
-            "2x2 S-EASGD",
-            JobSpec(
-                model, train, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), synthetic
-            ),
-        ),
+        ("2x2 S-EASGD", JobSpec(model, train, cluster, strategy_config("easgd"), synthetic)),
         (
             "2x2 FR-EASGD-1",
-            JobSpec(
-                model,
-                train,
-                ClusterSpec(2, 2, 2, 1),
-                strategy_config("easgd", timing=fixed1),
-                synthetic,
-            ),
+            JobSpec(model, train, cluster, strategy_config("easgd", timing=fixed1), synthetic),
         ),
     ]
 
@@ -156,48 +146,107 @@ def simulated_eps(spec: JobSpec, cost: CostModel) -> float:
     return float(SimJob(spec, plan_for(spec), cost).run()["eps"])
 
 
-def fit_message_cpu(spec: JobSpec, cost: CostModel, target_eps: float) -> CostModel:
-    """The per-message CPU cost at which the simulator's EPS on `spec` equals `target_eps`
-    (bisection; EPS falls as messaging gets dearer). An idle round trip under-states what a
-    Ray call costs on a loaded machine; this fits it to the engine itself."""
-    low, high = 0.0, max(cost.message_cpu_s, 1e-4)
-    while simulated_eps(spec, dataclasses.replace(cost, message_cpu_s=high)) > target_eps:
-        low, high = high, high * 2
-        if high > 1.0:
-            raise ValueError("the engine is slower than any per-message cost explains")
-    for _ in range(FIT_STEPS):
+def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
+    """The jobs the cost model is fitted on (no strategy's sync in them): 1 trainer x 2
+    threads, independent, with 1 embedding server (few messages a step) and with 4 (more)."""
+    model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
+    return (
+        JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(1, 2, 4, 0), strategy, synthetic),
+    )
+
+
+def fit_engine(
+    few: JobSpec, many: JobSpec, few_eps: float, many_eps: float, cost: CostModel
+) -> CostModel:
+    """What the measured profile lacks, fitted to the engine's EPS on two jobs: a factor of
+    the worker speed (a worker's math runs slower inside the engine, where Ray's threads
+    share its interpreter lock and cores) mostly from the job with few messages, a factor
+    of the per-message CPU (a call costs more amid other work than alone) mostly from the
+    job with many; in turns, until both settle."""
+    spread = FIT_RANGE
+    for _ in range(FIT_ROUNDS):
+        speed = _log_bisect(_eps_of(few, cost, True), few_eps, True, spread)
+        cost = _scaled(cost, speed, 1.0)
+        message = _log_bisect(_eps_of(many, cost, False), many_eps, False, spread)
+        cost = _scaled(cost, 1.0, message)
+        spread = max(math.sqrt(spread), FIT_LAST_RANGE)  # later turns only correct a little
+    return cost
+
+
+def _eps_of(spec: JobSpec, cost: CostModel, speed: bool) -> Callable[[float], float]:
+    """Simulated EPS of `spec` as a function of a factor of the worker speed (or of the
+    per-message CPU)."""
+    if speed:
+        return lambda factor: simulated_eps(spec, _scaled(cost, factor, 1.0))
+    return lambda factor: simulated_eps(spec, _scaled(cost, 1.0, factor))
+
+
+def _scaled(cost: CostModel, speed: float, message: float) -> CostModel:
+    return dataclasses.replace(
+        cost,
+        worker_flops=cost.worker_flops * speed,
+        message_cpu_s=cost.message_cpu_s * message,
+    )
+
+
+def _log_bisect(
+    eps_at: Callable[[float], float], target: float, rising: bool, spread: float
+) -> float:
+    """The factor in [1/spread, spread] at which `eps_at` (rising or falling with it) meets
+    `target` (bisection on its logarithm, to 1% of a factor's width)."""
+    low, high = -math.log(spread), math.log(spread)
+    for _ in range(math.ceil(math.log2(2 * math.log(spread) / FIT_PRECISION))):
         mid = (low + high) / 2
-        if simulated_eps(spec, dataclasses.replace(cost, message_cpu_s=mid)) > target_eps:
-            low = mid
-        else:
+        if (eps_at(math.exp(mid)) > target) == rising:
             high = mid
-    return dataclasses.replace(cost, message_cpu_s=(low + high) / 2)
+        else:
+            low = mid
+    return math.exp((low + high) / 2)
 
 
-def calibrate(
-    examples: int, with_check: bool
-) -> tuple[CostModel, dict[str, float], list[dict[str, Any]]]:
-    """Measure, fit the messaging cost on the first check configuration, and (optionally)
-    predict the others: rows of measured vs predicted EPS, the first marked as fitted."""
-    connect(None, os.cpu_count())
+def fitted_cost(examples: int, num_cpus: int) -> tuple[CostModel, dict[str, float], list[Row]]:
+    """This machine's profile (`num_cpus` shared cores), fitted to the engine's EPS on the
+    fit jobs (`examples` each): the profile, what was measured and fitted, and a row of
+    engine vs simulated EPS per fit job. Needs a connected Ray."""
     model, train = ModelSpec(), TrainSpec()
     measured = measure(model, train, SyntheticSpec())
-    cost = profile(model, train, measured)
+    cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
-    fitting = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
-    configs = check_configs(synthetic)
-    name, spec = configs[0]
-    engine_eps = run_job(spec)["eps"]
-    cost = fit_message_cpu(dataclasses.replace(spec, synthetic=fitting), cost, engine_eps)
-    measured["message_s_fitted"] = cost.message_cpu_s
-    rows = [_row(f"{name} (fitted)", engine_eps, simulated_eps(spec, cost))]
+    few, many = fit_configs(synthetic)
+    few_eps, many_eps = run_job(few)["eps"], run_job(many)["eps"]
+    small = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
+    fitted = fit_engine(
+        dataclasses.replace(few, synthetic=small),
+        dataclasses.replace(many, synthetic=small),
+        few_eps,
+        many_eps,
+        cost,
+    )
+    measured["worker_speed_fitted"] = fitted.worker_flops / cost.worker_flops
+    measured["message_cpu_fitted"] = fitted.message_cpu_s / cost.message_cpu_s
+    rows = [
+        _row("1x2 independent, 1 embedding server (fitted)", few_eps, simulated_eps(few, fitted)),
+        _row(
+            "1x2 independent, 4 embedding servers (fitted)", many_eps, simulated_eps(many, fitted)
+        ),
+    ]
+    return fitted, measured, rows
+
+
+def calibrate(examples: int, with_check: bool) -> tuple[CostModel, dict[str, float], list[Row]]:
+    """Measure and fit this machine's profile, and (optionally) predict the engine's EPS on
+    other jobs: rows of measured vs predicted EPS, the fitted ones marked."""
+    connect(None, os.cpu_count())
+    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1)
     if with_check:
-        for name, spec in configs[1:]:
+        synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
+        for name, spec in check_configs(synthetic):
             rows.append(_row(name, run_job(spec)["eps"], simulated_eps(spec, cost)))
     return cost, measured, rows
 
 
-def _row(name: str, measured: float, predicted: float) -> dict[str, Any]:
+def _row(name: str, measured: float, predicted: float) -> Row:
     return {
         "config": name,
         "measured_eps": round(measured),
