@@ -147,6 +147,7 @@ def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push
     # worker thread when its data ran out (4 threads x 2 shards)
     assert trainers["PushLookup"]["calls"] == 2 * batches + 4 * 2
     assert trainers["NextBatch"]["calls"] == batches + 4  # each thread's last finds none
+    assert list(summary["calls_per_batch"]) == ["trainers"]  # servers only answer
     per_batch = summary["calls_per_batch"]["trainers"]
     assert per_batch["PushLookup"] == round((2 * batches + 8) / batches, 3)
     assert per_batch["total"] == round(sum(v for k, v in per_batch.items() if k != "total"), 3)

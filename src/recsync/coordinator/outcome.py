@@ -166,8 +166,8 @@ def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
 
 def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
     """Bytes sent per role; per role and message kind, the calls made and bytes sent, and
-    the calls per trained batch (all the roles' calls over the job's `batches`, which is
-    what the messaging costs a step); time blocked and effects yielded by kind, over the
+    the calls per trained batch of the roles that make calls (their calls over the job's
+    `batches`: what the messaging costs a step); time blocked and effects yielded by kind, over the
     nodes that run loops."""
     sent: dict[str, int] = defaultdict(int)
     traffic: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
@@ -185,8 +185,13 @@ def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
         for label, count in measures.effects.items():
             effects[label] += count
     per_batch = {
-        role: {kind: round(entry["calls"] / max(batches, 1), 3) for kind, entry in kinds.items()}
+        role: {
+            kind: round(entry["calls"] / max(batches, 1), 3)
+            for kind, entry in kinds.items()
+            if entry["calls"]
+        }
         for role, kinds in traffic.items()
+        if any(entry["calls"] for entry in kinds.values())
     }
     for kinds in per_batch.values():
         kinds["total"] = round(sum(kinds.values()), 3)
