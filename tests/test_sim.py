@@ -116,6 +116,8 @@ def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():
     fitted = fit_engine(few, many, simulated_eps(few, truth), simulated_eps(many, truth), guess)
     assert fitted.worker_flops == pytest.approx(3e8, rel=0.05)
     assert fitted.message_cpu_s == pytest.approx(6e-4, rel=0.05)
+    with pytest.raises(ValueError, match="reproduce the engine"):
+        fit_engine(few, many, 1e12, simulated_eps(many, truth), guess)
 
 
 def test_steady_eps_leaves_out_ramp_up_and_tail():

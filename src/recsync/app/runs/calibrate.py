@@ -37,6 +37,7 @@ FIT_ROUNDS = 5  # turns of the two-factor fit
 FIT_RANGE = 8.0  # the first turn looks for each factor in [1/8, 8]
 FIT_LAST_RANGE = 1.25
 FIT_PRECISION = 0.01  # of a factor's logarithm
+FIT_TOLERANCE = 0.05  # the fitted profile reproduces both jobs' EPS this closely
 
 
 def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
@@ -171,6 +172,14 @@ def fit_engine(
         message = _log_bisect(_eps_of(many, cost, False), many_eps, False, spread)
         cost = _scaled(cost, 1.0, message)
         spread = max(math.sqrt(spread), FIT_LAST_RANGE)  # later turns only correct a little
+    for spec, target in ((few, few_eps), (many, many_eps)):
+        predicted = simulated_eps(spec, cost)
+        if abs(predicted / target - 1.0) > FIT_TOLERANCE:
+            raise ValueError(
+                f"calibration: no worker speed and per-message CPU reproduce the engine's "
+                f"{target:,.0f} examples/s (the fit predicts {predicted:,.0f}); is the machine "
+                "busy with other work?"
+            )
     return cost
 
 

@@ -11,10 +11,14 @@ import ray
 
 @ray.remote(num_cpus=0)
 class EchoActor:
-    """Returns what it is sent: a round trip with a payload each way."""
+    """Returns what it is sent: a round trip with a payload each way; and says how much CPU
+    its process spent."""
 
     def echo(self, payload: np.ndarray | None) -> np.ndarray | None:
         return payload
+
+    def cpu_seconds(self) -> float:
+        return time.process_time()
 
 
 def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
@@ -31,22 +35,11 @@ def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
     return statistics.median(times)
 
 
-@ray.remote(num_cpus=0)
-class CpuEchoActor:
-    """Returns what it is sent, and says how much CPU its process spent."""
-
-    def echo(self, payload: np.ndarray | None) -> np.ndarray | None:
-        return payload
-
-    def cpu_seconds(self) -> float:
-        return time.process_time()
-
-
 def call_cpu_seconds(payload_bytes: int, calls: int = 400) -> tuple[float, float]:
     """CPU seconds one Ray call (`payload_bytes` each way) costs the caller's process and the
     callee's process (Ray's threads included), medians of 5 runs of `calls` calls, 8 in
     flight at a time as a worker's lookups are."""
-    actor = CpuEchoActor.remote()  # type: ignore[attr-defined]
+    actor = EchoActor.remote()  # type: ignore[attr-defined]
     payload = np.zeros(payload_bytes // 4, dtype=np.float32) if payload_bytes else None
     ray.get([actor.echo.remote(payload) for _ in range(20)])
     caller, callee = [], []
