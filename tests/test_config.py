@@ -15,6 +15,7 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
 from recsync.optim.rowwise import Swap
+from recsync.sync.timing import Timing
 
 
 def write(tmp_path, text: str):
@@ -241,6 +242,23 @@ def test_strategy_and_cluster_sections_build_specs():
             {"strategy.name": "easgd", "cluster.num_sync_servers": 0},
             "cluster.num_sync_servers: S-EASGD .* sync server, got 0",
         ),
+        (
+            {
+                "strategy.timing": "fixed",
+                "strategy.every_seconds": 1.0,
+                "cluster.worker_processes": True,
+            },
+            "cluster.worker_processes: not with FR-EASGD.*every P seconds",
+        ),
+        (
+            {
+                "strategy.name": "ma",
+                "strategy.timing": "fixed",
+                "strategy.every_iterations": 4,
+                "cluster.worker_processes": True,
+            },
+            "cluster.worker_processes: not with FR-MA-4.*collective",
+        ),
     ],
 )
 def test_strategy_and_cluster_errors_name_the_key(overrides, message):
@@ -264,3 +282,28 @@ def test_the_two_kinds_of_dense_part_servers_have_two_keys_and_the_old_one_still
     assert "use cluster.num_dense_servers = 2" in message
     easgd = load_config(overrides={"cluster.num_sync_servers": 2})
     assert easgd.to_specs().cluster.num_sync_servers == 2 and not easgd.deprecations()
+
+
+@pytest.mark.parametrize(
+    ("asked", "workers", "strategy", "timing", "split"),
+    [
+        (None, 2, "easgd", None, True),
+        (None, 2, "async", None, True),
+        (None, 1, "easgd", None, False),
+        (True, 1, "allreduce", None, False),
+        (None, 2, "easgd", Timing("fixed", every_seconds=1.0), False),
+        (None, 2, "ma", Timing("fixed", every_iterations=3), False),
+        (None, 2, "easgd", Timing("fixed", every_iterations=3), True),
+        (False, 2, "easgd", None, False),
+    ],
+)
+def test_workers_run_in_processes_where_the_strategy_allows(
+    asked, workers, strategy, timing, split
+):
+    from recsync.coordinator.spec import ClusterSpec
+    from recsync.coordinator.topology import split_workers
+    from recsync.sync.registry import strategy_config
+
+    fields = {} if timing is None else {"timing": timing}
+    cluster = ClusterSpec(2, workers, 2, 1, worker_processes=asked)
+    assert split_workers(cluster, strategy_config(strategy, **fields)) is split

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import time
 
 import pytest
@@ -68,11 +70,52 @@ def test_fixed_rate_ma_syncs_every_k_iterations_of_each_worker():
 
 
 def test_one_pass_accounting_with_unequal_trainers():
-    cluster = ClusterSpec(3, 2, 2, 1, trainer_slowdown=(1.0, 3.0, 6.0))
-    summary = run_job(spec("easgd", cluster))
+    threads = ClusterSpec(3, 2, 2, 1, trainer_slowdown=(1.0, 3.0, 6.0), worker_processes=False)
+    summary = run_job(spec("easgd", threads))
+    assert not summary["worker_processes"]
     per_trainer = summary["examples_per_trainer"]
     assert sum(per_trainer) == SYNTHETIC.num_train == summary["examples_trained"]
     assert per_trainer[0] > per_trainer[1] > per_trainer[2] > 0, per_trainer
+
+
+def test_worker_processes_train_one_shared_replica(reference_auc):
+    jobs: list = []
+    pids: list[int] = []
+
+    def on_progress(done, total, eps):
+        if not pids:
+            actors = jobs[0].actors_of(Address(Role.TRAINER, 0))
+            pids.extend(ray.get([actor.ping.remote() for actor in actors]))
+
+    before = set(glob.glob("/dev/shm/recsync-*"))
+    cluster = ClusterSpec(1, 2, 1, 1, worker_processes=True)
+    summary = run_job(spec("easgd", cluster), on_progress=on_progress, on_start=jobs.append)
+    assert summary["worker_processes"] and summary["examples_trained"] == SYNTHETIC.num_train
+    assert len(set(pids)) == 3, pids  # the trainer's home and one process per worker
+    assert summary["syncs"] > 0
+    # the home's replica is what both worker processes trained: untrained it would be ~0.5
+    assert summary["test_auc"] >= reference_auc - 0.03, (summary["test_auc"], reference_auc)
+    calls = summary["calls_per_batch"]["trainers"]
+    assert calls["NextBatch"] == pytest.approx(1.0, abs=0.02), calls  # both processes counted
+    assert set(glob.glob("/dev/shm/recsync-*")) <= before  # no shared file left behind
+
+
+def test_a_killed_worker_process_fails_the_job_naming_its_trainer():
+    jobs: list = []
+    killed: dict[str, float] = {}
+
+    def on_progress(done, total, eps):
+        if done > 5_000 and "at" not in killed:
+            ray.kill(jobs[0].worker_actors[Address(Role.TRAINER, 1)][0], no_restart=True)
+            killed["at"] = time.perf_counter()
+
+    long_run = dataclasses.replace(
+        spec("easgd", ClusterSpec(2, 2, 1, 1, worker_processes=True)),
+        synthetic=SyntheticSpec(num_train=2_000_000, num_dense=4, table_rows=(100,) * 8),
+    )
+    with pytest.raises(NodeFailure, match="trainer-1"):
+        run_job(long_run, on_progress=on_progress, on_start=jobs.append)
+    assert time.perf_counter() - killed["at"] < 30
 
 
 def test_a_killed_embedding_server_fails_the_job_naming_it():

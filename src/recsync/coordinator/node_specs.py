@@ -78,6 +78,12 @@ class NodeSpec:
         straggler on the Ray engine)."""
         return 1.0
 
+    @property
+    def worker_processes(self) -> bool:
+        """Its worker loops run in processes of their own, over the state the node shares
+        (`Node.shared_tensors`); else all its loops run in one process."""
+        return False
+
 
 @dataclass(frozen=True)
 class ReaderSpec(NodeSpec):

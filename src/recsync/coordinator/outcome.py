@@ -42,6 +42,16 @@ class NodeMeasures:
     blocked: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
+    def merged(self, other: NodeMeasures) -> NodeMeasures:
+        """Both measures summed (one node hosted in several processes)."""
+        total = NodeMeasures()
+        for mine in (self, other):
+            for name in ("bytes_sent", "calls", "blocked", "effects"):
+                into = getattr(total, name)
+                for key, value in getattr(mine, name).items():
+                    into[key] += value
+        return total
+
 
 @dataclass
 class JobEnd:
@@ -113,6 +123,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "strategy": spec.strategy.describe(),
         "num_trainers": spec.cluster.num_trainers,
         "workers_per_trainer": spec.cluster.workers_per_trainer,
+        "worker_processes": any(t.worker_processes for t in topology.of_role(Role.TRAINER)),
         "num_embedding_servers": len(shards),
         "num_sync_servers": len(topology.of_role(Role.SYNC_SERVER)),
         "num_dense_servers": len(topology.of_role(Role.DENSE_SERVER)),

@@ -26,7 +26,10 @@ class ClusterSpec:
     """How many nodes of each role a job runs. `num_sync_servers` are the sync servers of a
     center strategy (EASGD: the center variable's shards); `num_dense_servers` the dense
     servers of a gradient strategy (blocks of the dense part). A strategy ignores the
-    other."""
+    other. `worker_processes`: a trainer's workers run in processes of their own, sharing
+    its state in shared memory (past the interpreter lock), or (False) as threads of one
+    process; None: processes wherever the strategy allows (topology.py `split_workers`).
+    """
 
     num_trainers: int = 2
     workers_per_trainer: int = 2
@@ -34,6 +37,7 @@ class ClusterSpec:
     num_sync_servers: int = 1
     num_dense_servers: int = 1
     trainer_slowdown: tuple[float, ...] = ()
+    worker_processes: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):

@@ -23,7 +23,7 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
     SyncServerSpec,
 )
-from recsync.coordinator.spec import JobSpec, initial_dense
+from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.layout import EmbeddingLayout
@@ -34,6 +34,7 @@ from recsync.sync.gradient import GradientStrategy, Tokens
 from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
 from recsync.trainer.allreduce_trainer import AllReduceTrainer
 from recsync.trainer.gradient_trainer import GradientTrainer
+from recsync.trainer.replica_sync import process_refusal
 from recsync.trainer.replica_trainer import ReplicaTrainer
 from recsync.trainer.stats import TrainerSetup, Wiring
 
@@ -48,6 +49,7 @@ class TrainerSpec(NodeSpec):
     setup: TrainerSetup
     strategy: StrategyFamily
     slowdown: float
+    processes: bool = False
     has_loops: ClassVar[bool] = True
 
     def build(self, context: BuildContext) -> Node:
@@ -57,18 +59,30 @@ class TrainerSpec(NodeSpec):
     def compute_slowdown(self) -> float:
         return self.slowdown
 
+    @property
+    def worker_processes(self) -> bool:
+        return self.processes
+
+    @property
+    def workers(self) -> range:
+        """The job-wide indices of its workers (the `worker` of its worker loops)."""
+        first = self.setup.first_worker
+        return range(first, first + self.setup.num_workers)
+
 
 @dataclass(frozen=True)
 class Family:
     """How a strategy family's job is assembled: its servers of the dense part (with the
     wiring trainers get), whether its embedding shards run the strategy's policy, the
-    reader's tokens, and its trainer."""
+    reader's tokens, its trainer, and why its trainers' workers cannot run in processes of
+    their own (None: they can)."""
 
     dense_servers: Callable[[JobSpec, JobPlan, torch.Tensor], list[NodeSpec]]
     policy_shards: bool
     tokens: Callable[[StrategyFamily, int], Tokens | None]
     collective: bool
     trainer: Callable[[TrainerSpec, BuildContext], Node]
+    process_refusal: Callable[[StrategyFamily], str | None]
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,21 @@ def family_of(strategy: StrategyFamily) -> Family:
         if family is not None:
             return family
     raise ValueError(f"{type(strategy).__name__} is of no registered strategy family")
+
+
+def split_workers(cluster: ClusterSpec, strategy: StrategyFamily) -> bool:
+    """Whether each trainer's workers run in processes of their own: as
+    `cluster.worker_processes` says, or (unset) wherever the strategy allows it. A trainer
+    of one worker has nothing to split."""
+    if cluster.workers_per_trainer == 1 or cluster.worker_processes is False:
+        return False
+    refusal = family_of(strategy).process_refusal(strategy)
+    if refusal is not None and cluster.worker_processes:
+        raise ValueError(
+            f"cluster.worker_processes: not with {strategy.describe()}: {refusal} (use "
+            "threads: worker_processes = false, or shadow timing, or every_iterations)"
+        )
+    return refusal is None
 
 
 def build_topology(spec: JobSpec, plan: JobPlan) -> Topology:
@@ -158,6 +187,7 @@ def build_topology(spec: JobSpec, plan: JobPlan) -> Topology:
             ),
             strategy=spec.strategy,
             slowdown=cluster.slowdown(t),
+            processes=split_workers(cluster, spec.strategy),
         )
         for t in range(cluster.num_trainers)
     ]
@@ -214,6 +244,19 @@ def _gradient_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
     return strategy.token_list(workers)
 
 
+def _replica_refusal(strategy: StrategyFamily) -> str | None:
+    assert isinstance(strategy, ReplicaStrategy)
+    return process_refusal(strategy)
+
+
+def _no_refusal(strategy: StrategyFamily) -> str | None:
+    return None
+
+
+def _one_rank(strategy: StrategyFamily) -> str | None:
+    return "each trainer is one rank of one worker"
+
+
 def _replica_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
     assert isinstance(spec.strategy, ReplicaStrategy)
     return ReplicaTrainer(spec.setup, spec.strategy)
@@ -237,6 +280,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         tokens=_no_tokens,
         collective=False,
         trainer=_replica_trainer,
+        process_refusal=_replica_refusal,
     ),
     CollectiveStrategy: Family(
         _no_servers,
@@ -244,6 +288,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         tokens=_no_tokens,
         collective=True,
         trainer=_replica_trainer,
+        process_refusal=_replica_refusal,
     ),
     ReplicaStrategy: Family(
         _no_servers,
@@ -251,6 +296,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         tokens=_no_tokens,
         collective=False,
         trainer=_replica_trainer,
+        process_refusal=_replica_refusal,
     ),
     GradientStrategy: Family(
         _dense_servers,
@@ -258,6 +304,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         tokens=_gradient_tokens,
         collective=False,
         trainer=_gradient_trainer,
+        process_refusal=_no_refusal,
     ),
     AllReduceStrategy: Family(
         _no_servers,
@@ -265,5 +312,6 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         tokens=_no_tokens,
         collective=True,
         trainer=_allreduce_trainer,
+        process_refusal=_one_rank,
     ),
 }

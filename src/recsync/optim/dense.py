@@ -51,7 +51,7 @@ class FlatOptimizer:
 
     def __init__(self, spec: DenseOptimizerSpec, num_params: int):
         self.spec = spec
-        self.steps = 0
+        self.counter = torch.zeros(1, dtype=torch.float64)  # steps taken, as shareable memory
         self.state: dict[str, torch.Tensor] = {}
         self._denom: torch.Tensor | None = None  # `updated`'s scratch
         if spec.name == "adagrad":
@@ -77,7 +77,7 @@ class FlatOptimizer:
     def _update(
         self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float, in_place: bool
     ) -> torch.Tensor:
-        self.steps += 1
+        self.counter += 1
         spec = self.spec
         lr = spec.lr * lr_scale
         if spec.name == "sgd":
@@ -97,13 +97,27 @@ class FlatOptimizer:
             m, v = self.state["exp_avg"], self.state["exp_avg_sq"]
             m.lerp_(grad, 1 - beta1)
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            bias1 = 1 - beta1**self.steps
-            bias2_sqrt = (1 - beta2**self.steps) ** 0.5
+            steps = self.steps
+            bias1 = 1 - beta1**steps
+            bias2_sqrt = (1 - beta2**steps) ** 0.5
             step, value = m, -lr / bias1
             denom = torch.sqrt(v, out=scratch).div_(bias2_sqrt).add_(spec.eps)
         if in_place:
             return params.addcdiv_(step, denom, value=value)
         return torch.addcdiv(params, step, denom, value=value)
+
+    @property
+    def steps(self) -> int:
+        return int(self.counter[0])
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Every tensor of its state (the step counter included), by name."""
+        return {"steps": self.counter, **self.state}
+
+    def rebind(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Keep its state in `tensors` (same names, shapes and values as `tensors()`'s)."""
+        self.counter = tensors["steps"]
+        self.state = {name: tensors[name] for name in self.state}
 
     def _scratch(self, params: torch.Tensor) -> torch.Tensor:
         if self._denom is None:
@@ -114,6 +128,6 @@ class FlatOptimizer:
         return {"steps": self.steps, **self.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.steps = int(state["steps"])
+        self.counter.fill_(int(state["steps"]))
         for name, value in self.state.items():
             value.copy_(state[name])

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import torch
+
 from recsync.protocol.effects import Loop, Target, UnhandledEffect
 from recsync.protocol.messages import Message
 
@@ -76,6 +78,16 @@ class Node:
     def leave(self, worker: int) -> Sequence[Target]:
         """What to tell others when `worker`, one of this node's, is gone for good."""
         return []
+
+    def shared_tensors(self) -> dict[str, torch.Tensor]:
+        """The state its loops share, by name, for a driver that runs its worker loops in
+        processes of their own over shared memory (empty: its loops must share one
+        process)."""
+        return {}
+
+    def share(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Keep the state `shared_tensors` names in `tensors` (same shapes and values)."""
+        raise AssertionError(f"{self.name} shares no state")
 
     def report(self) -> Any:
         """What the node did and holds at the end: stats, and its state for a checkpoint."""

@@ -45,7 +45,7 @@ class AllReduceTrainer(Node):
             )
         self.index, self.name, self.num_trainers = setup.index, setup.name, setup.num_trainers
         self.layout, self.wiring = setup.layout, setup.wiring
-        self.stats = TrainerStats([0], [0])
+        self.stats = TrainerStats(1)
         self.replica = setup.replica()
 
     def loops(self) -> list[LoopSpec]:
@@ -69,7 +69,7 @@ class AllReduceTrainer(Node):
         num_done = 0
         while num_done < self.num_trainers:
             _, num_done = yield AllReduce(zeros, True)
-        self.stats.workers_done += 1
+        self.stats.finish(0)
 
     def _step(self) -> Generator[Effect, Any, list[int] | None]:
         """One step -> its shards' versions at the lookup (None: no batch left). Its tensors
@@ -78,7 +78,7 @@ class AllReduceTrainer(Node):
         handed: HandedBatch = yield Call(self.wiring.reader, NextBatch(rank, with_token=True))
         batch = handed.batch
         if batch is None:
-            self.stats.note_dry()
+            self.stats.note_dry(0)
             return None
         requests, replies, pooled = yield from versioned_lookup(layout, self.wiring.shards, batch)
         loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
@@ -90,12 +90,12 @@ class AllReduceTrainer(Node):
         )
         self.stats.count_step(0, batch.batch_size, float(loss))
         yield Send(rank, pushes)
-        self.stats.syncs += 1
+        self.stats.count_sync(0)
         return [reply.version for reply in replies]
 
     def report(self) -> TrainerReport:
         return TrainerReport(
-            self.stats,
+            self.stats.detached(),
             self.replica.flat.clone(),
             copy_state(self.replica.optimizer.state_dict()),
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
+
 from recsync.protocol.effects import Target
 from recsync.protocol.node import LoopSpec, Node
 from recsync.sync.gradient import GradientStrategy
@@ -28,7 +30,7 @@ class GradientTrainer(Node):
         m = setup.num_workers
         self.index, self.name, self.num_workers = setup.index, setup.name, m
         self.first_worker = setup.first_worker
-        self.stats = TrainerStats([0] * m, [0] * m)
+        self.stats = TrainerStats(m)
         start = None if setup.initial is None else setup.initial[0]
         self.workers = [
             GradientWorker(
@@ -51,5 +53,12 @@ class GradientTrainer(Node):
     def leave(self, worker: int) -> list[Target]:
         return self.workers[worker - self.first_worker].leave()
 
+    def shared_tensors(self) -> dict[str, torch.Tensor]:
+        """Only the stats: each worker keeps its own copy of the dense part."""
+        return {"stats": self.stats.table}
+
+    def share(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.stats.table = tensors["stats"]
+
     def report(self) -> TrainerReport:
-        return TrainerReport(self.stats)
+        return TrainerReport(self.stats.detached())

@@ -96,7 +96,7 @@ class GradientWorker:
             last_dense, last_sparse = pushed
         yield Drain(self.worker)
         yield CallEach(self.leave())
-        self.stats.workers_done += 1
+        self.stats.finish(self.thread)
 
     def _may_start(
         self, last_dense: list[int] | None, last_sparse: list[int] | None
@@ -120,7 +120,7 @@ class GradientWorker:
         handed: HandedBatch = yield Call(wiring.reader, NextBatch(self.trainer, with_token=True))
         batch, token = handed.batch, handed.token
         if batch is None:
-            self.stats.note_dry()
+            self.stats.note_dry(self.thread)
             return None
         requests, replies, pooled = yield from versioned_lookup(
             layout, wiring.shards, batch, self.pull.min_versions(last_sparse)

@@ -23,14 +23,34 @@ class DenseReplica:
     def __init__(self, spec: ModelSpec, seed: int, optimizer: DenseOptimizerSpec):
         self.module = build_dense(spec, seed)
         self.params = list(self.module.parameters())
-        self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+        self._bind(torch.cat([p.detach().reshape(-1) for p in self.params]))
+        self.optimizer = optimizer.build(self.flat.numel())
+
+    def _bind(self, flat: torch.Tensor) -> None:
+        """Make every parameter a view of `flat` (which holds their values)."""
+        self.flat = flat
         offset = 0
         for p in self.params:
             n = p.numel()
-            p.data = self.flat[offset : offset + n].view_as(p)
+            p.data = flat[offset : offset + n].view_as(p)
             offset += n
-        self.writer = torch.empty(0).set_(self.flat.untyped_storage(), 0, self.flat.shape, (1,))
-        self.optimizer = optimizer.build(self.flat.numel())
+        self.writer = torch.empty(0).set_(
+            flat.untyped_storage(), flat.storage_offset(), flat.shape, (1,)
+        )
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Its parameters and optimizer state, by name (what worker processes share)."""
+        optimizer = {f"optimizer.{k}": v for k, v in self.optimizer.tensors().items()}
+        return {"flat": self.flat, **optimizer}
+
+    def rebind(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Keep parameters and optimizer state in `tensors` (as `tensors()` names them,
+        holding the same values): e.g. memory shared with other processes."""
+        self._bind(tensors["flat"])
+        prefix = "optimizer."
+        self.optimizer.rebind(
+            {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+        )
 
     @property
     def num_params(self) -> int:

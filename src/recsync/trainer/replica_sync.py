@@ -57,8 +57,8 @@ class NoSync:
             return None
         return self._shared or FixedTrigger(self.trainer.strategy.timing)
 
-    def foreground(self) -> Generator[Effect, Any, None]:
-        """A worker thread's fixed-rate sync (none: an empty generator)."""
+    def foreground(self, worker: int) -> Generator[Effect, Any, None]:
+        """Worker `worker`'s fixed-rate sync (none: an empty generator)."""
         yield from ()
 
     def loop(self) -> Loop | None:
@@ -90,16 +90,17 @@ class CenterSync(NoSync):
         self.strategy = strategy
         self.policy = strategy.make_replica(trainer.replica.flat.clone())
 
-    def _round(self) -> Generator[Effect, Any, None]:
+    def _round(self, row: int) -> Generator[Effect, Any, None]:
+        """One round, counted in stats row `row` (the worker's, or the trainer's own)."""
         trainer = self.trainer
         wiring, replica = trainer.wiring, trainer.replica
         yield from self.strategy.round(
             self.policy, replica.flat, replica.writer, wiring.dense, wiring.dense_ranges
         )
-        trainer.stats.syncs += 1
+        trainer.stats.count_sync(row)
 
-    def foreground(self) -> Generator[Effect, Any, None]:
-        yield from self._round()
+    def foreground(self, worker: int) -> Generator[Effect, Any, None]:
+        yield from self._round(worker)
 
     def loop(self) -> Loop | None:
         return None if self.fixed else self._shadow()
@@ -108,7 +109,7 @@ class CenterSync(NoSync):
         trainer, pace = self.trainer, self._pace()
         while not trainer.workers_finished:
             target = trainer.stats.total_iterations + pace
-            yield from self._round()
+            yield from self._round(trainer.stats.own_row)
             if pace:
                 yield self._await_iterations(target)
 
@@ -126,7 +127,7 @@ class CollectiveSync(NoSync):
         self.policy = strategy.make_replica(trainer.replica.flat.clone())
         self.requests = SyncRequests()
 
-    def foreground(self) -> Generator[Effect, Any, None]:
+    def foreground(self, worker: int) -> Generator[Effect, Any, None]:
         requests = self.requests
         ticket = requests.request()
         yield Notify(REQUESTS)
@@ -147,7 +148,7 @@ class CollectiveSync(NoSync):
             num_done = yield from self.strategy.round(
                 self.policy, replica.flat, replica.writer, trainer.workers_finished
             )
-            trainer.stats.syncs += 1
+            trainer.stats.count_sync(trainer.stats.own_row)
             if self.fixed:
                 requests.end_round()
                 yield Notify(SERVED)
@@ -155,6 +156,20 @@ class CollectiveSync(NoSync):
                 return
             if pace and not self.fixed and not trainer.workers_finished:
                 yield self._await_iterations(target)
+
+
+def process_refusal(strategy: ReplicaStrategy) -> str | None:
+    """Why the strategy's workers cannot run in processes of their own (None: they can).
+    State a fixed timing shares between a trainer's workers lives in one process: the
+    per-trainer clock of `every_seconds`, and the requests a collective round serves."""
+    timing = strategy.timing
+    if timing.mode != "fixed":
+        return None
+    if timing.every_seconds is not None:
+        return "a fixed sync every P seconds is timed per trainer, across its workers"
+    if isinstance(strategy, CollectiveStrategy):
+        return "a fixed-rate collective sync serves its workers' requests in one process"
+    return None
 
 
 def replica_sync(trainer: ReplicaTrainer) -> NoSync:

@@ -14,6 +14,8 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
 from recsync.protocol.effects import (
@@ -31,7 +33,7 @@ from recsync.protocol.messages import HandedBatch, NextBatch, PushRows, PushThen
 from recsync.protocol.node import LoopSpec, Node
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
-from recsync.trainer.replica_sync import PROGRESS, REQUESTS, replica_sync
+from recsync.trainer.replica_sync import PROGRESS, REQUESTS, process_refusal, replica_sync
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups
 
@@ -58,7 +60,7 @@ class ReplicaTrainer(Node):
         self.index, self.name = setup.index, setup.name
         self.num_trainers, self.num_workers = setup.num_trainers, setup.num_workers
         self.layout, self.wiring = setup.layout, setup.wiring
-        self.stats = TrainerStats([0] * setup.num_workers, [0] * setup.num_workers)
+        self.stats = TrainerStats(setup.num_workers)
         self.replica = setup.replica()
         self.unsent: list[UnsentStep | None] = [None] * setup.num_workers
         self.sync = replica_sync(self)
@@ -80,8 +82,8 @@ class ReplicaTrainer(Node):
         trigger = self.sync.trigger()
         while (yield from self._step(thread)):
             if trigger is not None and trigger.after_iteration((yield Now())):
-                yield from self.sync.foreground()
-        self.stats.workers_done += 1
+                yield from self.sync.foreground(thread)
+        self.stats.finish(thread)
         yield Notify(PROGRESS)
         yield Notify(REQUESTS)
 
@@ -97,7 +99,7 @@ class ReplicaTrainer(Node):
             if previous is not None:
                 self._count(thread, previous)
                 yield Send(self.setup.first_worker + thread, list(_targets(shards, previous)))
-            self.stats.note_dry()
+            self.stats.note_dry(thread)
             return False
         requests = layout.route(batch)
         pushes = {} if previous is None else previous.pushes
@@ -123,9 +125,20 @@ class ReplicaTrainer(Node):
         """A step whose row gradients leave now: trained (a crash after this loses nothing)."""
         self.stats.count_step(thread, step.examples, step.loss)
 
+    def shared_tensors(self) -> dict[str, torch.Tensor]:
+        """The replica, its optimizer state and the stats: what worker processes share
+        (the sync's own state stays with the loop that syncs)."""
+        refusal = process_refusal(self.strategy)
+        assert refusal is None, refusal
+        return {**self.replica.tensors(), "stats": self.stats.table}
+
+    def share(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.replica.rebind({k: v for k, v in tensors.items() if k != "stats"})
+        self.stats.table = tensors["stats"]
+
     def report(self) -> TrainerReport:
         return TrainerReport(
-            self.stats,
+            self.stats.detached(),
             self.replica.flat.clone(),
             copy_state(self.replica.optimizer.state_dict()),
         )

@@ -13,36 +13,90 @@ from recsync.protocol.address import Address
 from recsync.ps.layout import EmbeddingLayout
 from recsync.trainer.replica import DenseReplica
 
+ITERATIONS, EXAMPLES, LOSS_SUM, DONE, SYNCS, DRY = range(6)  # the columns of TrainerStats
 
-@dataclass
+
 class TrainerStats:
-    """What one trainer did: per worker thread iterations and examples, loss, syncs."""
+    """What one trainer did, as one float64 table: a row per worker (iterations, examples,
+    loss sum, done, syncs it ran, trainer examples when it found the data consumed; -1 none)
+    and a last row for the trainer's own loop (syncs of its shadow thread). Each worker
+    writes its own row only, so worker processes of one trainer can share the table
+    (trainer/shared_state.py)."""
 
-    iterations: list[int]
-    examples: list[int]
-    loss_sum: float = 0.0
-    syncs: int = 0
-    workers_done: int = 0
-    trained_when_dry: int | None = None  # examples trained when the data first ran out
+    def __init__(self, num_workers: int):
+        self.num_workers = num_workers
+        self.table = torch.zeros(num_workers + 1, 6, dtype=torch.float64)
+        self.table[:, DRY] = -1.0
+
+    @property
+    def own_row(self) -> int:
+        """The row of the trainer's own (shadow) loop."""
+        return self.num_workers
+
+    def _column(self, column: int) -> list[int]:
+        return [int(v) for v in self.table[: self.num_workers, column].tolist()]
+
+    @property
+    def iterations(self) -> list[int]:
+        return self._column(ITERATIONS)
+
+    @property
+    def examples(self) -> list[int]:
+        return self._column(EXAMPLES)
 
     @property
     def total_examples(self) -> int:
-        return sum(self.examples)
+        return int(self.table[:, EXAMPLES].sum())
 
     @property
     def total_iterations(self) -> int:
-        return sum(self.iterations)
+        return int(self.table[:, ITERATIONS].sum())
 
-    def count_step(self, thread: int, examples: int, loss: float) -> None:
+    @property
+    def loss_sum(self) -> float:
+        return float(self.table[:, LOSS_SUM].sum())
+
+    @property
+    def syncs(self) -> int:
+        return int(self.table[:, SYNCS].sum())
+
+    @property
+    def workers_done(self) -> int:
+        return int(self.table[:, DONE].sum())
+
+    @property
+    def trained_when_dry(self) -> int | None:
+        """Examples the trainer had trained when one of its workers first found the data
+        consumed (None: none has)."""
+        dry = self.table[: self.num_workers, DRY]
+        seen = dry[dry >= 0]
+        return int(seen.min()) if seen.numel() else None
+
+    def count_step(self, worker: int, examples: int, loss: float) -> None:
         """A step whose updates left the worker: trained (a crash after this loses nothing)."""
-        self.iterations[thread] += 1
-        self.examples[thread] += examples
-        self.loss_sum += loss * examples
+        row = self.table[worker]
+        row[ITERATIONS] += 1
+        row[EXAMPLES] += examples
+        row[LOSS_SUM] += loss * examples
 
-    def note_dry(self) -> None:
-        """A worker found the data consumed; the first time, remember what was trained."""
-        if self.trained_when_dry is None:
-            self.trained_when_dry = self.total_examples
+    def count_sync(self, row: int) -> None:
+        """A sync round run by worker `row` (or by the trainer's own loop: `own_row`)."""
+        self.table[row, SYNCS] += 1
+
+    def finish(self, worker: int) -> None:
+        """Worker `worker` has ended its loop."""
+        self.table[worker, DONE] = 1.0
+
+    def note_dry(self, worker: int) -> None:
+        """Worker `worker` found the data consumed: remember what the trainer had trained."""
+        if self.table[worker, DRY] < 0:
+            self.table[worker, DRY] = float(self.total_examples)
+
+    def detached(self) -> TrainerStats:
+        """A copy of its own (the report of a trainer whose table is shared)."""
+        copy = TrainerStats(self.num_workers)
+        copy.table.copy_(self.table)
+        return copy
 
 
 @dataclass

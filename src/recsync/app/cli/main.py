@@ -140,6 +140,12 @@ def train(
     table = Table(title="recsync train", show_header=False)
     table.add_row("run dir", summary["run_dir"])
     table.add_row("strategy", summary.get("strategy", "reference (single process)"))
+    if "workers_per_trainer" in summary:
+        kind = "processes" if summary.get("worker_processes") else "threads"
+        table.add_row(
+            "trainers x workers",
+            f"{summary['num_trainers']} x {summary['workers_per_trainer']} ({kind})",
+        )
     table.add_row("examples trained", f"{summary['examples_trained']:,}")
     table.add_row("EPS (examples/s)", f"{summary['eps']:,.0f}")
     if "elp" in summary:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from recsync.app.config.base import Section
 from recsync.coordinator.spec import ClusterSpec
+from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.family import StrategyFamily
@@ -23,7 +24,9 @@ TIMING_KEYS = ("timing", "every_iterations", "every_seconds", "shadow_min_gap")
 class ClusterSection(Section):
     """[cluster]: node counts, and the Ray cluster to join (none: start a local one).
     `num_sync_servers`: EASGD's sync servers (default 1); `num_dense_servers`: a gradient
-    strategy's dense servers (default 1)."""
+    strategy's dense servers (default 1). `worker_processes`: each worker of a trainer in a
+    process of its own, sharing the trainer's replica in shared memory (Ray engine); false:
+    threads of one process; unset: processes where the strategy allows."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)
@@ -33,6 +36,7 @@ class ClusterSection(Section):
     address: str | None = None
     num_cpus: int | None = Field(default=None, ge=1)
     trainer_slowdown: list[float] = []
+    worker_processes: bool | None = None
 
     def dense_servers(self, strategy: StrategyFamily | None) -> int:
         """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
@@ -66,6 +70,7 @@ class ClusterSection(Section):
                 1 if self.num_sync_servers is None else self.num_sync_servers,
                 self.dense_servers(strategy),
                 tuple(self.trainer_slowdown),
+                self.worker_processes,
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None
@@ -146,4 +151,8 @@ def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyFamily | None) ->
             f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
             f"server, got {cluster.num_dense_servers}"
         )
+    try:
+        split_workers(cluster, strategy)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     assert isinstance(strategy, ReplicaStrategy | GradientStrategy | AllReduceStrategy)

@@ -5,9 +5,11 @@ answers messages (under a lock, waiting until the node is `ready`, for nodes tha
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -19,30 +21,63 @@ from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.protocol.address import Address
 from recsync.protocol.messages import Message, wire_bytes
+from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
+from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
+
+
+@dataclass(frozen=True)
+class Part:
+    """Which loops of a node whose worker loops run in processes of their own an actor runs:
+    `worker` None: the home, which creates the shared state at `path` and runs the node's
+    other loops (a shadow sync); else the loop of that (job-wide) worker."""
+
+    path: str
+    worker: int | None = None
+
+    def runs(self, loop: LoopSpec) -> bool:
+        return loop.worker == self.worker
 
 
 @ray.remote(num_cpus=0)
 class NodeActor:
     """One node of a job, hosted by Ray."""
 
-    def __init__(self, spec: NodeSpec):
+    def __init__(self, spec: NodeSpec, part: Part | None = None):
         torch.set_num_threads(1)
-        self.spec = spec
-        self.name = spec.address.name
+        self.spec, self.part = spec, part
+        self.name = (
+            spec.address.name
+            if part is None or part.worker is None
+            else (f"{spec.address.name} worker {part.worker}")
+        )
         self.node = spec.build(BuildContext(one_at_a_time=False))
+        if part is not None:
+            tensors = self.node.shared_tensors()
+            assert tensors, f"{self.name} shares no state: its loops need one process"
+            share = create_shared if part.worker is None else attach_shared
+            self.node.share(share(part.path, tensors))
         self.cond = threading.Condition() if spec.serialized else None
         self.measures = NodeMeasures()
         self.counting = threading.Lock()
         self.peers: dict[Address, Any] = {}
         self.group: Any = None
 
-    def ping(self) -> bool:
-        return True
+    def ping(self) -> int:
+        """Alive: its process id."""
+        return os.getpid()
+
+    def node_id(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+    def release_shared(self) -> None:
+        """Every process of the node has mapped its shared state: unlink its file."""
+        assert self.part is not None
+        release_shared(self.part.path)
 
     def connect(self, peers: dict[Address, Any]) -> None:
         """The actors of the other nodes, for this node's loops to call."""
@@ -114,7 +149,8 @@ class NodeActor:
             self.counting,
         )
         driver.group = self.group
-        driver.run(self.node.loops())
+        part, loops = self.part, self.node.loops()
+        driver.run(loops if part is None else [loop for loop in loops if part.runs(loop)])
 
     def report(self) -> Any:
         return self.node.report()

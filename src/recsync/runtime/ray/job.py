@@ -3,22 +3,25 @@ loops end; then the same end of job as the simulator's (coordinator/outcome.py).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.outcome import JobEnd, finish_job
+from recsync.coordinator.outcome import JobEnd, NodeMeasures, finish_job
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.topology import build_topology
+from recsync.coordinator.topology import TrainerSpec, build_topology
 from recsync.protocol.address import READER, Address
 from recsync.protocol.messages import ReaderProgress
 from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
-from recsync.runtime.ray.actors import NodeActor
+from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.shared_memory import release_shared, shared_path
 
 PING_EVERY_S = 2.0
 PING_TIMEOUT_S = 10.0
@@ -52,17 +55,25 @@ class RayJob:
         self.spec = spec
         self.plan = plan
         self.topology = build_topology(spec, plan)
-        self.actors: dict[Address, Any] = {}
+        self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
+        self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
+        self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.final_state: JobState | None = None
 
     def _start(self) -> list[Address]:
-        """Start every node's actor; returns the nodes that run loops (the trainers)."""
+        """Start every node's actor (and its worker processes' actors); returns the nodes
+        that run loops (the trainers)."""
         for node in self.topology.nodes:
+            part = None
+            if node.worker_processes:
+                part = Part(shared_path(node.address.name))
+                self.unreleased[node.address] = part.path
             actor = NodeActor.options(max_concurrency=node.max_calls)  # type: ignore[attr-defined]
-            self.actors[node.address] = actor.remote(node)
+            self.actors[node.address] = actor.remote(node, part)
         self._check_alive(START_TIMEOUT_S)
+        self._start_worker_processes()
         looping = [n.address for n in self.topology.nodes if n.has_loops]
-        ray.get([self.actors[a].connect.remote(self.actors) for a in looping])
+        ray.get([actor.connect.remote(self.actors) for a in looping for actor in self.actors_of(a)])
         group = self.topology.collective
         if group:
             first = self.actors[group[0]]
@@ -77,13 +88,39 @@ class RayJob:
             )
         return looping
 
+    def _start_worker_processes(self) -> None:
+        """One actor per worker of each node whose workers run in processes of their own,
+        on the machine of the node's home actor (they map its shared state); then the
+        shared state's file is unlinked."""
+        split = [n for n in self.topology.nodes if n.worker_processes]
+        if not split:
+            return
+        homes = ray.get([self.actors[n.address].node_id.remote() for n in split])
+        for node, node_id in zip(split, homes, strict=True):
+            assert isinstance(node, TrainerSpec)
+            path = self.unreleased[node.address]
+            options = NodeActor.options(  # type: ignore[attr-defined]
+                max_concurrency=node.max_calls,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            )
+            self.worker_actors[node.address] = [
+                options.remote(node, Part(path, worker)) for worker in node.workers
+            ]
+        self._check_alive(START_TIMEOUT_S)
+        ray.get([self.actors[n.address].release_shared.remote() for n in split])
+        self.unreleased.clear()
+
+    def actors_of(self, address: Address) -> list[Any]:
+        """The actors of one node: its own and those of its worker processes."""
+        return [self.actors[address], *self.worker_actors.get(address, [])]
+
     def _check_alive(self, timeout_s: float = PING_TIMEOUT_S) -> None:
-        """Every node answers a ping within `timeout_s` (a node that failed to start, died
+        """Every actor answers a ping within `timeout_s` (a node that failed to start, died
         or hangs is named)."""
-        names = list(self.actors)
-        refs = [self.actors[n].ping.remote() for n in names]
+        actors = [(a, actor) for a in self.actors for actor in self.actors_of(a)]
+        refs = [actor.ping.remote() for _, actor in actors]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
-        for address, ref in zip(names, refs, strict=True):
+        for (address, _), ref in zip(actors, refs, strict=True):
             if ref not in ready:
                 raise NodeFailure(f"{address} did not answer within {timeout_s:.0f} s (hung?)")
             try:
@@ -92,7 +129,7 @@ class RayJob:
                 raise failure(address.name, error) from None
 
     def _watch(self, looping: list[Address], on_progress: Progress | None, started: float) -> None:
-        runs = {self.actors[a].run.remote(): a for a in looping}
+        runs = {actor.run.remote(): a for a in looping for actor in self.actors_of(a)}
         done: set[Any] = set()
         last_ping = time.perf_counter()
         progress = wire.encode(ReaderProgress())
@@ -111,6 +148,13 @@ class RayJob:
                 handed, total = ray.get(self.actors[READER].call.remote(progress))
                 on_progress(handed, total, handed / max(time.perf_counter() - started, 1e-9))
 
+    def _measures(self, address: Address) -> NodeMeasures:
+        """What was measured of a node, summed over its processes."""
+        parts: list[NodeMeasures] = ray.get(
+            [actor.node_measures.remote() for actor in self.actors_of(address)]
+        )
+        return functools.reduce(NodeMeasures.merged, parts)
+
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
         looping = self._start()
@@ -119,11 +163,10 @@ class RayJob:
         train_seconds = time.perf_counter() - started
         addresses = list(self.actors)
         reports = ray.get([self.actors[a].report.remote() for a in addresses])
-        measures = ray.get([self.actors[a].node_measures.remote() for a in addresses])
         end = JobEnd(
             "ray",
             dict(zip(addresses, reports, strict=True)),
-            dict(zip(addresses, measures, strict=True)),
+            {a: self._measures(a) for a in addresses},
             train_seconds,
         )
         try:
@@ -133,9 +176,17 @@ class RayJob:
         return summary
 
     def shutdown(self) -> None:
-        for actor in self.actors.values():
-            ray.kill(actor, no_restart=True)
+        for address, path in self.unreleased.items():  # a start that failed half-way
+            try:
+                ray.get(self.actors[address].release_shared.remote(), timeout=PING_TIMEOUT_S)
+            except (ray.exceptions.RayError, KeyError):
+                release_shared(path)  # the home is gone: the file is here, if anywhere
+        for address in self.actors:
+            for actor in self.actors_of(address):
+                ray.kill(actor, no_restart=True)
         self.actors.clear()
+        self.worker_actors.clear()
+        self.unreleased.clear()
 
 
 def run_job(
