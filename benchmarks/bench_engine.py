@@ -1,8 +1,11 @@
 """EPS of the Ray engine against the single-process reference trainer, same data, same run.
 
-1. `ratio`: the Ray job with 1 trainer x 2 worker threads and 1 embedding server
-   (independent strategy) over the reference trainer's EPS (both on the default model and
-   synthetic task, median of repeats, paired run by run).
+1. `ratio`: the Ray job with 1 trainer x 2 workers (in processes of their own, the default)
+   and 1 embedding server (independent strategy) over the reference trainer's EPS (both on
+   the default model and synthetic task, median of repeats, paired run by run); the
+   reference trains on batches made before its clock starts. `ratio_threads`: the same job
+   with its 2 workers as threads of one process. `ratio_inline`: over the reference timed
+   with making its batches (as `recsync train` runs it; the engine's reader makes them too).
 2. S-EASGD vs FR-EASGD-1 (every worker syncs after every iteration) at 2 trainers x 2
    threads, 2 embedding servers, 1 sync server.
 3. `servers_ratio`: S-EASGD at 2 trainers x 2 threads with 8 embedding servers over the same
@@ -30,10 +33,16 @@ from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
 
-def reference_eps(synthetic: SyntheticSpec, model: ModelSpec, train: TrainSpec) -> float:
-    batches = list(SyntheticTask(synthetic).train_batches(train.batch_size))
+def reference_eps(
+    synthetic: SyntheticSpec, model: ModelSpec, train: TrainSpec, inline: bool = False
+) -> float:
+    """Examples/s of the single-process trainer (`inline`: making its batches as it goes)."""
     trainer = ReferenceTrainer(model, train)
     start = time.perf_counter()
+    batches = SyntheticTask(synthetic).train_batches(train.batch_size)
+    if not inline:
+        batches = list(batches)
+        start = time.perf_counter()
     for batch in batches:
         trainer.train_step(batch)
     return synthetic.num_train / (time.perf_counter() - start)
@@ -56,6 +65,7 @@ def main() -> None:
     single = JobSpec(
         model, train, ClusterSpec(1, 2, 1, 0), strategy_config("independent"), synthetic
     )
+    threads = dataclasses.replace(single, cluster=ClusterSpec(1, 2, 1, 0, worker_processes=False))
     shadow = JobSpec(model, train, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), synthetic)
     fixed = dataclasses.replace(
         shadow,
@@ -63,10 +73,15 @@ def main() -> None:
     )
     many_servers = dataclasses.replace(shadow, cluster=ClusterSpec(2, 2, 8, 1))
     ratios, ours, refs, s_easgd, fr_easgd, s_easgd_8 = [], [], [], [], [], []
+    inline_refs, inline_ratios, ours_threads, threads_ratios = [], [], [], []
     for _ in range(args.repeats):
         refs.append(reference_eps(synthetic, model, train))
+        inline_refs.append(reference_eps(synthetic, model, train, inline=True))
         ours.append(engine_eps(single)["eps"])
+        ours_threads.append(engine_eps(threads)["eps"])
         ratios.append(ours[-1] / refs[-1])
+        inline_ratios.append(ours[-1] / inline_refs[-1])
+        threads_ratios.append(ours_threads[-1] / refs[-1])
         s_easgd.append(engine_eps(shadow))
         fr_easgd.append(engine_eps(fixed))
         s_easgd_8.append(engine_eps(many_servers))
@@ -79,10 +94,14 @@ def main() -> None:
                 "examples": args.examples,
                 "repeats": args.repeats,
                 "reference_eps_median": round(median(refs)),
+                "reference_inline_eps_median": round(median(inline_refs)),
                 "ray_1x2_independent_eps_median": round(median(ours)),
+                "ray_1x2_threads_independent_eps_median": round(median(ours_threads)),
                 "ratio": round(median(ratios), 3),
                 "ratio_min": round(min(ratios), 3),
                 "ratio_max": round(max(ratios), 3),
+                "ratio_threads": round(median(threads_ratios), 3),
+                "ratio_inline": round(median(inline_ratios), 3),
                 "s_easgd_2x2_eps_median": round(median(r["eps"] for r in s_easgd)),
                 "s_easgd_sync_gap_median": round(median(r["sync_gap"] for r in s_easgd), 2),
                 "fr_easgd_1_2x2_eps_median": round(median(r["eps"] for r in fr_easgd)),

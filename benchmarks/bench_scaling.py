@@ -1,16 +1,19 @@
-"""How the Ray engine's EPS scales with trainers, worker threads and embedding servers, beside
+"""How the Ray engine's EPS scales with trainers, workers and embedding servers, beside
 the simulator's prediction for the same jobs (calibrated on this machine, in this run).
 
 Grid (each point capped by --num-cpus, oversubscribed points on a small machine included):
-  - S-EASGD and async over trainers in {1, 2, 4, 6, 8}, `--threads` worker threads each;
-  - S-EASGD at 1 trainer over worker threads in {1, 2, 4, 8};
+  - S-EASGD and async over trainers in {1, 2, 4, 6, 8}, `--threads` workers each;
+  - S-EASGD at 1 trainer over workers in {1, 2, 4, 8}: as processes of their own (the
+    default, group "workers") and as threads of one process (group "threads");
   - S-EASGD at `--server-trainers` trainers over embedding servers in {1, 2, 4, 8}.
+Every group but "threads" runs the default: a trainer's workers in processes of their own.
 Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) sync servers
 (S-EASGD) and max(1, trainers // 2) dense servers (async). Every point trains
-`--examples-per-worker` x its worker threads examples (at least `--min-examples`).
+`--examples-per-worker` x its workers examples (at least `--min-examples`).
 
 Prints one JSON line per point (real and simulated EPS, the simulator's error), then one
-JSON object: `max_sim_error` over the grid, the scaling efficiencies EPS(n) / (n x EPS(1)) and
+JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
+no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
 does (app/runs/calibrate.py): the messages' CPU measured at both ends of a Ray call, a worker
 speed and a per-message factor fitted to the engine on two jobs outside the grid.
@@ -48,11 +51,16 @@ SERVERS = (1, 2, 4, 8)
 class Point:
     """One job of the grid."""
 
-    group: str  # which sweep it belongs to: trainers, threads or servers
+    group: str  # which sweep it belongs to: trainers, workers, threads or servers
     strategy: str
     trainers: int
-    threads: int
+    threads: int  # workers per trainer
     embedding_servers: int
+
+    @property
+    def processes(self) -> bool | None:
+        """Workers in processes of their own (None: the default, processes) or threads."""
+        return False if self.group == "threads" else None
 
     def spec(self, examples: int) -> JobSpec:
         cluster = ClusterSpec(
@@ -61,14 +69,15 @@ class Point:
             self.embedding_servers,
             num_sync_servers=max(1, self.trainers // 4),
             num_dense_servers=max(1, self.trainers // 2),
+            worker_processes=self.processes,
         )
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
         return JobSpec(ModelSpec(), TrainSpec(), cluster, strategy_config(self.strategy), synthetic)
 
 
 def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
-    """The points this machine runs: trainers up to max(num_cpus // 2, 4), threads up to
-    max(num_cpus // 2, 2) (on 2 cores: 4 trainers and 2 threads, both oversubscribed)."""
+    """The points this machine runs: trainers up to max(num_cpus // 2, 4), workers up to
+    max(num_cpus // 2, 2) (on 2 cores: 4 trainers and 2 workers, both oversubscribed)."""
     max_trainers, max_threads = max(num_cpus // 2, 4), max(num_cpus // 2, 2)
     points = [
         Point("trainers", strategy, n, threads, max(2, n))
@@ -76,7 +85,12 @@ def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
         for n in TRAINERS
         if n <= max_trainers
     ]
-    points += [Point("threads", "easgd", 1, m, 2) for m in THREADS if m <= max_threads]
+    points += [
+        Point(group, "easgd", 1, m, 2)
+        for group in ("workers", "threads")
+        for m in THREADS
+        if m <= max_threads
+    ]
     points += [Point("servers", "easgd", server_trainers, threads, s) for s in SERVERS]
     return points
 
@@ -94,6 +108,7 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
         "real_eps_each": [round(r["eps"]) for r in real],
         "sim_eps": round(sim["eps"]),
         "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
+        "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": calls,
     }
 
@@ -118,7 +133,9 @@ def main() -> None:
     parser.add_argument("--min-examples", type=int, default=40_000)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--fit-examples", type=int, default=60_000)
-    parser.add_argument("--only", choices=("trainers", "threads", "servers"), default=None)
+    parser.add_argument(
+        "--only", choices=("trainers", "workers", "threads", "servers"), default=None
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -156,15 +173,24 @@ def main() -> None:
                 "benchmark": "scaling",
                 "num_cpus": args.num_cpus,
                 "seconds": round(time.perf_counter() - started),
-                "max_sim_error": max((abs(r["sim_error"]) for r in rows), default=None),
+                "max_sim_error": max(
+                    (abs(r["sim_error"]) for r in rows if r["group"] != "threads"), default=None
+                ),
+                "max_sim_error_threads": max(
+                    (abs(r["sim_error"]) for r in rows if r["group"] == "threads"), default=None
+                ),
                 "efficiency_easgd_trainers": efficiencies(rows, "trainers", "trainers", "easgd"),
                 "efficiency_async_trainers": efficiencies(rows, "trainers", "trainers", "async"),
+                "efficiency_workers": efficiencies(rows, "workers", "threads", "easgd"),
                 "efficiency_threads": efficiencies(rows, "threads", "threads", "easgd"),
                 "easgd_6_over_1": ratio(
                     eps("trainers", "easgd", trainers=6), eps("trainers", "easgd", trainers=1)
                 ),
                 "easgd_8_over_6": ratio(
                     eps("trainers", "easgd", trainers=8), eps("trainers", "easgd", trainers=6)
+                ),
+                "workers_8_over_1": ratio(
+                    eps("workers", "easgd", threads=8), eps("workers", "easgd", threads=1)
                 ),
                 "threads_8_over_1": ratio(
                     eps("threads", "easgd", threads=8), eps("threads", "easgd", threads=1)

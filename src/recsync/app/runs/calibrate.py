@@ -77,22 +77,6 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         rows, grads = row_gradients(r.rows, r.offsets, pooled[id(batch)], r.weights)
         shards[0].apply_gradients(rows, grads)
 
-    def concurrent_worker_s(threads: int) -> float:
-        """Seconds per batch per thread when `threads` worker threads share one process (and
-        its interpreter lock), as a trainer's Hogwild threads do."""
-
-        def work() -> None:
-            for batch in batches:
-                worker_math(batch)
-
-        start = time.perf_counter()
-        pool = [threading.Thread(target=work) for _ in range(threads)]
-        for thread in pool:
-            thread.start()
-        for thread in pool:
-            thread.join()
-        return (time.perf_counter() - start) / len(batches)
-
     stream = iter(SyntheticTask(synthetic).train_batches(train.batch_size))
     rows_per_batch = statistics.median(int(b.ids.numel()) for b in batches)
     empty = round_trip_seconds(0)
@@ -100,7 +84,6 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     caller_cpu_s, callee_cpu_s = call_cpu_seconds(0)
     return {
         "worker_s": _median_seconds(worker_math, batches),
-        "worker_s_2_threads": concurrent_worker_s(2),
         "reader_s": _median_seconds(lambda _: next(stream), range(40)),
         "server_row_s": _median_seconds(server_rows, batches) / rows_per_batch,
         "message_s": empty / 2,
@@ -116,7 +99,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
     sent and received)."""
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
-        worker_flops=flops / max(measured["worker_s"], measured["worker_s_2_threads"]),
+        worker_flops=flops / measured["worker_s"],
         latency_s=0.0,
         bandwidth_bytes_s=1e12,
         request_s=0.0,
@@ -149,7 +132,8 @@ def simulated_eps(spec: JobSpec, cost: CostModel) -> float:
 
 def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
     """The jobs the cost model is fitted on (no strategy's sync in them): 1 trainer x 2
-    threads, independent, with 1 embedding server (few messages a step) and with 4 (more)."""
+    workers (in processes of their own, as by default), independent, with 1 embedding server
+    (few messages a step) and with 4 (more)."""
     model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
     return (
         JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
@@ -161,8 +145,8 @@ def fit_engine(
     few: JobSpec, many: JobSpec, few_eps: float, many_eps: float, cost: CostModel
 ) -> CostModel:
     """What the measured profile lacks, fitted to the engine's EPS on two jobs: a factor of
-    the worker speed (a worker's math runs slower inside the engine, where Ray's threads
-    share its interpreter lock and cores) mostly from the job with few messages, a factor
+    the worker speed (a worker's math runs slower inside the engine, amid Ray's threads and
+    the other processes on its cores) mostly from the job with few messages, a factor
     of the per-message CPU (a call costs more amid other work than alone) mostly from the
     job with many; in turns, until both settle."""
     spread = FIT_RANGE
