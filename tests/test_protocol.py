@@ -15,6 +15,7 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import Loop, Notify, UnhandledEffect
 from recsync.protocol.messages import (
     HEADER_BYTES,
+    Fused,
     HandedBatch,
     Lookup,
     MayStart,
@@ -23,7 +24,6 @@ from recsync.protocol.messages import (
     PushDenseGradient,
     PushRowGradients,
     PushRows,
-    PushThenLookup,
     wire_bytes,
 )
 from recsync.protocol.node import LoopSpec, Node
@@ -49,9 +49,12 @@ def test_a_message_counts_its_tensors_and_a_message_without_any_a_header():
     assert wire_bytes(Lookup(rows, offsets, torch.ones(10))) == 10 * 8 + 6 * 8 + 10 * 4
     assert wire_bytes(PushRows(rows, torch.zeros(10, 4))) == 10 * 8 + 40 * 4
     push, lookup = PushRows(rows, torch.zeros(10, 4)), Lookup(rows, offsets, None)
-    assert wire_bytes(PushThenLookup(push, lookup)) == wire_bytes(push) + wire_bytes(lookup)
-    assert wire_bytes(PushThenLookup(push, None)) == wire_bytes(push)
-    assert PushThenLookup(push, lookup).answered and not PushThenLookup(push, None).answered
+    both = Fused(push, lookup)
+    assert wire_bytes(both) == wire_bytes(push) + wire_bytes(lookup)
+    assert both.kind == "PushSparse+Lookup" and both.answered and both.mutates
+    assert both.may_wait and both.reply_delayable and not both.control
+    start = Fused(PushDenseGradient(0, 3, torch.zeros(7)), MayStart(0, 2))
+    assert start.retained and not start.control and wire_bytes(start) == 7 * 4 + HEADER_BYTES
     assert wire_bytes(PushDenseGradient(0, 3, torch.zeros(7))) == 7 * 4
     assert wire_bytes(NextBatch(1)) == wire_bytes(MayStart(0, None)) == HEADER_BYTES
     assert wire_bytes(None) == wire_bytes(True) == HEADER_BYTES

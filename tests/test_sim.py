@@ -144,13 +144,15 @@ def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push
     summary = sim.run()
     batches = -(-SYNTHETIC.num_train // TRAIN.batch_size)  # the last one partial
     trainers = summary["traffic"]["trainers"]
-    assert "PushSparse" not in trainers and "Lookup" not in trainers
-    # every batch touches both shards: one call each per step, plus one push each per
-    # worker thread when its data ran out (4 threads x 2 shards)
-    assert trainers["PushLookup"]["calls"] == 2 * batches + 4 * 2
+    # every batch touches both shards: one call each per step, its first step's lookups
+    # alone (4 threads x 2 shards), then each carrying the previous step's push; one push
+    # each per worker thread when its data ran out
+    assert trainers["Lookup"]["calls"] == 4 * 2
+    assert trainers["PushSparse+Lookup"]["calls"] == 2 * batches - 4 * 2
+    assert trainers["PushSparse"]["calls"] == 4 * 2
     assert trainers["NextBatch"]["calls"] == batches + 4  # each thread's last finds none
     assert list(summary["calls_per_batch"]) == ["trainers"]  # servers only answer
     per_batch = summary["calls_per_batch"]["trainers"]
-    assert per_batch["PushLookup"] == round((2 * batches + 8) / batches, 3)
+    assert per_batch["PushSparse+Lookup"] == round((2 * batches - 8) / batches, 3)
     assert per_batch["total"] == round(sum(v for k, v in per_batch.items() if k != "total"), 3)
     assert summary["examples_trained"] == SYNTHETIC.num_train

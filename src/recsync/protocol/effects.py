@@ -43,7 +43,7 @@ class Call:
 
     @property
     def label(self) -> str:
-        return self.message.kind
+        return self.message.awaited
 
 
 @dataclass(slots=True, eq=False)
@@ -56,7 +56,7 @@ class CallEach:
 
     @property
     def label(self) -> str:
-        return self.calls[0][1].kind
+        return self.calls[0][1].awaited
 
 
 @dataclass(slots=True, eq=False)

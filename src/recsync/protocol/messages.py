@@ -49,6 +49,11 @@ class Message:
     def work(self) -> Work:
         return Work()
 
+    @property
+    def awaited(self) -> str:
+        """The kind of request whose reply a caller waits for (its label in blocked time)."""
+        return self.kind
+
 
 @dataclass(slots=True, eq=False)
 class NextBatch(Message):
@@ -132,26 +137,42 @@ class PushRows(Message):
 
 
 @dataclass(slots=True, eq=False)
-class PushThenLookup(Message):
-    """-> Pooled, or None without a lookup: one call per embedding shard per step of a
-    replica worker, carrying its previous step's row gradients (applied first) with its
-    next pooled lookup; either half may be absent."""
+class Fused(Message):
+    """-> the request's reply: one call carrying a push of a worker's previous step (applied
+    on arrival, first) and its next request (answered as it would be alone: it may wait
+    for `ready`, the push never does). A driver handles the two halves; nodes see each
+    alone. Its kind names both (e.g. "PushSparse+Lookup")."""
 
-    push: PushRows | None
-    lookup: Lookup | None
-    kind: ClassVar[str] = "PushLookup"
+    push: Message
+    request: Message
     mutates: ClassVar[bool] = True
-    reply_delayable: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        assert self.push.mutates and not self.push.may_wait, "a push is applied on arrival"
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return f"{self.push.kind}+{self.request.kind}"
+
+    @property
+    def may_wait(self) -> bool:  # type: ignore[override]
+        return self.request.may_wait
+
+    @property
+    def reply_delayable(self) -> bool:  # type: ignore[override]
+        return self.request.reply_delayable
+
+    @property
+    def retained(self) -> bool:  # type: ignore[override]
+        return self.push.retained or self.request.retained
 
     @property
     def answered(self) -> bool:  # type: ignore[override]
-        return self.lookup is not None
+        return self.request.answered
 
-    def work(self) -> Work:
-        rows = 0 if self.push is None else int(self.push.rows.numel())
-        if self.lookup is not None:
-            rows += int(self.lookup.rows.numel())
-        return Work(rows=rows)
+    @property
+    def awaited(self) -> str:
+        return self.request.kind
 
 
 @dataclass(slots=True, eq=False)
@@ -286,6 +307,13 @@ def _sizer(cls: type) -> Sizer:
 
     _SIZERS[cls] = size
     return size
+
+
+def _fused_bytes(fused: Fused) -> int:
+    return wire_bytes(fused.push) + wire_bytes(fused.request)
+
+
+_SIZERS[Fused] = _fused_bytes
 
 
 def wire_bytes(payload: Any) -> int:

@@ -10,7 +10,7 @@ import torch
 
 from recsync.optim.checks import all_finite
 from recsync.optim.state import copy_state
-from recsync.protocol.messages import Lookup, Message, Pooled, PushRows, PushThenLookup
+from recsync.protocol.messages import Lookup, Message, Pooled, PushRows
 from recsync.protocol.node import Node
 from recsync.ps.shard import EmbeddingShard
 
@@ -46,7 +46,7 @@ class EmbeddingServerNode(Node):
 
     handles: ClassVar[dict[type[Message], str]] = {
         Lookup: "lookup",
-        PushThenLookup: "push_then_lookup",
+        PushRows: "apply",
     }
 
     def __init__(self, index: int, shard: EmbeddingShard):
@@ -61,11 +61,6 @@ class EmbeddingServerNode(Node):
         if not all_finite(message.grads):
             raise ValueError(f"{self.name}: NaN or infinite row gradient")
         self.shard.apply_gradients(message.rows, message.grads)
-
-    def push_then_lookup(self, message: PushThenLookup) -> Pooled | None:
-        if message.push is not None:
-            self.apply(message.push)
-        return None if message.lookup is None else self.lookup(message.lookup)
 
     def report(self) -> ShardReport:
         return ShardReport(copy_state(self.shard.state_dict()))

@@ -4,15 +4,20 @@ Step: (if the strategy holds workers) wait until every server lets this worker s
 take a batch (and its GBA token) -> pooled lookup on the embedding shards (with the rows'
 versions) -> pull the dense blocks into this worker's own copy -> forward/backward on
 exactly the values pulled -> push the dense gradient blocks and the row gradients, each
-tagged with the version it was computed from. How the pull goes (every block, or PSP's
-partial pull that keeps the previous copy of a block it did not wait for) is the strategy's
-`PullRule`. When the data runs out: wait until its pushes landed, then tell every server it
-is done. Free of transport: a generator of effects run by a driver.
+tagged with the version it was computed from. A strategy that holds its workers carries a
+step's pushes on the next step's may-start requests (one call per server, the push applied
+first), which leave at once as the pushes alone would; the others push alone right after
+the step (riding on the next lookup and pull, a push would wait behind the reader's round
+trip: later, and staler, than the strategy means it). How the pull goes (every block, or
+PSP's partial pull that keeps the previous copy of a block it did not wait for) is the
+strategy's `PullRule`. When the data runs out: wait until the pushes landed, then tell
+every server it is done. Free of transport: a generator of effects run by a driver.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,16 +28,34 @@ from recsync.protocol.messages import (
     DenseBlock,
     HandedBatch,
     MayStart,
+    Message,
     NextBatch,
     PullDense,
     PushDenseGradient,
+    PushRowGradients,
     WorkerDone,
 )
 from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
-from recsync.trainer.steps import row_gradient_pushes, versioned_lookup
+from recsync.trainer.steps import fused, row_gradient_messages, versioned_lookup
+
+
+@dataclass
+class UnsentPushes:
+    """A step's pushes that have not left yet (per dense server, per shard), and what the
+    step trained."""
+
+    dense: list[PushDenseGradient]
+    sparse: list[PushRowGradients]
+    examples: int
+    loss: float
+
+    @property
+    def in_server_order(self) -> list[Message]:
+        """The dense servers' pushes, then the shards' (as `Wiring` lists the servers)."""
+        return [*self.dense, *self.sparse]
 
 
 class GradientWorker:
@@ -75,6 +98,7 @@ class GradientWorker:
             None if start is None else start[a:b] for a, b in ranges
         ]
         self.versions = [0] * len(ranges)
+        self.unsent: UnsentPushes | None = None
 
     def leave(self) -> list[Target]:
         """What every server must hear when this worker is gone: it pushes no more."""
@@ -94,27 +118,42 @@ class GradientWorker:
             if pushed is None:
                 break
             last_dense, last_sparse = pushed
+        assert self.unsent is None, "a step's pushes were never sent"
         yield Drain(self.worker)
         yield CallEach(self.leave())
         self.stats.finish(self.thread)
 
+    def _take_unsent(self) -> UnsentPushes | None:
+        """The previous step's pushes (of a strategy that holds its workers), counted as
+        trained now: they leave with the call that takes them (a crash after this loses
+        nothing)."""
+        unsent, self.unsent = self.unsent, None
+        if unsent is not None:
+            self.stats.count_step(self.thread, unsent.examples, unsent.loss)
+        return unsent
+
     def _may_start(
         self, last_dense: list[int] | None, last_sparse: list[int] | None
     ) -> list[Target]:
+        """May-start requests to every server, each carrying the previous step's push there."""
         wiring = self.wiring
         dense: list[int | None] = [*last_dense] if last_dense else [None] * len(wiring.dense)
         sparse: list[int | None] = [*last_sparse] if last_sparse else [None] * len(wiring.shards)
+        unsent = self._take_unsent()
+        pushes: list[Message | None] = [None] * (len(dense) + len(sparse))
+        if unsent is not None:
+            pushes = [*unsent.in_server_order]
         return [
-            (server, MayStart(self.worker, version))
-            for server, version in zip(
-                (*wiring.dense, *wiring.shards), (*dense, *sparse), strict=True
+            fused(server, push, MayStart(self.worker, version))
+            for server, version, push in zip(
+                (*wiring.dense, *wiring.shards), (*dense, *sparse), pushes, strict=True
             )
         ]
 
     def _step(
         self, last_dense: list[int] | None, last_sparse: list[int] | None
     ) -> Generator[Effect, Any, tuple[list[int], list[int]] | None]:
-        """One step -> the versions its push carried (None: no batch left). Its tensors are
+        """One step -> the versions its push carries (None: no batch left). Its tensors are
         let go when it returns, not held while the worker waits for the next batch."""
         layout, workspace, wiring = self.layout, self.workspace, self.wiring
         handed: HandedBatch = yield Call(wiring.reader, NextBatch(self.trainer, with_token=True))
@@ -144,15 +183,16 @@ class GradientWorker:
                 "batch holds NaN or training diverged"
             )
         yield Compute(batch.batch_size)
-        sparse = row_gradient_pushes(
-            layout, wiring.shards, requests, replies, grad_pooled, self.worker, token
-        )
-        dense: list[Target] = [
-            (server, PushDenseGradient(self.worker, self.versions[b], flat_grad[start:stop], token))
-            for b, (server, (start, stop)) in enumerate(
-                zip(wiring.dense, wiring.dense_ranges, strict=True)
-            )
+        sparse = row_gradient_messages(layout, requests, replies, grad_pooled, self.worker, token)
+        dense = [
+            PushDenseGradient(self.worker, self.versions[b], flat_grad[start:stop], token)
+            for b, (start, stop) in enumerate(wiring.dense_ranges)
         ]
-        self.stats.count_step(self.thread, batch.batch_size, float(loss))
-        yield Send(self.worker, [*dense, *sparse])
+        pushes = UnsentPushes(dense, sparse, batch.batch_size, float(loss))
+        if self.strategy.holds_workers:  # they ride on the next may-start requests
+            self.unsent = pushes
+        else:
+            self.stats.count_step(self.thread, pushes.examples, pushes.loss)
+            servers = (*wiring.dense, *wiring.shards)
+            yield Send(self.worker, list(zip(servers, pushes.in_server_order, strict=True)))
         return list(self.versions), [reply.version for reply in replies]

@@ -29,7 +29,7 @@ from recsync.protocol.effects import (
     Send,
     Target,
 )
-from recsync.protocol.messages import HandedBatch, NextBatch, PushRows, PushThenLookup
+from recsync.protocol.messages import HandedBatch, NextBatch, PushRows
 from recsync.protocol.node import LoopSpec, Node
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
@@ -49,7 +49,7 @@ class UnsentStep:
 
 def _targets(shards: tuple[Address, ...], step: UnsentStep) -> Iterator[Target]:
     """The step's row gradients alone (the worker's data ran out: no lookup follows)."""
-    return ((shards[s], PushThenLookup(push, None)) for s, push in step.pushes.items())
+    return ((shards[s], push) for s, push in step.pushes.items())
 
 
 class ReplicaTrainer(Node):
@@ -103,12 +103,14 @@ class ReplicaTrainer(Node):
             return False
         requests = layout.route(batch)
         pushes = {} if previous is None else previous.pushes
-        calls, answers = pushes_with_lookups(shards, requests, pushes)
+        calls, alone = pushes_with_lookups(shards, requests, pushes)
         if previous is not None:
             self._count(thread, previous)
+        if alone:
+            yield Send(self.setup.first_worker + thread, alone)
         replies = yield CallEach(calls)
         yield Notify(PROGRESS)  # the previous step is counted by now
-        pooled = layout.combine(batch.batch_size, requests, [replies[i].pooled for i in answers])
+        pooled = layout.combine(batch.batch_size, requests, [reply.pooled for reply in replies])
         loss, flat_grad, grad_pooled = replica.gradients(batch, pooled)
         yield Compute(batch.batch_size)
         replica.apply(flat_grad)

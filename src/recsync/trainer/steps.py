@@ -10,7 +10,14 @@ import torch
 from recsync.data.batch import Batch
 from recsync.protocol.address import Address
 from recsync.protocol.effects import CallEach, Target
-from recsync.protocol.messages import Lookup, Pooled, PushRowGradients, PushRows, PushThenLookup
+from recsync.protocol.messages import (
+    Fused,
+    Lookup,
+    Message,
+    Pooled,
+    PushRowGradients,
+    PushRows,
+)
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 
@@ -37,22 +44,24 @@ def lookups(
     ]
 
 
+def fused(target: Address, push: Message | None, request: Message) -> Target:
+    """`request` to `target`, carrying `push` (applied first) if there is one."""
+    return (target, request if push is None else Fused(push, request))
+
+
 def pushes_with_lookups(
     shards: tuple[Address, ...], requests: list[ShardRequest], pushes: dict[int, PushRows]
-) -> tuple[list[Target], list[int]]:
-    """One call per shard that has a request or a push of the previous step: the push is
-    applied first, then the pooled lookup answered. Returns the calls, and for each request
-    in order the index of the call that answers it."""
-    looked_up = {r.shard: r for r in requests}
-    calls: list[Target] = []
-    answers: dict[int, int] = {}
-    for shard in sorted(looked_up.keys() | pushes.keys()):
-        r = looked_up.get(shard)
-        lookup = None if r is None else Lookup(r.rows, r.offsets, r.weights)
-        if r is not None:
-            answers[shard] = len(calls)
-        calls.append((shards[shard], PushThenLookup(pushes.get(shard), lookup)))
-    return calls, [answers[r.shard] for r in requests]
+) -> tuple[list[Target], list[Target]]:
+    """One call per request of this step (in order), carrying the previous step's push to
+    that shard (applied first, then the pooled lookup answered); and the pushes to shards
+    this step looks nothing up on, to send alone."""
+    calls = [
+        fused(shards[r.shard], pushes.get(r.shard), Lookup(r.rows, r.offsets, r.weights))
+        for r in requests
+    ]
+    looked_up = {r.shard for r in requests}
+    alone: list[Target] = [(shards[s], p) for s, p in pushes.items() if s not in looked_up]
+    return calls, alone
 
 
 def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: int) -> torch.Tensor:
@@ -90,10 +99,23 @@ def row_gradient_pushes(
     worker: int,
     token: int | None,
 ) -> list[Target]:
+    """Per shard, a push of the step's row gradients (row_gradient_messages), addressed."""
+    messages = row_gradient_messages(layout, requests, replies, grad_pooled, worker, token)
+    return [(shards[r.shard], m) for r, m in zip(requests, messages, strict=True)]
+
+
+def row_gradient_messages(
+    layout: EmbeddingLayout,
+    requests: list[ShardRequest],
+    replies: list[Pooled],
+    grad_pooled: torch.Tensor,
+    worker: int,
+    token: int | None,
+) -> list[PushRowGradients]:
     """Per shard, a push of the step's unique rows, their gradients and their versions at
     the lookup, tagged with the shard's version at the lookup (empty where the batch had
     no row there)."""
-    pushes: list[Target] = []
+    pushes: list[PushRowGradients] = []
     used = [r for r in requests if r.bag_index.numel()]
     grad_bags = iter(layout.requests_gradients(grad_pooled, used))
     for r, reply in zip(requests, replies, strict=True):
@@ -106,6 +128,5 @@ def row_gradient_pushes(
         else:
             rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
             pulled = EMPTY_ROWS
-        message = PushRowGradients(worker, reply.version, rows, grads, pulled, token)
-        pushes.append((shards[r.shard], message))
+        pushes.append(PushRowGradients(worker, reply.version, rows, grads, pulled, token))
     return pushes

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.protocol.address import Address
-from recsync.protocol.messages import Message, wire_bytes
+from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure
@@ -84,29 +84,38 @@ class NodeActor:
         self.peers = peers
 
     def call(self, wired: Message) -> Any:
-        """The node's (encoded) reply to an (encoded) message."""
-        message = wire.decode(wired, copy=type(wired).retained)
-        cond = self.cond
-        if cond is None:
-            reply = self.node.handle(message)
-        else:
-            with cond:
-                if not self.node.ready(message) and not cond.wait_for(
-                    lambda: self.node.ready(message), timeout=READY_WAIT_S
-                ):
-                    raise NodeFailure(
-                        f"{self.name}: a {message.kind} waited {READY_WAIT_S:.0f} s for the "
-                        "server to be ready"
-                    )
-                reply = self.node.handle(message)
-                if message.mutates:
-                    cond.notify_all()
-                    if self.node.arms_timers:
-                        self._arm_timers()
+        """The node's (encoded) reply to an (encoded) message; a fused one's push is
+        applied first, then its request answered."""
+        message = wire.decode(wired, copy=wired.retained)
+        if isinstance(message, Fused):
+            self._handle(message.push)
+            message = message.request
+        reply = self._handle(message)
         if message.answered:
             with self.counting:
                 self.measures.bytes_sent[message.kind] += wire_bytes(reply)
         return wire.encode(reply)
+
+    def _handle(self, message: Message) -> Any:
+        """The node's reply, once it is `ready` for the message (serialized nodes: under
+        the lock)."""
+        cond = self.cond
+        if cond is None:
+            return self.node.handle(message)
+        with cond:
+            if not self.node.ready(message) and not cond.wait_for(
+                lambda: self.node.ready(message), timeout=READY_WAIT_S
+            ):
+                raise NodeFailure(
+                    f"{self.name}: a {message.kind} waited {READY_WAIT_S:.0f} s for the "
+                    "server to be ready"
+                )
+            reply = self.node.handle(message)
+            if message.mutates:
+                cond.notify_all()
+                if self.node.arms_timers:
+                    self._arm_timers()
+        return reply
 
     def _arm_timers(self) -> None:
         """Under the lock: start the timers the node asked for."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Call, CallEach, Drain, Target
-from recsync.protocol.messages import Message, wire_bytes
+from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.host import SimHost
@@ -88,11 +88,12 @@ class Transport:
             self._delivery(src, target, message, gather.deliver, i)
             for i, (target, message) in enumerate(calls)
         ]
-        if calls[0][1].control:
-            for item in items:
+        for item in items:
+            if item[2].control:  # coordination: no network (a fused one carries a push)
                 self._control(item)
-        else:
-            self.clock.fan_out(self._send_each, items)
+        sent = [item for item in items if not item[2].control]
+        if sent:
+            self.clock.fan_out(self._send_each, sent)
 
     def send(self, runner: LoopRunner, sender: int, calls: Sequence[Target]) -> None:
         """Fire and forget: the messages leave once the loop went on to its next effect."""
@@ -132,10 +133,20 @@ class Transport:
 
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
+        if isinstance(message, Fused):  # its push first, on arrival; then its request
+            push_s = self.cost.server_s(message.push.work())
+            self.network.work(dst.machine, push_s, self._pushed, item)
+            return
         if message.may_wait and dst.defers and not dst.node.ready(message):
             self.changed.wait(self._arrived, item)  # answered once the server moved
             return
         self.network.work(dst.machine, self.cost.server_s(message.work()), self._serve, item)
+
+    def _pushed(self, item: Delivery) -> None:
+        src, dst, fused, size, deliver, tag = item
+        assert isinstance(fused, Fused)
+        self._handle(dst, fused.push)
+        self._arrived((src, dst, fused.request, size, deliver, tag))
 
     def _serve(self, item: Delivery) -> None:
         src, dst, message, _, deliver, tag = item
