@@ -1,6 +1,7 @@
 """EPS of the Ray engine against the single-process reference trainer, same data, same run.
 
-1. `ratio`: the Ray job with 1 trainer x 2 workers (in processes of their own, the default)
+1. `ratio`: the Ray job with 1 trainer x 2 workers (the default: processes of their own, as
+   the 2 CPUs give each worker one)
    and 1 embedding server (independent strategy) over the reference trainer's EPS (both on
    the default model and synthetic task, median of repeats, paired run by run); the
    reference trains on batches made before its clock starts. `ratio_threads`: the same job

@@ -6,7 +6,8 @@ Grid (each point capped by --num-cpus, oversubscribed points on a small machine 
   - S-EASGD at 1 trainer over workers in {1, 2, 4, 8}: as processes of their own (the
     default, group "workers") and as threads of one process (group "threads");
   - S-EASGD at `--server-trainers` trainers over embedding servers in {1, 2, 4, 8}.
-Every group but "threads" runs the default: a trainer's workers in processes of their own.
+Every group but "threads" runs the default: a trainer's workers in processes of their own
+where the cluster has a CPU per worker, else threads (each point's `worker_processes`).
 Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) sync servers
 (S-EASGD) and max(1, trainers // 2) dense servers (async). Every point trains
 `--examples-per-worker` x its workers examples (at least `--min-examples`).
@@ -59,7 +60,7 @@ class Point:
 
     @property
     def processes(self) -> bool | None:
-        """Workers in processes of their own (None: the default, processes) or threads."""
+        """Workers as threads (False), or as the default decides (None)."""
         return False if self.group == "threads" else None
 
     def spec(self, examples: int) -> JobSpec:

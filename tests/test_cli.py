@@ -192,3 +192,15 @@ def test_inspect_counts_skipped_lines_by_reason(tmp_path):
     assert strict.exit_code == 1 and "line 4" in strict.output
     missing = invoke("data", "inspect", str(tmp_path / "absent.parquet"))
     assert missing.exit_code == 1 and "not found" in missing.output
+
+
+def test_a_steps_bar_counts_each_announced_step_done_once_the_next_starts():
+    from recsync.app.runs.progress import steps_bar
+
+    done = []
+    with steps_bar("calibrate", 3, enabled=False) as announce:
+        for what in ("measure", "fit", "check"):
+            announce(what)
+            done.append(announce.completed)
+    assert done == [0, 1, 2] and announce.completed == 3
+    assert announce.bar.tasks[0].description == "done"

@@ -307,3 +307,7 @@ def test_workers_run_in_processes_where_the_strategy_allows(
     fields = {} if timing is None else {"timing": timing}
     cluster = ClusterSpec(2, workers, 2, 1, worker_processes=asked)
     assert split_workers(cluster, strategy_config(strategy, **fields)) is split
+    if split:  # unset, the cores decide: a CPU per worker (2 trainers here), or threads
+        enough, short = 2 * workers, 2 * workers - 1
+        assert split_workers(cluster, strategy_config(strategy, **fields), enough)
+        assert split_workers(cluster, strategy_config(strategy, **fields), short) is (asked is True)

@@ -28,7 +28,8 @@ class ClusterSpec:
     servers of a gradient strategy (blocks of the dense part). A strategy ignores the
     other. `worker_processes`: a trainer's workers run in processes of their own, sharing
     its state in shared memory (past the interpreter lock), or (False) as threads of one
-    process; None: processes wherever the strategy allows (topology.py `split_workers`).
+    process; None: processes where the strategy allows and the cores suffice (topology.py
+    `split_workers`).
     """
 
     num_trainers: int = 2

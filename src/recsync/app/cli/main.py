@@ -31,9 +31,11 @@ from recsync.app.cli.reproduce import reproduce_app
 from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
 from recsync.app.runs.calibrate import calibrate as run_calibration
+from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_checkpoint
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.plan_view import plan_table
+from recsync.app.runs.progress import steps_bar
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
@@ -205,9 +207,11 @@ def calibrate(
         bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
     ] = True,
     examples: Annotated[int, typer.Option(help="Examples per check run.")] = 100_000,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
-    cost, measured, rows = run_calibration(examples, check)
+    with steps_bar("calibrate", calibration_steps(check), progress) as announce:
+        cost, measured, rows = run_calibration(examples, check, announce)
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():

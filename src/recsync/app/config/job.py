@@ -26,7 +26,8 @@ class ClusterSection(Section):
     `num_sync_servers`: EASGD's sync servers (default 1); `num_dense_servers`: a gradient
     strategy's dense servers (default 1). `worker_processes`: each worker of a trainer in a
     process of its own, sharing the trainer's replica in shared memory (Ray engine); false:
-    threads of one process; unset: processes where the strategy allows."""
+    threads of one process; unset: processes where the strategy allows and the cluster has
+    a CPU per worker."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)

@@ -198,16 +198,34 @@ def _log_bisect(
     return math.exp((low + high) / 2)
 
 
-def fitted_cost(examples: int, num_cpus: int) -> tuple[CostModel, dict[str, float], list[Row]]:
+Step = Callable[[str], None]  # told what calibration does next
+
+
+def _quiet(what: str) -> None:
+    return None
+
+
+FIT_STEPS = 4  # steps `fitted_cost` announces
+
+
+def fitted_cost(
+    examples: int, num_cpus: int, step: Step = _quiet
+) -> tuple[CostModel, dict[str, float], list[Row]]:
     """This machine's profile (`num_cpus` shared cores), fitted to the engine's EPS on the
     fit jobs (`examples` each): the profile, what was measured and fitted, and a row of
-    engine vs simulated EPS per fit job. Needs a connected Ray."""
+    engine vs simulated EPS per fit job. Needs a connected Ray. `step(what)` is told of
+    each of its FIT_STEPS steps before it starts."""
     model, train = ModelSpec(), TrainSpec()
+    step("measuring the math, a Ray call and its CPU")
     measured = measure(model, train, SyntheticSpec())
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
     few, many = fit_configs(synthetic)
-    few_eps, many_eps = run_job(few)["eps"], run_job(many)["eps"]
+    step("engine: 1x2 independent, 1 embedding server")
+    few_eps = run_job(few)["eps"]
+    step("engine: 1x2 independent, 4 embedding servers")
+    many_eps = run_job(many)["eps"]
+    step("fitting the simulator to both")
     small = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
     fitted = fit_engine(
         dataclasses.replace(few, synthetic=small),
@@ -227,14 +245,23 @@ def fitted_cost(examples: int, num_cpus: int) -> tuple[CostModel, dict[str, floa
     return fitted, measured, rows
 
 
-def calibrate(examples: int, with_check: bool) -> tuple[CostModel, dict[str, float], list[Row]]:
+def calibration_steps(with_check: bool) -> int:
+    """How many steps `calibrate` announces."""
+    return FIT_STEPS + (len(check_configs(SyntheticSpec())) if with_check else 0)
+
+
+def calibrate(
+    examples: int, with_check: bool, step: Step = _quiet
+) -> tuple[CostModel, dict[str, float], list[Row]]:
     """Measure and fit this machine's profile, and (optionally) predict the engine's EPS on
-    other jobs: rows of measured vs predicted EPS, the fitted ones marked."""
+    other jobs: rows of measured vs predicted EPS, the fitted ones marked. `step(what)` is
+    told of each of its `calibration_steps` steps before it starts."""
     connect(None, os.cpu_count())
-    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1)
+    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1, step)
     if with_check:
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
         for name, spec in check_configs(synthetic):
+            step(f"engine and simulator: {name}")
             rows.append(_row(name, run_job(spec)["eps"], simulated_eps(spec, cost)))
     return cost, measured, rows
 

@@ -1,6 +1,9 @@
-"""The progress bar of a long run: examples done out of the total."""
+"""Progress bars of long work: examples done out of the total, or steps of a procedure."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,3 +22,42 @@ def examples_bar(label: str, enabled: bool, rate: bool = True) -> Progress:
         console=Console(stderr=True),
         disable=not enabled,
     )
+
+
+class Steps:
+    """Announces the steps of a procedure on a bar: each announcement ends the previous
+    step and names the next."""
+
+    def __init__(self, bar: Progress, total: int):
+        self.bar, self.total = bar, total
+        self.task = bar.add_task("", total=total)
+        self.completed = 0
+        self._started = False
+
+    def __call__(self, what: str) -> None:
+        if self._started:
+            self.completed += 1
+        self._started = True
+        self.bar.update(self.task, completed=self.completed, description=what)
+
+    def finish(self) -> None:
+        self.completed = self.total
+        self.bar.update(self.task, completed=self.total, description="done")
+
+
+@contextmanager
+def steps_bar(label: str, total: int, enabled: bool) -> Iterator[Steps]:
+    """A bar of `total` steps (on stderr), announced by calling what it yields."""
+    bar = Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+    with bar:
+        steps = Steps(bar, total)
+        yield steps
+        steps.finish()

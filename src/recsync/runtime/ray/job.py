@@ -54,7 +54,8 @@ class RayJob:
     def __init__(self, spec: JobSpec, plan: JobPlan):
         self.spec = spec
         self.plan = plan
-        self.topology = build_topology(spec, plan)
+        cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+        self.topology = build_topology(spec, plan, cpus)
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
