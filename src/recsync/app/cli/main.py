@@ -216,7 +216,7 @@ def calibrate(
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():
         factor = key.endswith("_fitted")
-        table.add_row(key, f"x {value:.3f}" if factor else f"{value * 1e6:,.2f} us")
+        table.add_row(key, f"x {value:.3f}" if factor else f"{value * 1e6:.4g} us")
     Console().print(table)
     if rows:
         checks = Table(title="simulator vs Ray engine (examples/s)")
