@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from typer.testing import CliRunner
 
-from recsync.app.cli import app
+from recsync.app.cli.main import app
 
 BASE = [
     "data.synthetic.num_train=6144",

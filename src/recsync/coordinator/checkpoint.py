@@ -44,6 +44,17 @@ class JobState:
         fields["slices"] = [tuple(s) for s in fields["slices"]]
         return cls(**fields)
 
+    def check_finite(self) -> None:
+        """Every floating tensor it holds is finite (a diverged job's state is not resumed)."""
+        parts = {
+            "dense": self.dense,
+            "dense_optimizer": self.dense_optimizer,
+            "shards": self.shards,
+        }
+        for name, value in _tensors(parts, ""):
+            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"{name} holds NaN or infinite values")
+
     def check_layout(self, layout: EmbeddingLayout) -> None:
         """The resumed job must place the tables on shards as the checkpointed one did."""
         if layout_slices(layout) != self.slices:
@@ -65,6 +76,19 @@ class JobState:
             k: v[start:stop].clone() if isinstance(v, torch.Tensor) else v
             for k, v in self.dense_optimizer.items()
         }
+
+
+def _tensors(value: Any, name: str) -> list[tuple[str, torch.Tensor]]:
+    """The tensors inside nested dicts and lists, each with its path ("shards[0].weight")."""
+    if isinstance(value, torch.Tensor):
+        return [(name, value)]
+    if isinstance(value, dict):
+        items = [(f"{name}.{k}" if name else str(k), v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return []
+    return [found for key, item in items for found in _tensors(item, key)]
 
 
 def layout_slices(layout: EmbeddingLayout) -> list[tuple[int, int, int, int, int]]:

@@ -17,6 +17,7 @@ from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, family_of
 from recsync.data.batch import Batch
+from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
@@ -108,11 +109,15 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
     stats = [t.stats for t in trainers]
     trained = [s.total_examples for s in stats]
     lost = end.lost_examples or [0] * len(trained)
+    dataset = None if reader.stopped else _dataset(spec)
     check_one_pass(
-        reader.handed_examples, [a + b for a, b in zip(trained, lost, strict=True)], _dataset(spec)
+        reader.handed_examples, [a + b for a, b in zip(trained, lost, strict=True)], dataset
     )
     if reader.test is None or reader.test.batch_size == 0:
-        raise ValueError("the held-out set is empty: cannot evaluate")
+        raise DataError(
+            "the held-out set is empty: cannot evaluate (no test data, or every line of it "
+            "was skipped; see data.test_path or data.test_fraction)"
+        )
     dense = final_dense(spec, end)
     quality = evaluate_model(
         spec, topology.layout, dense, [s.state["weight"] for s in shards], reader.test

@@ -8,7 +8,13 @@ from typing import Any, ClassVar
 
 from recsync.data.batch import Batch
 from recsync.io.sources import FileTrainingData, SyntheticData
-from recsync.protocol.messages import HandedBatch, Message, NextBatch, ReaderProgress
+from recsync.protocol.messages import (
+    HandedBatch,
+    Message,
+    NextBatch,
+    ReaderProgress,
+    StopReading,
+)
 from recsync.protocol.node import Node
 from recsync.sync.gradient import Tokens
 
@@ -16,7 +22,8 @@ from recsync.sync.gradient import Tokens
 @dataclass
 class ReaderReport:
     """The reader at the end: examples handed to each trainer, how many were handed when
-    it first said the data was consumed, and the held-out set with what is known of it."""
+    it first said the data was consumed, the held-out set with what is known of it, and
+    whether it was told to stop."""
 
     handed_examples: list[int]
     total_examples: int
@@ -24,6 +31,7 @@ class ReaderReport:
     test: Batch | None
     teacher_auc: float | None
     skipped: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False  # told to stop handing out (an interrupted run)
 
 
 class ReaderNode(Node):
@@ -36,6 +44,7 @@ class ReaderNode(Node):
     handles: ClassVar[dict[type[Message], str]] = {
         NextBatch: "next_batch",
         ReaderProgress: "progress",
+        StopReading: "stop",
     }
     name = "reader"
 
@@ -56,6 +65,7 @@ class ReaderNode(Node):
         self.total_examples = 0  # handed out to all trainers
         self.handed_at_stop: int | None = None
         self.exhausted = False
+        self.stopped = False
 
     def next_batch(self, message: NextBatch) -> HandedBatch:
         token = None
@@ -88,6 +98,10 @@ class ReaderNode(Node):
         self.total_examples += batch.batch_size
         return batch
 
+    def stop(self, message: StopReading) -> int:
+        self.limit, self.stopped = self.total_examples, True
+        return self.total_examples
+
     def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
         return self.total_examples, self.source.total_examples
 
@@ -100,4 +114,5 @@ class ReaderNode(Node):
             source.test_set(),
             source.teacher_auc,
             source.skips.as_dict(),
+            self.stopped,
         )

@@ -95,6 +95,17 @@ class ReaderProgress(Message):
 
 
 @dataclass(slots=True, eq=False)
+class StopReading(Message):
+    """-> examples handed out: the reader hands out no more batches; the job then ends as at
+    a data limit (the batches in flight finish, the end state is a checkpoint). Sent by the
+    driver when the run is interrupted."""
+
+    kind: ClassVar[str] = "StopReading"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
 class Lookup(Message):
     """-> Pooled: an embedding shard's partial pools of `num_bags` bags (rows, offsets,
     optional per-id weights); answered once the shard's version reached `min_version`. A

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -30,6 +31,38 @@ def fail(error: Exception) -> NoReturn:
         f"[bold red]error:[/] [red]{escape(message)}[/]", highlight=False
     )
     raise typer.Exit(1)
+
+
+def fail_interrupted(signal_name: str) -> NoReturn:
+    """A run aborted by a signal before it could end: nothing was written past the config."""
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]interrupted ({escape(signal_name)}):[/] the run stopped without a checkpoint",
+        highlight=False,
+    )
+    raise typer.Exit(128 + signal.Signals[signal_name].value)
+
+
+def end_of_run(summary: dict[str, Any]) -> None:
+    """After the result table: a run that trained nothing fails; an interrupted one says
+    where its checkpoint is and exits with the signal's status."""
+    console = Console(stderr=True, soft_wrap=True)
+    interrupted = summary.get("interrupted")
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted ({escape(interrupted)}):[/] stopped after "
+            f"{summary['examples_trained']:,} examples; continue with: recsync train "
+            f"--resume {escape(summary['run_dir'])}",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signal.Signals[interrupted].value)
+    if summary["examples_trained"] == 0:
+        skipped = int(summary.get("skipped", {}).get("total", 0))
+        why = (
+            f"all {skipped:,} lines of the data were skipped (see skipped lines)"
+            if skipped
+            else "no data was left to train on (a resumed run whose data is used up?)"
+        )
+        fail(ValueError(f"trained 0 examples: {why}; the run's files are in {summary['run_dir']}"))
 
 
 def warn_deprecations(config: Config) -> None:

@@ -20,7 +20,9 @@ from recsync.app.cli.common import (
     ForceOption,
     NameOption,
     SetOption,
+    end_of_run,
     fail,
+    fail_interrupted,
     number,
     skips_text,
     strategy_rows,
@@ -92,6 +94,12 @@ def _prepare_run(
             initial_dense(spec)
         except ValueError as error:
             raise ConfigError(f"--resume {resume}: {error}") from None
+        synthetic = spec.synthetic if spec.files is None else None
+        if synthetic is not None and state.data_position >= synthetic.num_train:
+            raise ConfigError(
+                f"--resume {resume}: nothing left to train: its checkpoint is at example "
+                f"{state.data_position:,} of {synthetic.num_train:,} (data.synthetic.num_train)"
+            )
     run_dir = RunDir.create(
         cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
     )
@@ -139,6 +147,8 @@ def train(
             summary = run_distributed(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
+    except KeyboardInterrupt as error:
+        fail_interrupted(str(error) or "SIGINT")
     table = Table(title="recsync train", show_header=False)
     table.add_row("run dir", summary["run_dir"])
     table.add_row("strategy", summary.get("strategy", "reference (single process)"))
@@ -161,6 +171,7 @@ def train(
     if cfg.data.source != "synthetic":
         table.add_row("skipped lines", skips_text(summary["skipped"]))
     Console().print(table)
+    end_of_run(summary)
 
 
 @app.command()
@@ -185,6 +196,8 @@ def simulate(
         summary = run_simulation(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, OSError) as error:
         fail(error)
+    except KeyboardInterrupt as error:
+        fail_interrupted(str(error) or "SIGINT")
     table = Table(title="recsync simulate (virtual time)", show_header=False)
     table.add_row("run dir", summary["run_dir"])
     table.add_row("strategy", summary["strategy"])
@@ -196,6 +209,7 @@ def simulate(
     table.add_row("test AUC", number(summary["test_auc"]))
     table.add_row("test NE", number(summary["test_ne"]))
     Console().print(table)
+    end_of_run(summary)
 
 
 @app.command()

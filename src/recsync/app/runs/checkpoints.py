@@ -1,7 +1,13 @@
-"""Checkpoint files: a JobState in a run directory, written with torch.save."""
+"""Checkpoint files: a JobState in a run directory, torch.save'd behind a header line that
+carries the payload's SHA-256, written to a temporary file, synced, then renamed into place.
+Loading refuses, naming the file, one that is not a recsync checkpoint, is truncated or
+altered (checksum), or holds NaN or infinite values."""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import os
 from pathlib import Path
 
 import torch
@@ -9,24 +15,44 @@ import torch
 from recsync.coordinator.checkpoint import JobState
 
 CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_TMP = "checkpoint.tmp"
+HEADER = b"recsync-checkpoint sha256="
 
 
 def save_checkpoint(run_path: Path, state: JobState) -> Path:
     path = Path(run_path) / CHECKPOINT
-    tmp = path.with_suffix(".tmp")
-    torch.save(state.to_dict(), tmp)
+    buffer = io.BytesIO()
+    torch.save(state.to_dict(), buffer)
+    payload = buffer.getvalue()
+    tmp = path.with_name(CHECKPOINT_TMP)
+    with open(tmp, "wb") as out:
+        out.write(HEADER + hashlib.sha256(payload).hexdigest().encode() + b"\n")
+        out.write(payload)
+        out.flush()
+        os.fsync(out.fileno())
     tmp.replace(path)  # a reader never sees half a checkpoint
     return path
 
 
 def load_checkpoint(run_path: Path) -> JobState:
+    """The JobState of a run directory's checkpoint (or of a checkpoint file)."""
     path = Path(run_path)
     if path.is_dir():
         path = path / CHECKPOINT
     if not path.exists():
         raise ValueError(f"no checkpoint at {path}: the run did not finish, or is not a run dir")
+    data = path.read_bytes()
+    header, _, payload = data.partition(b"\n")
+    if not header.startswith(HEADER):
+        raise ValueError(f"{path}: not a recsync checkpoint (no recsync header)")
+    if hashlib.sha256(payload).hexdigest().encode() != header[len(HEADER) :]:
+        raise ValueError(
+            f"{path}: corrupted checkpoint: its checksum does not match its contents "
+            f"({len(data):,} bytes; truncated or altered after it was written)"
+        )
     try:
-        raw = torch.load(path, weights_only=True)
-    except Exception as error:  # noqa: BLE001 - any unreadable file is a user error here
-        raise ValueError(f"{path}: not a recsync checkpoint ({error})") from None
-    return JobState.from_dict(raw)
+        state = JobState.from_dict(torch.load(io.BytesIO(payload), weights_only=True))
+        state.check_finite()
+    except Exception as error:  # noqa: BLE001 - any unreadable content is a user error here
+        raise ValueError(f"{path}: not a usable recsync checkpoint ({error})") from None
+    return state

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from recsync.app.config.schema import Config
+from recsync.app.runs.checkpoints import save_checkpoint
+from recsync.app.runs.interrupts import interrupts
 from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError, JobFailed
-from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import RayJob, run_job
 
@@ -52,23 +53,29 @@ def run_distributed(
     spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
     bar = examples_bar(spec.strategy.describe().split()[0], progress)
+    jobs: list[RayJob] = []
+
+    def on_start(job: RayJob) -> None:
+        jobs.append(job)
+        signals.attach(job.request_stop)
+
     try:
-        with bar:
+        with interrupts() as signals, bar:
             task = bar.add_task("train", total=None, eps=0.0)
 
             def on_progress(done: int, total: int | None, eps: float) -> None:
                 bar.update(task, completed=done, total=total, eps=eps)
 
-            jobs: list[RayJob] = []
             summary = run_job(
                 spec,
                 config.cluster.address,
                 config.cluster.num_cpus,
                 on_progress=on_progress,
-                on_start=jobs.append,
+                on_start=on_start,
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
+    summary["interrupted"] = signals.received
     state = jobs[0].final_state
     assert state is not None
     path = save_checkpoint(run_dir.path, state)

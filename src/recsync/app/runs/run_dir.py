@@ -5,6 +5,7 @@ Layout of `runs/<name>/`:
 - metrics.jsonl: one JSON object per evaluation point;
 - summary.json: the final measures;
 - curves.png: train loss and test AUC over examples;
+- checkpoint.pt: the job's end state (distributed runs; app/runs/checkpoints.py);
 - tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.config.schema import Config
+from recsync.app.runs.checkpoints import CHECKPOINT, CHECKPOINT_TMP
 from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"
@@ -27,7 +29,7 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 CURVES = "curves.png"
 TENSORBOARD = "tensorboard"
-ARTIFACTS = (CONFIG_JSON, CONFIG_TOML, METRICS, SUMMARY, CURVES)
+ARTIFACTS = (CONFIG_JSON, CONFIG_TOML, METRICS, SUMMARY, CURVES, CHECKPOINT, CHECKPOINT_TMP)
 
 
 def timestamped_name(runs_dir: Path) -> str:
@@ -91,7 +93,8 @@ class RunDir:
         tensorboard: bool = False,
     ) -> RunDir:
         """`runs_dir/name` (a timestamp if no name). An existing non-empty directory is
-        refused unless `force`; then the files a run writes are replaced, others are kept."""
+        refused unless `force`; then the files a run writes (its checkpoint included) are
+        removed, others are kept."""
         runs_dir = Path(runs_dir)
         name = name or timestamped_name(runs_dir)
         path = runs_dir / name

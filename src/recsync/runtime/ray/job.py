@@ -16,7 +16,7 @@ from recsync.coordinator.outcome import JobEnd, NodeMeasures, finish_job
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import TrainerSpec, build_topology
 from recsync.protocol.address import READER, Address
-from recsync.protocol.messages import ReaderProgress
+from recsync.protocol.messages import ReaderProgress, StopReading
 from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.actors import NodeActor, Part
@@ -60,6 +60,8 @@ class RayJob:
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.final_state: JobState | None = None
+        self.stop_reason: str | None = None  # set from a signal handler: stop reading
+        self._stop_sent = False
 
     def _start(self) -> list[Address]:
         """Start every node's actor (and its worker processes' actors); returns the nodes
@@ -111,6 +113,10 @@ class RayJob:
         ray.get([self.actors[n.address].release_shared.remote() for n in split])
         self.unreleased.clear()
 
+    def request_stop(self, reason: str) -> None:
+        """Stop handing out batches (safe from a signal handler: the watch loop sends it)."""
+        self.stop_reason = reason
+
     def actors_of(self, address: Address) -> list[Any]:
         """The actors of one node: its own and those of its worker processes."""
         return [self.actors[address], *self.worker_actors.get(address, [])]
@@ -135,6 +141,9 @@ class RayJob:
         last_ping = time.perf_counter()
         progress = wire.encode(ReaderProgress())
         while len(done) < len(runs):
+            if self.stop_reason is not None and not self._stop_sent:
+                self._stop_sent = True
+                ray.get(self.actors[READER].call.remote(wire.encode(StopReading())))
             ready, _ = ray.wait([r for r in runs if r not in done], num_returns=1, timeout=0.5)
             for ref in ready:
                 try:
