@@ -147,3 +147,33 @@ def test_schema_validation():
         CriteoSchema([10, 0])
     with pytest.raises(ValueError):
         read([FULL], batch_size=0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_a_damaged_gzip_file_is_an_error_naming_it_and_the_last_good_line(tmp_path, damage):
+    packed = tmp_path / "day_3.tsv.gz"
+    with gzip.open(packed, "wt") as f:
+        f.write("".join(FULL for _ in range(4000)))
+    data = packed.read_bytes()
+    half = len(data) // 2
+    if damage == "truncated":
+        packed.write_bytes(data[:half])
+    else:
+        packed.write_bytes(data[:half] + bytes(64) + data[half + 64 :])
+    with pytest.raises(DataError, match=r"day_3\.tsv\.gz: cannot read past line \d+") as error:
+        list(open_dataset(packed, "criteo", SCHEMA, batch_size=64))
+    assert "gzip" in str(error.value)
+
+
+def test_a_stray_carriage_return_stays_in_its_line_and_keeps_the_line_numbers(tmp_path):
+    plain = tmp_path / "day_4.tsv"
+    stray = criteo_line("1", ["3", "4\r5"], ["ab"])  # a \r inside an integer field
+    plain.write_bytes((FULL + stray + FULL + criteo_line("x", [], []) + FULL).encode())
+    reader = open_dataset(plain, "criteo", SCHEMA, batch_size=8)
+    assert sum(b.batch_size for b in reader) == 3
+    assert reader.skips.counts == {"bad_integer": 1, "bad_label": 1}
+    assert "line 2" in reader.skips.first["bad_integer"]
+    assert "line 4" in reader.skips.first["bad_label"]
+    crlf = tmp_path / "day_5.tsv"
+    crlf.write_bytes((FULL + FULL).replace("\n", "\r\n").encode())  # Windows line ends
+    assert sum(b.batch_size for b in open_dataset(crlf, "criteo", SCHEMA, batch_size=8)) == 2

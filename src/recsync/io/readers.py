@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -57,9 +58,25 @@ def open_text(path: str | Path) -> IO[str]:
     """A text file (plain or gzip) for reading lines as UTF-8; undecodable bytes become
     U+FFFD, so the line is rejected by its parser instead of ending the stream."""
     path = Path(path)
+    # Lines end at "\n" only: a stray "\r" inside a line stays in its field (where the
+    # parser judges it) instead of splitting the line and shifting the line numbers.
     if is_gzip(path):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="\n")
+    return open(path, encoding="utf-8", errors="replace", newline="\n")
+
+
+def _read_lines(lines: IO[str], source: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) pairs; a file that cannot be read to its end (a truncated or
+    corrupt gzip stream, a read error) is a DataError naming it and the last good line."""
+    number = 0
+    try:
+        for number, line in enumerate(lines, start=1):  # noqa: B007 - read after the loop
+            yield number, line
+    except (EOFError, OSError, zlib.error) as error:
+        kind = "a truncated or corrupt gzip file" if is_gzip(Path(source)) else "a read error"
+        raise DataError(
+            f"cannot read past line {number} ({kind}: {error})", source=source
+        ) from None
 
 
 def infer_format(path: str | Path, schema: Schema) -> str:
@@ -80,7 +97,7 @@ def text_examples(
     """Good examples of one text file, in order."""
     parser = _TEXT_PARSERS[fmt](schema)
     with open_text(path) as lines:
-        numbered = enumerate(lines, start=1)
+        numbered = _read_lines(lines, str(path))
         yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
 
 
@@ -131,7 +148,7 @@ def _csv_blocks(reader: pa_csv.CSVStreamingReader, source: str) -> Iterator[pa.R
             yield reader.read_next_batch()
         except StopIteration:
             return
-        except pa.ArrowInvalid as error:
+        except (pa.ArrowInvalid, OSError) as error:  # OSError: a truncated or corrupt gzip
             raise DataError(f"cannot read CSV: {error}", source=source) from None
 
 
