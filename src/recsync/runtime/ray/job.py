@@ -12,6 +12,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.machines import assign_machines
 from recsync.coordinator.outcome import JobEnd, NodeMeasures, finish_job
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import TrainerSpec, build_topology
@@ -48,6 +49,13 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
     return True
 
 
+def cluster_machines() -> list[str]:
+    """The Ray node ids of the cluster's alive machines: the head first, then by id."""
+    alive = [n for n in ray.nodes() if n["Alive"]]  # type: ignore[no-untyped-call]
+    alive.sort(key=lambda n: ("node:__internal_head__" not in n["Resources"], n["NodeID"]))
+    return [n["NodeID"] for n in alive]
+
+
 class RayJob:
     """One training job on Ray actors, one per node of its topology."""
 
@@ -56,6 +64,10 @@ class RayJob:
         self.plan = plan
         cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
         self.topology = build_topology(spec, plan, cpus)
+        self.machines = cluster_machines()
+        self.machine_of = assign_machines(
+            [n.address for n in self.topology.nodes], len(self.machines)
+        )
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
@@ -71,9 +83,12 @@ class RayJob:
             if node.worker_processes:
                 part = Part(shared_path(node.address.name))
                 self.unreleased[node.address] = part.path
-            actor = NodeActor.options(max_concurrency=node.max_calls)  # type: ignore[attr-defined]
+            actor = NodeActor.options(  # type: ignore[attr-defined]
+                max_concurrency=node.max_calls, **self._placed(node.address)
+            )
             self.actors[node.address] = actor.remote(node, part)
         self._check_alive(START_TIMEOUT_S)
+        self._check_placement()
         self._start_worker_processes()
         looping = [n.address for n in self.topology.nodes if n.has_loops]
         ray.get([actor.connect.remote(self.actors) for a in looping for actor in self.actors_of(a)])
@@ -90,6 +105,25 @@ class RayJob:
                 ]
             )
         return looping
+
+    def _placed(self, address: Address) -> dict[str, Any]:
+        """The actor options that pin a node to its machine (none on one machine)."""
+        if len(self.machines) == 1:
+            return {}
+        machine = self.machines[self.machine_of[address]]
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(machine, soft=False)}
+
+    def _check_placement(self) -> None:
+        """Every node's actor runs on the machine it was given."""
+        addresses = list(self.actors)
+        ran_on = ray.get([self.actors[a].node_id.remote() for a in addresses])
+        for address, node_id in zip(addresses, ran_on, strict=True):
+            expected = self.machines[self.machine_of[address]]
+            assert node_id == expected, f"{address} runs on {node_id}, not {expected}"
+
+    def placement(self) -> dict[str, int]:
+        """Machine index of every node (machines: Ray's nodes, the head first)."""
+        return {a.name: self.machine_of[a] for a in self.actors}
 
     def _start_worker_processes(self) -> None:
         """One actor per worker of each node whose workers run in processes of their own,
@@ -183,6 +217,8 @@ class RayJob:
             summary, self.final_state = finish_job(self.topology, end)
         except ValueError as error:
             raise NodeFailure(str(error)) from None
+        summary["machines"] = len(self.machines)
+        summary["placement"] = self.placement()
         return summary
 
     def shutdown(self) -> None:

@@ -1,0 +1,45 @@
+"""A job across machines: a 3-node Ray cluster on this machine (one raylet per node, 1 CPU
+each, `ray.cluster_utils.Cluster`), the server side on the first, trainers on the others."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.runtime.ray.job import run_job
+from recsync.sync.registry import strategy_config
+from test_engine import MODEL, SYNTHETIC, TRAIN
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def three_nodes() -> Iterator[Cluster]:
+    assert not ray.is_initialized(), "another module left Ray running"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.mark.parametrize("strategy", ["easgd", "async"])
+def test_a_job_runs_across_three_nodes_each_node_where_the_plan_put_it(three_nodes, strategy):
+    synthetic = dataclasses.replace(SYNTHETIC, num_train=8_000, num_test=2_000)
+    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1, num_dense_servers=1)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(strategy), synthetic)
+    summary = run_job(spec, address=three_nodes.address)
+    placement = summary["placement"]
+    assert summary["machines"] == 3 and summary["examples_trained"] == 8_000
+    servers = {m for name, m in placement.items() if not name.startswith("trainer")}
+    assert servers == {0}
+    assert placement["trainer-0"] == 1 and placement["trainer-1"] == 2
+    assert summary["test_auc"] > 0.6
