@@ -90,10 +90,21 @@ def test_train_refuses_a_non_empty_run_dir_unless_forced(tmp_path):
     assert invoke(*args).exit_code == 0
     refused = invoke(*args)
     assert refused.exit_code == 1
-    assert "not empty" in refused.output and "Traceback" not in refused.output
+    assert "holds a run that ended" in refused.output and "Traceback" not in refused.output
     assert invoke(*args, "--force").exit_code == 0
     lines = (tmp_path / "runs" / "again" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 1  # the forced run replaced the old metrics
+
+
+def test_a_run_that_failed_before_its_end_does_not_block_a_retry(tmp_path):
+    config = config_file(tmp_path)
+    failed = tmp_path / "runs" / "retry"
+    failed.mkdir(parents=True)
+    (failed / "config.toml").write_text("# a run that failed: no summary, no checkpoint\n")
+    (failed / "notes.txt").write_text("the user's own file\n")
+    result = invoke("train", "-c", config, "--name", "retry", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert (failed / "summary.json").exists() and (failed / "notes.txt").exists()
 
 
 @pytest.mark.parametrize(
@@ -204,3 +215,11 @@ def test_a_steps_bar_counts_each_announced_step_done_once_the_next_starts():
             done.append(announce.completed)
     assert done == [0, 1, 2] and announce.completed == 3
     assert announce.bar.tasks[0].description == "done"
+
+
+def test_data_tokens_are_printed_as_they_are_not_as_emoji_or_markup(tmp_path):
+    path = tmp_path / "odd.libsvm"
+    path.write_text("1 :thumbs_up: 2:3\n0 [bold]x 2:1\n")
+    result = invoke("data", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    assert "':thumbs_up:'" in result.output and "\N{THUMBS UP SIGN}" not in result.output

@@ -92,3 +92,19 @@ def test_resume_from_a_directory_without_checkpoint_is_a_clear_error(tmp_path):
         "simulate", "-c", config_file(tmp_path), "--resume", str(tmp_path), "--no-progress"
     )
     assert result.exit_code == 1 and "no checkpoint" in result.output
+
+
+def test_simulate_writes_a_metrics_record_at_every_evaluation_mark(tmp_path):
+    path = config_file(tmp_path)  # eval_every 600 on 2,000 examples
+    result = invoke("simulate", "-c", path, "--name", "ev", "--no-progress", "--strategy", "async")
+    assert result.exit_code == 0, result.output
+    run_dir = tmp_path / "runs" / "ev"
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(records) == 4  # at 600, 1,200 and 1,800 examples handed out, and the end
+    examples = [r["examples"] for r in records]
+    assert examples == sorted(examples) and examples[-1] == 2000
+    assert all(0.0 < r["test_auc"] < 1.0 and r["train_loss"] > 0 for r in records)
+    assert records[-1]["test_auc"] == summary["test_auc"]
+    seconds = [r["train_seconds"] for r in records]
+    assert seconds == sorted(seconds) and seconds[-1] == summary["train_seconds"]

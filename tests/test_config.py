@@ -125,8 +125,11 @@ def test_model_must_match_the_synthetic_data(tmp_path):
 
 
 def test_overrides_are_validated_too():
-    with pytest.raises(ConfigError, match=r"with --set overrides: model\.bogus: unknown key"):
+    with pytest.raises(ConfigError, match=r"with model\.bogus overridden: model\.bogus: unknown"):
         load_config(None, {"model.bogus": 1})
+    many = {f"run.k{i}": 1 for i in range(6)}
+    with pytest.raises(ConfigError, match=r"run\.k3 and 2 more overridden: run\.k0: unknown"):
+        load_config(None, many)
     with pytest.raises(ConfigError, match="train.batch_size: is a value, not a table"):
         load_config(None, {"train.batch_size.x": 1})
 

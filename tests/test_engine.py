@@ -61,6 +61,18 @@ def test_shadow_strategies_train_to_reference_quality(strategy, reference_auc):
     assert summary["bytes_sent"]["trainers"] > 0 and summary["bytes_sent"]["embedding_servers"] > 0
 
 
+@pytest.mark.parametrize("strategy", ["easgd", "async"])
+def test_evaluations_while_training_record_the_model_as_it_was(strategy):
+    records: list[dict] = []
+    summary = run_job(spec(strategy), eval_every=10_000, on_eval=records.append)
+    assert records, "no evaluation was recorded"
+    examples = [r["examples"] for r in records]
+    assert examples == sorted(examples) and 0 < examples[-1] < SYNTHETIC.num_train
+    assert all(0.5 < r["test_auc"] < 1.0 and r["train_loss"] > 0 for r in records)
+    assert all(r["train_seconds"] < summary["train_seconds"] for r in records)
+    assert records[0]["test_auc"] < summary["test_auc"] + 0.01  # it was still learning
+
+
 def test_fixed_rate_ma_syncs_every_k_iterations_of_each_worker():
     summary = run_job(spec("ma", timing=Timing("fixed", every_iterations=4)))
     iterations = SYNTHETIC.num_train // TRAIN.batch_size

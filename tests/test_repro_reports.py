@@ -78,7 +78,7 @@ def test_psp_report_compares_times_with_the_papers():
 
 
 def test_norm_report_names_the_expected_auc_and_the_size_of_rho():
-    curve = [{"examples": 10, "auc": 0.6}]
+    curve = [{"examples": 10, "test_auc": 0.6}]
     variants = {
         "no normalization": {"curve": curve, "final_auc": 0.50, "mean_staleness": 900.0},
         "1/tau": {"curve": curve, "final_auc": 0.55, "mean_staleness": 900.0},

@@ -27,7 +27,7 @@ SetOption = Annotated[
 
 def fail(error: Exception) -> NoReturn:
     message = " ".join(str(error).split())
-    Console(stderr=True, soft_wrap=True).print(
+    Console(emoji=False, stderr=True, soft_wrap=True).print(
         f"[bold red]error:[/] [red]{escape(message)}[/]", highlight=False
     )
     raise typer.Exit(1)
@@ -35,7 +35,7 @@ def fail(error: Exception) -> NoReturn:
 
 def fail_interrupted(signal_name: str) -> NoReturn:
     """A run aborted by a signal before it could end: nothing was written past the config."""
-    Console(stderr=True, soft_wrap=True).print(
+    Console(emoji=False, stderr=True, soft_wrap=True).print(
         f"[bold red]interrupted ({escape(signal_name)}):[/] the run stopped without a checkpoint",
         highlight=False,
     )
@@ -45,7 +45,7 @@ def fail_interrupted(signal_name: str) -> NoReturn:
 def end_of_run(summary: dict[str, Any]) -> None:
     """After the result table: a run that trained nothing fails; an interrupted one says
     where its checkpoint is and exits with the signal's status."""
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(emoji=False, stderr=True, soft_wrap=True)
     interrupted = summary.get("interrupted")
     if interrupted:
         console.print(
@@ -68,7 +68,7 @@ def end_of_run(summary: dict[str, Any]) -> None:
 def warn_deprecations(config: Config) -> None:
     """Tell the user about keys the config gives in a deprecated way (on stderr)."""
     for message in config.deprecations():
-        Console(stderr=True, soft_wrap=True).print(
+        Console(emoji=False, stderr=True, soft_wrap=True).print(
             f"[yellow]deprecated:[/] {escape(message)}", highlight=False
         )
 

@@ -91,7 +91,7 @@ def synth(
         rows = write_synthetic_parquet(spec, out, split)
     except (RecsyncError, OSError) as error:
         fail(error)
-    Console().print(f"wrote {rows:,} {split.value} examples to {out}")
+    Console(emoji=False).print(f"wrote {rows:,} {split.value} examples to {out}")
 
 
 def _guess_format(path: Path) -> str:
@@ -203,4 +203,4 @@ def inspect(
     table.add_row("skipped lines", skips_text(reader.skips.as_dict()))
     for reason, where in sorted(reader.skips.first.items()):
         table.add_row(f"  first {reason}", escape(where))
-    Console().print(table)
+    Console(emoji=False).print(table)

@@ -170,7 +170,7 @@ def train(
     table.add_row("calibration", number(summary["test_calibration"], 3))
     if cfg.data.source != "synthetic":
         table.add_row("skipped lines", skips_text(summary["skipped"]))
-    Console().print(table)
+    Console(emoji=False).print(table)
     end_of_run(summary)
 
 
@@ -208,7 +208,7 @@ def simulate(
     table.add_row("teacher AUC (best)", number(summary["teacher_auc"]))
     table.add_row("test AUC", number(summary["test_auc"]))
     table.add_row("test NE", number(summary["test_ne"]))
-    Console().print(table)
+    Console(emoji=False).print(table)
     end_of_run(summary)
 
 
@@ -231,7 +231,7 @@ def calibrate(
     for key, value in measured.items():
         factor = key.endswith("_fitted")
         table.add_row(key, f"x {value:.3f}" if factor else f"{value * 1e6:.4g} us")
-    Console().print(table)
+    Console(emoji=False).print(table)
     if rows:
         checks = Table(title="simulator vs Ray engine (examples/s)")
         for column in ("config", "measured_eps", "predicted_eps", "error"):
@@ -241,8 +241,8 @@ def calibrate(
                 *(str(row[c]) for c in ("config", "measured_eps", "predicted_eps")),
                 f"{row['error']:+.1%}",
             )
-        Console().print(checks)
-    Console().print(f"cost profile written to {out}")
+        Console(emoji=False).print(checks)
+    Console(emoji=False).print(f"cost profile written to {out}")
 
 
 def _profile_overrides(profile: Path | None) -> dict[str, Any]:
@@ -276,7 +276,7 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
         fail(error)
     dense = [n.address.role for n in build_topology(spec, job_plan).nodes]
     label = "dense" if Role.DENSE_SERVER in dense else "sync"
-    Console().print(plan_table(job_plan, spec.model.tables, label))
+    Console(emoji=False).print(plan_table(job_plan, spec.model.tables, label))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def reproductions(
     if ctx.invoked_subcommand is not None:
         return
     if not list_:
-        Console().print(ctx.get_help())
+        Console(emoji=False).print(ctx.get_help())
         raise typer.Exit(0)
     table = Table(title="recsync reproduce NAME (each writes a report under reports/)")
     table.add_column("name", no_wrap=True)
@@ -36,11 +36,11 @@ def reproductions(
     table.add_column("min", justify="right", no_wrap=True)
     for r in REPRODUCTIONS.values():
         table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}")
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 def _run(reproduction: Reproduction, out: Path) -> Any:
-    console = Console()
+    console = Console(emoji=False)
     with console.status("simulating") as status:
 
         def progress(item: Any) -> None:

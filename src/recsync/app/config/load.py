@@ -111,7 +111,9 @@ def load_config(
     for section, table in (sections or {}).items():
         tree[section] = dict(table)
     if overrides:
-        source += " with --set overrides"
+        keys = sorted(overrides)
+        more = f" and {len(keys) - 4} more" if len(keys) > 4 else ""
+        source += f" with {', '.join(keys[:4])}{more} overridden"
         for key, value in overrides.items():
             _apply_override(tree, key, value)
     try:

@@ -246,13 +246,13 @@ def _plot_norm(result: dict[str, Any], path: Path) -> None:
     points = result["base"]["curve"]
     ax.plot(
         [p["examples"] for p in points],
-        [p["auc"] for p in points],
+        [p["test_auc"] for p in points],
         "k--",
         label=f"{NORM_BASE_WORKERS} workers (expected)",
     )
     for label, data in result["variants"].items():
         points = data["curve"]
-        ax.plot([p["examples"] for p in points], [p["auc"] for p in points], label=label)
+        ax.plot([p["examples"] for p in points], [p["test_auc"] for p in points], label=label)
     ax.set_xlabel("examples")
     ax.set_ylabel("test AUC")
     ax.set_title(f"async, {NORM_WORKERS} workers: staleness normalization (simulated)")

@@ -72,27 +72,29 @@ def run_distributed(
                 config.cluster.num_cpus,
                 on_progress=on_progress,
                 on_start=on_start,
+                eval_every=config.run.eval_every,
+                on_eval=run_dir.append_metrics,
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
     summary["interrupted"] = signals.received
-    state = jobs[0].final_state
-    assert state is not None
-    path = save_checkpoint(run_dir.path, state)
+    job = jobs[0]
+    assert job.final_state is not None
+    path = save_checkpoint(run_dir.path, job.final_state)
     summary["checkpoint"]["path"] = str(path)
-    return write_run_end(run_dir, summary)
+    return write_run_end(run_dir, summary, job.evaluations.records)
 
 
-def write_run_end(run_dir: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
-    """A distributed run's single metrics line (its end), summary and plot; closes the dir."""
+def write_run_end(
+    run_dir: RunDir, summary: dict[str, Any], records: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A distributed run's end: its last metrics record (`records[-1]`; the earlier ones
+    were written as they came), summary and plot of every record; closes the dir."""
     summary["run_dir"] = str(run_dir.path)
-    keys = ("train_loss", "test_auc", "test_ne", "test_logloss", "test_calibration", "eps")
-    record = {"examples": summary["examples_trained"], **{k: summary[k] for k in keys}}
-    record["train_seconds"] = summary["train_seconds"]
-    run_dir.append_metrics(record)
+    run_dir.append_metrics(records[-1])
     run_dir.write_summary(summary)
     plot_curves(
-        [record], run_dir.path / CURVES, teacher_auc=summary["teacher_auc"], title=run_dir.path.name
+        records, run_dir.path / CURVES, teacher_auc=summary["teacher_auc"], title=run_dir.path.name
     )
     run_dir.close()
     return summary

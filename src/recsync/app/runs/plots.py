@@ -9,6 +9,7 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 
 def new_figure(width: float, height: float, columns: int = 1) -> tuple[Figure, Any]:
@@ -30,6 +31,13 @@ def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], 
     return [x for x, _ in points], [y for _, y in points]
 
 
+def _count(value: float, _: int) -> str:
+    """An axis tick as a short count (250k, 1.5M): long numbers overlap."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:g}M"
+    return f"{value / 1e3:g}k" if abs(value) >= 1e3 else f"{value:g}"
+
+
 def plot_curves(
     records: Sequence[Mapping[str, Any]],
     out: str | Path,
@@ -37,16 +45,19 @@ def plot_curves(
     teacher_auc: float | None = None,
     title: str = "",
 ) -> Path:
-    """Two panels over examples trained: train loss (mean since the previous point) and
-    test AUC, with the teacher's AUC (the best reachable) dashed when known. Uses the Agg
+    """Two panels over examples trained: train loss (mean since the previous point) with
+    test logloss, and test AUC, with the teacher's AUC (the best reachable) dashed when known. Uses the Agg
     canvas directly, so no GUI backend and no global pyplot state are involved."""
     figure = Figure(figsize=(10, 4), layout="constrained")
     FigureCanvasAgg(figure)
     loss_axes, auc_axes = figure.subplots(1, 2)
 
     examples, losses = _series(records, "train_loss")
-    loss_axes.plot(examples, losses, marker="o", markersize=3)
-    loss_axes.set(title="train loss", xlabel="examples trained", ylabel="logloss")
+    loss_axes.plot(examples, losses, marker="o", markersize=3, label="train")
+    examples, test_losses = _series(records, "test_logloss")
+    loss_axes.plot(examples, test_losses, marker="s", markersize=3, label="test")
+    loss_axes.set(title="logloss", xlabel="examples trained", ylabel="logloss")
+    loss_axes.legend(loc="upper right")
 
     examples, aucs = _series(records, "test_auc")
     auc_axes.plot(examples, aucs, marker="o", markersize=3, label="model")
@@ -57,6 +68,7 @@ def plot_curves(
 
     for axes in (loss_axes, auc_axes):
         axes.grid(alpha=0.3)
+        axes.xaxis.set_major_formatter(FuncFormatter(_count))
     if title:
         figure.suptitle(title)
     out = Path(out)

@@ -19,7 +19,7 @@ def examples_bar(label: str, enabled: bool, rate: bool = True) -> Progress:
         MofNCompleteColumn(),
         TextColumn(count),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=Console(emoji=False, stderr=True),
         disable=not enabled,
     )
 
@@ -54,7 +54,7 @@ def steps_bar(label: str, total: int, enabled: bool) -> Iterator[Steps]:
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=Console(emoji=False, stderr=True),
         disable=not enabled,
     )
     with bar:

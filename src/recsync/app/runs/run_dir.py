@@ -92,8 +92,9 @@ class RunDir:
         force: bool = False,
         tensorboard: bool = False,
     ) -> RunDir:
-        """`runs_dir/name` (a timestamp if no name). An existing non-empty directory is
-        refused unless `force`; then the files a run writes (its checkpoint included) are
+        """`runs_dir/name` (a timestamp if no name). An existing directory of a run that
+        ended (a summary or a checkpoint) is refused unless `force`; then, as for a run
+        that failed before its end, the files a run writes (its checkpoint included) are
         removed, others are kept."""
         runs_dir = Path(runs_dir)
         name = name or timestamped_name(runs_dir)
@@ -101,9 +102,10 @@ class RunDir:
         if path.exists() and not path.is_dir():
             raise ConfigError(f"run directory {path} exists and is not a directory")
         if path.is_dir() and any(path.iterdir()):
-            if not force:
+            ended = (path / SUMMARY).exists() or (path / CHECKPOINT).exists()
+            if ended and not force:
                 raise ConfigError(
-                    f"run directory {path} exists and is not empty; pass --force to "
+                    f"run directory {path} holds a run that ended; pass --force to "
                     "overwrite it or choose another --name"
                 )
             for artifact in ARTIFACTS:

@@ -40,10 +40,12 @@ def run_simulation(
             spec,
             plan_for(spec),
             cost_model(config),
+            eval_every=config.run.eval_every,
             on_handed=lambda handed: bar.update(task, completed=handed),
+            on_eval=run_dir.append_metrics,
         )
         bar.update(task, total=sim.reader.source.total_examples)
         summary = sim.run()
     assert sim.final_state is not None
     summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
-    return write_run_end(run_dir, summary)
+    return write_run_end(run_dir, summary, sim.curve)

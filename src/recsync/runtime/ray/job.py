@@ -12,6 +12,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.evaluation import Evaluations
 from recsync.coordinator.machines import assign_machines
 from recsync.coordinator.outcome import JobEnd, NodeMeasures, finish_job
 from recsync.coordinator.spec import JobSpec, plan_for
@@ -22,6 +23,7 @@ from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.evaluator import EvaluatorActor
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 
 PING_EVERY_S = 2.0
@@ -31,6 +33,7 @@ COLLECTIVE_TIMEOUT_S = 60.0
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
 Progress = Callable[[int, int | None, float], None]
+OnEval = Callable[[dict[str, Any]], None]
 
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
@@ -59,7 +62,7 @@ def cluster_machines() -> list[str]:
 class RayJob:
     """One training job on Ray actors, one per node of its topology."""
 
-    def __init__(self, spec: JobSpec, plan: JobPlan):
+    def __init__(self, spec: JobSpec, plan: JobPlan, eval_every: int = 0):
         self.spec = spec
         self.plan = plan
         cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
@@ -73,6 +76,10 @@ class RayJob:
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
+        self.evaluations = Evaluations(self.topology, eval_every)
+        self.on_eval: OnEval | None = None
+        self._evaluator: Any = None
+        self._evaluating: tuple[Any, list[Address], list[Any], float] | None = None
         self._stop_sent = False
 
     def _start(self) -> list[Address]:
@@ -89,6 +96,11 @@ class RayJob:
             self.actors[node.address] = actor.remote(node, part)
         self._check_alive(START_TIMEOUT_S)
         self._check_placement()
+        if self.evaluations.eval_every:  # started before the clock: it imports torch
+            reader = self.actors[READER].report.remote()
+            evaluator = EvaluatorActor.remote(self.topology, reader)  # type: ignore[attr-defined]
+            ray.get(evaluator.ready.remote(), timeout=START_TIMEOUT_S)
+            self._evaluator = evaluator
         self._start_worker_processes()
         looping = [n.address for n in self.topology.nodes if n.has_loops]
         ray.get([actor.connect.remote(self.actors) for a in looping for actor in self.actors_of(a)])
@@ -188,9 +200,42 @@ class RayJob:
             if time.perf_counter() - last_ping > PING_EVERY_S:
                 self._check_alive()
                 last_ping = time.perf_counter()
-            if on_progress is not None:
+            if on_progress is not None or self.evaluations.eval_every:
                 handed, total = ray.get(self.actors[READER].call.remote(progress))
-                on_progress(handed, total, handed / max(time.perf_counter() - started, 1e-9))
+                if on_progress is not None:
+                    on_progress(handed, total, handed / max(time.perf_counter() - started, 1e-9))
+                if self.evaluations.due(handed, total):
+                    self._evaluate(time.perf_counter() - started)
+            self._evaluated(wait=False)
+
+    def _evaluate(self, seconds: float) -> None:
+        """Start a metrics record of the model as it is now: its nodes' reports (copies)
+        are scored by the evaluator actor while training goes on; a mark that comes while
+        one is scored is skipped."""
+        if self._evaluating is not None:
+            return
+        assert self._evaluator is not None
+        nodes = Evaluations.nodes(self.topology)
+        refs = [self.actors[a].report.remote() for a in nodes]
+        quality = self._evaluator.quality.remote(nodes, *refs)
+        self._evaluating = (quality, nodes, refs, seconds)
+
+    def _evaluated(self, wait: bool) -> None:
+        """Record the evaluation under way once it is scored (`wait`: wait for it)."""
+        if self._evaluating is None:
+            return
+        quality, nodes, refs, seconds = self._evaluating
+        if not wait and not ray.wait([quality], timeout=0)[0]:
+            return
+        self._evaluating = None
+        try:
+            scored = ray.get(quality)
+        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
+            raise failure("evaluator", error) from None
+        reports = dict(zip(nodes, ray.get(refs), strict=True))
+        record = self.evaluations.record(reports, scored, seconds)
+        if self.on_eval is not None:
+            self.on_eval(record)
 
     def _measures(self, address: Address) -> NodeMeasures:
         """What was measured of a node, summed over its processes."""
@@ -205,6 +250,7 @@ class RayJob:
         started = time.perf_counter()
         self._watch(looping, on_progress, started)
         train_seconds = time.perf_counter() - started
+        self._evaluated(wait=True)  # a record under way is still written
         addresses = list(self.actors)
         reports = ray.get([self.actors[a].report.remote() for a in addresses])
         end = JobEnd(
@@ -219,6 +265,7 @@ class RayJob:
             raise NodeFailure(str(error)) from None
         summary["machines"] = len(self.machines)
         summary["placement"] = self.placement()
+        self.evaluations.final(summary)
         return summary
 
     def shutdown(self) -> None:
@@ -230,6 +277,9 @@ class RayJob:
         for address in self.actors:
             for actor in self.actors_of(address):
                 ray.kill(actor, no_restart=True)
+        if self._evaluator is not None:
+            ray.kill(self._evaluator, no_restart=True)
+            self._evaluator = None
         self.actors.clear()
         self.worker_actors.clear()
         self.unreleased.clear()
@@ -241,10 +291,14 @@ def run_job(
     num_cpus: int | None = None,
     on_progress: Progress | None = None,
     on_start: Callable[[RayJob], None] | None = None,
+    eval_every: int = 0,
+    on_eval: OnEval | None = None,
 ) -> dict[str, Any]:
-    """Plan, start, train, evaluate, stop. Starts (and stops) a local Ray if no address."""
+    """Plan, start, train (evaluating every `eval_every` examples handed out: each record
+    to `on_eval`), evaluate, stop. Starts (and stops) a local Ray if no address."""
     started_ray = connect(address, num_cpus)
-    job = RayJob(spec, plan_for(spec))
+    job = RayJob(spec, plan_for(spec), eval_every)
+    job.on_eval = on_eval
     try:
         if on_start is not None:
             on_start(job)

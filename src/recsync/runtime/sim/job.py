@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
-from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, finish_job
+from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
@@ -46,11 +47,13 @@ class SimJob:
         server_threads: int = 4,
         eval_every: int | None = None,
         on_handed: Callable[[int], None] | None = None,
+        on_eval: Callable[[dict[str, Any]], None] | None = None,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
-        (in virtual time, at no cost): `curve`. `on_handed(n)`: called each time the reader
-        hands out a batch, with the examples handed out so far (a progress bar)."""
+        (in virtual time, at no cost; coordinator/evaluation.py): `curve`, and each record
+        to `on_eval`. `on_handed(n)`: called each time the reader hands out a batch, with
+        the examples handed out so far (a progress bar)."""
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster
@@ -81,9 +84,8 @@ class SimJob:
             collective,
             ranks,
         )
-        self.eval_every = eval_every
-        self.curve: list[dict[str, float]] = []
-        self.next_eval = eval_every or 0
+        self.evaluations = Evaluations(topology, eval_every or 0)
+        self.on_eval = on_eval
         self.crashed: set[int] = set()
         self.final_state: JobState | None = None
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
@@ -123,16 +125,13 @@ class SimJob:
         end = self._end()
         summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
-        if self.eval_every:
-            self.curve.append(
-                {
-                    "examples": self.reader.total_examples,
-                    "virtual_s": float(self.clock.now),
-                    "auc": summary["test_auc"],
-                    "logloss": summary["test_logloss"],
-                }
-            )
+        self.evaluations.final(summary)
         return summary
+
+    @property
+    def curve(self) -> list[dict[str, Any]]:
+        """The run's metrics records: one per evaluation, and the end's."""
+        return self.evaluations.records
 
     def _end(self) -> JobEnd:
         lost = [
@@ -162,34 +161,16 @@ class SimJob:
 
     def maybe_evaluate(self, examples: int) -> None:
         """Quality of the model as it is now, each time `eval_every` more examples went out."""
-        if not self.eval_every or examples < self.next_eval:
+        if not self.evaluations.due(examples):
             return
-        while self.next_eval <= examples:
-            self.next_eval += self.eval_every
-        roles = (Role.TRAINER, Role.DENSE_SERVER, Role.EMBEDDING_SERVER)
-        now = JobEnd(
-            "sim",
-            {a: h.node.report() for a, h in self.hosts.items() if a.role in roles},
-            {},
-            self.clock.now,
-        )
+        nodes = Evaluations.nodes(self.topology)
+        reports = {a: self.hosts[a].node.report() for a in nodes}
         test = self.reader.source.test_set()
         assert test is not None
-        quality = evaluate_model(
-            self.spec,
-            self.topology.layout,
-            final_dense(self.spec, now),
-            [s.state["weight"] for s in now.of_role(Role.EMBEDDING_SERVER)],
-            test,
-        )
-        self.curve.append(
-            {
-                "examples": examples,
-                "virtual_s": float(self.clock.now),
-                "auc": quality.auc,
-                "logloss": quality.logloss,
-            }
-        )
+        quality = model_quality(self.topology, reports, test)
+        record = self.evaluations.record(reports, quality, float(self.clock.now))
+        if self.on_eval is not None:
+            self.on_eval(record)
 
     def _crashes(self, address: Address) -> bool:
         faults = self.cost.faults

@@ -1,0 +1,59 @@
+"""What evaluating while training costs the Ray engine: the default job (S-EASGD, 2 trainers
+x 2 workers, default model and synthetic task) with evaluations every `--eval-every`
+examples handed out over the same job with none, paired run by run. Prints one JSON
+object: EPS of each, `ratio` (median of the paired ratios, with evaluations / without),
+and how many metrics records the evaluating runs wrote (a mark that comes while the
+previous record is still being scored is skipped: on a saturated machine the evaluator,
+at a low priority, gets little CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.runtime.ray.job import connect, run_job
+from recsync.sync.registry import strategy_config
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--examples", type=int, default=300_000)
+    parser.add_argument("--eval-every", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    connect(None, 2)
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples)
+    spec = JobSpec(ModelSpec(), TrainSpec(), ClusterSpec(), strategy_config("easgd"), synthetic)
+    plain, evaluating, ratios, records = [], [], [], []
+    for _ in range(args.repeats):
+        seen: list[dict] = []
+        with_eval = run_job(spec, eval_every=args.eval_every, on_eval=seen.append)["eps"]
+        without = run_job(spec)["eps"]
+        evaluating.append(with_eval)
+        plain.append(without)
+        ratios.append(with_eval / without)
+        records.append(len(seen) + 1)  # and the run's last record
+    print(
+        json.dumps(
+            {
+                "examples": args.examples,
+                "eval_every": args.eval_every,
+                "eps_evaluating": [round(e) for e in evaluating],
+                "eps_plain": [round(e) for e in plain],
+                "records": records,
+                "records_due": args.examples // args.eval_every,
+                "ratio": round(statistics.median(ratios), 3),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Evaluation while a distributed job trains, the same on both drivers: each time
+`eval_every` more examples were handed out, the driver gathers the reports of the nodes
+that hold the model (trainers, dense servers, embedding servers; their tensors are copies
+taken while training goes on) and this module turns them into one metrics record: the
+examples trained so far, the mean train loss since the previous record, and the model's
+held-out quality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense
+from recsync.coordinator.topology import Topology
+from recsync.data.batch import Batch
+from recsync.metrics.quality import Quality
+from recsync.protocol.address import Address, Role
+from recsync.trainer.stats import TrainerReport
+
+MODEL_ROLES = (Role.TRAINER, Role.DENSE_SERVER, Role.EMBEDDING_SERVER)
+
+
+def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) -> Quality:
+    """Held-out quality of the model the nodes' reports hold (those of `Evaluations.nodes`)."""
+    spec = topology.spec
+    now = JobEnd("now", reports, {}, 0.0)
+    return evaluate_model(
+        spec,
+        topology.layout,
+        final_dense(spec, now),
+        [s.state["weight"] for s in now.of_role(Role.EMBEDDING_SERVER)],
+        test,
+    )
+
+
+class Evaluations:
+    """The schedule and the records of one run's evaluations (eval_every 0: none)."""
+
+    def __init__(self, topology: Topology, eval_every: int):
+        if eval_every < 0:
+            raise ValueError(f"run.eval_every must be >= 0, got {eval_every}")
+        self.topology, self.eval_every = topology, eval_every
+        self.next_mark = eval_every
+        self.records: list[dict[str, Any]] = []
+        self._loss_sum, self._examples = 0.0, 0  # over all trainers, at the last record
+
+    def due(self, handed: int, total: int | None = None) -> bool:
+        """True (once per mark passed) when `handed` examples went out, unless they are the
+        whole stream of `total` (the run's last record follows)."""
+        if not self.eval_every or handed < self.next_mark or handed == total:
+            return False
+        while self.next_mark <= handed:
+            self.next_mark += self.eval_every
+        return True
+
+    @staticmethod
+    def nodes(topology: Topology) -> list[Address]:
+        """The nodes whose reports an evaluation needs."""
+        return [n.address for n in topology.nodes if n.address.role in MODEL_ROLES]
+
+    def record(
+        self, reports: dict[Address, Any], quality: Quality, seconds: float
+    ) -> dict[str, Any]:
+        """One metrics record: the trainers' counts in `reports`, the model's `quality`
+        (`model_quality` of the same reports), `seconds` into training."""
+        trainers: list[TrainerReport] = [
+            r for a, r in sorted(reports.items()) if a.role is Role.TRAINER
+        ]
+        examples = sum(t.stats.total_examples for t in trainers)
+        loss_sum = sum(t.stats.loss_sum for t in trainers)
+        new_examples = examples - self._examples
+        record = {
+            "examples": examples,
+            "train_loss": (loss_sum - self._loss_sum) / new_examples if new_examples else None,
+            "test_examples": quality.examples,
+            "test_auc": quality.auc,
+            "test_ne": quality.ne,
+            "test_logloss": quality.logloss,
+            "test_calibration": quality.calibration,
+            "eps": examples / seconds if seconds > 0 else 0.0,
+            "train_seconds": seconds,
+        }
+        self._loss_sum, self._examples = loss_sum, examples
+        self.records.append(record)
+        return record
+
+    def final(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The run's last record, from its summary (its train loss: since the last record)."""
+        examples = summary["examples_trained"]
+        loss_sum = (summary["train_loss"] or 0.0) * examples
+        new_examples = examples - self._examples
+        keys = ("test_examples", "test_auc", "test_ne", "test_logloss", "test_calibration")
+        record = {
+            "examples": examples,
+            "train_loss": (loss_sum - self._loss_sum) / new_examples if new_examples else None,
+            **{k: summary[k] for k in keys},
+            "eps": summary["eps"],
+            "train_seconds": summary["train_seconds"],
+        }
+        self.records.append(record)
+        return record
