@@ -17,6 +17,7 @@ from recsync.app.runs.interrupts import interrupts
 from recsync.coordinator.reader import ReaderNode
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
+from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.messages import NextBatch, StopReading
 from test_cli import config_file, invoke
 
@@ -45,7 +46,7 @@ def test_a_signal_before_the_job_starts_stops_it_as_soon_as_it_does():
 
 def test_a_stopped_reader_hands_out_nothing_more_and_says_so():
     spec = SyntheticSpec(num_train=1000, num_test=100, table_rows=(20,) * 4)
-    reader = ReaderNode(SyntheticData(spec, batch_size=100), num_trainers=1)
+    reader = ReaderNode(SyntheticData(spec, TrainSpec(batch_size=100)), num_trainers=1)
     assert reader.handle(NextBatch(0)).batch is not None
     assert reader.handle(StopReading()) == 100
     assert reader.handle(NextBatch(0)).batch is None

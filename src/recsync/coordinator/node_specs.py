@@ -89,17 +89,14 @@ class NodeSpec:
 class ReaderSpec(NodeSpec):
     synthetic: SyntheticSpec | None
     files: FileData | None
-    batch_size: int
-    seed: int
+    train: TrainSpec
     start_example: int
     num_trainers: int
     tokens: Tokens | None
     limit: int | None
 
     def build(self, context: BuildContext) -> ReaderNode:
-        source = open_training_data(
-            self.synthetic, self.files, self.batch_size, self.seed, self.start_example
-        )
+        source = open_training_data(self.synthetic, self.files, self.train, self.start_example)
         return ReaderNode(source, self.num_trainers, self.tokens, self.limit)
 
 

@@ -159,7 +159,7 @@ def _dataset(spec: JobSpec) -> int | None:
     """Examples the job must have handed out (known for the synthetic task)."""
     if spec.synthetic is None:
         return None
-    dataset = spec.synthetic.num_train - spec.start_example
+    dataset = spec.synthetic.num_train * spec.train.epochs - spec.start_example
     if spec.stop_after_examples is not None:
         batch = spec.train.batch_size
         dataset = min(dataset, spec.stop_after_examples // batch * batch)

@@ -103,7 +103,7 @@ class JobSpec:
 
 def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:
     """The first `count` batches of the job's data (the planner's sample)."""
-    source = open_training_data(spec.synthetic, spec.files, spec.train.batch_size, spec.train.seed)
+    source = open_training_data(spec.synthetic, spec.files, spec.train)
     sample = []
     for batch in source.train_batches():
         sample.append(batch)

@@ -61,6 +61,19 @@ class Batch:
         ids = self.ids[torch.repeat_interleave(bag_keep, lengths, output_size=self.ids.numel())]
         return Batch(self.dense[keep], ids, offsets, self.labels[keep])
 
+    def take(self, order: torch.Tensor) -> Batch:
+        """The examples at the B' int64 positions `order`, in that order (a shuffle)."""
+        B, F = self.batch_size, self.num_features
+        starts = self.offsets[:-1].reshape(F, B)[:, order].reshape(-1)
+        lengths = self.bag_lengths().reshape(F, B)[:, order].reshape(-1)
+        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
+        torch.cumsum(lengths, 0, out=offsets[1:])
+        total = int(offsets[-1])
+        # id p of output bag j sits at starts[j] + (p - offsets[j]) in the source
+        shift = torch.repeat_interleave(starts - offsets[:-1], lengths, output_size=total)
+        ids = self.ids[shift + torch.arange(total)]
+        return Batch(self.dense[order], ids, offsets, self.labels[order])
+
     def validate(self, table_rows: list[int]) -> None:
         """Raise ValueError naming the feature if any id is out of its table's range."""
         B = self.batch_size

@@ -1,8 +1,9 @@
 """Training data sources of a run: the synthetic task, or files with a held-out split.
 
-A source hands out training batches once, in order, and holds the test set: the synthetic
-task's test split (and its teacher's AUC), test files read up front, or examples held out
-of the stream by a seeded coin.
+A source hands out training batches, `train.epochs` passes (data/epochs.py: the first in
+order, later ones shuffled), and holds the test set: the synthetic task's test split (and
+its teacher's AUC), test files read up front, or examples held out of the stream by a
+seeded coin in the first pass, the same rows left out of every later pass.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import torch
 
 from recsync.data.batch import Batch, concat, rebatch
 from recsync.data.criteo import CriteoSchema
+from recsync.data.epochs import epochs_of
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
 from recsync.io.readers import open_dataset
+from recsync.optim.train_spec import TrainSpec
 
 TEST_READ_ROWS = 8192
 
@@ -42,11 +45,11 @@ class FileData:
 class SyntheticData:
     """The synthetic task's training stream and test split, and its teacher's AUC."""
 
-    def __init__(self, spec: SyntheticSpec, batch_size: int, start_example: int = 0):
+    def __init__(self, spec: SyntheticSpec, train: TrainSpec, start_example: int = 0):
         self.task = SyntheticTask(spec)
-        self.batch_size = batch_size
+        self.train = train
         self.start_example = start_example
-        self.total_examples: int | None = spec.num_train - start_example
+        self.total_examples: int | None = spec.num_train * train.epochs - start_example
         self.skips = SkipReport()
 
     @property
@@ -54,7 +57,16 @@ class SyntheticData:
         return self.task.teacher_auc()
 
     def train_batches(self) -> Iterator[Batch]:
-        return self.task.train_batches(self.batch_size, self.start_example)
+        train = self.train
+        if train.epochs == 1:
+            return self.task.train_batches(train.batch_size, self.start_example)
+        passes = epochs_of(
+            lambda _: self.task.train_batches(train.batch_size),
+            train.epochs,
+            train.shuffle_buffer,
+            train.seed,
+        )
+        return rebatch(skip_examples(passes, self.start_example), train.batch_size)
 
     def test_set(self) -> Batch | None:
         return self.task.test_set()[0]
@@ -66,17 +78,17 @@ class FileTrainingData:
     test_fraction until test_max_examples are held (then the test set is the ones held so
     far: intermediate evaluations see a growing set)."""
 
-    def __init__(self, files: FileData, batch_size: int, seed: int):
+    def __init__(self, files: FileData, train: TrainSpec):
         self.start_example = 0
         self.files = files
-        self.batch_size = batch_size
+        self.train = train
+        self.batch_size = batch_size = train.batch_size
         self.total_examples: int | None = None
         self.teacher_auc: float | None = None
         self.skips = SkipReport()
         self._held: list[Batch] = []
         self._held_examples = 0
         self._test: Batch | None = None
-        self._coin = torch.Generator().manual_seed(seed)
         if files.test_paths:
             self._read_test_files()
         self._reader = self._open(files.paths, batch_size)
@@ -107,24 +119,35 @@ class FileTrainingData:
             self._held_examples += batch.batch_size
             self._test = None
 
-    def _split(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+    def _split(self, batches: Iterator[Batch], first: bool) -> Iterator[Batch]:
+        """The stream without its held-out rows: the same coin, drawn afresh each pass, so
+        that a later pass leaves out exactly the rows the first one held out."""
+        coin = torch.Generator().manual_seed(self.train.seed)
+        held_examples = 0
         for batch in batches:
-            room = self.files.test_max_examples - self._held_examples
+            room = self.files.test_max_examples - held_examples
             if room <= 0:
                 yield batch
                 continue
-            held = torch.rand(batch.batch_size, generator=self._coin) < self.files.test_fraction
+            held = torch.rand(batch.batch_size, generator=coin) < self.files.test_fraction
             held[held.nonzero().flatten()[room:]] = False
-            self._hold(batch.select(held))
+            held_examples += int(held.sum())
+            if first:
+                self._hold(batch.select(held))
             kept = batch.select(~held)
             if kept.batch_size:
                 yield kept
 
+    def _one_pass(self, epoch: int) -> Iterator[Batch]:
+        reader = self._reader if epoch == 0 else self._open(self.files.paths, self.batch_size)
+        return reader if self.files.test_fraction == 0 else self._split(reader, epoch == 0)
+
     def train_batches(self) -> Iterator[Batch]:
-        stream = self._reader if self.files.test_fraction == 0 else self._split(self._reader)
+        train = self.train
+        stream = epochs_of(self._one_pass, train.epochs, train.shuffle_buffer, train.seed)
         if self.start_example:
             return rebatch(skip_examples(stream, self.start_example), self.batch_size)
-        if self.files.test_fraction == 0:
+        if self.files.test_fraction == 0 and train.epochs == 1:
             return stream
         return rebatch(stream, self.batch_size)
 
@@ -137,15 +160,15 @@ class FileTrainingData:
 def open_training_data(
     synthetic: SyntheticSpec | None,
     files: FileData | None,
-    batch_size: int,
-    seed: int,
+    train: TrainSpec,
     start_example: int = 0,
 ) -> SyntheticData | FileTrainingData:
     """The run's data source: synthetic, or files (opened now: a missing file fails early);
-    the training stream starts after `start_example` examples (a resumed run)."""
+    the training stream (`train.epochs` passes, cut into `train.batch_size` batches) starts
+    after `start_example` examples (a resumed run)."""
     if synthetic is not None:
-        return SyntheticData(synthetic, batch_size, start_example)
+        return SyntheticData(synthetic, train, start_example)
     assert files is not None
-    source = FileTrainingData(files, batch_size, seed)
+    source = FileTrainingData(files, train)
     source.start_example = start_example
     return source

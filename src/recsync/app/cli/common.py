@@ -60,7 +60,8 @@ def end_of_run(summary: dict[str, Any]) -> None:
         why = (
             f"all {skipped:,} lines of the data were skipped (see skipped lines)"
             if skipped
-            else "no data was left to train on (a resumed run whose data is used up?)"
+            else "no data was left to train on (a resumed run whose data is used up? train "
+            "more passes with --epochs N)"
         )
         fail(ValueError(f"trained 0 examples: {why}; the run's files are in {summary['run_dir']}"))
 

@@ -95,10 +95,12 @@ def _prepare_run(
         except ValueError as error:
             raise ConfigError(f"--resume {resume}: {error}") from None
         synthetic = spec.synthetic if spec.files is None else None
-        if synthetic is not None and state.data_position >= synthetic.num_train:
+        stream = synthetic.num_train * spec.train.epochs if synthetic is not None else None
+        if stream is not None and state.data_position >= stream:
             raise ConfigError(
                 f"--resume {resume}: nothing left to train: its checkpoint is at example "
-                f"{state.data_position:,} of {synthetic.num_train:,} (data.synthetic.num_train)"
+                f"{state.data_position:,} of {stream:,} ({spec.train.epochs} epoch(s) of "
+                "data.synthetic.num_train); train more passes with --epochs N"
             )
     run_dir = RunDir.create(
         cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
@@ -112,6 +114,10 @@ ResumeOption = Annotated[
 ]
 StrategyOption = Annotated[
     str | None, typer.Option(help="Strategy name (with --resume: switch to it).")
+]
+EpochsOption = Annotated[
+    int | None,
+    typer.Option(help="Passes over the training data (train.epochs); later ones shuffled."),
 ]
 StopAfterOption = Annotated[
     int | None,
@@ -133,11 +139,15 @@ def train(
     resume: ResumeOption = None,
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
+    epochs: EpochsOption = None,
 ) -> None:
-    """Train one pass over the data; write config, metrics, summary, plots and (distributed)
-    a checkpoint to a run dir. --resume RUN --strategy OTHER continues RUN under OTHER."""
+    """Train on the data (train.epochs passes, default one); write config, metrics, summary,
+    plots and (distributed) a checkpoint to a run dir. --resume RUN --strategy OTHER
+    continues RUN under OTHER."""
     try:
-        extra = {} if address is None else {"cluster.address": address}
+        extra: dict[str, Any] = {} if address is None else {"cluster.address": address}
+        if epochs is not None:
+            extra["train.epochs"] = epochs
         cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
         if cfg.strategy.name == "reference":
             if state is not None or stop_after is not None:
@@ -187,12 +197,14 @@ def simulate(
     resume: ResumeOption = None,
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
+    epochs: EpochsOption = None,
 ) -> None:
     """Run the job of `train` in the cluster simulator (cost section): virtual time, real math."""
     try:
-        cfg, run_dir, state = _prepare_run(
-            config, name, force, set_, _profile_overrides(profile), resume, strategy
-        )
+        extra = _profile_overrides(profile)
+        if epochs is not None:
+            extra["train.epochs"] = epochs
+        cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
         summary = run_simulation(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, OSError) as error:
         fail(error)

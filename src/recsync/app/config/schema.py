@@ -117,9 +117,11 @@ class ModelSection(Section):
 
 
 class TrainSection(Section):
-    """[train]: batch size and the dense and sparse optimizers."""
+    """[train]: batch size, passes over the data, and the dense and sparse optimizers."""
 
     batch_size: int = _DEFAULT_TRAIN.batch_size
+    epochs: int = _DEFAULT_TRAIN.epochs
+    shuffle_buffer: int = _DEFAULT_TRAIN.shuffle_buffer
     dense_optimizer: DenseOptimizerSection = Field(default_factory=DenseOptimizerSection)
     sparse_optimizer: SparseOptimizerSection = Field(default_factory=SparseOptimizerSection)
 
@@ -161,6 +163,8 @@ class Config(Section):
             TrainSpec,
             {
                 "batch_size": self.train.batch_size,
+                "epochs": self.train.epochs,
+                "shuffle_buffer": self.train.shuffle_buffer,
                 "seed": self.run.seed,
                 "dense_optimizer": build_dataclass(
                     DenseOptimizerSpec, self.train.dense_optimizer, "train.dense_optimizer"

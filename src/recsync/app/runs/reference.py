@@ -119,9 +119,7 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
     specs = config.to_specs()
     try:
         run_dir.write_config(config)
-        data = open_training_data(
-            specs.synthetic, specs.files, specs.train.batch_size, config.run.seed
-        )
+        data = open_training_data(specs.synthetic, specs.files, specs.train)
         trainer = ReferenceTrainer(specs.model, specs.train)
         loop = TrainingLoop(trainer, data, run_dir, config.run.eval_every, report=progress)
         with examples_bar("training", progress) as bar:
