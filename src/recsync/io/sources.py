@@ -93,10 +93,13 @@ class FileTrainingData:
             self._read_test_files()
         self._reader = self._open(files.paths, batch_size)
 
-    def _open(self, paths: tuple[Path, ...], batch_size: int) -> Iterator[Batch]:
+    def _open(
+        self, paths: tuple[Path, ...], batch_size: int, skips: SkipReport | None = None
+    ) -> Iterator[Batch]:
         f = self.files
+        skips = self.skips if skips is None else skips
         reader = open_dataset(
-            paths, f.fmt, f.schema, batch_size=batch_size, strict=f.strict, skips=self.skips
+            paths, f.fmt, f.schema, batch_size=batch_size, strict=f.strict, skips=skips
         )
         return map(self._prepared, reader)
 
@@ -139,7 +142,10 @@ class FileTrainingData:
                 yield kept
 
     def _one_pass(self, epoch: int) -> Iterator[Batch]:
-        reader = self._reader if epoch == 0 else self._open(self.files.paths, self.batch_size)
+        if epoch == 0:
+            reader = self._reader
+        else:  # a line skipped is counted once, in the first pass
+            reader = self._open(self.files.paths, self.batch_size, SkipReport())
         return reader if self.files.test_fraction == 0 else self._split(reader, epoch == 0)
 
     def train_batches(self) -> Iterator[Batch]:

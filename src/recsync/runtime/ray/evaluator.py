@@ -23,16 +23,19 @@ EVAL_NICE = 10
 class EvaluatorActor:
     """Scores the model that nodes' reports hold on the job's held-out set."""
 
-    def __init__(self, topology: Topology, reader: ReaderReport):
+    def __init__(self, topology: Topology):
         os.nice(EVAL_NICE)
         torch.set_num_threads(1)
         self.topology = topology
-        assert reader.test is not None
-        self.test = reader.test
 
     def ready(self) -> bool:
         return True
 
-    def quality(self, nodes: list[Address], *reports: Any) -> Quality:
-        """`reports[i]`: the report of `nodes[i]` (passed as object refs, resolved here)."""
-        return model_quality(self.topology, dict(zip(nodes, reports, strict=True)), self.test)
+    def quality(self, reader: ReaderReport, nodes: list[Address], *reports: Any) -> Quality | None:
+        """`reports[i]`: the report of `nodes[i]` (object refs, resolved here); scored on
+        the reader's held-out set as it is now (None while it is empty: a split of the
+        stream holds its first examples out as it goes)."""
+        test = reader.test
+        if test is None or test.batch_size == 0:
+            return None
+        return model_quality(self.topology, dict(zip(nodes, reports, strict=True)), test)

@@ -142,8 +142,7 @@ class RayJob:
         self._check_alive(START_TIMEOUT_S)
         self._check_placement()
         if self.evaluations.eval_every:  # started before the clock: it imports torch
-            reader = self.actors[READER].report.remote()
-            evaluator = EvaluatorActor.remote(self.topology, reader)  # type: ignore[attr-defined]
+            evaluator = EvaluatorActor.remote(self.topology)  # type: ignore[attr-defined]
             ray.get(evaluator.ready.remote(), timeout=START_TIMEOUT_S)
             self._evaluator = evaluator
         self._start_worker_processes()
@@ -262,7 +261,8 @@ class RayJob:
         assert self._evaluator is not None
         nodes = Evaluations.nodes(self.topology)
         refs = [self.actors[a].report.remote() for a in nodes]
-        quality = self._evaluator.quality.remote(nodes, *refs)
+        reader = self.actors[READER].report.remote()
+        quality = self._evaluator.quality.remote(reader, nodes, *refs)
         self._evaluating = (quality, nodes, refs, seconds)
 
     def _evaluated(self, wait: bool) -> None:
@@ -277,6 +277,8 @@ class RayJob:
             scored = ray.get(quality)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
             raise failure("evaluator", error) from None
+        if scored is None:
+            return  # no held-out example yet
         reports = dict(zip(nodes, ray.get(refs), strict=True))
         record = self.evaluations.record(reports, scored, seconds)
         if self.on_eval is not None:
