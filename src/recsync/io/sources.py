@@ -42,6 +42,13 @@ class FileData:
     dense_log1p: bool
 
 
+def prepared(batch: Batch, dense_log1p: bool) -> Batch:
+    """A batch as read, its dense features as the model takes them (log(1 + x) if asked)."""
+    if not dense_log1p:
+        return batch
+    return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
+
+
 class SyntheticData:
     """The synthetic task's training stream and test split, and its teacher's AUC."""
 
@@ -104,9 +111,7 @@ class FileTrainingData:
         return map(self._prepared, reader)
 
     def _prepared(self, batch: Batch) -> Batch:
-        if not self.files.dense_log1p:
-            return batch
-        return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
+        return prepared(batch, self.files.dense_log1p)
 
     def _read_test_files(self) -> None:
         limit = self.files.test_max_examples

@@ -36,6 +36,7 @@ from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_checkpoint
 from recsync.app.runs.distributed import job_spec, run_distributed
+from recsync.app.runs.export import DESCRIPTION_FILE, MODEL_FILE, export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.progress import steps_bar
 from recsync.app.runs.reference import run_training
@@ -273,6 +274,38 @@ def _profile_overrides(profile: Path | None) -> dict[str, Any]:
 
     walk("", {"cost": tree.get("cost", {})})
     return flat
+
+
+@app.command()
+def export(
+    run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
+    out: Annotated[Path, typer.Argument(help="Directory to write model.pt and model.json to.")],
+) -> None:
+    """Write a run's model as one plain PyTorch module's state dict (model.pt) and its
+    description (model.json: architecture, data format, schema); README shows how to load it."""
+    try:
+        written = export_run(run, out)
+    except (RecsyncError, OSError) as error:
+        fail(error)
+    Console(emoji=False).print(f"exported {run} to {written}/{MODEL_FILE}, {DESCRIPTION_FILE}")
+
+
+@app.command()
+def predict(
+    run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
+    data: Annotated[Path, typer.Argument(help="A file of the run's data format.")],
+    out: Annotated[Path, typer.Option(help="Parquet file of label and score columns.")] = Path(
+        "scores.parquet"
+    ),
+) -> None:
+    """Score every line of a file of the run's format with the run's model."""
+    try:
+        rows, skips = predict_file(run, data, out)
+    except (RecsyncError, OSError) as error:
+        fail(error)
+    Console(emoji=False).print(
+        f"scored {rows:,} rows of {data} into {out}; skipped lines: {skips_text(skips.as_dict())}"
+    )
 
 
 @app.command()

@@ -1,0 +1,42 @@
+"""A trained model as one plain `nn.Module`: the dense part and every embedding table in
+full, scoring a batch's dense features and bags (the form `recsync export` writes; the
+README shows the few lines of plain PyTorch that rebuild it from the state dict)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from recsync.model.dlrm import DenseArch
+from recsync.model.spec import ModelSpec
+
+
+class ExportedDLRM(nn.Module):
+    """Tables (one EmbeddingBag each, the table's pooling) and the dense arch.
+
+    forward(dense B x num_dense, ids N, offsets F*B+1 feature-major, as a Batch holds them)
+    returns B click probabilities.
+    """
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        if spec.data_norm:
+            raise ValueError(
+                "model.data_norm: a data-normalized model scores with its batch's means and "
+                "cannot be exported as a plain module"
+            )
+        self.tables = nn.ModuleList(
+            nn.EmbeddingBag(t.num_rows, t.dim, mode=t.pooling) for t in spec.tables
+        )
+        self.dense = DenseArch(spec)
+
+    def forward(
+        self, dense: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor
+    ) -> torch.Tensor:
+        B = dense.shape[0]
+        pooled = []
+        for f, table in enumerate(self.tables):
+            bags = offsets[f * B : (f + 1) * B + 1]
+            first, last = int(bags[0]), int(bags[-1])
+            pooled.append(table(ids[first:last], bags[:-1] - first))
+        return torch.sigmoid(self.dense(dense, torch.stack(pooled, dim=1)))

@@ -1,0 +1,89 @@
+"""`recsync export` and `recsync predict`: the exported state dict, loaded by the README's
+plain-PyTorch lines, scores as recsync does; predict scores a file of the run's format."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from recsync.app.runs.export import exported_model
+from recsync.io.readers import open_dataset
+from recsync.io.sources import prepared
+from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_snippet(model_dir: Path) -> str:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"<!-- export-snippet -->\n```python\n(.*?)```", text, re.S)
+    assert found, "README has no export snippet"
+    return found.group(1).replace("model_dir/", f"{model_dir.as_posix()}/")
+
+
+@pytest.fixture(scope="module")
+def trained(parquet_files):  # noqa: F811
+    workdir, config, train, test = parquet_files
+    sets = parquet_overrides(train, **{"data.test_path": test.as_posix()})
+    result = invoke(
+        "simulate", "-c", config, "--name", "to-export", "--no-progress", "--strategy", "async",
+        *sets,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return workdir / "runs" / "to-export", test
+
+
+def test_the_readme_lines_load_the_export_and_score_as_recsync(trained, tmp_path):
+    run, test_file = trained
+    result = invoke("export", str(run), str(tmp_path / "model"))
+    assert result.exit_code == 0, result.output
+    description = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert (
+        description["format"] == "recsync-export-1" and description["data"]["source"] == "parquet"
+    )
+    scope: dict = {}
+    exec(compile(readme_snippet(tmp_path / "model"), "README snippet", "exec"), scope)
+    plain = scope["model"]
+    ours, config = exported_model(run)
+    files = config.to_specs().files
+    batch = prepared(
+        next(iter(open_dataset([test_file], files.fmt, files.schema, batch_size=500))),
+        files.dense_log1p,
+    )
+    with torch.no_grad():
+        theirs = plain(batch.dense, batch.ids, batch.offsets)
+        mine = ours(batch.dense, batch.ids, batch.offsets)
+    assert torch.equal(theirs, mine)
+    summary = json.loads((run / "summary.json").read_text())
+    auc = roc_auc_score(batch.labels.numpy(), theirs.numpy())
+    assert auc == pytest.approx(summary["test_auc"], abs=1e-6)  # the run's own evaluation
+
+
+def test_predict_scores_every_row_of_a_file(trained, tmp_path):
+    run, test_file = trained
+    out = tmp_path / "scores.parquet"
+    result = invoke("predict", str(run), str(test_file), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out)
+    assert table.column_names == ["label", "score"] and table.num_rows == 500
+    scores = table.column("score").to_numpy()
+    assert ((scores > 0) & (scores < 1)).all()
+    summary = json.loads((run / "summary.json").read_text())
+    auc = roc_auc_score(table.column("label").to_numpy(), scores)
+    assert auc == pytest.approx(summary["test_auc"], abs=1e-6)
+
+
+def test_export_of_a_run_without_checkpoint_and_predict_on_synthetic_runs_are_clear(tmp_path):
+    result = invoke("export", str(tmp_path), str(tmp_path / "out"))
+    assert result.exit_code == 1 and "not a run directory" in result.output
+    path = config_file(tmp_path)
+    simulated = invoke("simulate", "-c", path, "--name", "syn", "--no-progress", "--strategy", "ma")
+    assert simulated.exit_code == 0, simulated.output
+    refused = invoke("predict", str(tmp_path / "runs" / "syn"), str(path))
+    assert refused.exit_code == 1 and "synthetic task" in refused.output
