@@ -30,6 +30,13 @@ class ExportedDLRM(nn.Module):
         )
         self.dense = DenseArch(spec)
 
+    def set_rows(self, table: int, start: int, rows: torch.Tensor) -> None:
+        """Rows [start, start + len(rows)) of table `table`."""
+        bag = self.tables[table]
+        assert isinstance(bag, nn.EmbeddingBag)
+        with torch.no_grad():
+            bag.weight[start : start + rows.shape[0]] = rows
+
     def forward(
         self, dense: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor
     ) -> torch.Tensor:
