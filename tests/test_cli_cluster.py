@@ -108,3 +108,20 @@ def test_simulate_writes_a_metrics_record_at_every_evaluation_mark(tmp_path):
     assert records[-1]["test_auc"] == summary["test_auc"]
     seconds = [r["train_seconds"] for r in records]
     assert seconds == sorted(seconds) and seconds[-1] == summary["train_seconds"]
+
+
+def test_compare_tabulates_runs_and_draws_their_curves(tmp_path):
+    path = config_file(tmp_path)
+    for strategy in ("async", "easgd"):
+        args = ("-c", path, "--name", strategy, "--no-progress", "--strategy", strategy)
+        assert invoke("simulate", *args).exit_code == 0
+    reference = invoke("train", "-c", path, "--name", "ref", "--no-progress")
+    assert reference.exit_code == 0, reference.output
+    runs = [str(tmp_path / "runs" / n) for n in ("async", "easgd", "ref")]
+    out = tmp_path / "both.png"
+    result = invoke("compare", *runs, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "S-EASGD" in result.output and "reference" in result.output
+    assert "2,000" in result.output and out.stat().st_size > 0
+    missing = invoke("compare", str(tmp_path), "--out", str(out))
+    assert missing.exit_code == 1 and "no summary.json" in missing.output

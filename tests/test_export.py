@@ -87,3 +87,18 @@ def test_export_of_a_run_without_checkpoint_and_predict_on_synthetic_runs_are_cl
     assert simulated.exit_code == 0, simulated.output
     refused = invoke("predict", str(tmp_path / "runs" / "syn"), str(path))
     assert refused.exit_code == 1 and "synthetic task" in refused.output
+
+
+def test_a_reference_run_ends_with_a_checkpoint_that_exports(parquet_files, tmp_path):  # noqa: F811
+    workdir, config, train, test = parquet_files
+    sets = parquet_overrides(train, **{"data.test_path": test.as_posix()})
+    result = invoke("train", "-c", config, "--name", "ref-export", "--no-progress", *sets)
+    assert result.exit_code == 0, result.output
+    run = workdir / "runs" / "ref-export"
+    out = tmp_path / "scores.parquet"
+    assert invoke("predict", str(run), str(test), "--out", str(out)).exit_code == 0
+    table = pq.read_table(out)
+    auc = roc_auc_score(table.column("label").to_numpy(), table.column("score").to_numpy())
+    assert auc == pytest.approx(
+        json.loads((run / "summary.json").read_text())["test_auc"], abs=1e-6
+    )

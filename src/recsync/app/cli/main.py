@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from recsync.app.cli.common import (
@@ -35,6 +36,7 @@ from recsync.app.config.schema import Config
 from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_checkpoint
+from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import DESCRIPTION_FILE, MODEL_FILE, export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
@@ -143,7 +145,7 @@ def train(
     epochs: EpochsOption = None,
 ) -> None:
     """Train on the data (train.epochs passes, default one); write config, metrics, summary,
-    plots and (distributed) a checkpoint to a run dir. --resume RUN --strategy OTHER
+    plots and a checkpoint to a run dir. --resume RUN --strategy OTHER
     continues RUN under OTHER."""
     try:
         extra: dict[str, Any] = {} if address is None else {"cluster.address": address}
@@ -306,6 +308,36 @@ def predict(
     Console(emoji=False).print(
         f"scored {rows:,} rows of {data} into {out}; skipped lines: {skips_text(skips.as_dict())}"
     )
+
+
+@app.command()
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    out: Annotated[Path, typer.Option(help="Figure of their curves (PNG).")] = Path("compare.png"),
+) -> None:
+    """Several runs' final metrics in one table, and their test curves on one figure."""
+    try:
+        rows = compare_rows(runs)
+        figure = plot_runs(runs, out)
+    except (RecsyncError, OSError, ValueError) as error:
+        fail(error)
+    table = Table(title="recsync compare")
+    columns = ("run", "engine", "strategy", "examples", "EPS", "test AUC", "test NE", "logloss")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            escape(row["run"]),
+            str(row["engine"]),
+            escape(str(row["strategy"])),
+            f"{row['examples_trained']:,}",
+            f"{row['eps']:,.0f}",
+            number(row["test_auc"]),
+            number(row["test_ne"]),
+            number(row["test_logloss"]),
+        )
+    Console(emoji=False).print(table)
+    Console(emoji=False).print(f"curves: {figure}")
 
 
 @app.command()

@@ -31,7 +31,7 @@ def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], 
     return [x for x, _ in points], [y for _, y in points]
 
 
-def _count(value: float, _: int) -> str:
+def count_label(value: float, _: int) -> str:
     """An axis tick as a short count (250k, 1.5M): long numbers overlap."""
     if abs(value) >= 1e6:
         return f"{value / 1e6:g}M"
@@ -68,7 +68,7 @@ def plot_curves(
 
     for axes in (loss_axes, auc_axes):
         axes.grid(alpha=0.3)
-        axes.xaxis.set_major_formatter(FuncFormatter(_count))
+        axes.xaxis.set_major_formatter(FuncFormatter(count_label))
     if title:
         figure.suptitle(title)
     out = Path(out)

@@ -16,13 +16,16 @@ from typing import Any
 from rich.progress import Progress
 
 from recsync.app.config.schema import Config
+from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import CURVES, RunDir
+from recsync.coordinator.checkpoint import JobState, layout_slices
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
 from recsync.io.sources import FileTrainingData, SyntheticData, open_training_data
 from recsync.metrics.quality import Quality
+from recsync.optim.state import copy_state
 from recsync.trainer.reference import ReferenceTrainer
 
 
@@ -111,11 +114,27 @@ class TrainingLoop:
             progress.console.print(message, highlight=False)
 
 
+def reference_state(trainer: ReferenceTrainer, data_position: int) -> JobState:
+    """The reference trainer as a checkpoint (its one shard holds every table)."""
+    embeddings = trainer.embeddings
+    return JobState(
+        dense=trainer.replica.flat.detach().clone(),
+        dense_optimizer=copy_state(trainer.replica.optimizer.state_dict()),
+        shards=[copy_state(s.state_dict()) for s in embeddings.shards],
+        slices=layout_slices(embeddings.layout),
+        data_position=data_position,
+        global_step=embeddings.shards[0].global_step,
+        in_flight_examples=0,
+        strategy="reference",
+    )
+
+
 def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict[str, Any]:
     """Train one pass as `config` says, writing into `run_dir`; returns the summary (also
     written to summary.json): test_auc, test_ne, test_logloss, test_calibration,
     test_examples, train_loss, eps, train_seconds, examples_trained, teacher_auc (None for
-    file data), skipped (SkipReport.as_dict(): total, by_reason, first) and run_dir."""
+    file data), skipped (SkipReport.as_dict(): total, by_reason, first), run_dir, and the
+    checkpoint it wrote (the model at the end, as a distributed run's)."""
     specs = config.to_specs()
     try:
         run_dir.write_config(config)
@@ -140,6 +159,13 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
             "test_calibration": quality.calibration,
             "teacher_auc": data.teacher_auc,
             "skipped": data.skips.as_dict(),
+        }
+        state = reference_state(trainer, trainer.examples_trained)
+        summary["checkpoint"] = {
+            "path": str(save_checkpoint(run_dir.path, state)),
+            "data_position": state.data_position,
+            "global_step": state.global_step,
+            "in_flight_examples": 0,
         }
         run_dir.write_summary(summary)
         plot_curves(
