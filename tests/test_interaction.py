@@ -64,11 +64,20 @@ def test_dense_arch_output_shape_default_spec():
 def test_dense_arch_without_dense_features():
     tables = tuple(TableSpec(f"C{i}", 10, 4) for i in range(3))
     spec = ModelSpec(num_dense=0, tables=tables, bottom_mlp=(8,), top_mlp=(8,))
-    assert spec.top_input == 3
+    assert spec.top_input == 3 + 3 * 4  # 3 dot products and the 3 pooled bags
     arch = build_dense(spec, seed=0)
     assert arch.bottom is None
     out = arch(torch.empty(2, 0), torch.randn(2, 3, 4))
     assert out.shape == (2,)
+
+
+def test_one_categorical_feature_alone_has_a_first_order_input():
+    spec = ModelSpec(num_dense=0, tables=(TableSpec("bag", 10, 4),), bottom_mlp=(8,), top_mlp=(8,))
+    assert spec.num_interactions == 0 and spec.top_input == 4
+    arch = build_dense(spec, seed=0)
+    pooled = torch.randn(5, 1, 4, generator=torch.Generator().manual_seed(2))
+    logits = arch(torch.empty(5, 0), pooled)
+    assert logits.std() > 0  # not a constant model
 
 
 def test_data_norm_formula():

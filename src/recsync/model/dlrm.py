@@ -14,6 +14,9 @@ class DenseArch(nn.Module):
 
     Takes dense features B x num_dense and pooled embeddings B x F x D and returns B logits.
     It never sees an embedding table: the pooled vectors come from the embedding shards.
+    The top MLP sees the pairwise dot products and a first-order input: the bottom MLP's
+    output, or, for data with no dense feature, the pooled embeddings themselves (so that
+    one categorical feature alone, which has no pair, still trains a model).
     """
 
     def __init__(self, spec: ModelSpec):
@@ -37,7 +40,7 @@ class DenseArch(nn.Module):
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         if self.bottom is None:
-            top_in = self.interaction(pooled)
+            top_in = torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
         else:
             x = self.bottom(dense)
             vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)

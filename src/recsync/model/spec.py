@@ -72,7 +72,10 @@ class ModelSpec:
 
     @property
     def top_input(self) -> int:
-        return self.num_interactions + (self.embedding_dim if self.num_dense else 0)
+        """The interactions and the first-order input: the bottom MLP's output (D), or with
+        no dense feature the F pooled embeddings themselves (F x D)."""
+        D = self.embedding_dim
+        return self.num_interactions + (D if self.num_dense else self.num_features * D)
 
     def dense_flops_per_example(self) -> int:
         """Multiply-adds x 2 of forward + backward (3x forward) of the dense part."""
