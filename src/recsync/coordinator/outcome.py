@@ -83,6 +83,12 @@ def final_dense(spec: JobSpec, end: JobEnd) -> torch.Tensor:
     return strategy.combine_replicas(replicas)
 
 
+def two_classes(test: Batch) -> bool:
+    """The held-out labels hold both classes (AUC and NE are defined)."""
+    labels = test.labels
+    return bool(labels.numel()) and bool((labels != labels[0]).any())
+
+
 def evaluate_model(
     spec: JobSpec,
     layout: EmbeddingLayout,
@@ -117,6 +123,12 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         raise DataError(
             "the held-out set is empty: cannot evaluate (no test data, or every line of it "
             "was skipped; see data.test_path or data.test_fraction)"
+        )
+    if not two_classes(reader.test):
+        label = int(reader.test.labels[0])
+        raise DataError(
+            f"the held-out set's {reader.test.batch_size:,} labels are all {label}: AUC and "
+            "NE are undefined (is the label column right? is the test data a sample of both?)"
         )
     dense = final_dense(spec, end)
     quality = evaluate_model(

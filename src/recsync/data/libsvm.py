@@ -1,4 +1,4 @@
-"""libSVM (`label idx:val ...`) and libFM / libffm (`label field:idx:val ...`) lines.
+"""libSVM / libFM (`label idx:val ...`) and libffm (`label field:idx:val ...`) lines.
 
 Tokens are separated by whitespace; anything after `#` is a comment. The label is the first
 token: 0/1 or -1/+1 (-1 maps to 0); "1.0"-style spellings of these values are accepted.
@@ -12,7 +12,7 @@ libSVM mapping (`LibSVMSchema`):
   finite value means present.
 - an index occurring twice on a line: "duplicate_index".
 
-libFM / libffm mapping (`LibFFMSchema`): fields are numbered 0 .. num_fields-1 with
+libffm mapping (`LibFFMSchema`): fields are numbered 0 .. num_fields-1 with
 num_fields = len(table_rows) + len(dense_fields).
 - field dense_fields[j] is dense: its token's value becomes dense feature j (the index is
   checked but unused); it may occur once per line ("duplicate_index"), absent means 0.

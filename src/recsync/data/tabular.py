@@ -48,8 +48,13 @@ class TabularSchema:
     hashed: tuple[str, ...] = ()
     null_dense: float | None = 0.0
     hash_seed: int = 0
+    delimiter: str = ","  # CSV/TSV text only
 
     def __post_init__(self) -> None:
+        if len(self.delimiter) != 1 or self.delimiter in '\r\n"':
+            raise ValueError(
+                f"tabular schema: delimiter must be one character, got {self.delimiter!r}"
+            )
         for name in ("dense", "categorical", "table_rows", "hashed"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.table_rows) != len(self.categorical):

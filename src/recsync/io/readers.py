@@ -35,6 +35,31 @@ from recsync.errors import ConfigError, DataError
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
 FORMATS = ("criteo", "libsvm", "libffm", "csv", "parquet")
+# by a file's last suffix (".gz" aside); libFM's `label index:value` lines are libSVM's syntax
+SUFFIX_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".svm": "libsvm",
+    ".libsvm": "libsvm",
+    ".fm": "libsvm",
+    ".libfm": "libsvm",
+    ".ffm": "libffm",
+    ".libffm": "libffm",
+    ".tsv": "criteo",
+    ".txt": "criteo",
+}
+
+
+def format_of_name(path: str | Path) -> str:
+    """The format a file's name says (SUFFIX_FORMATS), or a ConfigError."""
+    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() != ".gz"]
+    if suffixes and suffixes[-1] in SUFFIX_FORMATS:
+        return SUFFIX_FORMATS[suffixes[-1]]
+    known = ", ".join(sorted(SUFFIX_FORMATS))
+    raise ConfigError(f"cannot tell the format of {path} from its name ({known}); name it")
+
+
 _TEXT_PARSERS = {"criteo": CriteoLineParser, "libsvm": LibSVMLineParser, "libffm": LibFFMLineParser}
 _SCHEMA_OF_FORMAT = {
     "criteo": CriteoSchema,
@@ -178,7 +203,9 @@ def csv_examples(
             stream,
             read_options=pa_csv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
             parse_options=pa_csv.ParseOptions(
-                invalid_row_handler=on_invalid_row, ignore_empty_lines=False
+                delimiter=schema.delimiter,
+                invalid_row_handler=on_invalid_row,
+                ignore_empty_lines=False,
             ),
             convert_options=pa_csv.ConvertOptions(
                 column_types={c: pa.string() for c in schema.columns},

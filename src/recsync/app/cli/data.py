@@ -23,7 +23,7 @@ from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, DataError, RecsyncError
-from recsync.io.readers import FORMATS, Schema, is_gzip, open_dataset
+from recsync.io.readers import FORMATS, Schema, format_of_name, is_gzip, open_dataset
 
 data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
 
@@ -31,17 +31,6 @@ data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=Tru
 SYNTH_CHUNK_ROWS = 65_536
 INSPECT_BATCH_ROWS = 65_536
 INSPECT_TABLE_ROWS = 2**62  # ids are only counted, never looked up: keep them distinct
-_SUFFIX_FORMATS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".svm": "libsvm",
-    ".libsvm": "libsvm",
-    ".ffm": "libffm",
-    ".libffm": "libffm",
-    ".tsv": "criteo",
-    ".txt": "criteo",
-}
 
 
 class Split(StrEnum):
@@ -92,13 +81,6 @@ def synth(
     except (RecsyncError, OSError) as error:
         fail(error)
     Console(emoji=False).print(f"wrote {rows:,} {split.value} examples to {out}")
-
-
-def _guess_format(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    if suffixes and suffixes[-1] in _SUFFIX_FORMATS:
-        return _SUFFIX_FORMATS[suffixes[-1]]
-    raise ConfigError(f"cannot tell the format of {path} from its name; pass --format")
 
 
 def _table_columns(path: Path, fmt: str) -> pa.Schema:
@@ -157,7 +139,7 @@ def _inspect_schema(
             raise ConfigError(f"{config}: data.source is synthetic; pass --format")
         columns = _table_columns(path, files.fmt) if files.fmt in ("csv", "parquet") else None
         return files.fmt, files.schema, columns
-    fmt = fmt or _guess_format(path)
+    fmt = "libsvm" if fmt == "libfm" else fmt or format_of_name(path)
     if fmt == "criteo":
         return fmt, CriteoSchema((INSPECT_TABLE_ROWS,) * 26), None
     if fmt == "libsvm":

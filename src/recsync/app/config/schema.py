@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
@@ -24,6 +24,7 @@ from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
+from recsync.io.readers import format_of_name
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
@@ -74,6 +75,7 @@ class TabularSchemaSection(Section):
     null_dense: float | Literal["skip"] = 0.0
     hash_seed: int = 0
     dense_log1p: bool = False
+    delimiter: str = ","  # "\t" for TSV tables
 
 
 class LibSVMSection(Section):
@@ -92,6 +94,7 @@ class DataSection(Section):
     """[data]: where examples come from, and the held-out set for file data."""
 
     source: Literal["synthetic", "criteo", "libsvm", "libffm", "csv", "parquet"] = "synthetic"
+    # also accepted on input: "libfm" (read as libsvm) and "auto" (by data.path's name)
     path: str | list[str] | None = None
     strict: bool = False
     test_path: str | list[str] | None = None
@@ -101,6 +104,24 @@ class DataSection(Section):
     table_schema: TabularSchemaSection = Field(default_factory=TabularSchemaSection, alias="schema")
     libsvm: LibSVMSection = Field(default_factory=LibSVMSection)
     libffm: LibFFMSection = Field(default_factory=LibFFMSection)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_source(cls, values: Any) -> Any:
+        """ "libfm" is read as libsvm (the same `label index:value` lines); "auto" is the
+        format data.path's name says (io/readers.py SUFFIX_FORMATS)."""
+        if not isinstance(values, dict):
+            return values
+        source = values.get("source")
+        if source == "libfm":
+            return {**values, "source": "libsvm"}
+        if source == "auto":
+            path = values.get("path")
+            first = path[0] if isinstance(path, list) and path else path
+            if not isinstance(first, str):
+                raise ValueError("'auto' needs data.path: the format is read from its name")
+            return {**values, "source": format_of_name(first)}
+        return values
 
 
 class ModelSection(Section):
@@ -305,6 +326,7 @@ def _reader_schema(
         hashed=tuple(s.hashed),
         null_dense=None if s.null_dense == "skip" else s.null_dense,
         hash_seed=s.hash_seed,
+        delimiter=s.delimiter,
     )
 
 

@@ -11,6 +11,7 @@ import ray
 import torch
 
 from recsync.coordinator.evaluation import model_quality
+from recsync.coordinator.outcome import two_classes
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
@@ -36,6 +37,6 @@ class EvaluatorActor:
         the reader's held-out set as it is now (None while it is empty: a split of the
         stream holds its first examples out as it goes)."""
         test = reader.test
-        if test is None or test.batch_size == 0:
+        if test is None or not two_classes(test):
             return None
         return model_quality(self.topology, dict(zip(nodes, reports, strict=True)), test)

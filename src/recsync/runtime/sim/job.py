@@ -10,7 +10,7 @@ from typing import Any
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
-from recsync.coordinator.outcome import JobEnd, finish_job
+from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
@@ -166,8 +166,8 @@ class SimJob:
         nodes = Evaluations.nodes(self.topology)
         reports = {a: self.hosts[a].node.report() for a in nodes}
         test = self.reader.source.test_set()
-        if test is None or test.batch_size == 0:
-            return  # no held-out example yet (a split of the stream holds them as it goes)
+        if test is None or not two_classes(test):
+            return  # no usable held-out set yet (a split of the stream fills it as it goes)
         quality = model_quality(self.topology, reports, test)
         record = self.evaluations.record(reports, quality, float(self.clock.now))
         if self.on_eval is not None:
