@@ -7,6 +7,7 @@ held-out quality."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense
@@ -17,6 +18,63 @@ from recsync.protocol.address import Address, Role
 from recsync.trainer.stats import TrainerReport
 
 MODEL_ROLES = (Role.TRAINER, Role.DENSE_SERVER, Role.EMBEDDING_SERVER)
+STOPPING_METRICS = ("test_logloss", "test_ne", "test_auc")
+
+
+@dataclass(frozen=True)
+class EarlyStopping:
+    """Stop training once `patience` evaluations in a row have not improved `metric` by
+    more than `min_delta` (patience 0: never stop early)."""
+
+    metric: str = "test_logloss"
+    patience: int = 0
+    min_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.metric not in STOPPING_METRICS:
+            raise ValueError(f"metric must be one of {list(STOPPING_METRICS)}, got {self.metric!r}")
+        if self.patience < 0 or self.min_delta < 0:
+            raise ValueError("patience and min_delta must be >= 0")
+
+
+class EarlyStopWatch:
+    """The best record so far by the rule's metric, and whether to stop now."""
+
+    def __init__(self, rule: EarlyStopping):
+        self.rule = rule
+        self.best: float | None = None
+        self.best_examples: int | None = None
+        self.waited = 0
+        self.stopped_at: int | None = None
+
+    def observe(self, record: dict[str, Any]) -> bool:
+        """Take one record; True when training should stop (once)."""
+        if record.get(self.rule.metric) is None:
+            return False  # not evaluated (a held-out set of one class)
+        value, rule = float(record[self.rule.metric]), self.rule
+        higher = rule.metric == "test_auc"
+        best = self.best
+        if best is None or (
+            value > best + rule.min_delta if higher else value < best - rule.min_delta
+        ):
+            self.best, self.best_examples, self.waited = value, int(record["examples"]), 0
+            return False
+        self.waited += 1
+        if rule.patience and self.waited >= rule.patience and self.stopped_at is None:
+            self.stopped_at = int(record["examples"])
+            return True
+        return False
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the summary says of it (None: early stopping off)."""
+        if not self.rule.patience:
+            return None
+        return {
+            "metric": self.rule.metric,
+            "best": self.best,
+            "best_examples": self.best_examples,
+            "stopped_at_examples": self.stopped_at,
+        }
 
 
 def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) -> Quality:
@@ -35,10 +93,14 @@ def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) 
 class Evaluations:
     """The schedule and the records of one run's evaluations (eval_every 0: none)."""
 
-    def __init__(self, topology: Topology, eval_every: int):
+    def __init__(
+        self, topology: Topology, eval_every: int, early_stopping: EarlyStopping | None = None
+    ):
         if eval_every < 0:
             raise ValueError(f"run.eval_every must be >= 0, got {eval_every}")
         self.topology, self.eval_every = topology, eval_every
+        self.watch = EarlyStopWatch(early_stopping or EarlyStopping())
+        self.stop_now = False  # the last record says: stop training
         self.next_mark = eval_every
         self.records: list[dict[str, Any]] = []
         self._loss_sum, self._examples = 0.0, 0  # over all trainers, at the last record
@@ -81,6 +143,7 @@ class Evaluations:
         }
         self._loss_sum, self._examples = loss_sum, examples
         self.records.append(record)
+        self.stop_now = self.watch.observe(record)
         return record
 
     def final(self, summary: dict[str, Any]) -> dict[str, Any]:
@@ -97,4 +160,5 @@ class Evaluations:
             "train_seconds": summary["train_seconds"],
         }
         self.records.append(record)
+        summary["early_stopping"] = self.watch.summary()
         return record

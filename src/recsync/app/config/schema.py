@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
+from recsync.coordinator.evaluation import EarlyStopping
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -55,6 +56,18 @@ else:
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
 
+class EarlyStoppingSection(Section):
+    """[run.early_stopping]: stop once `patience` evaluations in a row did not improve
+    `metric` (test_logloss, test_ne or test_auc) by more than `min_delta`; 0: never."""
+
+    metric: Literal["test_logloss", "test_ne", "test_auc"] = "test_logloss"
+    patience: int = Field(default=0, ge=0)
+    min_delta: float = Field(default=0.0, ge=0.0)
+
+    def to_spec(self) -> EarlyStopping:
+        return EarlyStopping(self.metric, self.patience, self.min_delta)
+
+
 class RunSection(Section):
     """[run]: name, seed and bookkeeping of one run."""
 
@@ -63,6 +76,7 @@ class RunSection(Section):
     runs_dir: str = "runs"
     eval_every: int = Field(default=50_000, ge=0)
     tensorboard: bool = False
+    early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)
 
 
 class TabularSchemaSection(Section):

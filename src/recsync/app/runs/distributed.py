@@ -74,6 +74,7 @@ def run_distributed(
                 on_start=on_start,
                 eval_every=config.run.eval_every,
                 on_eval=run_dir.append_metrics,
+                early_stopping=config.run.early_stopping.to_spec(),
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None

@@ -21,6 +21,7 @@ from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState, layout_slices
+from recsync.coordinator.evaluation import EarlyStopping, EarlyStopWatch
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
 from recsync.io.sources import FileTrainingData, SyntheticData, open_training_data
@@ -49,9 +50,11 @@ class TrainingLoop:
         run_dir: RunDir,
         eval_every: int,
         report: bool,
+        early_stopping: EarlyStopping | None = None,
     ):
         self.trainer, self.data, self.run_dir = trainer, data, run_dir
         self.eval_every = eval_every
+        self.watch = EarlyStopWatch(early_stopping or EarlyStopping())
         self.report = report
         self.records: list[dict[str, Any]] = []
         self.quality: Quality | None = None
@@ -80,6 +83,8 @@ class TrainingLoop:
             if self.eval_every and examples >= next_eval:
                 next_eval += self.eval_every * ((examples - next_eval) // self.eval_every + 1)
                 self.evaluate(progress)
+                if self.watch.observe(self.records[-1]):
+                    break
         if self.trainer.examples_trained == 0:
             raise DataError("no training examples: the data is empty (or every line skipped)")
         last = self.records[-1] if self.records else None
@@ -140,7 +145,14 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
         run_dir.write_config(config)
         data = open_training_data(specs.synthetic, specs.files, specs.train)
         trainer = ReferenceTrainer(specs.model, specs.train)
-        loop = TrainingLoop(trainer, data, run_dir, config.run.eval_every, report=progress)
+        loop = TrainingLoop(
+            trainer,
+            data,
+            run_dir,
+            config.run.eval_every,
+            report=progress,
+            early_stopping=config.run.early_stopping.to_spec(),
+        )
         with examples_bar("training", progress) as bar:
             loop.run(bar)
         quality = loop.quality
@@ -159,6 +171,7 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
             "test_calibration": quality.calibration,
             "teacher_auc": data.teacher_auc,
             "skipped": data.skips.as_dict(),
+            "early_stopping": loop.watch.summary(),
         }
         state = reference_state(trainer, trainer.examples_trained)
         summary["checkpoint"] = {

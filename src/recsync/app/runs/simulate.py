@@ -43,6 +43,7 @@ def run_simulation(
             eval_every=config.run.eval_every,
             on_handed=lambda handed: bar.update(task, completed=handed),
             on_eval=run_dir.append_metrics,
+            early_stopping=config.run.early_stopping.to_spec(),
         )
         bar.update(task, total=sim.reader.source.total_examples)
         summary = sim.run()

@@ -15,7 +15,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.evaluation import Evaluations
+from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.machines import assign_machines
 from recsync.coordinator.outcome import JobEnd, NodeMeasures, finish_job
 from recsync.coordinator.spec import JobSpec, plan_for
@@ -107,7 +107,13 @@ def auth_token_available() -> bool:
 class RayJob:
     """One training job on Ray actors, one per node of its topology."""
 
-    def __init__(self, spec: JobSpec, plan: JobPlan, eval_every: int = 0):
+    def __init__(
+        self,
+        spec: JobSpec,
+        plan: JobPlan,
+        eval_every: int = 0,
+        early_stopping: EarlyStopping | None = None,
+    ):
         self.spec = spec
         self.plan = plan
         cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
@@ -121,7 +127,7 @@ class RayJob:
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
-        self.evaluations = Evaluations(self.topology, eval_every)
+        self.evaluations = Evaluations(self.topology, eval_every, early_stopping)
         self.on_eval: OnEval | None = None
         self._evaluator: Any = None
         self._evaluating: tuple[Any, list[Address], list[Any], float] | None = None
@@ -283,6 +289,8 @@ class RayJob:
         record = self.evaluations.record(reports, scored, seconds)
         if self.on_eval is not None:
             self.on_eval(record)
+        if self.evaluations.stop_now:
+            self.request_stop("early stopping")
 
     def _measures(self, address: Address) -> NodeMeasures:
         """What was measured of a node, summed over its processes."""
@@ -340,11 +348,12 @@ def run_job(
     on_start: Callable[[RayJob], None] | None = None,
     eval_every: int = 0,
     on_eval: OnEval | None = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> dict[str, Any]:
     """Plan, start, train (evaluating every `eval_every` examples handed out: each record
     to `on_eval`), evaluate, stop. Starts (and stops) a local Ray if no address."""
     started_ray = connect(address, num_cpus)
-    job = RayJob(spec, plan_for(spec), eval_every)
+    job = RayJob(spec, plan_for(spec), eval_every, early_stopping)
     job.on_eval = on_eval
     try:
         if on_start is not None:

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.evaluation import Evaluations, model_quality
+from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import HandedBatch, Message
+from recsync.protocol.messages import HandedBatch, Message, StopReading
 from recsync.ps.placement import JobPlan
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
@@ -48,6 +48,7 @@ class SimJob:
         eval_every: int | None = None,
         on_handed: Callable[[int], None] | None = None,
         on_eval: Callable[[dict[str, Any]], None] | None = None,
+        early_stopping: EarlyStopping | None = None,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
@@ -84,7 +85,7 @@ class SimJob:
             collective,
             ranks,
         )
-        self.evaluations = Evaluations(topology, eval_every or 0)
+        self.evaluations = Evaluations(topology, eval_every or 0, early_stopping)
         self.on_eval = on_eval
         self.crashed: set[int] = set()
         self.final_state: JobState | None = None
@@ -172,6 +173,8 @@ class SimJob:
         record = self.evaluations.record(reports, quality, float(self.clock.now))
         if self.on_eval is not None:
             self.on_eval(record)
+        if self.evaluations.stop_now:
+            self.reader.handle(StopReading())  # as at a data limit: in flight, then the end
 
     def _crashes(self, address: Address) -> bool:
         faults = self.cost.faults
