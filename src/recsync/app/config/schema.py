@@ -351,6 +351,10 @@ def _agree(key: str, given: int | None, dictated: int | None, what: str) -> int 
 
 
 def _paths(value: str | list[str] | None) -> tuple[Path, ...]:
+    """Absolute paths (against the working directory of the command): the reader's actor
+    may run elsewhere (another directory, or with Ray already running, another cwd)."""
     if value is None:
         return ()
-    return tuple(Path(p) for p in ([value] if isinstance(value, str) else value))
+    return tuple(
+        Path(p).expanduser().absolute() for p in ([value] if isinstance(value, str) else value)
+    )

@@ -7,7 +7,6 @@ import dataclasses
 import math
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any

@@ -25,8 +25,7 @@ def job_spec(
     specs = config.to_specs()
     if specs.strategy is None:
         raise ConfigError(
-            "strategy.name: 'reference' trains in one process; this needs a distributed "
-            "strategy"
+            "strategy.name: 'reference' trains in one process; this needs a distributed strategy"
         )
     if stop_after is not None and stop_after < 1:
         raise ConfigError(f"--stop-after must be >= 1 example, got {stop_after}")

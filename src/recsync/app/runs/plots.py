@@ -46,8 +46,9 @@ def plot_curves(
     title: str = "",
 ) -> Path:
     """Two panels over examples trained: train loss (mean since the previous point) with
-    test logloss, and test AUC, with the teacher's AUC (the best reachable) dashed when known. Uses the Agg
-    canvas directly, so no GUI backend and no global pyplot state are involved."""
+    test logloss, and test AUC, with the teacher's AUC (the best reachable) dashed when
+    known. Uses the Agg canvas directly, so no GUI backend and no global pyplot state are
+    involved."""
     figure = Figure(figsize=(10, 4), layout="constrained")
     FigureCanvasAgg(figure)
     loss_axes, auc_axes = figure.subplots(1, 2)

@@ -9,10 +9,9 @@ at the end; EPS counts training wall time only (reading included, evaluation exc
 from __future__ import annotations
 
 import time
-
-import torch
 from typing import Any
 
+import torch
 from rich.progress import Progress
 
 from recsync.app.config.schema import Config

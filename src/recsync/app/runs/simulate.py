@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from recsync.app.config.schema import Config
 from recsync.app.config.base import build_dataclass
+from recsync.app.config.schema import Config
+from recsync.app.runs.checkpoints import save_checkpoint
+from recsync.app.runs.distributed import job_spec, write_run_end
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import RunDir
-from recsync.app.runs.distributed import job_spec, write_run_end
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import plan_for
-from recsync.errors import ConfigError
-from recsync.app.runs.checkpoints import save_checkpoint
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 

@@ -1,0 +1,106 @@
+"""A run's trained model out of recsync: `recsync export` writes it as one plain module's
+state dict with a JSON description (architecture, data format, schema and hashing), and
+`recsync predict` scores a file of the run's format with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from recsync.app.config.load import load_config
+from recsync.app.config.schema import Config
+from recsync.app.runs.checkpoints import load_checkpoint
+from recsync.app.runs.run_dir import CONFIG_TOML
+from recsync.data.skips import SkipReport
+from recsync.errors import ConfigError
+from recsync.io.readers import open_dataset
+from recsync.io.sources import prepared
+from recsync.model.exported import ExportedDLRM
+from recsync.trainer.replica import DenseReplica
+
+EXPORT_FORMAT = "recsync-export-1"
+MODEL_FILE, DESCRIPTION_FILE = "model.pt", "model.json"
+PREDICT_ROWS = 8192
+
+
+def run_config(run: Path) -> Config:
+    path = Path(run) / CONFIG_TOML
+    if not path.exists():
+        raise ConfigError(f"{run}: not a run directory (no {CONFIG_TOML})")
+    return load_config(path)
+
+
+def exported_model(run: Path) -> tuple[ExportedDLRM, Config]:
+    """The run's final model (from its checkpoint) as one module, and the run's config."""
+    config = run_config(run)
+    state = load_checkpoint(run)
+    specs = config.to_specs()
+    model = ExportedDLRM(specs.model)
+    replica = DenseReplica(specs.model, specs.train.seed, specs.train.dense_optimizer)
+    state.check_dense(replica.flat.numel())
+    replica.load_flat(state.dense)
+    model.dense.load_state_dict(replica.module.state_dict())
+    for table, row_start, row_end, shard, shard_row in state.slices:
+        rows = state.shards[shard]["weight"][shard_row : shard_row + row_end - row_start]
+        model.set_rows(table, row_start, rows)
+    return model.eval(), config
+
+
+def description(config: Config, model: ExportedDLRM) -> dict[str, Any]:
+    """What the state dict is and what data it scores (model.json)."""
+    spec = model.dense.spec
+    return {
+        "format": EXPORT_FORMAT,
+        "num_dense": spec.num_dense,
+        "embedding_dim": spec.embedding_dim,
+        "bottom_mlp": list(spec.bottom_mlp),
+        "top_mlp": list(spec.top_mlp),
+        "tables": [{"name": t.name, "rows": t.num_rows, "pooling": t.pooling} for t in spec.tables],
+        "data": config.dump()["data"],
+        "model_config": config.dump()["model"],
+    }
+
+
+def export_run(run: Path, out_dir: Path) -> Path:
+    """Write DIR/model.pt (the state dict) and DIR/model.json; returns DIR."""
+    model, config = exported_model(run)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out_dir / MODEL_FILE)
+    text = json.dumps(description(config, model), indent=2) + "\n"
+    (out_dir / DESCRIPTION_FILE).write_text(text, encoding="utf-8")
+    return out_dir
+
+
+def predict_file(run: Path, data: Path, out: Path) -> tuple[int, SkipReport]:
+    """Scores of every good line of `data` (the run's format and schema) into a Parquet
+    file of `label` and `score` columns; returns the rows scored and the lines skipped."""
+    model, config = exported_model(run)
+    files = config.to_specs().files
+    if files is None:
+        raise ConfigError(
+            f"{run} trained on the synthetic task: predict reads files of a run's format "
+            "(train on a file, e.g. one written by `recsync data synth`)"
+        )
+    skips = SkipReport()
+    reader = open_dataset(
+        [data], files.fmt, files.schema, batch_size=PREDICT_ROWS, strict=False, skips=skips
+    )
+    labels, scores = [], []
+    with torch.no_grad():
+        for batch in reader:
+            batch = prepared(batch, files.dense_log1p)
+            labels.append(batch.labels)
+            scores.append(model(batch.dense, batch.ids, batch.offsets))
+    table = pa.table(
+        {
+            "label": torch.cat(labels).numpy() if labels else [],
+            "score": torch.cat(scores).numpy() if scores else [],
+        }
+    )
+    pq.write_table(table, out)
+    return table.num_rows, skips
