@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
+import torch
 
 from recsync.coordinator.evaluation import EarlyStopping, EarlyStopWatch
-from test_cli import config_file, invoke
+from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
 
 
 def watch_stops(rule: EarlyStopping, values: list[float]) -> list[bool]:
@@ -50,3 +52,42 @@ def test_a_run_stops_when_the_rule_says(tmp_path, command):
     summary = json.loads((tmp_path / "runs" / "stop" / "summary.json").read_text())
     stopped = summary["early_stopping"]["stopped_at_examples"]
     assert 1_200 <= stopped < 2_400 and stopped <= summary["examples_trained"] < 3_000
+
+
+@pytest.mark.parametrize("command", ["simulate", "train"])
+def test_the_best_evaluated_model_is_kept_and_scores_as_its_record(
+    parquet_files,  # noqa: F811
+    command,
+):
+    # 6 passes at a learning rate that overfits 2,000 examples: the held-out logloss is
+    # best part-way, and best.pt must be that record's model, not the final one
+    workdir, config, train, test = parquet_files
+    name = f"best-{command}"
+    sets = parquet_overrides(
+        train,
+        **{
+            "data.test_path": test.as_posix(),
+            "train.sparse_optimizer.lr": "0.5",
+            "train.dense_optimizer.lr": "0.05",
+        },
+    )
+    strategy = ["--strategy", "async"] if command == "simulate" else ["--strategy", "reference"]
+    args = ["-c", config, "--name", name, "--no-progress", "--epochs", "6", *strategy, *sets]
+    result = invoke(command, *args)
+    assert result.exit_code == 0, result.output
+    run = workdir / "runs" / name
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["test_logloss"] for r in records]
+    best = json.loads((run / "summary.json").read_text())["best"]
+    assert best["metric"] == "test_logloss" and best["best"] == min(losses)
+    assert best["best_examples"] == records[losses.index(min(losses))]["examples"]
+    assert best["best_examples"] < records[-1]["examples"], "the setting must overfit"
+    scores = workdir / f"{name}.parquet"
+    result = invoke("predict", str(run), str(test), "--out", str(scores), "--best")
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(scores)
+    labels = torch.tensor(table.column("label").to_pylist(), dtype=torch.float64)
+    probs = torch.tensor(table.column("score").to_pylist(), dtype=torch.float64)
+    logloss = float(torch.nn.functional.binary_cross_entropy(probs, labels))
+    assert logloss == pytest.approx(min(losses), abs=1e-5)
+    assert invoke("export", str(run), str(workdir / f"{name}-model"), "--best").exit_code == 0

@@ -94,3 +94,48 @@ def test_inspect_reads_a_libfm_file_by_its_extension(tmp_path):
     result = invoke("data", "inspect", str(data))
     assert result.exit_code == 0, result.output
     assert "libsvm" in result.output and "50" in result.output
+
+
+def ads_table(count: int) -> str:
+    """A header with a label not called "label", numbers and strings."""
+    cities = ("oslo", "rome", "lima")
+    rows = [
+        f"{int(i % 3 == 0) ^ int(i % 7 == 0)},{18 + i % 50},{i % 13 * 1.5},{cities[i % 3]},{i % 24}"
+        for i in range(count)
+    ]
+    return "\n".join(["clicked,age,price,city,hour", *rows]) + "\n"
+
+
+def test_a_table_with_no_declared_columns_trains_on_its_headers_columns(tmp_path):
+    table = tmp_path / "ads.csv"
+    table.write_text(ads_table(1500))
+    keys = {"data.source": "auto", "data.path": table.as_posix(), "data.test_fraction": "0.2"}
+    keys |= {"data.schema.label": "clicked", "model.table_rows": "16"}
+    result = invoke(
+        "simulate", "-c", config_file(tmp_path), "--name", "ads", "--no-progress",
+        "--strategy", "async", *sets(**keys),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "runs" / "ads" / "config.json").read_text())
+    schema = config["data"]["schema"]
+    assert (schema["label"], schema["dense"]) == ("clicked", ["age", "price", "hour"])
+    assert schema["categorical"] == schema["hashed"] == ["city"]
+    summary = json.loads((tmp_path / "runs" / "ads" / "summary.json").read_text())
+    assert summary["examples_trained"] + summary["test_examples"] == 1500
+
+
+@pytest.mark.parametrize(
+    ("header", "keys", "says"),
+    [
+        ("clicked,age", {"data.schema.label": "clicked"}, "no categorical feature"),
+        ("clicked,age,city", {"data.schema.label": "clicked"}, "model.table_rows: required"),
+        ("clicked,age,city", {}, "no label column 'label'"),
+    ],
+)
+def test_a_table_that_cannot_train_is_refused_saying_what_to_set(tmp_path, header, keys, says):
+    table = tmp_path / "t.csv"
+    values = ",".join(["1", "30", "oslo"][: header.count(",") + 1])
+    table.write_text(f"{header}\n{values}\n")
+    keys |= {"data.source": "csv", "data.path": table.as_posix(), "data.test_fraction": "0.5"}
+    result = invoke("train", "-c", config_file(tmp_path), "--no-progress", *sets(**keys))
+    assert result.exit_code != 0 and says in result.output, result.output

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense
+from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, model_state
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.metrics.quality import Quality
@@ -46,9 +47,11 @@ class EarlyStopWatch:
         self.best_examples: int | None = None
         self.waited = 0
         self.stopped_at: int | None = None
+        self.improved = False  # the last record observed is the best so far
 
     def observe(self, record: dict[str, Any]) -> bool:
         """Take one record; True when training should stop (once)."""
+        self.improved = False
         if record.get(self.rule.metric) is None:
             return False  # not evaluated (a held-out set of one class)
         value, rule = float(record[self.rule.metric]), self.rule
@@ -58,6 +61,7 @@ class EarlyStopWatch:
             value > best + rule.min_delta if higher else value < best - rule.min_delta
         ):
             self.best, self.best_examples, self.waited = value, int(record["examples"]), 0
+            self.improved = True
             return False
         self.waited += 1
         if rule.patience and self.waited >= rule.patience and self.stopped_at is None:
@@ -69,6 +73,10 @@ class EarlyStopWatch:
         """What the summary says of it (None: early stopping off)."""
         if not self.rule.patience:
             return None
+        return self.best_record()
+
+    def best_record(self) -> dict[str, Any]:
+        """The best value of the rule's metric, where it was reached, where a run stopped."""
         return {
             "metric": self.rule.metric,
             "best": self.best,
@@ -90,15 +98,30 @@ def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) 
     )
 
 
+def reported_model(topology: Topology, reports: dict[Address, Any], examples: int) -> JobState:
+    """The model the nodes' reports hold as a JobState, `examples` into the run (a model to
+    export or score; its stream position is approximate: batches were in flight)."""
+    now = JobEnd("now", reports, {}, 0.0)
+    position = topology.spec.start_example + examples
+    return model_state(topology, now, final_dense(topology.spec, now), position, 0)
+
+
 class Evaluations:
     """The schedule and the records of one run's evaluations (eval_every 0: none)."""
 
     def __init__(
-        self, topology: Topology, eval_every: int, early_stopping: EarlyStopping | None = None
+        self,
+        topology: Topology,
+        eval_every: int,
+        early_stopping: EarlyStopping | None = None,
+        keep_best: bool = False,
     ):
+        """`keep_best`: keep the model of the best record by the early-stopping rule's
+        metric (`best_state`), the end's included."""
         if eval_every < 0:
             raise ValueError(f"run.eval_every must be >= 0, got {eval_every}")
-        self.topology, self.eval_every = topology, eval_every
+        self.topology, self.eval_every, self.keep_best = topology, eval_every, keep_best
+        self.best_state: JobState | None = None
         self.watch = EarlyStopWatch(early_stopping or EarlyStopping())
         self.stop_now = False  # the last record says: stop training
         self.next_mark = eval_every
@@ -144,10 +167,13 @@ class Evaluations:
         self._loss_sum, self._examples = loss_sum, examples
         self.records.append(record)
         self.stop_now = self.watch.observe(record)
+        if self.watch.improved and self.keep_best:
+            self.best_state = reported_model(self.topology, reports, examples)
         return record
 
-    def final(self, summary: dict[str, Any]) -> dict[str, Any]:
-        """The run's last record, from its summary (its train loss: since the last record)."""
+    def final(self, summary: dict[str, Any], state: JobState | None = None) -> dict[str, Any]:
+        """The run's last record, from its summary (its train loss: since the last record);
+        `state`: the end's model, kept if it is the best."""
         examples = summary["examples_trained"]
         loss_sum = (summary["train_loss"] or 0.0) * examples
         new_examples = examples - self._examples
@@ -160,5 +186,10 @@ class Evaluations:
             "train_seconds": summary["train_seconds"],
         }
         self.records.append(record)
+        self.watch.observe(record)
+        if self.watch.improved and self.keep_best:
+            self.best_state = state
         summary["early_stopping"] = self.watch.summary()
+        if self.keep_best and self.best_state is not None:
+            summary["best"] = self.watch.best_record()
         return record

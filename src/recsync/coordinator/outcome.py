@@ -236,8 +236,22 @@ def _checkpoint(topology: Topology, end: JobEnd, dense: torch.Tensor) -> JobStat
     """The quiescent end state. Examples in flight at the stop: handed out when the reader
     first said the data was consumed, minus trained when each trainer first learned it
     (trainers learn a little after the stop: a lower bound)."""
-    spec = topology.spec
     reader: ReaderReport = end.of_role(Role.READER)[0]
+    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
+    dry = [t.stats.trained_when_dry for t in trainers]
+    in_flight = 0
+    if reader.handed_at_stop is not None and all(d is not None for d in dry):
+        in_flight = max(0, reader.handed_at_stop - sum(d for d in dry if d is not None))
+    position = topology.spec.start_example + reader.total_examples
+    return model_state(topology, end, dense, position, in_flight)
+
+
+def model_state(
+    topology: Topology, end: JobEnd, dense: torch.Tensor, data_position: int, in_flight: int
+) -> JobState:
+    """The model the reports of `end` hold (embedding shards, dense part, optimizer states,
+    global step) as a JobState at `data_position` of the stream."""
+    spec = topology.spec
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
     if blocks:
@@ -247,16 +261,12 @@ def _checkpoint(topology: Topology, end: JobEnd, dense: torch.Tensor) -> JobStat
         assert trainers[0].optimizer is not None
         optimizer = trainers[0].optimizer
         steps = sum(t.stats.total_iterations for t in trainers)
-    dry = [t.stats.trained_when_dry for t in trainers]
-    in_flight = 0
-    if reader.handed_at_stop is not None and all(d is not None for d in dry):
-        in_flight = max(0, reader.handed_at_stop - sum(d for d in dry if d is not None))
     return JobState(
         dense=dense.clone(),
         dense_optimizer=optimizer,
         shards=[s.state for s in end.of_role(Role.EMBEDDING_SERVER)],
         slices=layout_slices(topology.layout),
-        data_position=spec.start_example + reader.total_examples,
+        data_position=data_position,
         global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
         in_flight_examples=in_flight,
         strategy=spec.strategy.describe(),

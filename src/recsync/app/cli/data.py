@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import typer
 from rich.console import Console
@@ -22,8 +20,9 @@ from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
-from recsync.errors import ConfigError, DataError, RecsyncError
-from recsync.io.readers import FORMATS, Schema, format_of_name, is_gzip, open_dataset
+from recsync.errors import ConfigError, RecsyncError
+from recsync.io.columns import infer_columns, table_columns
+from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
 
 data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
 
@@ -83,31 +82,11 @@ def synth(
     Console(emoji=False).print(f"wrote {rows:,} {split.value} examples to {out}")
 
 
-def _table_columns(path: Path, fmt: str) -> pa.Schema:
-    if fmt == "parquet":
-        return pq.read_schema(path)
-    skip_bad_rows = pa_csv.ParseOptions(invalid_row_handler=lambda row: "skip")
-    with pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None) as stream:
-        return pa_csv.open_csv(stream, parse_options=skip_bad_rows).schema
-
-
 def _inferred_tabular_schema(columns: pa.Schema, label: str, source: str) -> TabularSchema:
-    """label = `label`; string columns and C<n> columns categorical (strings hashed);
-    the other numeric columns dense."""
-    if label not in columns.names:
-        raise DataError(f"no label column {label!r} among {columns.names}", source=source)
-    categorical, hashed, dense = [], [], []
-    for field in columns:
-        textual = pa.types.is_string(field.type) or pa.types.is_binary(field.type)
-        if field.name == label:
-            continue
-        if textual or re.fullmatch(r"C\d+", field.name):
-            categorical.append(field.name)
-            hashed += [field.name] if textual else []
-        elif pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
-            dense.append(field.name)
-    rows = (INSPECT_TABLE_ROWS,) * len(categorical)
-    return TabularSchema(label, tuple(dense), tuple(categorical), rows, hashed=tuple(hashed))
+    """The schema a config with no declared columns trains on (io/columns.py)."""
+    found = infer_columns(columns, label, source)
+    rows = (INSPECT_TABLE_ROWS,) * len(found.categorical)
+    return TabularSchema(label, found.dense, found.categorical, rows, hashed=found.hashed)
 
 
 def _describe_schema(schema: Any) -> str:
@@ -137,7 +116,7 @@ def _inspect_schema(
         files = load_config(config, overrides).to_specs().files
         if files is None:
             raise ConfigError(f"{config}: data.source is synthetic; pass --format")
-        columns = _table_columns(path, files.fmt) if files.fmt in ("csv", "parquet") else None
+        columns = table_columns(path, files.fmt) if files.fmt in ("csv", "parquet") else None
         return files.fmt, files.schema, columns
     fmt = "libsvm" if fmt == "libfm" else fmt or format_of_name(path)
     if fmt == "criteo":
@@ -146,7 +125,7 @@ def _inspect_schema(
         return fmt, LibSVMSchema(INSPECT_TABLE_ROWS), None
     if fmt == "libffm":
         raise ConfigError("libffm: the file does not say which fields are dense; pass --config")
-    columns = _table_columns(path, fmt)
+    columns = table_columns(path, fmt)
     return fmt, _inferred_tabular_schema(columns, label, str(path)), columns
 
 

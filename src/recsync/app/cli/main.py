@@ -278,15 +278,22 @@ def _profile_overrides(profile: Path | None) -> dict[str, Any]:
     return flat
 
 
+BestOption = Annotated[
+    bool,
+    typer.Option(help="The run's best evaluated model (best.pt), not its final one."),
+]
+
+
 @app.command()
 def export(
     run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
     out: Annotated[Path, typer.Argument(help="Directory to write model.pt and model.json to.")],
+    best: BestOption = False,
 ) -> None:
     """Write a run's model as one plain PyTorch module's state dict (model.pt) and its
     description (model.json: architecture, data format, schema); README shows how to load it."""
     try:
-        written = export_run(run, out)
+        written = export_run(run, out, best)
     except (RecsyncError, OSError) as error:
         fail(error)
     Console(emoji=False).print(f"exported {run} to {written}/{MODEL_FILE}, {DESCRIPTION_FILE}")
@@ -299,10 +306,11 @@ def predict(
     out: Annotated[Path, typer.Option(help="Parquet file of label and score columns.")] = Path(
         "scores.parquet"
     ),
+    best: BestOption = False,
 ) -> None:
     """Score every line of a file of the run's format with the run's model."""
     try:
-        rows, skips = predict_file(run, data, out)
+        rows, skips = predict_file(run, data, out, best)
     except (RecsyncError, OSError) as error:
         fail(error)
     Console(emoji=False).print(

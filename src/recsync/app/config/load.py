@@ -10,10 +10,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pydantic import ValidationError
 
-from recsync.app.config.schema import Config
-from recsync.errors import ConfigError
+from recsync.app.config.schema import TABULAR_FORMATS, Config
+from recsync.errors import ConfigError, DataError
+from recsync.io.columns import infer_columns, table_columns
 
 DEFAULT_SOURCE = "<embedded default.toml>"
 
@@ -118,9 +120,36 @@ def load_config(
             _apply_override(tree, key, value)
     try:
         config = Config.model_validate(tree)
+        columns = _inferred_columns(config)
+        if columns:
+            config = Config.model_validate(_merge(tree, {"data": {"schema": columns}}))
         config.to_specs()
     except ValidationError as error:
         raise ConfigError(_validation_message(error, source)) from None
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
     return config
+
+
+def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
+    """[data.schema]'s dense, categorical and hashed columns read from a CSV's or Parquet
+    file's header (io/columns.py) when the config lists none; None if it lists some (or the
+    data is not a table, or its file is not there: reading it will say so)."""
+    data = config.data
+    schema = data.table_schema
+    if data.source not in TABULAR_FORMATS or schema.dense or schema.categorical:
+        return None
+    paths = [data.path] if isinstance(data.path, str) else data.path or []
+    if not paths or not Path(paths[0]).is_file():
+        return None
+    try:
+        found = infer_columns(
+            table_columns(Path(paths[0]), data.source, schema.delimiter), schema.label, paths[0]
+        )
+    except (DataError, OSError, pa.ArrowException) as error:
+        raise ConfigError(f"data.schema: cannot read the columns of {paths[0]}: {error}") from None
+    return {
+        "dense": list(found.dense),
+        "categorical": list(found.categorical),
+        "hashed": list(found.hashed),
+    }

@@ -76,6 +76,7 @@ class RunSection(Section):
     runs_dir: str = "runs"
     eval_every: int = Field(default=50_000, ge=0)
     tensorboard: bool = False
+    keep_best: bool = True  # best.pt: the best evaluated model by early_stopping.metric
     early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)
 
 
@@ -257,9 +258,21 @@ class Config(Section):
         if source == "criteo":
             num_dense = CRITEO_DENSE if num_dense is None else num_dense
             num_tables = CRITEO_TABLES if num_tables is None else num_tables
+        if num_tables == 0:
+            raise ConfigError(
+                "model: the data has no categorical feature (data.schema lists none): a DLRM "
+                "learns from embedding tables, which need at least one categorical column "
+                "(an id, or a bucketized value); list it in data.schema.categorical"
+            )
         if rows is None:
             if data_rows is None:
-                raise ConfigError(f"model.table_rows: required when data.source is {source!r}")
+                tables = f"a list of {num_tables}" if num_tables else "a list, one per table"
+                raise ConfigError(
+                    f"model.table_rows: required when data.source is {source!r}: the rows of "
+                    "each categorical feature's embedding table (ids are taken modulo it, "
+                    "strings hashed into it); one number for every table (e.g. --set "
+                    f"model.table_rows=100000) or {tables}"
+                )
             rows = list(data_rows)
         elif isinstance(rows, int):
             if num_tables is None:

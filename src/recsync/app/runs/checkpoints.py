@@ -16,15 +16,18 @@ from recsync.coordinator.checkpoint import JobState
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_TMP = "checkpoint.tmp"
+BEST = "best.pt"  # the best evaluated model of a run ([run] keep_best), for export and predict
+BEST_TMP = "best.tmp"
 HEADER = b"recsync-checkpoint sha256="
 
 
-def save_checkpoint(run_path: Path, state: JobState) -> Path:
-    path = Path(run_path) / CHECKPOINT
+def save_checkpoint(run_path: Path, state: JobState, name: str = CHECKPOINT) -> Path:
+    """Write `state` as `run_path/name` (atomically: a temporary file, synced, renamed)."""
+    path = Path(run_path) / name
     buffer = io.BytesIO()
     torch.save(state.to_dict(), buffer)
     payload = buffer.getvalue()
-    tmp = path.with_name(CHECKPOINT_TMP)
+    tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         out.write(HEADER + hashlib.sha256(payload).hexdigest().encode() + b"\n")
         out.write(payload)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import save_checkpoint
+from recsync.app.runs.checkpoints import BEST, save_checkpoint
 from recsync.app.runs.interrupts import interrupts
 from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
@@ -74,6 +74,7 @@ def run_distributed(
                 eval_every=config.run.eval_every,
                 on_eval=run_dir.append_metrics,
                 early_stopping=config.run.early_stopping.to_spec(),
+                keep_best=config.run.keep_best,
             )
     except NodeFailure as error:
         raise JobFailed(str(error)) from None
@@ -82,15 +83,21 @@ def run_distributed(
     assert job.final_state is not None
     path = save_checkpoint(run_dir.path, job.final_state)
     summary["checkpoint"]["path"] = str(path)
-    return write_run_end(run_dir, summary, job.evaluations.records)
+    return write_run_end(run_dir, summary, job.evaluations.records, job.evaluations.best_state)
 
 
 def write_run_end(
-    run_dir: RunDir, summary: dict[str, Any], records: list[dict[str, Any]]
+    run_dir: RunDir,
+    summary: dict[str, Any],
+    records: list[dict[str, Any]],
+    best: JobState | None = None,
 ) -> dict[str, Any]:
     """A distributed run's end: its last metrics record (`records[-1]`; the earlier ones
-    were written as they came), summary and plot of every record; closes the dir."""
+    were written as they came), the best model (`best`, to best.pt), summary and plot of
+    every record; closes the dir."""
     summary["run_dir"] = str(run_dir.path)
+    if best is not None:
+        summary["best"]["path"] = str(save_checkpoint(run_dir.path, best, BEST))
     run_dir.append_metrics(records[-1])
     run_dir.write_summary(summary)
     plot_curves(

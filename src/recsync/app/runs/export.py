@@ -14,7 +14,7 @@ import torch
 
 from recsync.app.config.load import load_config
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import load_checkpoint
+from recsync.app.runs.checkpoints import BEST, load_checkpoint
 from recsync.app.runs.run_dir import CONFIG_TOML
 from recsync.data.skips import SkipReport
 from recsync.errors import ConfigError
@@ -35,10 +35,16 @@ def run_config(run: Path) -> Config:
     return load_config(path)
 
 
-def exported_model(run: Path) -> tuple[ExportedDLRM, Config]:
-    """The run's final model (from its checkpoint) as one module, and the run's config."""
+def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]:
+    """The run's final model (from its checkpoint; `best`: its best evaluated model, best.pt)
+    as one module, and the run's config."""
     config = run_config(run)
-    state = load_checkpoint(run)
+    if best and not (Path(run) / BEST).exists():
+        raise ConfigError(
+            f"{run}: no {BEST} (the run kept no best model: no evaluation before its end, "
+            "or run.keep_best = false)"
+        )
+    state = load_checkpoint(Path(run) / BEST if best else Path(run))
     specs = config.to_specs()
     model = ExportedDLRM(specs.model)
     replica = DenseReplica(specs.model, specs.train.seed, specs.train.dense_optimizer)
@@ -66,9 +72,9 @@ def description(config: Config, model: ExportedDLRM) -> dict[str, Any]:
     }
 
 
-def export_run(run: Path, out_dir: Path) -> Path:
+def export_run(run: Path, out_dir: Path, best: bool = False) -> Path:
     """Write DIR/model.pt (the state dict) and DIR/model.json; returns DIR."""
-    model, config = exported_model(run)
+    model, config = exported_model(run, best)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), out_dir / MODEL_FILE)
     text = json.dumps(description(config, model), indent=2) + "\n"
@@ -76,10 +82,10 @@ def export_run(run: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def predict_file(run: Path, data: Path, out: Path) -> tuple[int, SkipReport]:
+def predict_file(run: Path, data: Path, out: Path, best: bool = False) -> tuple[int, SkipReport]:
     """Scores of every good line of `data` (the run's format and schema) into a Parquet
     file of `label` and `score` columns; returns the rows scored and the lines skipped."""
-    model, config = exported_model(run)
+    model, config = exported_model(run, best)
     files = config.to_specs().files
     if files is None:
         raise ConfigError(

@@ -15,7 +15,7 @@ import torch
 from rich.progress import Progress
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import save_checkpoint
+from recsync.app.runs.checkpoints import BEST, save_checkpoint
 from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import CURVES, RunDir
@@ -50,10 +50,13 @@ class TrainingLoop:
         eval_every: int,
         report: bool,
         early_stopping: EarlyStopping | None = None,
+        keep_best: bool = False,
     ):
         self.trainer, self.data, self.run_dir = trainer, data, run_dir
         self.eval_every = eval_every
         self.watch = EarlyStopWatch(early_stopping or EarlyStopping())
+        self.keep_best = keep_best
+        self.best_state: JobState | None = None  # the best record's model (keep_best)
         self.report = report
         self.records: list[dict[str, Any]] = []
         self.quality: Quality | None = None
@@ -81,8 +84,7 @@ class TrainingLoop:
             progress.update(task, completed=examples, eps=self.eps)
             if self.eval_every and examples >= next_eval:
                 next_eval += self.eval_every * ((examples - next_eval) // self.eval_every + 1)
-                self.evaluate(progress)
-                if self.watch.observe(self.records[-1]):
+                if self.evaluate(progress):
                     break
         if self.trainer.examples_trained == 0:
             raise DataError("no training examples: the data is empty (or every line skipped)")
@@ -92,7 +94,8 @@ class TrainingLoop:
         if self.quality is None:
             raise DataError("the held-out set is empty or has one class: cannot evaluate")
 
-    def evaluate(self, progress: Progress) -> None:
+    def evaluate(self, progress: Progress) -> bool:
+        """Record the model's held-out quality; True if training should stop early."""
         started = time.perf_counter()
         examples = self.trainer.examples_trained
         quality = _quality(self.trainer, self.data.test_set(), examples)
@@ -116,6 +119,10 @@ class TrainingLoop:
         if quality and self.report:
             message = f"{examples:,} examples: test AUC {quality.auc:.4f}, NE {quality.ne:.4f}"
             progress.console.print(message, highlight=False)
+        stop = self.watch.observe(record)
+        if self.watch.improved and self.keep_best:
+            self.best_state = reference_state(self.trainer, examples)
+        return stop
 
 
 def reference_state(trainer: ReferenceTrainer, data_position: int) -> JobState:
@@ -151,6 +158,7 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
             config.run.eval_every,
             report=progress,
             early_stopping=config.run.early_stopping.to_spec(),
+            keep_best=config.run.keep_best,
         )
         with examples_bar("training", progress) as bar:
             loop.run(bar)
@@ -179,6 +187,9 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
             "global_step": state.global_step,
             "in_flight_examples": 0,
         }
+        if loop.best_state is not None:
+            best = save_checkpoint(run_dir.path, loop.best_state, BEST)
+            summary["best"] = {**loop.watch.best_record(), "path": str(best)}
         run_dir.write_summary(summary)
         plot_curves(
             loop.records,

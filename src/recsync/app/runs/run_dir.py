@@ -5,7 +5,8 @@ Layout of `runs/<name>/`:
 - metrics.jsonl: one JSON object per evaluation point;
 - summary.json: the final measures;
 - curves.png: train loss and test AUC over examples;
-- checkpoint.pt: the job's end state (distributed runs; app/runs/checkpoints.py);
+- checkpoint.pt: the job's end state (app/runs/checkpoints.py);
+- best.pt: the best evaluated model by run.early_stopping.metric (run.keep_best);
 - tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import CHECKPOINT, CHECKPOINT_TMP
+from recsync.app.runs.checkpoints import BEST, BEST_TMP, CHECKPOINT, CHECKPOINT_TMP
 from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"
@@ -29,7 +30,17 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 CURVES = "curves.png"
 TENSORBOARD = "tensorboard"
-ARTIFACTS = (CONFIG_JSON, CONFIG_TOML, METRICS, SUMMARY, CURVES, CHECKPOINT, CHECKPOINT_TMP)
+ARTIFACTS = (
+    CONFIG_JSON,
+    CONFIG_TOML,
+    METRICS,
+    SUMMARY,
+    CURVES,
+    CHECKPOINT,
+    CHECKPOINT_TMP,
+    BEST,
+    BEST_TMP,
+)
 
 
 def timestamped_name(runs_dir: Path) -> str:

@@ -43,9 +43,10 @@ def run_simulation(
             on_handed=lambda handed: bar.update(task, completed=handed),
             on_eval=run_dir.append_metrics,
             early_stopping=config.run.early_stopping.to_spec(),
+            keep_best=config.run.keep_best,
         )
         bar.update(task, total=sim.reader.source.total_examples)
         summary = sim.run()
     assert sim.final_state is not None
     summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
-    return write_run_end(run_dir, summary, sim.curve)
+    return write_run_end(run_dir, summary, sim.curve, sim.evaluations.best_state)

@@ -113,6 +113,7 @@ class RayJob:
         plan: JobPlan,
         eval_every: int = 0,
         early_stopping: EarlyStopping | None = None,
+        keep_best: bool = False,
     ):
         self.spec = spec
         self.plan = plan
@@ -127,7 +128,7 @@ class RayJob:
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
-        self.evaluations = Evaluations(self.topology, eval_every, early_stopping)
+        self.evaluations = Evaluations(self.topology, eval_every, early_stopping, keep_best)
         self.on_eval: OnEval | None = None
         self._evaluator: Any = None
         self._evaluating: tuple[Any, list[Address], list[Any], float] | None = None
@@ -320,7 +321,7 @@ class RayJob:
             raise NodeFailure(str(error)) from None
         summary["machines"] = len(self.machines)
         summary["placement"] = self.placement()
-        self.evaluations.final(summary)
+        self.evaluations.final(summary, self.final_state)
         return summary
 
     def shutdown(self) -> None:
@@ -349,11 +350,12 @@ def run_job(
     eval_every: int = 0,
     on_eval: OnEval | None = None,
     early_stopping: EarlyStopping | None = None,
+    keep_best: bool = False,
 ) -> dict[str, Any]:
     """Plan, start, train (evaluating every `eval_every` examples handed out: each record
     to `on_eval`), evaluate, stop. Starts (and stops) a local Ray if no address."""
     started_ray = connect(address, num_cpus)
-    job = RayJob(spec, plan_for(spec), eval_every, early_stopping)
+    job = RayJob(spec, plan_for(spec), eval_every, early_stopping, keep_best)
     job.on_eval = on_eval
     try:
         if on_start is not None:

@@ -49,6 +49,7 @@ class SimJob:
         on_handed: Callable[[int], None] | None = None,
         on_eval: Callable[[dict[str, Any]], None] | None = None,
         early_stopping: EarlyStopping | None = None,
+        keep_best: bool = False,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
@@ -85,7 +86,7 @@ class SimJob:
             collective,
             ranks,
         )
-        self.evaluations = Evaluations(topology, eval_every or 0, early_stopping)
+        self.evaluations = Evaluations(topology, eval_every or 0, early_stopping, keep_best)
         self.on_eval = on_eval
         self.crashed: set[int] = set()
         self.final_state: JobState | None = None
@@ -126,7 +127,7 @@ class SimJob:
         end = self._end()
         summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
-        self.evaluations.final(summary)
+        self.evaluations.final(summary, self.final_state)
         return summary
 
     @property
