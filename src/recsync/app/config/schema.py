@@ -266,12 +266,12 @@ class Config(Section):
             )
         if rows is None:
             if data_rows is None:
-                tables = f"a list of {num_tables}" if num_tables else "a list, one per table"
+                listed = f"a list of {num_tables}" if num_tables else "a list, one per table"
                 raise ConfigError(
                     f"model.table_rows: required when data.source is {source!r}: the rows of "
                     "each categorical feature's embedding table (ids are taken modulo it, "
                     "strings hashed into it); one number for every table (e.g. --set "
-                    f"model.table_rows=100000) or {tables}"
+                    f"model.table_rows=100000) or {listed}"
                 )
             rows = list(data_rows)
         elif isinstance(rows, int):
