@@ -96,7 +96,7 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
 
     def on_progress(done, total, eps):
         if not pids:
-            actors = jobs[0].actors_of(Address(Role.TRAINER, 0))
+            actors = jobs[0].hosts.actors_of(Address(Role.TRAINER, 0))
             pids.extend(ray.get([actor.ping.remote() for actor in actors]))
 
     before = set(glob.glob("/dev/shm/recsync-*"))
@@ -118,7 +118,7 @@ def test_a_killed_worker_process_fails_the_job_naming_its_trainer():
 
     def on_progress(done, total, eps):
         if done > 5_000 and "at" not in killed:
-            ray.kill(jobs[0].worker_actors[Address(Role.TRAINER, 1)][0], no_restart=True)
+            ray.kill(jobs[0].hosts.worker_actors[Address(Role.TRAINER, 1)][0], no_restart=True)
             killed["at"] = time.perf_counter()
 
     long_run = dataclasses.replace(
@@ -139,7 +139,7 @@ def test_a_killed_embedding_server_fails_the_job_naming_it():
     def on_progress(done, total, eps):
         if done > 5_000 and "at" not in killed:
             shard = Address(Role.EMBEDDING_SERVER, 1)
-            ray.kill(killed["job"].actors[shard], no_restart=True)
+            ray.kill(killed["job"].hosts.actors[shard], no_restart=True)
             killed["at"] = time.perf_counter()
 
     long_run = JobSpec(

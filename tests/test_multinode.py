@@ -1,5 +1,6 @@
 """A job across machines: a 3-node Ray cluster on this machine (one raylet per node, 1 CPU
-each, `ray.cluster_utils.Cluster`), the server side on the first, trainers on the others."""
+each, `ray.cluster_utils.Cluster`), the server side on the first, trainers on the others;
+and a machine removed mid-run (`remove_node`), the job rolled back onto the two left."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
+from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
 from test_engine import MODEL, SYNTHETIC, TRAIN
@@ -42,4 +46,34 @@ def test_a_job_runs_across_three_nodes_each_node_where_the_plan_put_it(three_nod
     servers = {m for name, m in placement.items() if not name.startswith("trainer")}
     assert servers == {0}
     assert placement["trainer-0"] == 1 and placement["trainer-1"] == 2
+    assert summary["test_auc"] > 0.6
+
+
+def test_a_removed_machine_rolls_the_job_back_onto_the_machines_left(three_nodes):
+    # runs last: it takes one of the module's machines away
+    synthetic = dataclasses.replace(SYNTHETIC, num_train=60_000, num_test=2_000)
+    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("easgd"), synthetic)
+    jobs: list = []
+
+    def on_progress(done, total, eps):
+        if done >= 25_000 and len(three_nodes.worker_nodes) == 2:
+            hosts = jobs[0].hosts
+            machine = hosts.machines[hosts.machine_of[Address(Role.TRAINER, 1)]]
+            three_nodes.remove_node(
+                next(n for n in three_nodes.worker_nodes if n.node_id == machine)
+            )
+
+    summary = run_job(
+        spec,
+        address=three_nodes.address,
+        on_progress=on_progress,
+        on_start=jobs.append,
+        checkpoint_every=CheckpointEvery(examples=8_000),
+        recovery=RecoveryPolicy(),
+    )
+    (loss,) = summary["recovery"]["losses"]
+    assert loss["node"] == "trainer-1" and 0 < loss["back_to"] <= loss["position"]
+    assert summary["machines"] == 2 and summary["examples_trained"] == 60_000
+    assert {m for name, m in summary["placement"].items() if name.startswith("trainer")} == {1}
     assert summary["test_auc"] > 0.6

@@ -126,7 +126,16 @@ class Evaluations:
         self.stop_now = False  # the last record says: stop training
         self.next_mark = eval_every
         self.records: list[dict[str, Any]] = []
+        self.offset = 0  # examples trained before the trainers' counts began (a rollback)
         self._loss_sum, self._examples = 0.0, 0  # over all trainers, at the last record
+
+    def new_segment(self, topology: Topology, offset: int) -> None:
+        """The job restarted (rolled back) with new trainers, `offset` examples in: their
+        counts start from 0 again."""
+        self.topology, self.offset = topology, offset
+        self._loss_sum, self._examples = 0.0, offset
+        if self.eval_every:
+            self.next_mark = (offset // self.eval_every + 1) * self.eval_every
 
     def due(self, handed: int, total: int | None = None) -> bool:
         """True (once per mark passed) when `handed` examples went out, unless they are the
@@ -150,7 +159,7 @@ class Evaluations:
         trainers: list[TrainerReport] = [
             r for a, r in sorted(reports.items()) if a.role is Role.TRAINER
         ]
-        examples = sum(t.stats.total_examples for t in trainers)
+        examples = self.offset + sum(t.stats.total_examples for t in trainers)
         loss_sum = sum(t.stats.loss_sum for t in trainers)
         new_examples = examples - self._examples
         record = {
@@ -168,14 +177,15 @@ class Evaluations:
         self.records.append(record)
         self.stop_now = self.watch.observe(record)
         if self.watch.improved and self.keep_best:
-            self.best_state = reported_model(self.topology, reports, examples)
+            self.best_state = reported_model(self.topology, reports, examples - self.offset)
         return record
 
     def final(self, summary: dict[str, Any], state: JobState | None = None) -> dict[str, Any]:
         """The run's last record, from its summary (its train loss: since the last record);
         `state`: the end's model, kept if it is the best."""
-        examples = summary["examples_trained"]
-        loss_sum = (summary["train_loss"] or 0.0) * examples
+        trained = summary["examples_trained"]  # by the trainers since the offset
+        examples = self.offset + trained
+        loss_sum = (summary["train_loss"] or 0.0) * trained
         new_examples = examples - self._examples
         keys = ("test_examples", "test_auc", "test_ne", "test_logloss", "test_calibration")
         record = {

@@ -94,10 +94,19 @@ class ReaderSpec(NodeSpec):
     num_trainers: int
     tokens: Tokens | None
     limit: int | None
+    num_workers: int
+    batches_per_step: int
 
     def build(self, context: BuildContext) -> ReaderNode:
         source = open_training_data(self.synthetic, self.files, self.train, self.start_example)
-        return ReaderNode(source, self.num_trainers, self.tokens, self.limit)
+        return ReaderNode(
+            source,
+            self.num_trainers,
+            self.tokens,
+            self.limit,
+            self.num_workers,
+            self.batches_per_step,
+        )
 
 
 @dataclass(frozen=True)

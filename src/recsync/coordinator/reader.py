@@ -9,10 +9,14 @@ from typing import Any, ClassVar
 from recsync.data.batch import Batch
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import (
+    AwaitCut,
     HandedBatch,
     Message,
     NextBatch,
+    Park,
+    PauseReading,
     ReaderProgress,
+    ResumeReading,
     StopReading,
 )
 from recsync.protocol.node import Node
@@ -39,13 +43,25 @@ class ReaderNode(Node):
 
     With `tokens` (GBA's token control), a batch asked for `with_token` comes with its
     token. With `limit`, no batch that would take the examples handed out past it is handed
-    out (then the job stops: a checkpoint)."""
+    out (then the job stops: a checkpoint).
+
+    A cut (a checkpoint while training goes on): after `PauseReading` the reader hands out
+    batches up to the next multiple of `batches_per_step` (a global step's batches: a step
+    is never cut in two), then answers every request with a pause; each of the
+    `num_workers` worker loops then lands its pushes and parks. Once every worker that
+    still has data parked, `AwaitCut` is answered: the job's state holds exactly the
+    batches handed out. `ResumeReading` lets the parked workers go on."""
 
     handles: ClassVar[dict[type[Message], str]] = {
         NextBatch: "next_batch",
         ReaderProgress: "progress",
         StopReading: "stop",
+        PauseReading: "pause",
+        Park: "park",
+        AwaitCut: "cut",
+        ResumeReading: "resume",
     }
+    defers = True
     name = "reader"
 
     def __init__(
@@ -54,6 +70,8 @@ class ReaderNode(Node):
         num_trainers: int,
         tokens: Tokens | None = None,
         limit: int | None = None,
+        num_workers: int = 1,
+        batches_per_step: int = 1,
     ):
         self.source = source
         self._batches: Iterator[Batch] = iter(source.train_batches())
@@ -66,8 +84,40 @@ class ReaderNode(Node):
         self.handed_at_stop: int | None = None
         self.exhausted = False
         self.stopped = False
+        self.num_workers, self.batches_per_step = num_workers, batches_per_step
+        self.workers_out = 0  # workers told the data is consumed (their loops end)
+        self.pausing = False  # a cut was asked for
+        self.parked: set[int] = set()
+
+    @property
+    def paused(self) -> bool:
+        """A cut is under way and the step in progress was handed out in full (or the data
+        ran out)."""
+        boundary = self.batches_handed % self.batches_per_step == 0
+        return self.pausing and (boundary or self.exhausted)
+
+    @property
+    def at_cut(self) -> bool:
+        """Every worker with data is parked: nothing handed out is still being trained."""
+        live = self.num_workers - self.workers_out
+        return self.paused and not self.exhausted and len(self.parked) == live
+
+    @property
+    def cut_settled(self) -> bool:
+        """The cut under way can be taken (`at_cut`), or never will: the data ran out (the
+        job's end is checkpointed instead)."""
+        return self.at_cut or self.exhausted
+
+    def ready(self, message: Message) -> bool:
+        if isinstance(message, NextBatch):
+            return message.parked not in self.parked  # a parked worker: once its cut ended
+        if isinstance(message, AwaitCut):
+            return self.cut_settled or not self.pausing
+        return True
 
     def next_batch(self, message: NextBatch) -> HandedBatch:
+        if self.paused and not self.exhausted:
+            return HandedBatch(None, paused=True)
         token = None
         if message.with_token and self.tokens is not None:
             token = self.tokens.token(self.batches_handed)
@@ -75,6 +125,7 @@ class ReaderNode(Node):
         if batch is None:
             if self.handed_at_stop is None:
                 self.handed_at_stop = self.total_examples
+            self.workers_out += 1
             return HandedBatch(None)
         return HandedBatch(batch, token)
 
@@ -97,6 +148,24 @@ class ReaderNode(Node):
         self.handed_examples[trainer] += batch.batch_size
         self.total_examples += batch.batch_size
         return batch
+
+    def pause(self, message: PauseReading) -> None:
+        self.pausing = True
+
+    def park(self, message: Park) -> None:
+        assert self.paused, f"worker {message.worker} parked with no cut under way"
+        self.parked.add(message.worker)
+
+    def cut(self, message: AwaitCut) -> int | None:
+        return self.total_examples if self.at_cut else None
+
+    def worker_left(self) -> None:
+        """A worker loop ended without being told the data is consumed (it crashed)."""
+        self.workers_out += 1
+
+    def resume(self, message: ResumeReading) -> None:
+        self.pausing = False
+        self.parked.clear()
 
     def stop(self, message: StopReading) -> int:
         self.limit, self.stopped = self.total_examples, True

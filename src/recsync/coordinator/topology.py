@@ -146,8 +146,8 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
     reader = ReaderSpec(
         READER,
         threads=1,
-        max_calls=1,
-        serialized=False,
+        max_calls=workers + SERVER_MARGIN,  # workers parked for a cut wait in it
+        serialized=True,
         synthetic=spec.synthetic,
         files=spec.files,
         train=train,
@@ -155,6 +155,8 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
         num_trainers=cluster.num_trainers,
         tokens=family.tokens(spec.strategy, workers),
         limit=spec.stop_after_examples,
+        num_workers=workers,
+        batches_per_step=spec.strategy.batches_per_step(workers),
     )
     policy = spec.strategy if family.policy_shards else None
     assert policy is None or isinstance(policy, GradientStrategy | AllReduceStrategy)

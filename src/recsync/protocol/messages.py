@@ -59,15 +59,18 @@ class Message:
 class NextBatch(Message):
     """-> HandedBatch: the reader's next batch for `trainer` (None once the data is
     consumed); with `with_token`, its GBA token, and never sent ahead of time (the token
-    belongs to the batch handed at the request)."""
+    belongs to the batch handed at the request). `parked`: the worker (job-wide index)
+    that stopped for a cut (it sent `Park`): answered once that cut ended."""
 
     trainer: int
     with_token: bool = False
+    parked: int | None = None
     kind: ClassVar[str] = "NextBatch"
+    may_wait: ClassVar[bool] = True  # a parked worker's request waits for the cut's end
 
     @property
     def prefetchable(self) -> bool:  # type: ignore[override]
-        return not self.with_token
+        return not self.with_token and self.parked is None
 
     def work(self) -> Work:
         return Work(requests=0, batches=1)
@@ -75,15 +78,58 @@ class NextBatch(Message):
 
 @dataclass(slots=True, eq=False)
 class HandedBatch:
-    """A batch handed out by the reader (None: no more data) and its GBA token."""
+    """A batch handed out by the reader (None: no more data) and its GBA token; or, with
+    `paused`, none for now: the job is being cut (checkpointed), the worker parks."""
 
     batch: Batch | None
     token: int | None = None
+    paused: bool = False
 
     @property
     def last(self) -> bool:
-        """No batch: the data is consumed (nothing more to ask ahead for)."""
+        """No batch: the data is consumed, or a cut began (nothing to ask ahead for)."""
         return self.batch is None
+
+
+@dataclass(slots=True, eq=False)
+class Park(Message):
+    """-> None. A worker told the reader is paused has sent every push of the batches it
+    was handed and landed them: it holds nothing the job's state lacks."""
+
+    worker: int
+    kind: ClassVar[str] = "Park"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class PauseReading(Message):
+    """-> None. Begin a cut: the reader stops handing out batches at the next boundary of a
+    global step (the strategy's `batches_per_step`), and workers park as they come."""
+
+    kind: ClassVar[str] = "PauseReading"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class AwaitCut(Message):
+    """-> examples handed out: answered once every worker with data parked (the job's
+    state then holds exactly the batches handed out: a consistent cut); None if the data
+    ran out first (no cut: the end is checkpointed)."""
+
+    kind: ClassVar[str] = "AwaitCut"
+    control: ClassVar[bool] = True
+    may_wait: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class ResumeReading(Message):
+    """-> None. End a cut: the reader hands out batches again (parked workers go on)."""
+
+    kind: ClassVar[str] = "ResumeReading"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
 
 
 @dataclass(slots=True, eq=False)

@@ -33,6 +33,9 @@ class AllReduceStrategy(StrategyFamily):
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
         raise NotImplementedError
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return num_workers  # one per rank
+
     def combine_replicas(self, replicas: Sequence[torch.Tensor]) -> torch.Tensor:
         """The replicas are equal; the job ends with their average."""
         return torch.stack(list(replicas)).mean(0)

@@ -46,6 +46,9 @@ class BackupWorkersConfig(GradientStrategy):
     def make_server(self, num_workers: int, sparse: bool) -> BackupWorkersServer:
         return BackupWorkersServer(num_workers, sparse, self.num_backup)
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return num_workers
+
 
 class BackupWorkersServer(GradientPolicy):
     """Buffers the current version's gradients; applies their mean once it holds N-b of

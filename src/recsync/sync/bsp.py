@@ -42,6 +42,9 @@ class BspConfig(GradientStrategy):
     def _params(self) -> str:
         return "" if self.num_aggregate is None else f"M={self.num_aggregate}"
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return self.aggregate(num_workers)
+
     def make_server(self, num_workers: int, sparse: bool) -> BspServer:
         return BspServer(num_workers, sparse, self.aggregate(num_workers))
 

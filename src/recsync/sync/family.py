@@ -27,6 +27,17 @@ class StrategyFamily:
     def _params(self) -> str:
         return ""
 
+    def batches_per_step(self, num_workers: int) -> int:
+        """The batches one global step is made of (one from every worker, or M aggregated;
+        1 where every batch is its own step): a cut of a running job (a checkpoint) falls
+        between two steps, never inside one."""
+        return 1
+
+    def cut_refusal(self) -> str | None:
+        """Why a running job of this strategy cannot be cut for a checkpoint (None: it can;
+        its end is always checkpointed)."""
+        return None
+
     def describe(self) -> str:
         """One line in the paper's naming, with the parameters that differ by run."""
         params = self._params()

@@ -99,6 +99,9 @@ class GbaConfig(GradientStrategy):
         m = "" if self.num_aggregate is None else f"M={self.num_aggregate} "
         return f"{m}iota={self.iota} decay={self.decay}"
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return self.tokens_per_step(num_workers)
+
     def make_server(self, num_workers: int, sparse: bool) -> GbaServer:
         return GbaServer(
             num_workers, sparse, self.tokens_per_step(num_workers), self.iota, DECAYS[self.decay]

@@ -81,6 +81,9 @@ class PspConfig(GradientStrategy):
             f"tau2={self.pull_wait_s:g}s{scaling}"
         )
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return num_workers
+
     def pull_rule(self) -> PartialPull:
         return PartialPull(self.pull_fraction, self.pull_wait_s)
 

@@ -115,6 +115,15 @@ class CenterStrategy(ReplicaStrategy):
 class CollectiveStrategy(ReplicaStrategy):
     """Replicas synced through an all-reduce among the trainers (MA, BMUF)."""
 
+    def cut_refusal(self) -> str | None:
+        if self.timing.is_shadow:
+            return None
+        return (
+            f"{self.describe()}: its foreground rounds all-reduce among every trainer's "
+            "workers, so some cannot park while others wait in a round; checkpoints during "
+            "the run need timing = shadow (the end is checkpointed anyway)"
+        )
+
     def make_replica(self, initial: torch.Tensor) -> ReplicaPolicy:
         raise NotImplementedError
 

@@ -28,6 +28,9 @@ class SyncConfig(GradientStrategy):
     def make_server(self, num_workers: int, sparse: bool) -> SyncServer:
         return SyncServer(num_workers, sparse)
 
+    def batches_per_step(self, num_workers: int) -> int:
+        return num_workers
+
 
 class SyncServer(GradientPolicy):
     """Buffers the current version's gradients, one per worker; applies their mean once every

@@ -18,7 +18,6 @@ import torch
 from recsync.optim.state import copy_state
 from recsync.protocol.effects import (
     AllReduce,
-    Call,
     CallEach,
     Compute,
     Drain,
@@ -31,7 +30,12 @@ from recsync.protocol.messages import HandedBatch, MayStart, NextBatch, WorkerDo
 from recsync.protocol.node import LoopSpec, Node
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
-from recsync.trainer.steps import row_gradient_pushes, versioned_lookup
+from recsync.trainer.steps import (
+    nothing_to_flush,
+    row_gradient_pushes,
+    take_batch,
+    versioned_lookup,
+)
 
 
 class AllReduceTrainer(Node):
@@ -75,7 +79,10 @@ class AllReduceTrainer(Node):
         """One step -> its shards' versions at the lookup (None: no batch left). Its tensors
         are let go when it returns, not held while the rank waits for its next batch."""
         layout, replica, n, rank = self.layout, self.replica, self.num_trainers, self.index
-        handed: HandedBatch = yield Call(self.wiring.reader, NextBatch(rank, with_token=True))
+        request = NextBatch(rank, with_token=True)
+        handed: HandedBatch = yield from take_batch(
+            self.wiring.reader, request, rank, nothing_to_flush
+        )
         batch = handed.batch
         if batch is None:
             self.stats.note_dry(0)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from recsync.optim.checks import all_finite
-from recsync.protocol.effects import Call, CallEach, Compute, Drain, Effect, Loop, Send, Target
+from recsync.protocol.effects import CallEach, Compute, Drain, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
     DenseBlock,
     HandedBatch,
@@ -39,7 +39,13 @@ from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
-from recsync.trainer.steps import fused, row_gradient_messages, versioned_lookup
+from recsync.trainer.steps import (
+    fused,
+    nothing_to_flush,
+    row_gradient_messages,
+    take_batch,
+    versioned_lookup,
+)
 
 
 @dataclass
@@ -156,7 +162,10 @@ class GradientWorker:
         """One step -> the versions its push carries (None: no batch left). Its tensors are
         let go when it returns, not held while the worker waits for the next batch."""
         layout, workspace, wiring = self.layout, self.workspace, self.wiring
-        handed: HandedBatch = yield Call(wiring.reader, NextBatch(self.trainer, with_token=True))
+        request = NextBatch(self.trainer, with_token=True)
+        handed: HandedBatch = yield from take_batch(
+            wiring.reader, request, self.worker, nothing_to_flush
+        )
         batch, token = handed.batch, handed.token
         if batch is None:
             self.stats.note_dry(self.thread)

@@ -19,7 +19,6 @@ import torch
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
 from recsync.protocol.effects import (
-    Call,
     CallEach,
     Compute,
     Effect,
@@ -35,7 +34,7 @@ from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.replica_sync import PROGRESS, REQUESTS, process_refusal, replica_sync
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
-from recsync.trainer.steps import pushes_with_lookups
+from recsync.trainer.steps import pushes_with_lookups, take_batch
 
 
 @dataclass
@@ -92,7 +91,10 @@ class ReplicaTrainer(Node):
         next step's lookups (one call per shard per step); its tensors are let go when they
         have left, not held while the thread waits for its next batch."""
         layout, replica, shards = self.layout, self.replica, self.wiring.shards
-        handed: HandedBatch = yield Call(self.wiring.reader, NextBatch(self.index))
+        worker = self.setup.first_worker + thread
+        handed: HandedBatch = yield from take_batch(
+            self.wiring.reader, NextBatch(self.index), worker, lambda: self._flush(thread)
+        )
         batch = handed.batch
         previous, self.unsent[thread] = self.unsent[thread], None
         if batch is None:
@@ -122,6 +124,14 @@ class ReplicaTrainer(Node):
             step.pushes[r.shard] = PushRows(rows, grads)
         self.unsent[thread] = step
         return True
+
+    def _flush(self, thread: int) -> list[Target]:
+        """The thread's last step's row gradients, to send alone (a cut began)."""
+        previous, self.unsent[thread] = self.unsent[thread], None
+        if previous is None:
+            return []
+        self._count(thread, previous)
+        return list(_targets(self.wiring.shards, previous))
 
     def _count(self, thread: int, step: UnsentStep) -> None:
         """A step whose row gradients leave now: trained (a crash after this loses nothing)."""

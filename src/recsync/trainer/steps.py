@@ -3,17 +3,22 @@ and row gradients pushed back, as effects."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import dataclasses
+from collections.abc import Callable, Generator
+from typing import Any
 
 import torch
 
 from recsync.data.batch import Batch
 from recsync.protocol.address import Address
-from recsync.protocol.effects import CallEach, Target
+from recsync.protocol.effects import Call, CallEach, Drain, Effect, Send, Target
 from recsync.protocol.messages import (
     Fused,
+    HandedBatch,
     Lookup,
     Message,
+    NextBatch,
+    Park,
     Pooled,
     PushRowGradients,
     PushRows,
@@ -22,6 +27,29 @@ from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 
 EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
+
+
+def take_batch(
+    reader: Address, request: NextBatch, worker: int, flush: Callable[[], list[Target]]
+) -> Generator[Effect, Any, HandedBatch]:
+    """The reader's answer to `request` from job-wide `worker`. While a cut (a checkpoint)
+    is under way the answer is a pause: then send what `flush` gives (pushes of batches
+    this worker was handed that have not left), wait until every push it sent landed, park,
+    and ask again (answered once the cut ended)."""
+    handed: HandedBatch = yield Call(reader, request)
+    while handed.paused:
+        pending = flush()
+        if pending:
+            yield Send(worker, pending)
+        yield Drain(worker)
+        yield Call(reader, Park(worker))
+        handed = yield Call(reader, dataclasses.replace(request, parked=worker))
+    return handed
+
+
+def nothing_to_flush() -> list[Target]:
+    """A worker whose pushes all left with its step (only landing them is left)."""
+    return []
 
 
 def empty_request(shard: int) -> ShardRequest:

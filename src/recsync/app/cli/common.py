@@ -103,6 +103,11 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         table.add_row(
             "gradients dropped", ", ".join(f"{k} {v:,}" for k, v in dropped.items()) or "0"
         )
+    losses = summary.get("recovery", {}).get("losses", [])
+    if losses:
+        nodes = ", ".join(loss["node"] for loss in losses)
+        replayed = summary["recovery"]["examples_replayed"]
+        table.add_row("nodes lost", f"{nodes}: rolled back, {replayed:,} examples replayed")
     checkpoint = summary.get("checkpoint")
     if checkpoint and "path" in checkpoint:
         table.add_row(

@@ -35,12 +35,12 @@ from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
 from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
-from recsync.app.runs.checkpoints import load_checkpoint
+from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import DESCRIPTION_FILE, MODEL_FILE, export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
-from recsync.app.runs.progress import steps_bar
+from recsync.app.runs.progress import steps_bar, warn
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
@@ -77,9 +77,11 @@ def _prepare_run(
     state, sections = None, {}
     if resume is not None:
         try:
-            state = load_checkpoint(resume)
+            state, refused = load_run_checkpoint(resume)
         except ValueError as error:
             raise ConfigError(f"--resume: {error}") from None
+        if refused is not None:
+            warn(f"--resume: {refused}")
         config = config or Path(resume) / "config.toml"
         if strategy is not None:
             sections["strategy"] = {"name": strategy}
@@ -209,7 +211,7 @@ def simulate(
             extra["train.epochs"] = epochs
         cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
         summary = run_simulation(cfg, run_dir, progress, state, stop_after)
-    except (RecsyncError, OSError) as error:
+    except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     except KeyboardInterrupt as error:
         fail_interrupted(str(error) or "SIGINT")

@@ -18,7 +18,9 @@ from pydantic import Field, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
+from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import EarlyStopping
+from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -68,6 +70,38 @@ class EarlyStoppingSection(Section):
         return EarlyStopping(self.metric, self.patience, self.min_delta)
 
 
+class CheckpointSection(Section):
+    """[run.checkpoint]: checkpoints while a distributed job trains (consistent cuts,
+    coordinator/cuts.py), every `every_examples` examples handed out and/or every
+    `every_seconds` seconds (virtual ones in the simulator); 0 and 0: only at the end."""
+
+    every_examples: int = Field(default=0, ge=0)
+    every_seconds: float = Field(default=60.0, ge=0.0)
+
+    def to_spec(self) -> CheckpointEvery:
+        return CheckpointEvery(self.every_examples, self.every_seconds)
+
+
+RecoveryAction = Literal["rollback", "stop"]
+
+
+class RecoverySection(Section):
+    """[recovery]: what a distributed run does when it loses a node (its process died, its
+    machine left the cluster, it stopped answering), by the node's role: `rollback` (every
+    node restarts from the last checkpoint taken while training, on the machines left) or
+    `stop` (an error naming the node; the last checkpoint stays); at most `max_restarts`."""
+
+    trainer: RecoveryAction = "rollback"
+    embedding_server: RecoveryAction = "rollback"
+    sync_server: RecoveryAction = "rollback"
+    dense_server: RecoveryAction = "rollback"
+    reader: RecoveryAction = "rollback"
+    max_restarts: int = Field(default=3, ge=0)
+
+    def to_spec(self) -> RecoveryPolicy:
+        return RecoveryPolicy(**self.model_dump())
+
+
 class RunSection(Section):
     """[run]: name, seed and bookkeeping of one run."""
 
@@ -78,6 +112,7 @@ class RunSection(Section):
     tensorboard: bool = False
     keep_best: bool = True  # best.pt: the best evaluated model by early_stopping.metric
     early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
 
 
 class TabularSchemaSection(Section):
@@ -184,6 +219,7 @@ class Config(Section):
     cluster: ClusterSection = Field(default_factory=ClusterSection)
     strategy: StrategySection = Field(default_factory=StrategySection)
     cost: CostSection = Field(default_factory=CostSection)
+    recovery: RecoverySection = Field(default_factory=RecoverySection)
 
     def to_specs(self) -> RunSpecs:
         """The specs; raises ConfigError naming the key or section of a rejected value."""

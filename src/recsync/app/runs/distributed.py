@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import BEST, save_checkpoint
+from recsync.app.runs.checkpoints import BEST, CheckpointWriter, save_checkpoint
 from recsync.app.runs.interrupts import interrupts
 from recsync.app.runs.plots import plot_curves
-from recsync.app.runs.progress import examples_bar
+from recsync.app.runs.progress import examples_bar, warn
 from recsync.app.runs.run_dir import CURVES, RunDir
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError, JobFailed
 from recsync.runtime.ray.errors import NodeFailure
@@ -53,6 +54,7 @@ def run_distributed(
     run_dir.write_config(config)
     bar = examples_bar(spec.strategy.describe().split()[0], progress)
     jobs: list[RayJob] = []
+    writer = CheckpointWriter(run_dir.path)
 
     def on_start(job: RayJob) -> None:
         jobs.append(job)
@@ -75,15 +77,42 @@ def run_distributed(
                 on_eval=run_dir.append_metrics,
                 early_stopping=config.run.early_stopping.to_spec(),
                 keep_best=config.run.keep_best,
+                checkpoint_every=checkpoints_while_training(config, spec),
+                on_checkpoint=writer.write,
+                recovery=config.recovery.to_spec(),
             )
     except NodeFailure as error:
-        raise JobFailed(str(error)) from None
+        writer.wait()
+        raise JobFailed(with_checkpoint(str(error), writer, run_dir)) from None
+    writer.wait()
     summary["interrupted"] = signals.received
     job = jobs[0]
     assert job.final_state is not None
-    path = save_checkpoint(run_dir.path, job.final_state)
+    path = save_checkpoint(run_dir.path, job.final_state, keep_previous=True)
     summary["checkpoint"]["path"] = str(path)
     return write_run_end(run_dir, summary, job.evaluations.records, job.evaluations.best_state)
+
+
+def checkpoints_while_training(config: Config, spec: JobSpec) -> CheckpointEvery:
+    """[run.checkpoint] as the run can take it: none while training (a warning says why)
+    for a strategy whose running job cannot be cut."""
+    every = config.run.checkpoint.to_spec()
+    refusal = spec.strategy.cut_refusal()
+    if every.enabled and refusal is not None:
+        warn(f"run.checkpoint: {refusal}")
+        return CheckpointEvery()
+    return every
+
+
+def with_checkpoint(message: str, writer: CheckpointWriter, run_dir: RunDir) -> str:
+    """A failed run's message, with where it can be resumed from (its last cut's
+    checkpoint), if it took one."""
+    if not writer.written:
+        return message
+    return (
+        f"{message}\nthe run's last checkpoint ({writer.written} taken while training) "
+        f"is in {run_dir.path}: continue with --resume {run_dir.path}"
+    )
 
 
 def write_run_end(

@@ -14,7 +14,7 @@ import torch
 
 from recsync.app.config.load import load_config
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import BEST, load_checkpoint
+from recsync.app.runs.checkpoints import BEST, load_checkpoint, load_run_checkpoint
 from recsync.app.runs.run_dir import CONFIG_TOML
 from recsync.data.skips import SkipReport
 from recsync.errors import ConfigError
@@ -44,7 +44,7 @@ def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]
             f"{run}: no {BEST} (the run kept no best model: no evaluation before its end, "
             "or run.keep_best = false)"
         )
-    state = load_checkpoint(Path(run) / BEST if best else Path(run))
+    state = load_checkpoint(Path(run) / BEST) if best else load_run_checkpoint(Path(run))[0]
     specs = config.to_specs()
     model = ExportedDLRM(specs.model)
     replica = DenseReplica(specs.model, specs.train.seed, specs.train.dense_optimizer)

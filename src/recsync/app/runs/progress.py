@@ -6,7 +6,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def warn(message: str) -> None:
+    """A warning on stderr (the run goes on)."""
+    Console(emoji=False, stderr=True, soft_wrap=True).print(
+        f"[yellow]warning:[/] {escape(message)}", highlight=False
+    )
 
 
 def examples_bar(label: str, enabled: bool, rate: bool = True) -> Progress:

@@ -5,7 +5,8 @@ Layout of `runs/<name>/`:
 - metrics.jsonl: one JSON object per evaluation point;
 - summary.json: the final measures;
 - curves.png: train loss and test AUC over examples;
-- checkpoint.pt: the job's end state (app/runs/checkpoints.py);
+- checkpoint.pt: the job's end state, or its last cut while it runs (app/runs/checkpoints.py);
+- checkpoint.prev.pt: the checkpoint before it;
 - best.pt: the best evaluated model by run.early_stopping.metric (run.keep_best);
 - tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import BEST, BEST_TMP, CHECKPOINT, CHECKPOINT_TMP
+from recsync.app.runs.checkpoints import BEST, BEST_TMP, CHECKPOINT, CHECKPOINT_TMP, PREVIOUS
 from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"
@@ -38,6 +39,7 @@ ARTIFACTS = (
     CURVES,
     CHECKPOINT,
     CHECKPOINT_TMP,
+    PREVIOUS,
     BEST,
     BEST_TMP,
 )
@@ -116,8 +118,9 @@ class RunDir:
             ended = (path / SUMMARY).exists() or (path / CHECKPOINT).exists()
             if ended and not force:
                 raise ConfigError(
-                    f"run directory {path} holds a run that ended; pass --force to "
-                    "overwrite it or choose another --name"
+                    f"run directory {path} holds a run that ended or left a checkpoint; "
+                    f"continue it with --resume {path}, pass --force to overwrite it, or "
+                    "choose another --name"
                 )
             for artifact in ARTIFACTS:
                 (path / artifact).unlink(missing_ok=True)

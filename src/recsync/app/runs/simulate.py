@@ -6,13 +6,20 @@ from typing import Any
 
 from recsync.app.config.base import build_dataclass
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import save_checkpoint
-from recsync.app.runs.distributed import job_spec, write_run_end
+from recsync.app.runs.checkpoints import CheckpointWriter, save_checkpoint
+from recsync.app.runs.distributed import (
+    checkpoints_while_training,
+    job_spec,
+    with_checkpoint,
+    write_run_end,
+)
 from recsync.app.runs.progress import examples_bar
 from recsync.app.runs.run_dir import RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import plan_for
+from recsync.errors import JobFailed
 from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.faulty import FaultySimJob, NodeLost
 from recsync.runtime.sim.job import SimJob
 
 
@@ -29,24 +36,43 @@ def run_simulation(
     stop_after: int | None = None,
 ) -> dict[str, Any]:
     """Simulate one pass; the summary's times (train_seconds, eps) are virtual. Writes the
-    end state as the run's checkpoint."""
+    end state as the run's checkpoint. With node losses in `[cost.faults]`, the job loses
+    nodes and recovers as `[recovery]` says (runtime/sim/faulty.py)."""
     spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
     bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
+    writer = CheckpointWriter(run_dir.path)
+    cost = cost_model(config)
+    every = checkpoints_while_training(config, spec)
     with bar:
         task = bar.add_task("simulate", total=None)
-        sim = SimJob(
-            spec,
-            plan_for(spec),
-            cost_model(config),
-            eval_every=config.run.eval_every,
-            on_handed=lambda handed: bar.update(task, completed=handed),
-            on_eval=run_dir.append_metrics,
-            early_stopping=config.run.early_stopping.to_spec(),
-            keep_best=config.run.keep_best,
-        )
-        bar.update(task, total=sim.reader.source.total_examples)
-        summary = sim.run()
-    assert sim.final_state is not None
-    summary["checkpoint"]["path"] = str(save_checkpoint(run_dir.path, sim.final_state))
-    return write_run_end(run_dir, summary, sim.curve, sim.evaluations.best_state)
+        options: dict[str, Any] = {
+            "eval_every": config.run.eval_every,
+            "on_handed": lambda handed: bar.update(task, completed=handed),
+            "on_eval": run_dir.append_metrics,
+            "early_stopping": config.run.early_stopping.to_spec(),
+            "keep_best": config.run.keep_best,
+        }
+        if cost.faults.loses_nodes:
+            faulty = FaultySimJob(
+                spec, cost, every, config.recovery.to_spec(), writer.write, **options
+            )
+            try:
+                summary = faulty.run()
+            except NodeLost as lost:
+                writer.wait()
+                raise JobFailed(with_checkpoint(str(lost), writer, run_dir)) from None
+            final, evaluations = faulty.final_state, faulty.evaluations
+        else:
+            sim = SimJob(
+                spec, plan_for(spec), cost, checkpoint_every=every, on_checkpoint=writer.write,
+                **options,
+            )  # fmt: skip
+            bar.update(task, total=sim.reader.source.total_examples)
+            summary = sim.run()
+            final, evaluations = sim.final_state, sim.evaluations
+    writer.wait()
+    assert final is not None and evaluations is not None
+    path = save_checkpoint(run_dir.path, final, keep_previous=True)
+    summary["checkpoint"]["path"] = str(path)
+    return write_run_end(run_dir, summary, evaluations.records, evaluations.best_state)

@@ -6,7 +6,20 @@ import ray
 
 
 class NodeFailure(RuntimeError):
-    """A node the job depends on died, hung or failed; the message names it."""
+    """A node the job depends on died, hung or failed; the message names it. `lost`: the
+    node that is gone (its process died, its machine left, it stopped answering), which a
+    restart can replace; None for a node's own error (a diverged worker, bad data), which a
+    restart would only repeat."""
+
+    def __init__(self, message: str, lost: str | None = None):
+        super().__init__(message, lost)
+        self.message, self.lost = message, lost
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[type[NodeFailure], tuple[str, str | None]]:
+        return NodeFailure, (self.message, self.lost)
 
 
 def failure(where: str, error: BaseException) -> NodeFailure:
@@ -16,7 +29,7 @@ def failure(where: str, error: BaseException) -> NodeFailure:
     if isinstance(error, ray.exceptions.RayTaskError):
         error = getattr(error, "cause", None) or error
     if isinstance(error, NodeFailure):
-        return NodeFailure(str(error))
+        return NodeFailure(error.message, error.lost)
     if isinstance(error, ray.exceptions.RayActorError):
-        return NodeFailure(f"{where} is dead or unreachable")
+        return NodeFailure(f"{where} is dead or unreachable", lost=where)
     return NodeFailure(f"{where}: {type(error).__name__}: {error}")

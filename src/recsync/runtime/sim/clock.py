@@ -63,8 +63,11 @@ class Clock:
                 return
             self.now, _, fn, arg = heappop(agenda)
             fn(arg)
-        if until > self.now:
-            self.now = until
+
+    @property
+    def pending(self) -> bool:
+        """Some action is still due (the run has not ended)."""
+        return bool(self._agenda)
 
 
 class Lane:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recsync.protocol.address import Role
 from recsync.protocol.messages import Work
 
 
@@ -34,12 +35,25 @@ class Faults:
     """Injected faults: a fraction of lookup and pull responses delayed by `delay_s` seconds;
     trainer `crash_trainer` (None: no crash) crashing at virtual time `crash_at_s`: its
     worker threads stop at their next action, the batches they held are lost (counted and
-    reported), the servers of a gradient strategy learn its workers are gone."""
+    reported), the servers of a gradient strategy learn its workers are gone. A cut (a
+    checkpoint while training) keeps the reader paused `cut_s` seconds after every worker
+    parked: the time to gather the state and hand it over (0: at once; the Ray engine
+    paused 0.14-0.18 s a cut for the default job, the workers' parking included,
+    `benchmarks/bench_checkpoint.py`). Node losses (runtime/sim/faulty.py): each trainer,
+    server (embedding, sync, dense) and the reader is lost after an exponential time of
+    mean `trainer_mtbf_s`, `server_mtbf_s`, `reader_mtbf_s` (0: never), noticed
+    `detect_s` later; the job restarts `restart_s` after that."""
 
     delay_fraction: float = 0.0
     delay_s: float = 0.0
     crash_trainer: int | None = None
     crash_at_s: float = 0.0
+    cut_s: float = 0.0
+    trainer_mtbf_s: float = 0.0
+    server_mtbf_s: float = 0.0
+    reader_mtbf_s: float = 0.0
+    detect_s: float = 1.0
+    restart_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.crash_trainer is not None and self.crash_trainer < 0:
@@ -50,6 +64,24 @@ class Faults:
             raise ValueError(f"faults.delay_fraction must be in [0, 1], got {self.delay_fraction}")
         if self.delay_s < 0:
             raise ValueError(f"faults.delay_s must be >= 0, got {self.delay_s}")
+        for name in ("cut_s", "trainer_mtbf_s", "server_mtbf_s", "reader_mtbf_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"faults.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("detect_s", "restart_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"faults.{name} must be >= 0, got {getattr(self, name)}")
+
+    def mtbf_s(self, role: Role) -> float:
+        """Mean seconds between losses of one node of `role` (0: never lost)."""
+        if role is Role.TRAINER:
+            return self.trainer_mtbf_s
+        if role is Role.READER:
+            return self.reader_mtbf_s
+        return self.server_mtbf_s
+
+    @property
+    def loses_nodes(self) -> bool:
+        return bool(self.trainer_mtbf_s or self.server_mtbf_s or self.reader_mtbf_s)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
@@ -15,7 +16,13 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import HandedBatch, Message, StopReading
+from recsync.protocol.messages import (
+    HandedBatch,
+    Message,
+    PauseReading,
+    ResumeReading,
+    StopReading,
+)
 from recsync.ps.placement import JobPlan
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
@@ -50,12 +57,20 @@ class SimJob:
         on_eval: Callable[[dict[str, Any]], None] | None = None,
         early_stopping: EarlyStopping | None = None,
         keep_best: bool = False,
+        checkpoint_every: CheckpointEvery | None = None,
+        on_checkpoint: Callable[[JobState], None] | None = None,
+        examples_before: int = 0,
+        evaluations: Evaluations | None = None,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
         (in virtual time, at no cost; coordinator/evaluation.py): `curve`, and each record
         to `on_eval`. `on_handed(n)`: called each time the reader hands out a batch, with
-        the examples handed out so far (a progress bar)."""
+        the examples handed out so far (a progress bar). `checkpoint_every`: cut the job
+        (coordinator/cuts.py) as often, each cut's state to `on_checkpoint`.
+        `examples_before`: examples the job trained before this run (a restart from a cut):
+        evaluations count from there, into `evaluations` if given (a restarted job's
+        records continue the ones before)."""
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster
@@ -86,9 +101,19 @@ class SimJob:
             collective,
             ranks,
         )
-        self.evaluations = Evaluations(topology, eval_every or 0, early_stopping, keep_best)
+        self.evaluations = evaluations or Evaluations(
+            topology, eval_every or 0, early_stopping, keep_best
+        )
+        self.evaluations.new_segment(topology, examples_before)
+        self.examples_before = examples_before
         self.on_eval = on_eval
         self.crashed: set[int] = set()
+        self.cuts = CutSchedule(checkpoint_every or CheckpointEvery())
+        self.on_checkpoint = on_checkpoint
+        self.cutting = False
+        self.cut_started = 0.0  # virtual time the cut under way began
+        self.cut_seconds = 0.0  # virtual time the reader was paused for cuts
+        self.running = 0  # loops started and not ended
         self.final_state: JobState | None = None
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
 
@@ -98,8 +123,14 @@ class SimJob:
     def nodes_of(self, role: Role) -> list[Any]:
         return [h.node for h in self.hosts_of(role)]
 
-    def run(self, until: float | None = None) -> dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         """Train one pass in virtual time; returns the same summary as the Ray engine."""
+        self.start()
+        self.advance()
+        return self.finish()
+
+    def start(self) -> None:
+        """Start every node's loops (at virtual time 0)."""
         faults = self.cost.faults
         for host in self.hosts.values():
             crash_at = faults.crash_at_s if self._crashes(host.address) else None
@@ -111,10 +142,15 @@ class SimJob:
                     spec.loop,
                     self.dispatch,
                     crash_at,
-                    _finished,
+                    self._loop_ended,
                     self._crash,
                 )
+                self.running += 1
                 runner.start()
+
+    def advance(self, until: float | None = None) -> bool:
+        """Run the job in virtual time until `until` (None: to its end); True once every
+        loop ended (else the clock stands at `until`)."""
         # what exists before the run (modules, the job's nodes) stays out of the collector's
         # full passes, which would otherwise re-scan it every time
         frozen_by_caller = gc.get_freeze_count()
@@ -124,9 +160,18 @@ class SimJob:
         finally:
             if not frozen_by_caller:
                 gc.unfreeze()
+        return not self.running
+
+    def _loop_ended(self, runner: LoopRunner) -> None:
+        """A loop ended (its node noted what it must)."""
+        self.running -= 1
+
+    def finish(self) -> dict[str, Any]:
+        """The end of a job whose loops all ended: the summary, the final state."""
         end = self._end()
         summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
+        summary["cuts"] = {"taken": self.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
         return summary
 
@@ -151,15 +196,40 @@ class SimJob:
         )
 
     def _handed(self, message: Message, reply: Any) -> None:
-        """The reader answered a request: mark a batch handed out in time, evaluate when
-        due, report progress."""
+        """The reader answered a request: take a cut once every worker parked; mark a batch
+        handed out in time, evaluate and begin a cut when due, report progress."""
+        if self.cutting and self.reader.cut_settled:
+            self._take_cut()
         if not isinstance(reply, HandedBatch) or reply.batch is None:
             return
         handed = self.reader.total_examples
         self.handed.append((self.clock.now, handed))
-        self.maybe_evaluate(handed - reply.batch.batch_size)
+        self.maybe_evaluate(self.examples_before + handed - reply.batch.batch_size)
         if self.on_handed is not None:
             self.on_handed(handed)
+        if not self.cutting and self.cuts.due(handed, self.clock.now):
+            self.cutting, self.cut_started = True, self.clock.now
+            self.reader.handle(PauseReading())
+
+    def _take_cut(self) -> None:
+        """Every worker parked: the model's state holds exactly the batches handed out (or
+        the data ran out: no cut)."""
+        handed = self.reader.total_examples
+        if self.reader.at_cut:
+            nodes = Evaluations.nodes(self.topology)
+            reports = {a: self.hosts[a].node.report() for a in nodes}
+            state = cut_state(self.topology, reports, handed)
+            self.cuts.taken(handed, self.clock.now)
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(state)
+        self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
+
+    def _resume(self, _: Any = None) -> None:
+        """The cut's state was handed over (`faults.cut_s` after every worker parked)."""
+        self.cutting = False
+        self.cut_seconds += self.clock.now - self.cut_started
+        self.reader.handle(ResumeReading())
+        self.transport.changed.fire()  # the parked workers' requests re-check
 
     def maybe_evaluate(self, examples: int) -> None:
         """Quality of the model as it is now, each time `eval_every` more examples went out."""
@@ -199,15 +269,15 @@ class SimJob:
 
     def _crash(self, runner: LoopRunner) -> None:
         """A crashed loop: a worker's batch is lost; the others learn it is gone."""
+        self.running -= 1
         host = runner.host
         self.crashed.add(host.address.index)
         if runner.worker is None:
             return
+        self.reader.worker_left()
+        if self.cutting and self.reader.cut_settled:
+            self._take_cut()
         worker, transport = runner.worker, self.transport
         gone = host.node.leave(worker)
         if gone:
             transport.after_drain(worker, lambda _: transport.tell(host, gone))
-
-
-def _finished(runner: LoopRunner) -> None:
-    """A loop ended (its node noted what it must)."""

@@ -1,0 +1,150 @@
+"""The Ray actors of one job's topology: started on the machines the plan gives them (and a
+trainer's worker processes beside it), connected, pinged, measured and killed."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from recsync.coordinator.machines import assign_machines
+from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.topology import Topology, TrainerSpec
+from recsync.protocol.address import Address
+from recsync.runtime.ray.actors import NodeActor, Part
+from recsync.runtime.ray.cluster import cluster_machines
+from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.shared_memory import release_shared, shared_path
+
+PING_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 300.0  # actors start their processes and import torch: slow on a busy machine
+COLLECTIVE_TIMEOUT_S = 60.0
+
+
+class JobActors:
+    """One actor per node of `topology` (a node's home, if its workers are split into
+    processes of their own, plus one actor per worker), on the cluster's alive machines."""
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        self.machines = cluster_machines()
+        self.machine_of = assign_machines([n.address for n in topology.nodes], len(self.machines))
+        self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
+        self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
+        self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
+
+    def start(self) -> list[Address]:
+        """Start every node's actor (and its worker processes' actors), connect the nodes
+        that run loops to their peers and form the trainers' collective group; returns the
+        nodes that run loops (the trainers)."""
+        for node in self.topology.nodes:
+            part = None
+            if node.worker_processes:
+                part = Part(shared_path(node.address.name))
+                self.unreleased[node.address] = part.path
+            actor = NodeActor.options(  # type: ignore[attr-defined]
+                max_concurrency=node.max_calls, **self._placed(node.address)
+            )
+            self.actors[node.address] = actor.remote(node, part)
+        self.check_alive(START_TIMEOUT_S)
+        self._check_placement()
+        self._start_worker_processes()
+        looping = [n.address for n in self.topology.nodes if n.has_loops]
+        ray.get([actor.connect.remote(self.actors) for a in looping for actor in self.actors_of(a)])
+        group = self.topology.collective
+        if group:
+            first = self.actors[group[0]]
+            address = ray.get(first.collective_address.remote())
+            ray.get(
+                [
+                    self.actors[a].init_collective.remote(
+                        address, rank, len(group), COLLECTIVE_TIMEOUT_S
+                    )
+                    for rank, a in enumerate(group)
+                ]
+            )
+        return looping
+
+    def _placed(self, address: Address) -> dict[str, Any]:
+        """The actor options that pin a node to its machine (none on one machine)."""
+        if len(self.machines) == 1:
+            return {}
+        machine = self.machines[self.machine_of[address]]
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(machine, soft=False)}
+
+    def _check_placement(self) -> None:
+        """Every node's actor runs on the machine it was given."""
+        addresses = list(self.actors)
+        ran_on = ray.get([self.actors[a].node_id.remote() for a in addresses])
+        for address, node_id in zip(addresses, ran_on, strict=True):
+            expected = self.machines[self.machine_of[address]]
+            assert node_id == expected, f"{address} runs on {node_id}, not {expected}"
+
+    def placement(self) -> dict[str, int]:
+        """Machine index of every node (machines: Ray's nodes, the head first)."""
+        return {a.name: self.machine_of[a] for a in self.actors}
+
+    def _start_worker_processes(self) -> None:
+        """One actor per worker of each node whose workers run in processes of their own,
+        on the machine of the node's home actor (they map its shared state); then the
+        shared state's file is unlinked."""
+        split = [n for n in self.topology.nodes if n.worker_processes]
+        if not split:
+            return
+        homes = ray.get([self.actors[n.address].node_id.remote() for n in split])
+        for node, node_id in zip(split, homes, strict=True):
+            assert isinstance(node, TrainerSpec)
+            path = self.unreleased[node.address]
+            options = NodeActor.options(  # type: ignore[attr-defined]
+                max_concurrency=node.max_calls,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            )
+            self.worker_actors[node.address] = [
+                options.remote(node, Part(path, worker)) for worker in node.workers
+            ]
+        self.check_alive(START_TIMEOUT_S)
+        ray.get([self.actors[n.address].release_shared.remote() for n in split])
+        self.unreleased.clear()
+
+    def actors_of(self, address: Address) -> list[Any]:
+        """The actors of one node: its own and those of its worker processes."""
+        return [self.actors[address], *self.worker_actors.get(address, [])]
+
+    def check_alive(self, timeout_s: float = PING_TIMEOUT_S) -> None:
+        """Every actor answers a ping within `timeout_s` (a node that failed to start, died
+        or hangs is named, as lost)."""
+        actors = [(a, actor) for a in self.actors for actor in self.actors_of(a)]
+        refs = [actor.ping.remote() for _, actor in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        for (address, _), ref in zip(actors, refs, strict=True):
+            if ref not in ready:
+                raise NodeFailure(
+                    f"{address} did not answer within {timeout_s:.0f} s (hung?)", lost=address.name
+                )
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError as error:
+                raise failure(address.name, error) from None
+
+    def measures(self, address: Address) -> NodeMeasures:
+        """What was measured of a node, summed over its processes."""
+        parts: list[NodeMeasures] = ray.get(
+            [actor.node_measures.remote() for actor in self.actors_of(address)]
+        )
+        return functools.reduce(NodeMeasures.merged, parts)
+
+    def shutdown(self) -> None:
+        """Kill every actor (and unlink a shared-state file a half-done start left)."""
+        for address, path in self.unreleased.items():
+            try:
+                ray.get(self.actors[address].release_shared.remote(), timeout=PING_TIMEOUT_S)
+            except (ray.exceptions.RayError, KeyError):
+                release_shared(path)  # the home is gone: the file is here, if anywhere
+        for address in self.actors:
+            for actor in self.actors_of(address):
+                ray.kill(actor, no_restart=True)
+        self.actors.clear()
+        self.worker_actors.clear()
+        self.unreleased.clear()

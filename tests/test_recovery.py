@@ -1,0 +1,140 @@
+"""Losing a node: the policy (pure), and real Ray jobs that lose one mid-run. A process
+killed with SIGKILL (a trainer under S-EASGD, the reader under async) is detected, every
+node restarts from the last cut, and every example of the data ends up trained (those after
+the cut twice: replayed, and counted so). With recovery off the job stops within 30 s
+naming the node, and its last cut's checkpoint resumes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import time
+
+import pytest
+import ray
+
+from recsync.app.runs import distributed
+from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.recovery import Loss, Recoveries, RecoveryPolicy
+from recsync.coordinator.spec import ClusterSpec
+from recsync.data.synthetic import SyntheticSpec
+from recsync.protocol.address import READER, Address, Role
+from recsync.runtime.ray.job import run_job
+from test_cli import config_file, invoke
+from test_engine import reference_auc, spec  # noqa: F401
+
+LONG = SyntheticSpec(num_train=120_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
+
+
+def test_the_policy_acts_by_the_lost_nodes_role():
+    policy = RecoveryPolicy(embedding_server="stop", max_restarts=1)
+    assert policy.action("embedding-server-3") == "stop"
+    assert policy.action("trainer-0") == policy.action("reader") == "rollback"
+    with pytest.raises(ValueError, match="no node role"):
+        policy.action("evaluator")
+    with pytest.raises(ValueError, match="trainer must be one of"):
+        RecoveryPolicy(trainer="retry")
+
+
+def test_losses_add_up_what_was_replayed():
+    recoveries = Recoveries()
+    recoveries.add(Loss("trainer-1", 3.0, position=9_000, back_to=6_400))
+    recoveries.add(Loss("reader", 9.5, position=20_000, back_to=19_200, exact=False))
+    summary = recoveries.summary()
+    assert summary["examples_replayed"] == 2_600 + 800 and summary["examples_lost"] == 0
+    assert [loss["replayed"] for loss in summary["losses"]] == [2_600, 800]
+    with pytest.raises(AssertionError):
+        recoveries.add(Loss("reader", 1.0, position=100, back_to=200))
+
+
+class SigKill:
+    """Kills one node's process with SIGKILL once `at` examples were handed out."""
+
+    def __init__(self, target: Address, at: int):
+        self.target, self.at = target, at
+        self.job = None
+        self.killed_at: float | None = None
+
+    def on_start(self, job) -> None:
+        self.job = job
+
+    def on_progress(self, done, total, eps) -> None:
+        if self.killed_at is None and done >= self.at:
+            os.kill(ray.get(self.job.hosts.actors[self.target].ping.remote()), signal.SIGKILL)
+            self.killed_at = time.perf_counter()
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("local_ray")
+@pytest.mark.parametrize(
+    ("strategy", "target"),
+    [("easgd", Address(Role.TRAINER, 1)), ("async", READER)],
+    ids=["easgd-trainer", "async-reader"],
+)
+def test_a_killed_node_rolls_the_job_back_to_its_last_cut(strategy, target, reference_auc):  # noqa: F811
+    job = dataclasses.replace(
+        spec(strategy, ClusterSpec(2, 2, 2, 1, num_dense_servers=1)), synthetic=LONG
+    )
+    kill = SigKill(target, at=60_000)
+    summary = run_job(
+        job,
+        on_progress=kill.on_progress,
+        on_start=kill.on_start,
+        checkpoint_every=CheckpointEvery(examples=15_000),
+        recovery=RecoveryPolicy(),
+    )
+    recovery = summary["recovery"]
+    (loss,) = recovery["losses"]
+    assert loss["node"] == target.name
+    assert 0 < loss["back_to"] <= loss["position"] and loss["back_to"] % 128 == 0
+    assert loss["at_seconds"] - (kill.killed_at - kill.job.started) < 10  # detected
+    assert recovery["examples_replayed"] == loss["position"] - loss["back_to"] > 0
+    assert summary["examples_trained"] == LONG.num_train  # each once, the replayed twice
+    assert summary["test_auc"] >= reference_auc - 0.03
+
+
+def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last_cut(
+    tmp_path, monkeypatch
+):
+    # the CLI's own run, with [recovery] embedding_server = "stop"; the shard is killed
+    # half-way by a hook on the job's progress
+    started: dict = {}
+
+    def killing(spec, *args, on_progress=None, on_start=None, **kwargs):
+        def progress(done, total, eps):
+            on_progress(done, total, eps)
+            if "at" not in started and done >= 60_000:
+                shard = started["job"].hosts.actors[Address(Role.EMBEDDING_SERVER, 0)]
+                os.kill(ray.get(shard.ping.remote()), signal.SIGKILL)
+                started["at"] = time.perf_counter()
+
+        def start(job):
+            started["job"] = job
+            on_start(job)
+
+        return run_job(spec, *args, on_progress=progress, on_start=start, **kwargs)
+
+    monkeypatch.setattr(distributed, "run_job", killing)
+    keys = {
+        "data.synthetic.num_train": LONG.num_train,
+        "strategy.name": "easgd",
+        "run.eval_every": 0,
+        "run.checkpoint.every_examples": 15_000,
+        "recovery.embedding_server": '"stop"',
+    }
+    sets = [a for key, value in keys.items() for a in ("--set", f"{key}={value}")]
+    config = config_file(tmp_path)
+    result = invoke("train", "-c", config, "--name", "stopped", "--no-progress", *sets)
+    assert result.exit_code == 1, result.output
+    assert "embedding-server-0 is dead" in result.output and "--resume" in result.output
+    assert time.perf_counter() - started["at"] < 30
+    run = tmp_path / "runs" / "stopped"
+    assert (run / "checkpoint.pt").exists() and not (run / "summary.json").exists()
+    monkeypatch.setattr(distributed, "run_job", run_job)
+    result = invoke("train", "--resume", str(run), "--name", "resumed", "--no-progress")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "runs" / "resumed" / "summary.json").read_text())
+    first_position = LONG.num_train - summary["examples_trained"]
+    assert 15_000 <= first_position <= 60_000 + 15_000
