@@ -1,12 +1,22 @@
 """Checkpoint files: written atomically behind a checksum; a truncated, altered, foreign or
-non-finite one is refused naming the file; --force clears an old run's checkpoint."""
+non-finite one is refused naming the file, and the run's previous one used; --force clears
+an old run's checkpoint."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
 
-from recsync.app.runs.checkpoints import CHECKPOINT, load_checkpoint, save_checkpoint
+from recsync.app.runs.checkpoints import (
+    CHECKPOINT,
+    PREVIOUS,
+    CheckpointWriter,
+    load_checkpoint,
+    load_run_checkpoint,
+    save_checkpoint,
+)
 from recsync.coordinator.checkpoint import JobState
 from test_cli import config_file, invoke
 
@@ -91,3 +101,22 @@ def test_force_removes_the_old_runs_checkpoint(tmp_path):
     assert second.exit_code == 0, second.output
     state = load_checkpoint(tmp_path / "runs" / "run")
     assert state.strategy == "reference" and state.data_position == 4000  # not the old one
+
+
+def test_the_previous_checkpoint_is_kept_and_used_when_the_latest_is_damaged(tmp_path):
+    older, newer = small_state(), dataclasses.replace(small_state(), data_position=600)
+    writer = CheckpointWriter(tmp_path)
+    writer.write(older)
+    writer.write(newer)  # waits for the first, keeps it as the previous one
+    writer.wait()
+    assert writer.written == 2 and {p.name for p in tmp_path.iterdir()} == {CHECKPOINT, PREVIOUS}
+    state, refused = load_run_checkpoint(tmp_path)
+    assert state.data_position == 600 and refused is None
+    latest = tmp_path / CHECKPOINT
+    latest.write_bytes(latest.read_bytes()[:-100])  # truncated after it was written
+    state, refused = load_run_checkpoint(tmp_path)
+    assert state.data_position == 300
+    assert refused is not None and str(latest) in refused and str(tmp_path / PREVIOUS) in refused
+    (tmp_path / PREVIOUS).write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a recsync checkpoint"):
+        load_run_checkpoint(tmp_path)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro import async_at_scale, gba, psp, shadowsync
+from recsync.app.repro import async_at_scale, failures, gba, psp, shadowsync
 from recsync.app.repro.common import Progress
 
 
@@ -49,6 +49,12 @@ def _straggler_row(r: dict[str, Any]) -> str:
         f"{r['variant']:>14}: {r['eps']:>10,.0f} ex/s, staleness "
         f"{r['mean_staleness']:.2f}/{r['max_staleness']}, AUC {r['test_auc']:.4f}"
     )
+
+
+def _failure_point(p: dict[str, Any]) -> str:
+    if "eps" in p:
+        return f"1,000 workers: {p['eps']:,.0f} ex/s, a cut costs {p['cost_per_cut_s']:.4f} s"
+    return f"real-math run, seed {p['seed']:>2}: {p['losses']} losses, {p['seconds']:.4f} s"
 
 
 def _psp_row(r: dict[str, Any]) -> str:
@@ -112,6 +118,15 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "reports/psp",
             5.0,
             _psp_row,
+        ),
+        Reproduction(
+            "failures",
+            "Young/Daly checkpoint interval; CPR (Maeng et al., MLSys 2021)",
+            "best checkpoint interval and recovery policy under node losses at 1,000 workers",
+            failures.reproduce,
+            "reports/failures",
+            6.0,
+            _failure_point,
         ),
     )
 }
