@@ -1,8 +1,10 @@
-"""Losing a node: the policy (pure), and real Ray jobs that lose one mid-run. A process
-killed with SIGKILL (a trainer under S-EASGD, the reader under async) is detected, every
-node restarts from the last cut, and every example of the data ends up trained (those after
-the cut twice: replayed, and counted so). With recovery off the job stops within 30 s
-naming the node, and its last cut's checkpoint resumes."""
+"""Losing a node: the policy and the reader's re-handing (pure), and real Ray jobs that lose
+one mid-run. A process killed with SIGKILL is detected and recovered from as the policy
+says: every node back to the last cut (a trainer under S-EASGD, the reader under async;
+those after the cut trained twice: replayed, and counted so), the lost embedding shard
+alone from the last cut (its updates since lost, and counted), or the lost trainer alone
+(what it held handed out again); every example of the data ends up trained. With recovery
+off the job stops within 30 s naming the node, and its last cut's checkpoint resumes."""
 
 from __future__ import annotations
 
@@ -17,11 +19,16 @@ import ray
 
 from recsync.app.runs import distributed
 from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.recovery import Loss, Recoveries, RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.io.sources import SyntheticData
+from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
+from recsync.protocol.messages import NextBatch, Requeue
 from recsync.runtime.ray.job import run_job
+from recsync.sync.registry import strategy_config
 from test_cli import config_file, invoke
 from test_engine import reference_auc, spec  # noqa: F401
 
@@ -32,10 +39,38 @@ def test_the_policy_acts_by_the_lost_nodes_role():
     policy = RecoveryPolicy(embedding_server="stop", max_restarts=1)
     assert policy.action("embedding-server-3") == "stop"
     assert policy.action("trainer-0") == policy.action("reader") == "rollback"
+    assert policy.refusal("embedding-server-3", 0) == "recovery.embedding_server is stop"
+    assert policy.refusal("trainer-0", 1) == "recovery.max_restarts (1) reached"
+    assert policy.refusal("trainer-0", 0) is None
     with pytest.raises(ValueError, match="no node role"):
         policy.action("evaluator")
     with pytest.raises(ValueError, match="trainer must be one of"):
-        RecoveryPolicy(trainer="retry")
+        RecoveryPolicy(trainer="partial")
+    with pytest.raises(ValueError, match="reader must be one of"):
+        RecoveryPolicy(reader="restart")
+
+
+def test_one_node_recovery_needs_a_strategy_that_can_lose_one_node():
+    RecoveryPolicy(embedding_server="partial", trainer="restart").check(strategy_config("easgd"))
+    with pytest.raises(ValueError, match="shards run its policy"):
+        RecoveryPolicy(embedding_server="partial").check(strategy_config("async"))
+    with pytest.raises(ValueError, match="cannot lose one trainer"):
+        RecoveryPolicy(trainer="restart").check(strategy_config("ma"))
+
+
+def test_a_lost_trainers_batches_are_handed_out_again_once():
+    reader = ReaderNode(SyntheticData(LONG, TrainSpec(batch_size=100)), 2, num_workers=4)
+    take = [reader.handle(NextBatch(t, worker=w)).batch for t, w in ((0, 0), (0, 1), (1, 2))]
+    taken = [reader.handle(NextBatch(0, worker=0, pushed=1)).batch]  # worker 0 pushed one
+    assert reader.handle(Requeue(0, range(0, 2))) == 200  # worker 0's second, worker 1's
+    again = [reader.handle(NextBatch(1, worker=3)).batch for _ in range(3)]
+    assert again[0] is taken[0] and again[1] is take[1]
+    assert all(again[2] is not b for b in take + taken)
+    stale = reader.handle(NextBatch(0, worker=0, incarnation=0))  # the lost incarnation
+    assert stale.batch is None and not stale.paused
+    report = reader.report()
+    assert report.requeued_examples == [200, 0] and report.previous_examples == [100, 0]
+    assert report.handed_examples == [300, 400]  # trainer 1: its own, 2 again, a new one
 
 
 def test_losses_add_up_what_was_replayed():
@@ -66,32 +101,52 @@ class SigKill:
             self.killed_at = time.perf_counter()
 
 
+LOSSES = [
+    ("easgd", Address(Role.TRAINER, 1), "rollback"),
+    ("async", READER, "rollback"),
+    ("easgd", Address(Role.EMBEDDING_SERVER, 1), "partial"),
+    ("easgd", Address(Role.TRAINER, 0), "restart"),
+]
+
+
 @pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 @pytest.mark.parametrize(
-    ("strategy", "target"),
-    [("easgd", Address(Role.TRAINER, 1)), ("async", READER)],
-    ids=["easgd-trainer", "async-reader"],
+    ("strategy", "target", "action"), LOSSES, ids=[f"{s}-{t.name}-{a}" for s, t, a in LOSSES]
 )
-def test_a_killed_node_rolls_the_job_back_to_its_last_cut(strategy, target, reference_auc):  # noqa: F811
+def test_a_killed_node_is_recovered_from_as_the_policy_says(
+    strategy,
+    target,
+    action,
+    reference_auc,  # noqa: F811
+):
     job = dataclasses.replace(
         spec(strategy, ClusterSpec(2, 2, 2, 1, num_dense_servers=1)), synthetic=LONG
     )
     kill = SigKill(target, at=60_000)
+    role = {Role.TRAINER: "trainer", Role.EMBEDDING_SERVER: "embedding_server"}.get(target.role)
     summary = run_job(
         job,
         on_progress=kill.on_progress,
         on_start=kill.on_start,
         checkpoint_every=CheckpointEvery(examples=15_000),
-        recovery=RecoveryPolicy(),
+        recovery=RecoveryPolicy(**({role: action} if role else {})),
     )
     recovery = summary["recovery"]
     (loss,) = recovery["losses"]
-    assert loss["node"] == target.name
-    assert 0 < loss["back_to"] <= loss["position"] and loss["back_to"] % 128 == 0
+    assert loss["node"] == target.name and loss["action"] == action
     assert loss["at_seconds"] - (kill.killed_at - kill.job.started) < 10  # detected
-    assert recovery["examples_replayed"] == loss["position"] - loss["back_to"] > 0
-    assert summary["examples_trained"] == LONG.num_train  # each once, the replayed twice
+    assert summary["examples_trained"] == LONG.num_train  # each once (replays counted apart)
+    since_cut = loss["position"] - loss["back_to"]
+    if action == "rollback":  # everything since the cut again
+        assert loss["back_to"] > 0 and loss["back_to"] % 128 == 0 and since_cut > 0
+        assert recovery["examples_replayed"] == since_cut and recovery["examples_lost"] == 0
+    elif action == "partial":  # the shard's updates since the cut are lost, nothing replayed
+        assert since_cut > 0 and recovery["examples_lost"] == since_cut
+        assert recovery["examples_replayed"] == 0
+    else:  # only what the trainer held: at most its 2 workers' batch, next and prefetched
+        assert since_cut == 0 and recovery["examples_lost"] == 0
+        assert 0 < recovery["examples_replayed"] <= 2 * 3 * 128
     assert summary["test_auc"] >= reference_auc - 0.03
 
 

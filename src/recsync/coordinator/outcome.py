@@ -113,12 +113,14 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     shards: list[ShardReport] = end.of_role(Role.EMBEDDING_SERVER)
     stats = [t.stats for t in trainers]
-    trained = [s.total_examples for s in stats]
+    # a restarted trainer: its lost incarnations trained some, gave the rest back
+    previous = reader.previous_examples or [0] * len(stats)
+    requeued = reader.requeued_examples or [0] * len(stats)
+    trained = [s.total_examples + p for s, p in zip(stats, previous, strict=True)]
     lost = end.lost_examples or [0] * len(trained)
     dataset = None if reader.stopped else _dataset(spec)
-    check_one_pass(
-        reader.handed_examples, [a + b for a, b in zip(trained, lost, strict=True)], dataset
-    )
+    kept = [h - r for h, r in zip(reader.handed_examples, requeued, strict=True)]
+    check_one_pass(kept, [a + b for a, b in zip(trained, lost, strict=True)], dataset)
     if reader.test is None or reader.test.batch_size == 0:
         raise DataError(
             "the held-out set is empty: cannot evaluate (no test data, or every line of it "

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import (
@@ -16,6 +17,7 @@ from recsync.protocol.messages import (
     Park,
     PauseReading,
     ReaderProgress,
+    Requeue,
     ResumeReading,
     StopReading,
 )
@@ -36,6 +38,8 @@ class ReaderReport:
     teacher_auc: float | None
     skipped: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False  # told to stop handing out (an interrupted run)
+    requeued_examples: list[int] = field(default_factory=list)  # per trainer: handed again
+    previous_examples: list[int] = field(default_factory=list)  # trained by lost incarnations
 
 
 class ReaderNode(Node):
@@ -56,6 +60,7 @@ class ReaderNode(Node):
         NextBatch: "next_batch",
         ReaderProgress: "progress",
         StopReading: "stop",
+        Requeue: "requeue",
         PauseReading: "pause",
         Park: "park",
         AwaitCut: "cut",
@@ -85,7 +90,9 @@ class ReaderNode(Node):
         self.exhausted = False
         self.stopped = False
         self.num_workers, self.batches_per_step = num_workers, batches_per_step
-        self.workers_out = 0  # workers told the data is consumed (their loops end)
+        self.out: set[int] = set()  # workers told the data is consumed (their loops end)
+        self.left = 0  # workers gone untracked (crashed in the simulator)
+        self.handouts = Handouts(num_trainers)
         self.pausing = False  # a cut was asked for
         self.parked: set[int] = set()
 
@@ -99,8 +106,8 @@ class ReaderNode(Node):
     @property
     def at_cut(self) -> bool:
         """Every worker with data is parked: nothing handed out is still being trained."""
-        live = self.num_workers - self.workers_out
-        return self.paused and not self.exhausted and len(self.parked) == live
+        live = self.num_workers - len(self.out) - self.left
+        return self.paused and not self.exhausted and len(self.parked) >= live
 
     @property
     def cut_settled(self) -> bool:
@@ -116,6 +123,15 @@ class ReaderNode(Node):
         return True
 
     def next_batch(self, message: NextBatch) -> HandedBatch:
+        handouts = self.handouts
+        if not handouts.current(message.trainer, message.incarnation):
+            return HandedBatch(None)  # asked by a lost trainer: nobody will read it
+        handouts.acknowledge(message.worker, message.pushed)
+        again = handouts.take_again()  # before a cut: it was handed out before it
+        if again is not None:
+            self.handed_examples[message.trainer] += again.batch_size
+            handouts.hand(message.worker, again)
+            return HandedBatch(again)
         if self.paused and not self.exhausted:
             return HandedBatch(None, paused=True)
         token = None
@@ -125,9 +141,15 @@ class ReaderNode(Node):
         if batch is None:
             if self.handed_at_stop is None:
                 self.handed_at_stop = self.total_examples
-            self.workers_out += 1
+            self.out.add(message.worker)
             return HandedBatch(None)
+        handouts.hand(message.worker, batch)
         return HandedBatch(batch, token)
+
+    def requeue(self, message: Requeue) -> int:
+        t = message.trainer
+        self.out -= set(message.workers)
+        return self.handouts.requeue(t, message.workers, self.handed_examples[t])
 
     def _next(self, trainer: int) -> Batch | None:
         if self.exhausted:
@@ -161,7 +183,7 @@ class ReaderNode(Node):
 
     def worker_left(self) -> None:
         """A worker loop ended without being told the data is consumed (it crashed)."""
-        self.workers_out += 1
+        self.left += 1
 
     def resume(self, message: ResumeReading) -> None:
         self.pausing = False
@@ -184,4 +206,6 @@ class ReaderNode(Node):
             source.teacher_auc,
             source.skips.as_dict(),
             self.stopped,
+            list(self.handouts.requeued),
+            list(self.handouts.previous),
         )

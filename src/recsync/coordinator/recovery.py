@@ -1,13 +1,26 @@
 """What a distributed job does when it loses a node, and the accounting of what it redid.
 
 A node is lost when its process dies, its machine leaves the cluster, or it stops answering.
-The job then either stops (an error naming the node; the last checkpoint taken while it
-trained stays, to `--resume` from) or rolls back: every node restarts from the job's last
-cut (coordinator/cuts.py), or from the job's start if none was taken yet, and the reader
-hands out again every batch that came after it. A cut holds exactly the batches handed out
-before it, so nothing is lost and every batch handed out between the cut and the loss is
-trained a second time: it is counted as replayed. A node's own error (a diverged worker,
-bad data) always ends the job: a restart would repeat it.
+The job then, as the policy says for the node's role:
+
+- `stop`s: an error naming the node; the last checkpoint taken while it trained stays, to
+  `--resume` from;
+- `rollback`s: every node restarts from the job's last cut (coordinator/cuts.py), or from
+  the job's start if none was taken yet, and the reader hands out again every batch that
+  came after it. A cut holds exactly the batches handed out before it, so nothing is lost
+  and every batch handed out between the cut and the loss is trained a second time: it is
+  counted as replayed;
+- `partial` (an embedding server, CPR's partial recovery): only the lost shard restarts,
+  from its state at the last cut, while every other node goes on (its callers wait for it
+  and send again what was in flight); the updates it had received since the cut are lost:
+  the examples handed out since are counted as examples whose updates were lost;
+- `restart` (a trainer): only the trainer restarts, its replica from the center (EASGD) or
+  from the last cut, and the batches it was handed and had not pushed are handed out again
+  (counted as replayed).
+
+`partial` and `restart` need the replica family (Hogwild embedding shards, a trainer whose
+replica has a source); a collective one (MA, BMUF) cannot lose a rank. A node's own error
+(a diverged worker, bad data) always ends the job: a restart would repeat it.
 """
 
 from __future__ import annotations
@@ -19,14 +32,23 @@ from typing import Any
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import JobSpec
 from recsync.protocol.address import Role
+from recsync.sync.family import StrategyFamily
+from recsync.sync.replica import CollectiveStrategy, ReplicaStrategy
 
-ACTIONS = ("rollback", "stop")
+ACTIONS: dict[Role, tuple[str, ...]] = {
+    Role.TRAINER: ("rollback", "restart", "stop"),
+    Role.EMBEDDING_SERVER: ("rollback", "partial", "stop"),
+    Role.SYNC_SERVER: ("rollback", "stop"),
+    Role.DENSE_SERVER: ("rollback", "stop"),
+    Role.READER: ("rollback", "stop"),
+}
+ONE_NODE = ("partial", "restart")  # actions that replace the lost node only
 
 
 @dataclass(frozen=True)
 class RecoveryPolicy:
-    """The action on losing a node, by its role (`rollback` or `stop`), and the most
-    restarts one job may make."""
+    """The action on losing a node, by its role (module docstring), and the most losses
+    one job may recover from."""
 
     trainer: str = "rollback"
     embedding_server: str = "rollback"
@@ -38,8 +60,9 @@ class RecoveryPolicy:
     def __post_init__(self) -> None:
         for role in Role:
             action = getattr(self, _key(role))
-            if action not in ACTIONS:
-                raise ValueError(f"{_key(role)} must be one of {list(ACTIONS)}, got {action!r}")
+            if action not in ACTIONS[role]:
+                allowed = list(ACTIONS[role])
+                raise ValueError(f"{_key(role)} must be one of {allowed}, got {action!r}")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
 
@@ -48,12 +71,27 @@ class RecoveryPolicy:
         return str(getattr(self, _key(_role_of(node))))
 
     def refusal(self, node: str, restarts: int) -> str | None:
-        """Why losing `node` after `restarts` rollbacks ends the job (None: roll back)."""
+        """Why losing `node` after `restarts` recoveries ends the job (None: recover)."""
         if self.action(node) == "stop":
             return f"recovery.{_key(_role_of(node))} is stop"
         if restarts >= self.max_restarts:
             return f"recovery.max_restarts ({self.max_restarts}) reached"
         return None
+
+    def check(self, strategy: StrategyFamily) -> None:
+        """A ValueError if an action cannot recover a job of `strategy`."""
+        replica = isinstance(strategy, ReplicaStrategy)
+        if self.embedding_server == "partial" and not replica:
+            raise ValueError(
+                f"embedding_server = partial: {strategy.describe()}'s shards run its policy, "
+                "whose versions the workers wait on; a shard restored from a cut would break "
+                "them (use rollback, or a replica strategy)"
+            )
+        if self.trainer == "restart" and (not replica or isinstance(strategy, CollectiveStrategy)):
+            raise ValueError(
+                f"trainer = restart: {strategy.describe()} cannot lose one trainer (its "
+                "servers or its all-reduce wait for every worker); use rollback"
+            )
 
 
 def _role_of(node: str) -> Role:
@@ -78,11 +116,22 @@ class Loss:
     position: int
     back_to: int
     exact: bool = True
+    action: str = "rollback"
+    replayed_examples: int | None = None  # a restarted trainer's: what it held
 
     @property
     def replayed(self) -> int:
-        """Examples handed out after the cut the job went back to: handed out again."""
-        return self.position - self.back_to
+        """Examples handed out again: after the cut the job went back to (rollback), or
+        those the lost trainer held (restart)."""
+        if self.action == "restart":
+            return self.replayed_examples or 0
+        return self.position - self.back_to if self.action == "rollback" else 0
+
+    @property
+    def lost(self) -> int:
+        """Examples whose updates of the lost shard were lost (partial): those handed out
+        since the cut its state came back from."""
+        return self.position - self.back_to if self.action == "partial" else 0
 
 
 @dataclass
@@ -100,12 +149,15 @@ class Recoveries:
         return sum(loss.replayed for loss in self.losses)
 
     def summary(self) -> dict[str, Any]:
-        """What the run's summary says: every loss, examples replayed and lost (none: a
-        rollback goes back to a consistent cut)."""
+        """What the run's summary says: every loss, the examples replayed, and those whose
+        updates of a lost shard were lost."""
         return {
-            "losses": [{**asdict(loss), "replayed": loss.replayed} for loss in self.losses],
+            "losses": [
+                {**asdict(loss), "replayed": loss.replayed, "lost": loss.lost}
+                for loss in self.losses
+            ],
             "examples_replayed": self.examples_replayed,
-            "examples_lost": 0,
+            "examples_lost": sum(loss.lost for loss in self.losses),
         }
 
 

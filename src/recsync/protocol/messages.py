@@ -59,11 +59,17 @@ class Message:
 class NextBatch(Message):
     """-> HandedBatch: the reader's next batch for `trainer` (None once the data is
     consumed); with `with_token`, its GBA token, and never sent ahead of time (the token
-    belongs to the batch handed at the request). `parked`: the worker (job-wide index)
-    that stopped for a cut (it sent `Park`): answered once that cut ended."""
+    belongs to the batch handed at the request). `worker`: the job-wide worker asking (-1:
+    untracked), `pushed`: how many of its batches' pushes it has sent since its trainer
+    started, `incarnation`: its trainer's restarts (a lost trainer's batches are handed out
+    again, coordinator/handouts.py). `parked`: the worker that stopped for a cut (it sent
+    `Park`): answered once that cut ended."""
 
     trainer: int
     with_token: bool = False
+    worker: int = -1
+    pushed: int = 0
+    incarnation: int = 0
     parked: int | None = None
     kind: ClassVar[str] = "NextBatch"
     may_wait: ClassVar[bool] = True  # a parked worker's request waits for the cut's end
@@ -98,6 +104,18 @@ class Park(Message):
 
     worker: int
     kind: ClassVar[str] = "Park"
+    control: ClassVar[bool] = True
+    mutates: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class Requeue(Message):
+    """-> examples handed out again: trainer `trainer` (its `workers`) was lost and restarts
+    as its next incarnation; what its workers held goes back to the front of the stream."""
+
+    trainer: int
+    workers: range
+    kind: ClassVar[str] = "Requeue"
     control: ClassVar[bool] = True
     mutates: ClassVar[bool] = True
 

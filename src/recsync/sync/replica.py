@@ -59,6 +59,8 @@ class HasAlpha(Protocol):
 class Center(Protocol):
     """The server side of a center strategy's sync: one slice of the center variable."""
 
+    center: torch.Tensor
+
     def exchange(self, replica_slice: torch.Tensor, /) -> torch.Tensor: ...
 
 

@@ -79,7 +79,7 @@ class AllReduceTrainer(Node):
         """One step -> its shards' versions at the lookup (None: no batch left). Its tensors
         are let go when it returns, not held while the rank waits for its next batch."""
         layout, replica, n, rank = self.layout, self.replica, self.num_trainers, self.index
-        request = NextBatch(rank, with_token=True)
+        request = NextBatch(rank, with_token=True, worker=rank, pushed=self.stats.pushed(0))
         handed: HandedBatch = yield from take_batch(
             self.wiring.reader, request, rank, nothing_to_flush
         )

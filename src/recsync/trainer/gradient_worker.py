@@ -162,7 +162,8 @@ class GradientWorker:
         """One step -> the versions its push carries (None: no batch left). Its tensors are
         let go when it returns, not held while the worker waits for the next batch."""
         layout, workspace, wiring = self.layout, self.workspace, self.wiring
-        request = NextBatch(self.trainer, with_token=True)
+        pushed = self.stats.pushed(self.thread)
+        request = NextBatch(self.trainer, with_token=True, worker=self.worker, pushed=pushed)
         handed: HandedBatch = yield from take_batch(
             wiring.reader, request, self.worker, nothing_to_flush
         )

@@ -92,8 +92,14 @@ class ReplicaTrainer(Node):
         have left, not held while the thread waits for its next batch."""
         layout, replica, shards = self.layout, self.replica, self.wiring.shards
         worker = self.setup.first_worker + thread
+        request = NextBatch(
+            self.index,
+            worker=worker,
+            pushed=self.stats.pushed(thread),
+            incarnation=self.setup.incarnation,
+        )
         handed: HandedBatch = yield from take_batch(
-            self.wiring.reader, NextBatch(self.index), worker, lambda: self._flush(thread)
+            self.wiring.reader, request, worker, lambda: self._flush(thread)
         )
         batch = handed.batch
         previous, self.unsent[thread] = self.unsent[thread], None

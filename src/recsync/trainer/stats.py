@@ -72,6 +72,10 @@ class TrainerStats:
         seen = dry[dry >= 0]
         return int(seen.min()) if seen.numel() else None
 
+    def pushed(self, worker: int) -> int:
+        """Steps of worker `worker` whose updates left (`count_step`)."""
+        return int(self.table[worker, ITERATIONS])
+
     def count_step(self, worker: int, examples: int, loss: float) -> None:
         """A step whose updates left the worker: trained (a crash after this loses nothing)."""
         row = self.table[worker]
@@ -114,7 +118,8 @@ class TrainerSetup:
     """What every trainer is built from, whatever its strategy: its index among
     `num_trainers`, its `num_workers` worker threads, the model and its training, the table
     layout, its wiring, and the dense parameters and optimizer state to start from (a
-    resumed job; None: the model's initial ones)."""
+    resumed job; None: the model's initial ones); `incarnation`: how many times it was
+    lost and restarted."""
 
     index: int
     num_trainers: int
@@ -124,6 +129,7 @@ class TrainerSetup:
     layout: EmbeddingLayout
     wiring: Wiring
     initial: tuple[torch.Tensor, dict[str, Any]] | None = None
+    incarnation: int = 0
 
     def __post_init__(self) -> None:
         if self.num_workers < 1:

@@ -88,11 +88,13 @@ RecoveryAction = Literal["rollback", "stop"]
 class RecoverySection(Section):
     """[recovery]: what a distributed run does when it loses a node (its process died, its
     machine left the cluster, it stopped answering), by the node's role: `rollback` (every
-    node restarts from the last checkpoint taken while training, on the machines left) or
-    `stop` (an error naming the node; the last checkpoint stays); at most `max_restarts`."""
+    node restarts from the last checkpoint taken while training, on the machines left),
+    `stop` (an error naming the node; the last checkpoint stays), `partial` (an embedding
+    server alone restarts from the last checkpoint) or `restart` (a trainer alone
+    restarts); at most `max_restarts` (coordinator/recovery.py)."""
 
-    trainer: RecoveryAction = "rollback"
-    embedding_server: RecoveryAction = "rollback"
+    trainer: Literal["rollback", "restart", "stop"] = "rollback"
+    embedding_server: Literal["rollback", "partial", "stop"] = "rollback"
     sync_server: RecoveryAction = "rollback"
     dense_server: RecoveryAction = "rollback"
     reader: RecoveryAction = "rollback"
@@ -249,6 +251,11 @@ class Config(Section):
         )
         files = None if synthetic else self._file_data(model)
         strategy = self.strategy.to_spec()
+        if strategy is not None:
+            try:
+                self.recovery.to_spec().check(strategy)
+            except ValueError as error:
+                raise ConfigError(f"recovery.{error}") from None
         cluster = self.cluster.to_spec(strategy)
         check_cluster_fits(cluster, strategy)
         return RunSpecs(

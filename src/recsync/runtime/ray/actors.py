@@ -19,12 +19,13 @@ import torch.distributed as dist
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
-from recsync.protocol.address import Address
+from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
+from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
@@ -64,7 +65,7 @@ class NodeActor:
         self.cond = threading.Condition() if spec.serialized else None
         self.measures = NodeMeasures()
         self.counting = threading.Lock()
-        self.peers: dict[Address, Any] = {}
+        self.peers = Peers({})
         self.group: Any = None
 
     def ping(self) -> int:
@@ -79,9 +80,16 @@ class NodeActor:
         assert self.part is not None
         release_shared(self.part.path)
 
-    def connect(self, peers: dict[Address, Any]) -> None:
-        """The actors of the other nodes, for this node's loops to call."""
-        self.peers = peers
+    def connect(
+        self, peers: dict[Address, Any], replaceable: frozenset[Role] = frozenset()
+    ) -> None:
+        """The actors of the other nodes, for this node's loops to call; calls to a lost
+        node of a `replaceable` role wait for its replacement (`repoint`)."""
+        self.peers = Peers(peers, replaceable)
+
+    def repoint(self, address: Address, handle: Any) -> None:
+        """Node `address` was lost and runs in a new actor now."""
+        self.peers.replace(address, handle)
 
     def call(self, wired: Message) -> Any:
         """The node's (encoded) reply to an (encoded) message; a fused one's push is

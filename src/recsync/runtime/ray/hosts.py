@@ -10,9 +10,10 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.machines import assign_machines
+from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology, TrainerSpec
-from recsync.protocol.address import Address
+from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
@@ -34,11 +35,14 @@ class JobActors:
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
+        self.replaceable: frozenset[Role] = frozenset()
 
-    def start(self) -> list[Address]:
+    def start(self, replaceable: frozenset[Role] = frozenset()) -> list[Address]:
         """Start every node's actor (and its worker processes' actors), connect the nodes
-        that run loops to their peers and form the trainers' collective group; returns the
-        nodes that run loops (the trainers)."""
+        that run loops to their peers (a lost node of a `replaceable` role is waited for,
+        then called again) and form the trainers' collective group; returns the nodes that
+        run loops (the trainers)."""
+        self.replaceable = replaceable
         for node in self.topology.nodes:
             part = None
             if node.worker_processes:
@@ -52,7 +56,13 @@ class JobActors:
         self._check_placement()
         self._start_worker_processes()
         looping = [n.address for n in self.topology.nodes if n.has_loops]
-        ray.get([actor.connect.remote(self.actors) for a in looping for actor in self.actors_of(a)])
+        ray.get(
+            [
+                actor.connect.remote(self.actors, replaceable)
+                for a in looping
+                for actor in self.actors_of(a)
+            ]
+        )
         group = self.topology.collective
         if group:
             first = self.actors[group[0]]
@@ -74,6 +84,48 @@ class JobActors:
         machine = self.machines[self.machine_of[address]]
         return {"scheduling_strategy": NodeAffinitySchedulingStrategy(machine, soft=False)}
 
+    def replace(self, node: NodeSpec) -> None:
+        """Start `node` (one that was lost; a server, not one that runs loops) in a new
+        actor, on its machine if it is still there (else the first), and point every node
+        that calls it there."""
+        assert not node.has_loops and not node.worker_processes, node
+        address = node.address
+        alive = cluster_machines()
+        if self.machines[self.machine_of[address]] not in alive:
+            self.machine_of[address] = self.machines.index(alive[0])
+        actor = NodeActor.options(  # type: ignore[attr-defined]
+            max_concurrency=node.max_calls, **self._placed(address)
+        )
+        self.actors[address] = actor.remote(node, None)
+        ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
+        looping = [n.address for n in self.topology.nodes if n.has_loops]
+        handle = self.actors[address]
+        ray.get([a.repoint.remote(address, handle) for n in looping for a in self.actors_of(n)])
+
+    def restart(self, node: TrainerSpec) -> list[Any]:
+        """Start a lost trainer anew (`node`: its next incarnation), on its machine if it is
+        still there (else the first machine left), killing what is left of the old one;
+        returns its actors (connected to their peers)."""
+        address = node.address
+        for actor in self.actors_of(address):
+            ray.kill(actor, no_restart=True)
+        self.worker_actors.pop(address, None)
+        alive = cluster_machines()
+        if self.machines[self.machine_of[address]] not in alive:
+            self.machine_of[address] = self.machines.index(alive[-1])
+        part = Part(shared_path(address.name)) if node.worker_processes else None
+        actor = NodeActor.options(  # type: ignore[attr-defined]
+            max_concurrency=node.max_calls, **self._placed(address)
+        )
+        self.actors[address] = actor.remote(node, part)
+        ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
+        if part is not None:
+            self.unreleased[address] = part.path
+            self._start_worker_processes([node])
+        actors = self.actors_of(address)
+        ray.get([a.connect.remote(self.actors, self.replaceable) for a in actors])
+        return actors
+
     def _check_placement(self) -> None:
         """Every node's actor runs on the machine it was given."""
         addresses = list(self.actors)
@@ -86,11 +138,11 @@ class JobActors:
         """Machine index of every node (machines: Ray's nodes, the head first)."""
         return {a.name: self.machine_of[a] for a in self.actors}
 
-    def _start_worker_processes(self) -> None:
-        """One actor per worker of each node whose workers run in processes of their own,
-        on the machine of the node's home actor (they map its shared state); then the
-        shared state's file is unlinked."""
-        split = [n for n in self.topology.nodes if n.worker_processes]
+    def _start_worker_processes(self, nodes: list[TrainerSpec] | None = None) -> None:
+        """One actor per worker of each node whose workers run in processes of their own
+        (of `nodes`, or of the topology), on the machine of the node's home actor (they map
+        its shared state); then the shared state's file is unlinked."""
+        split = [n for n in (nodes or self.topology.nodes) if n.worker_processes]
         if not split:
             return
         homes = ray.get([self.actors[n.address].node_id.remote() for n in split])

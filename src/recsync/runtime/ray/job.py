@@ -18,15 +18,13 @@ from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.recovery import (
-    Loss,
     Recoveries,
     RecoveryPolicy,
     account,
-    restart_spec,
 )
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.topology import build_topology
-from recsync.protocol.address import READER
+from recsync.coordinator.topology import TrainerSpec, build_topology
+from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import (
     AwaitCut,
     Message,
@@ -40,7 +38,8 @@ from recsync.runtime.ray import wire
 from recsync.runtime.ray.cluster import connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
-from recsync.runtime.ray.hosts import PING_TIMEOUT_S, JobActors
+from recsync.runtime.ray.hosts import JobActors
+from recsync.runtime.ray.recovery import Recovering
 
 __all__ = ["RayJob", "connect", "run_job"]
 
@@ -51,7 +50,7 @@ OnEval = Callable[[dict[str, Any]], None]
 OnCheckpoint = Callable[[JobState], None]
 
 
-class RayJob:
+class RayJob(Recovering):
     """One training job on Ray actors, one per node of its topology."""
 
     def __init__(
@@ -78,19 +77,17 @@ class RayJob:
         self.on_checkpoint: OnCheckpoint | None = None
         self.last_cut: JobState | None = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
+        if recovery is not None:
+            recovery.check(spec.strategy)
         self.recovery = recovery
         self.recoveries = Recoveries()
+        self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
         self._done: set[Any] = set()
         self._last_ping = 0.0
         self._position = spec.start_example  # the stream's position when last polled
         self._stop_sent = False
         self.started = 0.0  # when training began (perf_counter); losses count from it
-
-    @property
-    def before(self) -> int:
-        """Examples the job trained before its current start (a rollback's cut)."""
-        return self.spec.start_example - self.first_spec.start_example
 
     def request_stop(self, reason: str) -> None:
         """Stop handing out batches (safe from a signal handler: the watch loop sends it)."""
@@ -137,7 +134,15 @@ class RayJob:
 
     def _check_runs(self, wait_s: float) -> None:
         """Wait up to `wait_s` for a node's loops to end; a failed one ends the job, naming
-        it. Every actor is pinged now and then (a dead one is named)."""
+        it, unless the recovery policy replaces just that node. Every actor is pinged now
+        and then (a dead one is named)."""
+        try:
+            self._check_loops(wait_s)
+        except NodeFailure as error:
+            if not self._replace_lost(error):
+                raise
+
+    def _check_loops(self, wait_s: float) -> None:
         runs, done = self._runs, self._done
         ready, _ = ray.wait([r for r in runs if r not in done], num_returns=1, timeout=wait_s)
         for ref in ready:
@@ -192,41 +197,6 @@ class RayJob:
         if self.evaluations.stop_now:
             self.request_stop("early stopping")
 
-    def _recover(self, error: NodeFailure, started: float) -> None:
-        """After losing a node: roll every node back to the last cut, on the machines left,
-        if the policy says so (else the job ends with the error, and why)."""
-        policy = self.recovery
-        if error.lost is None or policy is None:
-            raise error
-        why = policy.refusal(error.lost, len(self.recoveries.losses))
-        if why is not None:
-            raise NodeFailure(f"{error.message} ({why})", error.lost) from None
-        back = self.last_cut
-        position, exact = self._stream_position()
-        first = self.first_spec.start_example
-        back_to = first if back is None else back.data_position
-        seconds = time.perf_counter() - started
-        loss = Loss(error.lost, seconds, position - first, back_to - first, exact)
-        self.recoveries.add(loss)
-        self.hosts.shutdown()
-        if self.scoring is not None:
-            self.scoring.forget()
-        self.spec = restart_spec(self.first_spec, back)
-        self.topology = build_topology(self.spec, self.plan, self.cpus)
-        self.hosts = JobActors(self.topology)
-        self.evaluations.new_segment(self.topology, self.before)
-        self._stop_sent = False
-
-    def _stream_position(self) -> tuple[int, bool]:
-        """Examples handed out so far, from the job's start, and whether the count is exact:
-        the reader's count if it still answers, else its last one polled (a lower bound)."""
-        try:
-            reply = self.hosts.actors[READER].call.remote(wire.encode(ReaderProgress()))
-            handed, _ = ray.get(reply, timeout=PING_TIMEOUT_S)
-            return self.spec.start_example + int(handed), True
-        except ray.exceptions.RayError:
-            return self._position, False
-
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
         looping = self._start()
@@ -261,7 +231,10 @@ class RayJob:
         return summary
 
     def _start(self) -> list[Any]:
-        looping = self.hosts.start()
+        replaceable: frozenset[Role] = frozenset()
+        if self.recovery is not None and self.recovery.embedding_server == "partial":
+            replaceable = frozenset({Role.EMBEDDING_SERVER})
+        looping = self.hosts.start(replaceable)
         if self.scoring is not None:
             self.scoring.ready()
         return looping

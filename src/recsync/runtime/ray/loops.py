@@ -34,6 +34,7 @@ from recsync.protocol.messages import Message, wire_bytes
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.peers import Peers, Sent
 
 REPLY_WAIT_S = 1_000.0  # the longest a call waits for its reply (servers bound their waits)
 POLL_S = 0.05  # an Await of the next notification re-checks at least this often
@@ -45,8 +46,8 @@ class _LoopState:
     of time."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[Any, Address]] = []
-        self.prefetched: dict[Address, Any] = {}
+        self.pending: list[Sent] = []
+        self.prefetched: dict[Address, Sent] = {}
         self.resumed = time.perf_counter()
 
 
@@ -59,7 +60,7 @@ class LoopDriver:
     def __init__(
         self,
         name: str,
-        peers: dict[Address, Any],
+        peers: Peers,
         start: float,
         slowdown: float,
         measures: NodeMeasures,
@@ -141,58 +142,64 @@ class LoopDriver:
             self.measures.calls[message.kind] += 1
         return wire.encode(message)
 
-    def _get(self, ref: Any, target: Address, timeout: float = REPLY_WAIT_S) -> Any:
-        """The reply of one call to `target`; its failure names the target."""
-        try:
-            return ray.get(ref, timeout=timeout)
-        except ray.exceptions.GetTimeoutError:
-            raise NodeFailure(
-                f"{self.name}: no answer from {target} within {timeout:.0f} s"
-            ) from None
-        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
-            raise failure(target.name, error) from None
+    def _get(self, sent: Sent, timeout: float = REPLY_WAIT_S) -> Any:
+        """The reply of one call; its failure names its target. A call to a lost node the
+        job replaces is sent again to its replacement."""
+        while True:
+            try:
+                return ray.get(sent.ref, timeout=timeout)
+            except ray.exceptions.GetTimeoutError:
+                raise NodeFailure(
+                    f"{self.name}: no answer from {sent.target} within {timeout:.0f} s"
+                ) from None
+            except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
+                lost = isinstance(error, ray.exceptions.RayActorError)
+                if not lost or sent.target.role not in self.peers.replaceable:
+                    raise failure(sent.target.name, error) from None
+                handle, incarnation = self.peers.successor(sent, self.name)
+                ref = handle.call.remote(self._sent(sent.message))
+                sent = Sent(ref, sent.target, sent.message, incarnation)
 
-    def _get_each(self, calls: list[tuple[Any, Address]]) -> list[Any]:
+    def _get_each(self, calls: list[Sent]) -> list[Any]:
         """The replies of calls made together, in order."""
-        return [self._get(ref, target) for ref, target in calls]
+        return [self._get(sent) for sent in calls]
 
-    def _remote(self, target: Address, message: Message) -> Any:
-        return self.peers[target].call.remote(self._sent(message))
+    def _remote(self, target: Address, message: Message) -> Sent:
+        handle, incarnation = self.peers[target]
+        return Sent(handle.call.remote(self._sent(message)), target, message, incarnation)
 
     def _call(self, state: _LoopState, effect: Call) -> Any:
         target, message = effect.target, effect.message
-        ref = state.prefetched.pop(target, None) if message.prefetchable else None
-        if ref is None:
-            ref = self._remote(target, message)
-        reply = wire.decode(self._get(ref, target))
+        sent = state.prefetched.pop(target, None) if message.prefetchable else None
+        if sent is None:
+            sent = self._remote(target, message)
+        reply = wire.decode(self._get(sent))
         if message.prefetchable and not reply.last:
             state.prefetched[target] = self._remote(target, message)
         return reply
 
     def _call_each(self, state: _LoopState, effect: CallEach) -> list[Any]:
-        calls = [(self._remote(t, m), t) for t, m in effect.calls]
-        refs = [ref for ref, _ in calls]
+        calls = [self._remote(t, m) for t, m in effect.calls]
         quorum = effect.quorum
         if quorum is None:
             return [wire.decode(reply) for reply in self._get_each(calls)]
+        refs = [sent.ref for sent in calls]
         started = time.perf_counter()
         ray.wait(refs, num_returns=quorum.need)
         left = started + quorum.wait_s - time.perf_counter()
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=max(left, 0.0))
         arrived = set(ready)
-        return [
-            wire.decode(self._get(ref, target)) if ref in arrived else None for ref, target in calls
-        ]
+        return [wire.decode(self._get(sent)) if sent.ref in arrived else None for sent in calls]
 
     def _send(self, state: _LoopState, effect: Send) -> None:
-        state.pending.extend((self._remote(t, m), t) for t, m in effect.calls)
+        state.pending.extend(self._remote(t, m) for t, m in effect.calls)
         bound = 2 * len(effect.calls)  # at most about two steps of sends in flight
         if len(state.pending) > bound:
-            refs = [ref for ref, _ in state.pending]
+            refs = [sent.ref for sent in state.pending]
             done, _ = ray.wait(refs, num_returns=len(refs) - bound)
             finished = set(done)
-            self._get_each([call for call in state.pending if call[0] in finished])
-            state.pending = [call for call in state.pending if call[0] not in finished]
+            self._get_each([sent for sent in state.pending if sent.ref in finished])
+            state.pending = [sent for sent in state.pending if sent.ref not in finished]
 
     def _drain(self, state: _LoopState, effect: Drain) -> None:
         if state.pending:

@@ -19,6 +19,7 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import Evaluations
 from recsync.coordinator.recovery import (
+    ONE_NODE,
     Loss,
     Recoveries,
     RecoveryPolicy,
@@ -54,6 +55,14 @@ class FaultySimJob:
         on_checkpoint: Callable[[JobState], None] | None = None,
         **sim_options: Any,
     ):
+        recovery.check(spec.strategy)
+        one_node = [r for r in ("trainer", "embedding_server") if getattr(recovery, r) in ONE_NODE]
+        if one_node:
+            raise ValueError(
+                f"recovery.{one_node[0]}: the real-math simulator rolls back or stops; the "
+                "recovery of one node alone is modeled by the timeline (runtime/sim/timeline.py"
+                ", recsync reproduce failures)"
+            )
         self.first, self.cost = spec, cost
         self.checkpoint_every, self.recovery = checkpoint_every, recovery
         self.on_checkpoint = on_checkpoint
