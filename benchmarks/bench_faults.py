@@ -11,12 +11,16 @@ embedding servers and 1 sync or dense server, the job is checkpointed (cut) ever
   removed: the nodes on machine 1 and the trainers' machines are), which takes every node
   of that machine with it.
 
+Every kind is recovered from by rolling the whole job back to its last cut; for S-EASGD a
+lost trainer is also restarted alone (`recovery.trainer = restart`) and a lost embedding
+server restored alone from the last cut (`recovery.embedding_server = partial`, CPR).
 Each run is compared with the same job uninterrupted. Prints one JSON line per scenario
 (Ray prints its own notes of the killed processes on the same stdout: the results are the
 lines that start with "{"), then one JSON object: `scenarios`, `recovered` (runs that
 ended with the whole data trained after a rollback), `examples_unaccounted` (examples of
 the data neither trained, replayed nor reported lost, summed), `max_auc_drop`
-(uninterrupted AUC minus recovered AUC, worst scenario) and `max_detect_s` (seconds from
+(uninterrupted AUC minus recovered AUC, worst scenario; a partial recovery's lost updates
+show here) and `max_detect_s` (seconds from
 the kill to the rollback, worst).
 """
 
@@ -97,29 +101,38 @@ class Killer:
             self.cluster.remove_node(node)
 
 
-def run(spec: JobSpec, killer: Killer | None, args: argparse.Namespace) -> dict[str, Any]:
+def run(
+    spec: JobSpec, killer: Killer | None, args: argparse.Namespace, policy: RecoveryPolicy
+) -> dict[str, Any]:
     return run_job(
         spec,
         on_progress=None if killer is None else killer.on_progress,
         on_start=None if killer is None else killer.on_start,
         checkpoint_every=CheckpointEvery(examples=args.cut_every),
-        recovery=RecoveryPolicy(),
+        recovery=policy,
     )
 
 
+def policy_for(kind: str, action: str) -> RecoveryPolicy:
+    """Roll back on every loss, but the lost kind's own action."""
+    key = {"trainer": "trainer", "embedding-server": "embedding_server"}.get(kind)
+    return RecoveryPolicy(**({key: action} if key else {}))
+
+
 def scenario(
-    strategy: str, kind: str, method: str, args: argparse.Namespace, baseline: dict[str, Any],
-    cluster: Cluster | None,
+    strategy: str, kind: str, method: str, action: str, args: argparse.Namespace,
+    baseline: dict[str, Any], cluster: Cluster | None,
 ) -> dict[str, Any]:  # fmt: skip
     spec = job_spec(strategy, args.examples)
     killer = Killer(victim(strategy, kind), int(args.kill_at * args.examples), cluster)
     started = time.perf_counter()
     try:
-        summary = run(spec, killer, args)
+        summary = run(spec, killer, args, policy_for(kind, action))
         error = None
     except Exception as failure:  # noqa: BLE001 - a scenario that did not recover is reported
         summary, error = None, f"{type(failure).__name__}: {failure}"
     result: dict[str, Any] = {"strategy": strategy, "kind": kind, "method": method}
+    result["action"] = action
     result["wall_s"] = round(time.perf_counter() - started, 1)
     if summary is None:
         return result | {"recovered": False, "error": error, "unaccounted": args.examples}
@@ -135,8 +148,8 @@ def scenario(
         "lost_node": losses[0]["node"] if losses else None,
         "examples_trained": trained,
         "examples_replayed": recovery["examples_replayed"],
-        "examples_lost": lost,
-        "unaccounted": args.examples - trained - lost,
+        "examples_lost": lost,  # trained, but their updates of the lost shard were lost
+        "unaccounted": args.examples - trained,
         "auc": round(summary["test_auc"], 4),
         "auc_uninterrupted": round(baseline["test_auc"], 4),
         "auc_drop": round(baseline["test_auc"] - summary["test_auc"], 4),
@@ -144,6 +157,25 @@ def scenario(
         "eps": round(summary["eps"]),
         "eps_uninterrupted": round(baseline["eps"]),
     }
+
+
+ONE_NODE = {"trainer": "restart", "embedding-server": "partial"}
+
+
+def sigkills(strategies: list[str]) -> list[tuple[str, str, str]]:
+    """(strategy, kind, action): every kind rolled back; a replica strategy's trainer and
+    embedding server also recovered alone."""
+    found = [(s, kind, "rollback") for s in strategies for kind in KINDS]
+    found += [(s, kind, ONE_NODE[kind]) for s in strategies if s == "easgd" for kind in ONE_NODE]
+    return found
+
+
+def removals(strategies: list[str]) -> list[tuple[str, str, str]]:
+    """The nodes on machines that can be removed: trainers and embedding server 0 (with the
+    sync or dense server beside it); a replica strategy's trainer also restarted alone."""
+    found = [(s, kind, "rollback") for s in strategies for kind in ("trainer", "embedding-server")]
+    found += [(s, "trainer", "restart") for s in strategies if s == "easgd"]
+    return found
 
 
 def main() -> None:
@@ -156,27 +188,28 @@ def main() -> None:
     strategies = args.strategies.split(",")
     results = []
     connect(None, 2)
-    baselines = {s: run(job_spec(s, args.examples), None, args) for s in strategies}
-    for strategy in strategies:
-        for kind in KINDS:
-            found = scenario(strategy, kind, "sigkill", args, baselines[strategy], None)
-            print(json.dumps(found), flush=True)
-            results.append(found)
+    calm = RecoveryPolicy()
+    baselines = {s: run(job_spec(s, args.examples), None, args, calm) for s in strategies}
+    for strategy, kind, action in sigkills(strategies):
+        found = scenario(strategy, kind, "sigkill", action, args, baselines[strategy], None)
+        print(json.dumps(found), flush=True)
+        results.append(found)
     ray.shutdown()
-    for strategy in strategies:
-        for kind in ("trainer", "embedding-server"):  # on machines that can be removed
-            cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-            for _ in range(3):
-                cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            ray.init(address=cluster.address, log_to_driver=False)
-            try:
-                found = scenario(strategy, kind, "remove_node", args, baselines[strategy], cluster)
-            finally:
-                ray.shutdown()
-                cluster.shutdown()
-            print(json.dumps(found), flush=True)
-            results.append(found)
+    for strategy, kind, action in removals(strategies):
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        for _ in range(3):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        try:
+            found = scenario(
+                strategy, kind, "remove_node", action, args, baselines[strategy], cluster
+            )
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+        print(json.dumps(found), flush=True)
+        results.append(found)
     recovered = [r for r in results if r["recovered"]]
     print(
         json.dumps(

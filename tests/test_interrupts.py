@@ -88,27 +88,56 @@ def test_a_run_whose_every_line_is_skipped_fails(tmp_path):
     assert empty_test.exit_code == 1 and "held-out set is empty" in empty_test.output
 
 
+def ray_processes() -> set[int]:
+    """Process ids of Ray's processes on this machine (its GCS, raylets, workers)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(name in command for name in ("raylet", "gcs_server", "ray::", "default_worker")):
+            found.add(int(entry))
+    return found
+
+
 @pytest.mark.engine
-def test_sigint_on_the_engine_ends_with_a_checkpoint_that_resumes(tmp_path):
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(tmp_path, signum, status):
     path = config_file(tmp_path)
     run = tmp_path / "runs" / "cut"
     command = [sys.executable, "-c", "from recsync.app.cli import main; main()", "train"]
     command += ["-c", path, "--name", "cut", "--no-progress", "--strategy", "async"]
     command += ["--set", "data.synthetic.num_train=400000"]
+    before = ray_processes()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path
     )
-    deadline = time.monotonic() + 120
-    while not (run / "config.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:  # once Ray runs (before, the run has nothing to keep)
+        lines.append(line)
+        if "Started a local Ray instance" in line:
+            break
     time.sleep(1.0)  # the job is starting, or running
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=180)
-    assert process.returncode == 130, output
-    assert "interrupted (SIGINT)" in output and "--resume" in output
+    process.send_signal(signum)
+    signalled = time.monotonic()
+    rest, _ = process.communicate(timeout=180)
+    output = "".join(lines) + rest
+    assert time.monotonic() - signalled < 30
+    name = signal.Signals(signum).name
+    assert process.returncode == status, output
+    assert f"interrupted ({name})" in output and "--resume" in output
+    deadline = time.monotonic() + 20  # Ray's processes take a moment to go
+    while ray_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not ray_processes() - before, "the run left Ray processes behind"
     summary = json.loads((run / "summary.json").read_text())
     state = load_checkpoint(run)
-    assert summary["interrupted"] == "SIGINT" and summary["examples_trained"] < 400_000
+    assert summary["interrupted"] == name and summary["examples_trained"] < 400_000
     assert state.data_position == summary["examples_trained"]
     resumed = invoke("simulate", "--resume", str(run), "--no-progress", "--name", "rest")
     assert resumed.exit_code == 0, resumed.output

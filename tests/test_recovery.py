@@ -24,13 +24,15 @@ from recsync.coordinator.recovery import Loss, Recoveries, RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
+from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import NextBatch, Requeue
+from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
 from test_cli import config_file, invoke
-from test_engine import reference_auc, spec  # noqa: F401
+from test_engine import TRAIN, reference_auc, spec  # noqa: F401
 
 LONG = SyntheticSpec(num_train=120_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
 
@@ -193,3 +195,18 @@ def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last
     summary = json.loads((tmp_path / "runs" / "resumed" / "summary.json").read_text())
     first_position = LONG.num_train - summary["examples_trained"]
     assert 15_000 <= first_position <= 60_000 + 15_000
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("local_ray")
+@pytest.mark.parametrize("strategy", ["easgd", "async"])
+def test_a_diverging_worker_ends_the_job_and_is_not_recovered_from(strategy):
+    # a node's own error is not a lost node: a restart would diverge again
+    diverging = dataclasses.replace(
+        TRAIN, dense_optimizer=DenseOptimizerSpec("sgd", lr=1e12), batch_size=128
+    )
+    job = dataclasses.replace(spec(strategy, ClusterSpec(2, 2, 2, 1)), train=diverging)
+    started = time.perf_counter()
+    with pytest.raises(NodeFailure, match="NaN or infinite") as failed:
+        run_job(job, checkpoint_every=CheckpointEvery(examples=5_000), recovery=RecoveryPolicy())
+    assert failed.value.lost is None and time.perf_counter() - started < 60

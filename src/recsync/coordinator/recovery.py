@@ -107,9 +107,10 @@ def _key(role: Role) -> str:
 
 @dataclass
 class Loss:
-    """One node lost: which, when (seconds into training), where the stream was (examples
-    handed out, counted from the job's start; `exact` False: the reader was lost too, and
-    this is its count when last asked, a lower bound), and where the job went back to."""
+    """One node lost: which, when it was noticed (seconds into training), where the stream
+    was (examples handed out, counted from the job's start; `exact` False: the reader was
+    lost too, and this is its count when last asked, a lower bound), where the job went
+    back to, and how it recovered."""
 
     node: str
     at_seconds: float

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 from pathlib import Path
 
 import ray
@@ -13,9 +15,24 @@ INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients sk
 
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
-    """Join the cluster at `address`, or start a local one. True if we started it."""
+    """Join the cluster at `address`, or start a local one. True if we started it. The
+    caller's SIGTERM handler stays (Ray's own would exit at once, with no checkpoint)."""
     if ray.is_initialized():
         return False
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        return _connect(address, num_cpus)
+    except SystemExit as exit_:  # Ray's handler, for a SIGTERM while it started
+        if main and exit_.code == signal.SIGTERM:
+            raise KeyboardInterrupt("SIGTERM") from None
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, handler)
+
+
+def _connect(address: str | None, num_cpus: int | None) -> bool:
     if address:
         if address != "auto" and "://" not in address:
             check_reachable(address)

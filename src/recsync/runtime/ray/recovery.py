@@ -71,6 +71,7 @@ class Recovering:
         policy, lost = self.recovery, error.lost
         if lost is None or policy is None or policy.action(lost) not in ONE_NODE:
             return False
+        noticed = time.perf_counter() - self.started
         why = policy.refusal(lost, len(self.recoveries.losses))
         if why is not None:
             raise NodeFailure(f"{error.message} ({why})", lost) from None
@@ -79,7 +80,7 @@ class Recovering:
             n for n in self.topology.nodes if n.address == address
         )
         if isinstance(node, TrainerSpec):
-            self._restart_trainer(node, lost)
+            self._restart_trainer(node, lost, noticed)
             return True
         assert isinstance(node, ShardSpec), node
         back = self.last_cut
@@ -90,12 +91,11 @@ class Recovering:
         self.hosts.replace(dataclasses.replace(node, state=state))
         first = self.first_spec.start_example
         back_to = self.spec.start_example if back is None else back.data_position
-        seconds = time.perf_counter() - self.started
-        loss = Loss(lost, seconds, position - first, back_to - first, exact, action="partial")
+        loss = Loss(lost, noticed, position - first, back_to - first, exact, action="partial")
         self.recoveries.add(loss)
         return True
 
-    def _restart_trainer(self, node: TrainerSpec, lost: str) -> None:
+    def _restart_trainer(self, node: TrainerSpec, lost: str, noticed: float) -> None:
         """A lost trainer alone restarts: its replica from the center (EASGD) or the last
         cut, and the batches it held handed out again."""
         address = node.address
@@ -111,8 +111,7 @@ class Recovering:
         for actor in self.hosts.restart(restarted):
             self._runs[actor.run.remote()] = address
         first = self.first_spec.start_example
-        seconds = time.perf_counter() - self.started
-        loss = Loss(lost, seconds, position - first, position - first, exact, "restart", requeued)
+        loss = Loss(lost, noticed, position - first, position - first, exact, "restart", requeued)
         self.recoveries.add(loss)
 
     def _dense_source(self) -> tuple[torch.Tensor, dict[str, Any]]:
