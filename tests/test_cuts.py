@@ -13,32 +13,17 @@ import torch
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
-from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.messages import AwaitCut, NextBatch, Park, PauseReading, ResumeReading
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
+from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
+from test_sim import SYNTHETIC as SIM_SYNTHETIC
 
-SYNTHETIC = SyntheticSpec(num_train=6_400, num_test=2_000, num_dense=4, table_rows=(50,) * 6)
-MODEL = ModelSpec(
-    num_dense=4,
-    tables=tuple(TableSpec(f"C{i}", 50, 8) for i in range(6)),
-    bottom_mlp=(16,),
-    top_mlp=(16,),
-)
-TRAIN = TrainSpec(batch_size=64)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=6_400, num_test=2_000)
 
 
 def reader(num_workers: int, batches_per_step: int) -> ReaderNode:

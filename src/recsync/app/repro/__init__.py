@@ -125,7 +125,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "best checkpoint interval and recovery policy under node losses at 1,000 workers",
             failures.reproduce,
             "reports/failures",
-            6.0,
+            3.5,
             _failure_point,
         ),
     )

@@ -353,8 +353,7 @@ def findings(scale: dict[str, Any], best: list[dict[str, Any]], v: dict[str, Any
         f"{max(factors):.1f} times less), and the figures are of the same order; the settings "
         "differ (CPR's failure pattern and checkpoint cost are theirs, ours are stated above).",
         "- What partial recovery gives up: the updates a lost shard received since its last "
-        f"checkpoint; at its best interval ({min(lengths):.1f} to {max(lengths):.1f} times "
-        "rollback's) that is "
+        f"checkpoint; at its best interval ({_span(lengths)} times rollback's) that is "
         + ", ".join(f"{100 * p20[w]['lost_updates']:.2f}%" for w in WRITE_S)
         + " of the training time's updates to the lost shards. CPR found model quality on par "
         "with full recovery when this portion stays small, and picks the interval to bound it; "
@@ -365,5 +364,13 @@ def findings(scale: dict[str, Any], best: list[dict[str, Any]], v: dict[str, Any
         "a start-up and a tail at every restart that the timeline leaves out.",
         "- Not modeled: losses that are not independent (a rack, a network partition), "
         "stragglers before a loss, the time to write the state (assumed, not simulated), and "
-        "partial recovery on recsync's engine (it rolls back).",
+        "what the lost updates cost in accuracy at this scale. The real-math simulator rolls "
+        "back only; recovering one node alone is modeled by the timeline here, and runs on "
+        "recsync's Ray engine (`recovery.embedding_server = partial`, `recovery.trainer = "
+        "restart`; benchmarks/bench_faults.py measures it on 2 x 2 workers).",
     ]
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f} to {high:.1f}"
