@@ -1,9 +1,9 @@
 """Data with no dense feature trains a sensible model: two ID columns, and one multi-hot
 bag (libSVM-style), each from a known factorization-machine teacher; recsync's model (its
 default shape, the reference trainer) against a plain FM baseline trained the same way
-(same batches, one pass, Adagrad at recsync's row learning rate): within 0.01 AUC for two
-columns; for one bag it learns (it was a constant model, AUC 0.5) but trails the FM, whose
-in-bag pairwise terms recsync's model lacks."""
+(same batches, one pass, Adagrad at recsync's row learning rate; the FM's AUC is the mean
+over three initial draws): within 0.01 for two columns; one bag 0.0103 behind (0.7479 vs
+0.7582; 0.7433 without the in-bag second-order term), just short of the 0.01 target."""
 
 from __future__ import annotations
 
@@ -71,6 +71,22 @@ def example_ids(batch: Batch, bag: bool) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.stack([a, b], 1).reshape(-1), torch.arange(0, 2 * B, 2)
 
 
+def plain_fm_auc(bag: bool, train: Batch, test: Batch, seed: int) -> float:
+    """The FM baseline's held-out AUC, its initial factors drawn from `seed`."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        fm = FactorizationMachine(ROWS if bag else 2 * ROWS)
+    optimizer = torch.optim.Adagrad(fm.parameters(), lr=RowOptimizerSpec().lr)
+    for start in range(0, train.batch_size, BATCH):
+        batch = train.slice(start, min(start + BATCH, train.batch_size))
+        optimizer.zero_grad()
+        logits = fm(*example_ids(batch, bag))
+        nn.functional.binary_cross_entropy_with_logits(logits, batch.labels).backward()
+        optimizer.step()
+    with torch.no_grad():
+        return evaluate_predictions(test.labels, torch.sigmoid(fm(*example_ids(test, bag)))).auc
+
+
 @pytest.mark.parametrize("bag", [False, True], ids=["two-id-columns", "one-bag"])
 def test_categorical_only_data_trains_as_well_as_a_plain_fm(bag):
     train, test = teacher_data(bag, 60_000, seed=1), teacher_data(bag, 10_000, seed=2)
@@ -80,20 +96,14 @@ def test_categorical_only_data_trains_as_well_as_a_plain_fm(bag):
         else (TableSpec("a", ROWS, 16), TableSpec("b", ROWS, 16))
     )
     trainer = ReferenceTrainer(ModelSpec(num_dense=0, tables=tables), TrainSpec(batch_size=BATCH))
-    fm = FactorizationMachine(ROWS if bag else 2 * ROWS)
-    optimizer = torch.optim.Adagrad(fm.parameters(), lr=RowOptimizerSpec().lr)
     for start in range(0, train.batch_size, BATCH):
-        batch = train.slice(start, min(start + BATCH, train.batch_size))
-        trainer.train_step(batch)
-        optimizer.zero_grad()
-        logits = fm(*example_ids(batch, bag))
-        nn.functional.binary_cross_entropy_with_logits(logits, batch.labels).backward()
-        optimizer.step()
-    with torch.no_grad():
-        fm_auc = evaluate_predictions(test.labels, torch.sigmoid(fm(*example_ids(test, bag)))).auc
+        trainer.train_step(train.slice(start, min(start + BATCH, train.batch_size)))
     ours = trainer.evaluate(test).auc
+    # the baseline's own spread over its initial factors is ~0.005 AUC: its mean over three
+    fm_auc = sum(plain_fm_auc(bag, train, test, seed) for seed in range(3)) / 3
     assert fm_auc > 0.7, fm_auc  # the teacher's signal is learnable
-    if not bag:
-        assert ours >= fm_auc - 0.01, (ours, fm_auc)
-    else:  # no in-bag pairwise term yet (it needs the bag's pooled squares): measured
-        assert ours >= fm_auc - 0.03, (ours, fm_auc)  # 0.743 vs 0.757 here, 0.745 vs 0.785 at 150K
+    # two columns: within 0.01 (0.7365 vs 0.7365 here); one bag misses the 0.01 target by a
+    # little (0.7479 vs 0.7582): the FM subtracts each id's own square, which recsync's
+    # pooled lookups do not return, and learns per-id biases directly
+    margin = 0.015 if bag else 0.01
+    assert ours >= fm_auc - margin, (ours, fm_auc)

@@ -102,3 +102,37 @@ def test_a_reference_run_ends_with_a_checkpoint_that_exports(parquet_files, tmp_
     assert auc == pytest.approx(
         json.loads((run / "summary.json").read_text())["test_auc"], abs=1e-6
     )
+
+
+def test_the_readme_lines_score_a_model_of_data_with_no_dense_feature(tmp_path):
+    # one multi-hot libFM bag: the README's model takes the branch with no bottom MLP
+    lines = [
+        f"{(i % 5 + i % 7) % 2} {i % 30}:1 {30 + i % 11}:1 {41 + i % 3}:1\n" for i in range(3_000)
+    ]
+    (tmp_path / "bag.libfm").write_text("".join(lines))
+    sets = {
+        "data.source": "auto",
+        "data.path": (tmp_path / "bag.libfm").as_posix(),
+        "data.test_fraction": "0.2",
+        "model.table_rows": "64",
+    }
+    args = [a for key, value in sets.items() for a in ("--set", f"{key}={value}")]
+    path = config_file(tmp_path)
+    result = invoke(
+        "simulate", "-c", path, "--name", "bag", "--no-progress", "--strategy", "async", *args
+    )
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs" / "bag"
+    assert invoke("export", str(run), str(tmp_path / "model")).exit_code == 0
+    scope: dict = {}
+    exec(compile(readme_snippet(tmp_path / "model"), "README snippet", "exec"), scope)
+    ours, config = exported_model(run)
+    files = config.to_specs().files
+    batch = next(
+        iter(open_dataset([tmp_path / "bag.libfm"], files.fmt, files.schema, batch_size=500))
+    )
+    assert batch.dense.shape[1] == 0
+    with torch.no_grad():
+        theirs = scope["model"](batch.dense, batch.ids, batch.offsets)
+        mine = ours(batch.dense, batch.ids, batch.offsets)
+    assert torch.equal(theirs, mine)

@@ -16,7 +16,11 @@ class DenseArch(nn.Module):
     It never sees an embedding table: the pooled vectors come from the embedding shards.
     The top MLP sees the pairwise dot products and a first-order input: the bottom MLP's
     output, or, for data with no dense feature, the pooled embeddings themselves (so that
-    one categorical feature alone, which has no pair, still trains a model).
+    one categorical feature alone, which has no pair, still trains a model). With no dense
+    feature the logit also gets each bag's own second-order term, as in a factorization
+    machine (DeepFM's FM part): 0.5 |s_f|^2 for the sum s_f of a bag's id vectors, which
+    is the FM's in-bag pairwise sum up to per-id terms the first-order input absorbs (one
+    multi-hot bag alone otherwise learns its pairs only through the MLP, slowly).
     """
 
     def __init__(self, spec: ModelSpec):
@@ -41,10 +45,11 @@ class DenseArch(nn.Module):
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         if self.bottom is None:
             top_in = torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
-        else:
-            x = self.bottom(dense)
-            vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
-            top_in = torch.cat([x, self.interaction(vectors)], dim=1)
+            in_bag = 0.5 * pooled.pow(2).sum((1, 2))
+            return self.top(top_in).squeeze(1) + in_bag
+        x = self.bottom(dense)
+        vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
+        top_in = torch.cat([x, self.interaction(vectors)], dim=1)
         logits: torch.Tensor = self.top(top_in).squeeze(1)
         return logits
 
