@@ -46,7 +46,8 @@ class DenseArch(nn.Module):
         if self.bottom is None:
             top_in = torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
             in_bag = 0.5 * pooled.pow(2).sum((1, 2))
-            return self.top(top_in).squeeze(1) + in_bag
+            with_pairs: torch.Tensor = self.top(top_in).squeeze(1) + in_bag
+            return with_pairs
         x = self.bottom(dense)
         vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
         top_in = torch.cat([x, self.interaction(vectors)], dim=1)
