@@ -15,7 +15,7 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.io.sources import SyntheticData
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.messages import AwaitCut, NextBatch, Park, PauseReading, ResumeReading
+from recsync.protocol.reading import AwaitCut, NextBatch, Park, PauseReading, ResumeReading
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config

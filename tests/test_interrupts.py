@@ -18,7 +18,7 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.messages import NextBatch, StopReading
+from recsync.protocol.reading import NextBatch, StopReading
 from test_cli import config_file, invoke
 
 

@@ -16,10 +16,8 @@ from recsync.protocol.effects import Loop, Notify, UnhandledEffect
 from recsync.protocol.messages import (
     HEADER_BYTES,
     Fused,
-    HandedBatch,
     Lookup,
     MayStart,
-    NextBatch,
     Pooled,
     PushDenseGradient,
     PushRowGradients,
@@ -27,6 +25,7 @@ from recsync.protocol.messages import (
     wire_bytes,
 )
 from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds

@@ -27,7 +27,7 @@ from recsync.io.sources import SyntheticData
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import NextBatch, Requeue
+from recsync.protocol.reading import NextBatch, Requeue
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config

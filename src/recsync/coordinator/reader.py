@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
 from recsync.io.sources import FileTrainingData, SyntheticData
-from recsync.protocol.messages import (
+from recsync.protocol.messages import Message
+from recsync.protocol.node import Node
+from recsync.protocol.reading import (
     AwaitCut,
     HandedBatch,
-    Message,
     NextBatch,
     Park,
     PauseReading,
@@ -21,7 +22,6 @@ from recsync.protocol.messages import (
     ResumeReading,
     StopReading,
 )
-from recsync.protocol.node import Node
 from recsync.sync.gradient import Tokens
 
 

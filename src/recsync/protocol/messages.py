@@ -18,8 +18,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import torch
 
-from recsync.data.batch import Batch
-
 HEADER_BYTES = 64  # a message that carries no tensor: its header
 
 
@@ -53,120 +51,6 @@ class Message:
     def awaited(self) -> str:
         """The kind of request whose reply a caller waits for (its label in blocked time)."""
         return self.kind
-
-
-@dataclass(slots=True, eq=False)
-class NextBatch(Message):
-    """-> HandedBatch: the reader's next batch for `trainer` (None once the data is
-    consumed); with `with_token`, its GBA token, and never sent ahead of time (the token
-    belongs to the batch handed at the request). `worker`: the job-wide worker asking (-1:
-    untracked), `pushed`: how many of its batches' pushes it has sent since its trainer
-    started, `incarnation`: its trainer's restarts (a lost trainer's batches are handed out
-    again, coordinator/handouts.py). `parked`: the worker that stopped for a cut (it sent
-    `Park`): answered once that cut ended."""
-
-    trainer: int
-    with_token: bool = False
-    worker: int = -1
-    pushed: int = 0
-    incarnation: int = 0
-    parked: int | None = None
-    kind: ClassVar[str] = "NextBatch"
-    may_wait: ClassVar[bool] = True  # a parked worker's request waits for the cut's end
-
-    @property
-    def prefetchable(self) -> bool:  # type: ignore[override]
-        return not self.with_token and self.parked is None
-
-    def work(self) -> Work:
-        return Work(requests=0, batches=1)
-
-
-@dataclass(slots=True, eq=False)
-class HandedBatch:
-    """A batch handed out by the reader (None: no more data) and its GBA token; or, with
-    `paused`, none for now: the job is being cut (checkpointed), the worker parks."""
-
-    batch: Batch | None
-    token: int | None = None
-    paused: bool = False
-
-    @property
-    def last(self) -> bool:
-        """No batch: the data is consumed, or a cut began (nothing to ask ahead for)."""
-        return self.batch is None
-
-
-@dataclass(slots=True, eq=False)
-class Park(Message):
-    """-> None. A worker told the reader is paused has sent every push of the batches it
-    was handed and landed them: it holds nothing the job's state lacks."""
-
-    worker: int
-    kind: ClassVar[str] = "Park"
-    control: ClassVar[bool] = True
-    mutates: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class Requeue(Message):
-    """-> examples handed out again: trainer `trainer` (its `workers`) was lost and restarts
-    as its next incarnation; what its workers held goes back to the front of the stream."""
-
-    trainer: int
-    workers: range
-    kind: ClassVar[str] = "Requeue"
-    control: ClassVar[bool] = True
-    mutates: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class PauseReading(Message):
-    """-> None. Begin a cut: the reader stops handing out batches at the next boundary of a
-    global step (the strategy's `batches_per_step`), and workers park as they come."""
-
-    kind: ClassVar[str] = "PauseReading"
-    control: ClassVar[bool] = True
-    mutates: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class AwaitCut(Message):
-    """-> examples handed out: answered once every worker with data parked (the job's
-    state then holds exactly the batches handed out: a consistent cut); None if the data
-    ran out first (no cut: the end is checkpointed)."""
-
-    kind: ClassVar[str] = "AwaitCut"
-    control: ClassVar[bool] = True
-    may_wait: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class ResumeReading(Message):
-    """-> None. End a cut: the reader hands out batches again (parked workers go on)."""
-
-    kind: ClassVar[str] = "ResumeReading"
-    control: ClassVar[bool] = True
-    mutates: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class ReaderProgress(Message):
-    """-> (examples handed out, examples in the stream or None). Polled by a progress bar."""
-
-    kind: ClassVar[str] = "ReaderProgress"
-    control: ClassVar[bool] = True
-
-
-@dataclass(slots=True, eq=False)
-class StopReading(Message):
-    """-> examples handed out: the reader hands out no more batches; the job then ends as at
-    a data limit (the batches in flight finish, the end state is a checkpoint). Sent by the
-    driver when the run is interrupted."""
-
-    kind: ClassVar[str] = "StopReading"
-    control: ClassVar[bool] = True
-    mutates: ClassVar[bool] = True
 
 
 @dataclass(slots=True, eq=False)

@@ -26,8 +26,9 @@ from recsync.protocol.effects import (
     Send,
     Target,
 )
-from recsync.protocol.messages import HandedBatch, MayStart, NextBatch, WorkerDone
+from recsync.protocol.messages import MayStart, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import (

@@ -26,15 +26,14 @@ from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Drain, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
     DenseBlock,
-    HandedBatch,
     MayStart,
     Message,
-    NextBatch,
     PullDense,
     PushDenseGradient,
     PushRowGradients,
     WorkerDone,
 )
+from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.layout import EmbeddingLayout
 from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica

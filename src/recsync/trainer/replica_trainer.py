@@ -28,8 +28,9 @@ from recsync.protocol.effects import (
     Send,
     Target,
 )
-from recsync.protocol.messages import HandedBatch, NextBatch, PushRows
+from recsync.protocol.messages import PushRows
 from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.replica_sync import PROGRESS, REQUESTS, process_refusal, replica_sync

@@ -12,17 +12,8 @@ import torch
 from recsync.data.batch import Batch
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Call, CallEach, Drain, Effect, Send, Target
-from recsync.protocol.messages import (
-    Fused,
-    HandedBatch,
-    Lookup,
-    Message,
-    NextBatch,
-    Park,
-    Pooled,
-    PushRowGradients,
-    PushRows,
-)
+from recsync.protocol.messages import Fused, Lookup, Message, Pooled, PushRowGradients, PushRows
+from recsync.protocol.reading import HandedBatch, NextBatch, Park
 from recsync.ps.layout import EmbeddingLayout, ShardRequest
 from recsync.ps.shard import row_gradients_with_inverse
 

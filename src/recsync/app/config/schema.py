@@ -18,9 +18,7 @@ from pydantic import Field, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
-from recsync.coordinator.cuts import CheckpointEvery
-from recsync.coordinator.evaluation import EarlyStopping
-from recsync.coordinator.recovery import RecoveryPolicy
+from recsync.app.config.run import RecoverySection, RunSection
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -56,65 +54,6 @@ else:
     CostSection = section_from_dataclass(CostModel)
     DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
-
-
-class EarlyStoppingSection(Section):
-    """[run.early_stopping]: stop once `patience` evaluations in a row did not improve
-    `metric` (test_logloss, test_ne or test_auc) by more than `min_delta`; 0: never."""
-
-    metric: Literal["test_logloss", "test_ne", "test_auc"] = "test_logloss"
-    patience: int = Field(default=0, ge=0)
-    min_delta: float = Field(default=0.0, ge=0.0)
-
-    def to_spec(self) -> EarlyStopping:
-        return EarlyStopping(self.metric, self.patience, self.min_delta)
-
-
-class CheckpointSection(Section):
-    """[run.checkpoint]: checkpoints while a distributed job trains (consistent cuts,
-    coordinator/cuts.py), every `every_examples` examples handed out and/or every
-    `every_seconds` seconds (virtual ones in the simulator); 0 and 0: only at the end."""
-
-    every_examples: int = Field(default=0, ge=0)
-    every_seconds: float = Field(default=60.0, ge=0.0)
-
-    def to_spec(self) -> CheckpointEvery:
-        return CheckpointEvery(self.every_examples, self.every_seconds)
-
-
-RecoveryAction = Literal["rollback", "stop"]
-
-
-class RecoverySection(Section):
-    """[recovery]: what a distributed run does when it loses a node (its process died, its
-    machine left the cluster, it stopped answering), by the node's role: `rollback` (every
-    node restarts from the last checkpoint taken while training, on the machines left),
-    `stop` (an error naming the node; the last checkpoint stays), `partial` (an embedding
-    server alone restarts from the last checkpoint) or `restart` (a trainer alone
-    restarts); at most `max_restarts` (coordinator/recovery.py)."""
-
-    trainer: Literal["rollback", "restart", "stop"] = "rollback"
-    embedding_server: Literal["rollback", "partial", "stop"] = "rollback"
-    sync_server: RecoveryAction = "rollback"
-    dense_server: RecoveryAction = "rollback"
-    reader: RecoveryAction = "rollback"
-    max_restarts: int = Field(default=3, ge=0)
-
-    def to_spec(self) -> RecoveryPolicy:
-        return RecoveryPolicy(**self.model_dump())
-
-
-class RunSection(Section):
-    """[run]: name, seed and bookkeeping of one run."""
-
-    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    seed: int = 0
-    runs_dir: str = "runs"
-    eval_every: int = Field(default=50_000, ge=0)
-    tensorboard: bool = False
-    keep_best: bool = True  # best.pt: the best evaluated model by early_stopping.metric
-    early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)
-    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
 
 
 class TabularSchemaSection(Section):

@@ -25,9 +25,9 @@ from recsync.coordinator.recovery import (
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import TrainerSpec, build_topology
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import (
+from recsync.protocol.messages import Message
+from recsync.protocol.reading import (
     AwaitCut,
-    Message,
     PauseReading,
     ReaderProgress,
     ResumeReading,
@@ -95,12 +95,10 @@ class RayJob(Recovering):
 
     def _ask_reader(self, message: Message) -> Any:
         """The reader's answer to a driver's message (a dead reader is named, as lost)."""
-        try:
-            return ray.get(self.hosts.actors[READER].call.remote(wire.encode(message)))
-        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
-            raise failure(READER.name, error) from None
+        return self._reader_reply(self.hosts.actors[READER].call.remote(wire.encode(message)))
 
-    def _ask_reader_result(self, ref: Any) -> Any:
+    def _reader_reply(self, ref: Any) -> Any:
+        """The reply of a call to the reader (a dead reader is named, as lost)."""
         try:
             return ray.get(ref)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
@@ -165,7 +163,7 @@ class RayJob(Recovering):
         at_cut = reader.call.remote(wire.encode(AwaitCut()))
         while not ray.wait([at_cut], timeout=0)[0]:
             self._check_runs(wait_s=0.01)
-        handed = self._ask_reader_result(at_cut)
+        handed = self._reader_reply(at_cut)
         state = None
         if handed is not None:
             nodes = Evaluations.nodes(self.topology)

@@ -27,7 +27,8 @@ from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, TrainerSpec, build_topology
 from recsync.optim.state import copy_state
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import Message, ReaderProgress, Requeue
+from recsync.protocol.messages import Message
+from recsync.protocol.reading import ReaderProgress, Requeue
 from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure

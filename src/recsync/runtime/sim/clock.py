@@ -64,11 +64,6 @@ class Clock:
             self.now, _, fn, arg = heappop(agenda)
             fn(arg)
 
-    @property
-    def pending(self) -> bool:
-        """Some action is still due (the run has not ended)."""
-        return bool(self._agenda)
-
 
 class Lane:
     """Actions that come due in the order they are scheduled (one FIFO server's completions:

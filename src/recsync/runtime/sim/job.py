@@ -16,13 +16,8 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import (
-    HandedBatch,
-    Message,
-    PauseReading,
-    ResumeReading,
-    StopReading,
-)
+from recsync.protocol.messages import Message
+from recsync.protocol.reading import HandedBatch, PauseReading, ResumeReading, StopReading
 from recsync.ps.placement import JobPlan
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
