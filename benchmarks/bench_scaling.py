@@ -141,7 +141,7 @@ def main() -> None:
 
     started = time.perf_counter()
     connect(None, args.num_cpus)
-    cost, measured, fits = fitted_cost(args.fit_examples, args.num_cpus)
+    cost, measured, fits = fitted_cost(args.fit_examples, args.num_cpus, tolerance=None)
     print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
     rows = []
     for point in grid(args.num_cpus, args.threads, args.server_trainers):
