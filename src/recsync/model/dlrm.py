@@ -17,10 +17,12 @@ class DenseArch(nn.Module):
     The top MLP sees the pairwise dot products and a first-order input: the bottom MLP's
     output, or, for data with no dense feature, the pooled embeddings themselves (so that
     one categorical feature alone, which has no pair, still trains a model). With no dense
-    feature the logit also gets each bag's own second-order term, as in a factorization
-    machine (DeepFM's FM part): 0.5 |s_f|^2 for the sum s_f of a bag's id vectors, which
-    is the FM's in-bag pairwise sum up to per-id terms the first-order input absorbs (one
-    multi-hot bag alone otherwise learns its pairs only through the MLP, slowly).
+    feature the logit also gets a factorization machine's terms (DeepFM's FM part), read
+    off each bag's pooled sum s_f: the last of the D dimensions is each id's first-order
+    weight (sum_f s_f[D-1]), the other D-1 give each bag's own second-order term
+    0.5 |s_f[:D-1]|^2. That is the FM's in-bag pairwise sum plus 0.5 |v_i|^2 per id, which
+    the per-id weight absorbs (for 0/1 ids exactly): one multi-hot bag alone otherwise
+    learns its pairs only through the MLP, slowly.
     """
 
     def __init__(self, spec: ModelSpec):
@@ -45,9 +47,10 @@ class DenseArch(nn.Module):
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         if self.bottom is None:
             top_in = torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
-            in_bag = 0.5 * pooled.pow(2).sum((1, 2))
-            with_pairs: torch.Tensor = self.top(top_in).squeeze(1) + in_bag
-            return with_pairs
+            first_order = pooled[..., -1].sum(1)
+            in_bag = 0.5 * pooled[..., :-1].pow(2).sum((1, 2))
+            fm_logits: torch.Tensor = self.top(top_in).squeeze(1) + first_order + in_bag
+            return fm_logits
         x = self.bottom(dense)
         vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
         top_in = torch.cat([x, self.interaction(vectors)], dim=1)
