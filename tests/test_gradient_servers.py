@@ -100,3 +100,16 @@ def test_timers_the_policy_starts_are_handed_to_the_driver_once():
     assert [t.seconds for t in timers] == [2.0] and server.take_timers() == []
     server.timer(timers[0].timer_id)  # the wait ran out: the step is applied with one
     assert server.version == 1
+
+
+def test_psp_rows_take_the_mean_gradient_at_the_learning_rate_times_d():
+    """PSP's rule for rows as for dense blocks: w - d lr Updater(mean of the d gradients);
+    with Adagrad that differs from Updater(sum) at the plain learning rate."""
+    server = sparse_server(PspConfig().make_server(2, True))
+    g0, g1 = torch.tensor([[1.0, 2.0, 0.0, -1.0]]), torch.tensor([[3.0, 0.0, 1.0, 1.0]])
+    server.handle(PushRowGradients(0, 0, torch.tensor([4]), g0, torch.tensor([0])))
+    server.handle(PushRowGradients(1, 0, torch.tensor([4]), g1, torch.tensor([0])))
+    expected = torch.zeros(ROWS, DIM)
+    RowOptimizerSpec().build(ROWS, DIM).apply(expected, torch.tensor([4]), (g0 + g1) / 2, 0, 2.0)
+    torch.testing.assert_close(server.shard.weight, expected)
+    assert server.shard.weight[4].abs().sum() > 0

@@ -50,8 +50,10 @@ def test_switching_report_checks_the_claims_against_the_table():
     assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
 
 
-def psp_row(variant: str, seconds: float, loss: float) -> dict:
+def psp_row(variant: str, seconds: float, loss: float, seed: int = 0, setting: str = "") -> dict:
     return {
+        "setting": setting or psp.PAPER,
+        "seed": seed,
         "variant": variant,
         "virtual_seconds": seconds,
         "train_loss": loss + 0.03,
@@ -62,19 +64,24 @@ def psp_row(variant: str, seconds: float, loss: float) -> dict:
     }
 
 
-def test_psp_report_compares_times_with_the_papers():
+def test_psp_report_compares_times_with_the_papers_over_seeds():
     labels = list(psp.VARIANTS)
-    rows = [
-        psp_row(psp.NO_DELAYS, 100.0, 0.50),
-        psp_row(labels[0], 130.0, 0.50),
-        psp_row(labels[1], 104.0, 0.51),
-        psp_row(labels[2], 91.0, 0.505),
-        psp_row(labels[3], 78.0, 0.56),
-    ]
-    text = psp._report(rows, 1000)
+    rows = []
+    for seed, jitter in enumerate((-2.0, 0.0, 2.0)):
+        rows += [
+            psp_row(psp.NO_DELAYS, 100.0 + jitter, 0.50, seed),
+            psp_row(labels[0], 130.0 + jitter, 0.50, seed),
+            psp_row(labels[1], 104.0 + jitter, 0.51, seed),
+            psp_row(labels[2], 91.0 + jitter, 0.505, seed),
+            psp_row(labels[3], 78.0 + jitter, 0.56, seed),
+        ]
+    rows += [psp_row(label, 120.0, 0.5, 0, psp.EXTENSION) for label in labels]
+    text = psp._report(rows)
     assert "prolong full synchronization by 30%" in text
-    assert "(c=28) takes 20% less time" in text and "(b=90%) 30% less" in text
-    assert "take 40% less time and end at test logloss 0.5600" in text
+    assert "(c=28) takes 20.0% less time" in text and "(b=90%) 30.0% less" in text
+    assert "take 40.0% less time (the paper: 31.7%) and end at test logloss 0.5600" in text
+    assert "| push c=28 | 104.0 (102.0-106.0) | -20.0% | 164.97, -17.5% |" in text
+    assert f"## {psp.EXTENSION}, 1 seed (mean; min-max)" in text
 
 
 def test_norm_report_names_the_expected_auc_and_the_size_of_rho():

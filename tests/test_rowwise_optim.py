@@ -285,3 +285,12 @@ def test_state_dict_round_trip(kind):
     assert torch.equal(saved_weight, weight)
     for name, value in opt.state_dict().items():
         assert torch.equal(restored.state_dict()[name], value)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adagrad", "adam"])
+def test_lr_scale_multiplies_the_learning_rate(name):
+    rows, grads = torch.tensor([1, 3]), torch.tensor([[0.5, -1.0], [2.0, 0.25]])
+    scaled, doubled = torch.ones(4, 2), torch.ones(4, 2)
+    RowOptimizerSpec(name, lr=0.1).build(4, 2).apply(scaled, rows, grads, 0, lr_scale=2.0)
+    RowOptimizerSpec(name, lr=0.2).build(4, 2).apply(doubled, rows, grads, 0)
+    torch.testing.assert_close(scaled, doubled)

@@ -22,8 +22,16 @@ from recsync.sync.bounded_staleness import BoundedStalenessConfig
 from recsync.sync.bsp import BspConfig
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gba import DECAYS, GbaConfig
-from recsync.sync.gradient import Apply, Drop, GradientPolicy, GradientStrategy, Push, StartTimer
-from recsync.sync.psp import PspConfig
+from recsync.sync.gradient import (
+    FULL_PULL,
+    Apply,
+    Drop,
+    GradientPolicy,
+    GradientStrategy,
+    Push,
+    StartTimer,
+)
+from recsync.sync.psp import PartialPull, PspConfig
 from recsync.sync.registry import STRATEGIES, strategy_config
 from recsync.sync.staleness_norm import StalenessNorm
 from recsync.sync.synchronous import SyncConfig
@@ -337,6 +345,22 @@ def test_psp_a_finished_workers_gradient_does_not_stand_in_for_an_active_one():
     assert server.on_worker_done(0) == [] and server.on_worker_done(1) == []
     assert push(server, 2, 2, 0) == []
     assert push(server, 3, 3, 0) == [apply(0, 1, 2, 3, lr_scale=4.0)]
+
+
+def test_psp_a_gradient_ahead_of_a_lagging_server_counts_as_current():
+    """Alg. 1, server line 7: only t' < t is dropped; a worker whose iteration is ahead of
+    this server (it pulled a newer version elsewhere) pushes into the current step."""
+    server = PspConfig(push_count=2).make_server(2, sparse=False)
+    assert push(server, 0, 0, 1) == []
+    assert push(server, 1, 1, 0) == [apply(0, 1, lr_scale=2.0)]
+    assert push(server, 2, 0, 0) == [Drop(2, "old")] and server.version == 1
+
+
+def test_partial_pull_tags_every_block_with_the_workers_iteration():
+    """Alg. 1, worker line 17: every block's gradient carries t, also a block kept from an
+    earlier step (tagging it with that copy's own version would make it "old")."""
+    assert PartialPull(0.9, 0.0).push_versions([3, 2, 3]) == [3, 3, 3]
+    assert FULL_PULL.push_versions([3, 2, 3]) == [3, 2, 3]
 
 
 def test_psp_config():

@@ -42,8 +42,15 @@ class RowOptimizer:
         self.last_period = torch.zeros(num_rows, dtype=torch.int64) if swap else None
 
     def apply(
-        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+        self,
+        weight: torch.Tensor,
+        rows: torch.Tensor,
+        grads: torch.Tensor,
+        global_step: int,
+        lr_scale: float = 1.0,
     ) -> None:
+        """Update the touched `rows` of `weight` by their U x D `grads`; `lr_scale` multiplies
+        the learning rate (PSP's linear scaling)."""
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -74,9 +81,14 @@ class RowSGD(RowOptimizer):
         self.lr = lr
 
     def apply(
-        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+        self,
+        weight: torch.Tensor,
+        rows: torch.Tensor,
+        grads: torch.Tensor,
+        global_step: int,
+        lr_scale: float = 1.0,
     ) -> None:
-        weight.index_add_(0, rows, grads, alpha=-self.lr)
+        weight.index_add_(0, rows, grads, alpha=-self.lr * lr_scale)
 
 
 class RowAdagrad(RowOptimizer):
@@ -103,7 +115,12 @@ class RowAdagrad(RowOptimizer):
         self.accumulator = torch.full((num_rows, 1 if rowwise else dim), initial_accumulator)
 
     def apply(
-        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+        self,
+        weight: torch.Tensor,
+        rows: torch.Tensor,
+        grads: torch.Tensor,
+        global_step: int,
+        lr_scale: float = 1.0,
     ) -> None:
         acc = self.accumulator.index_select(0, rows)
         factor = self._swap_factor(rows, global_step)
@@ -115,7 +132,7 @@ class RowAdagrad(RowOptimizer):
             acc.addcmul_(grads, grads)
         self.accumulator.index_copy_(0, rows, acc)
         step = grads / acc.sqrt_().add_(self.eps)
-        weight.index_add_(0, rows, step, alpha=-self.lr)
+        weight.index_add_(0, rows, step, alpha=-self.lr * lr_scale)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {**super().state_dict(), "accumulator": self.accumulator}
@@ -142,7 +159,12 @@ class RowAdam(RowOptimizer):
         self.exp_avg_sq = torch.zeros(num_rows, dim)
 
     def apply(
-        self, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, global_step: int
+        self,
+        weight: torch.Tensor,
+        rows: torch.Tensor,
+        grads: torch.Tensor,
+        global_step: int,
+        lr_scale: float = 1.0,
     ) -> None:
         step = global_step + 1
         m = self.exp_avg.index_select(0, rows)
@@ -156,7 +178,7 @@ class RowAdam(RowOptimizer):
         self.exp_avg_sq.index_copy_(0, rows, v)
         step_size = self.lr * (1 - self.beta2**step) ** 0.5 / (1 - self.beta1**step)
         denom = v.sqrt_().add_(self.eps)
-        weight.index_add_(0, rows, m / denom, alpha=-step_size)
+        weight.index_add_(0, rows, m / denom, alpha=-step_size * lr_scale)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {**super().state_dict(), "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}

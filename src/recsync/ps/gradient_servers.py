@@ -299,8 +299,8 @@ class SparseShardServer(GradientServer):
             rows, inverse = torch.unique(torch.cat(all_rows), return_inverse=True)
             grads = torch.zeros(rows.numel(), all_grads[0].shape[1])
             grads.index_add_(0, inverse, torch.cat(all_grads))
-        factor = lr_scale / divisor
-        self.shard.apply_gradients(rows, grads if factor == 1.0 else grads * factor)
+        # the mean gradient, the learning rate times lr_scale (PSP: w - d lr Updater(mean))
+        self.shard.apply_gradients(rows, grads if divisor == 1.0 else grads / divisor, lr_scale)
 
     def report(self) -> ShardReport:
         return ShardReport(copy_state(self.shard.state_dict()), self.stats)

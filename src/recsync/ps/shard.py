@@ -54,9 +54,12 @@ class EmbeddingShard:
             include_last_offset=True,
         )
 
-    def apply_gradients(self, rows: torch.Tensor, grads: torch.Tensor) -> None:
-        """Apply U x D gradients to U unique rows (lock-free: concurrent callers may race)."""
-        self.optimizer.apply(self.weight, rows, grads, self.global_step)
+    def apply_gradients(
+        self, rows: torch.Tensor, grads: torch.Tensor, lr_scale: float = 1.0
+    ) -> None:
+        """Apply U x D gradients to U unique rows, the learning rate times `lr_scale`
+        (lock-free: concurrent callers may race)."""
+        self.optimizer.apply(self.weight, rows, grads, self.global_step, lr_scale)
         self.versions.index_put_((rows,), ONE, accumulate=True)
         self.global_step += 1
 

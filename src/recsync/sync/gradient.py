@@ -140,6 +140,11 @@ class PullRule:
         """When a pull of `count` blocks may go on without all of them (None: never)."""
         return None
 
+    def push_versions(self, versions: list[int]) -> list[int]:
+        """The version each dense block's gradient is tagged with, from the versions of the
+        blocks the worker computed it with: each block's own."""
+        return list(versions)
+
 
 FULL_PULL = PullRule()
 

@@ -1,14 +1,17 @@
 """``psp``: Partially Synchronous Parallelism SGD, partial pushing with a timeout.
 
-PSP-SGD (004, Algorithm 1, server part): every gradient carries the timestamp (server
-version) its worker pulled. A gradient with an older timestamp than the server's is dropped
-(reason ``"old"``). Once at least c gradients of the current timestamp arrived, the server
-waits up to tau1 more, or until every worker answered, then applies the mean of the d
-gradients it received with the linear scaling rule (Goyal et al. 2017): the learning rate
-times d. The worker side, partial pulling (`PartialPull`): a worker pulls every block and
-proceeds once a fraction b of them arrived and tau2 passed (or all arrived), keeping its
-previous copy of the blocks that had not; a block (and an embedding shard's lookup) answers
-a worker once it applied the step after that worker's last push there.
+PSP-SGD (004, Algorithm 1, server part): every gradient carries its worker's iteration t,
+the newest server version the worker pulled (also on a block it kept from an earlier step).
+A gradient with an older timestamp than the server's is dropped (reason ``"old"``); a newer
+one (a worker ahead of a lagging server) counts as current. Once at least c gradients of
+the current timestamp arrived, the server waits up to tau1 more, or until every worker
+answered, then applies the mean of the d gradients it received with the linear scaling
+rule (Goyal et al. 2017): the learning rate times d, for embedding rows too
+(w - d lr Updater(mean)). The worker side, partial pulling (`PartialPull`): a worker pulls
+every block and proceeds once a fraction b of them arrived and tau2 passed (or all
+arrived), keeping its previous copy of the blocks that had not; a block (and an embedding
+shard's lookup) answers a worker once it applied the step after that worker's last push
+there.
 
 Decisions: c counts gradients of the current timestamp (a fast worker may push twice on the
 same version, as workers never block on the server); "every worker answered" means every
@@ -117,10 +120,7 @@ class PspServer(GradientPolicy):
         self.armed: int | None = None  # the timer of the current step, if armed
 
     def on_push(self, push: Push) -> list[Action]:
-        assert push.version <= self.version, (
-            f"psp: version {push.version} pushed, server at {self.version}"
-        )
-        if push.version < self.version:
+        if push.version < self.version:  # t' < t: dropped; t' >= t counts (Alg. 1, line 7)
             return [Drop(push.grad_id, "old")]
         self.buffer.append(push.grad_id)
         self.answered.add(push.worker)
@@ -181,3 +181,8 @@ class PartialPull(PullRule):
     def quorum(self, count: int) -> Quorum | None:
         need = max(1, math.ceil(self.fraction * count))
         return None if need >= count else Quorum(need, self.wait_s)
+
+    def push_versions(self, versions: list[int]) -> list[int]:
+        """Every block's gradient carries the worker's iteration t (Alg. 1, worker line 17):
+        the newest version it pulled, also for a block it kept from an earlier step."""
+        return [max(versions)] * len(versions)

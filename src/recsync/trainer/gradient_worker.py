@@ -193,8 +193,9 @@ class GradientWorker:
             )
         yield Compute(batch.batch_size)
         sparse = row_gradient_messages(layout, requests, replies, grad_pooled, self.worker, token)
+        tags = self.pull.push_versions(self.versions)
         dense = [
-            PushDenseGradient(self.worker, self.versions[b], flat_grad[start:stop], token)
+            PushDenseGradient(self.worker, tags[b], flat_grad[start:stop], token)
             for b, (start, stop) in enumerate(wiring.dense_ranges)
         ]
         pushes = UnsentPushes(dense, sparse, batch.batch_size, float(loss))
@@ -204,4 +205,4 @@ class GradientWorker:
             self.stats.count_step(self.thread, pushes.examples, pushes.loss)
             servers = (*wiring.dense, *wiring.shards)
             yield Send(self.worker, list(zip(servers, pushes.in_server_order, strict=True)))
-        return list(self.versions), [reply.version for reply in replies]
+        return tags, [reply.version for reply in replies]

@@ -32,7 +32,8 @@ class Stragglers:
 
 @dataclass(frozen=True)
 class Faults:
-    """Injected faults: a fraction of lookup and pull responses delayed by `delay_s` seconds;
+    """Injected faults: a fraction of lookup and pull responses delayed by `delay_s` seconds
+    (`delay_lookups` False: dense pulls only, as in PSP's model, which has no embeddings);
     trainer `crash_trainer` (None: no crash) crashing at virtual time `crash_at_s`: its
     worker threads stop at their next action, the batches they held are lost (counted and
     reported), the servers of a gradient strategy learn its workers are gone. A cut (a
@@ -46,6 +47,7 @@ class Faults:
 
     delay_fraction: float = 0.0
     delay_s: float = 0.0
+    delay_lookups: bool = True
     crash_trainer: int | None = None
     crash_at_s: float = 0.0
     cut_s: float = 0.0
