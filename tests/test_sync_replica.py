@@ -407,3 +407,25 @@ def test_registry_errors():
         strategy_config("ma", timing={"every": 5})
     with pytest.raises(ValueError, match="alpha"):
         strategy_config("easgd", alpha=3.0)
+
+
+def test_sync_measures_give_eq_2_over_the_job_and_the_per_thread_view():
+    """Two shadow trainers of 4 threads: 40 and 24 iterations, 5 and 3 syncs; eq. 2 is
+    all iterations over all syncs (8), per thread each trainer's gap over its 4 threads."""
+    from recsync.coordinator.measures import sync_measures
+    from recsync.trainer.stats import TrainerStats
+
+    trainers = []
+    for iterations, syncs in ((40, 5), (24, 3)):
+        stats = TrainerStats(4)
+        for i in range(iterations):
+            stats.count_step(i % 4, 256, 0.5)
+        for _ in range(syncs):
+            stats.count_sync(stats.own_row)
+        trainers.append(stats)
+    assert sync_measures(trainers, shadow=True) == {
+        "syncs": 8,
+        "average_sync_gap": 8.0,
+        "average_sync_gap_per_thread": 2.0,
+    }
+    assert sync_measures(trainers, shadow=False)["average_sync_gap_per_thread"] == 8.0

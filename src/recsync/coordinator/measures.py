@@ -53,17 +53,22 @@ def gradient_measures(
 
 
 def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | None]:
-    """Average sync gap = iterations/s of a worker thread over syncs/s (ShadowSync section
-    4.2), per trainer then averaged. A shadow sync serves all m worker threads of its
-    trainer; a fixed-rate sync is one worker thread's own (FR-k has gap k)."""
-    gaps = []
+    """ShadowSync's average sync gap, eq. 2: the job's iterations per second (EPS / batch
+    size) over its syncs per second (sync-server traffic / model size), i.e. all worker
+    threads' iterations over all syncs; FR-k has gap k, a shadow sync serving m threads
+    counts once. Also per worker thread (a shadow sync's gap over its trainer's m threads;
+    a fixed-rate sync is one thread's own), per trainer then averaged."""
+    iterations = sum(s.total_iterations for s in stats)
+    syncs = sum(s.syncs for s in stats)
+    per_thread = []
     for s in stats:
         gap = average_sync_gap(s.total_iterations, s.syncs)
-        gaps.append(gap / len(s.iterations) if gap is not None and shadow else gap)
-    known = [g for g in gaps if g is not None]
+        per_thread.append(gap / len(s.iterations) if gap is not None and shadow else gap)
+    known = [g for g in per_thread if g is not None]
     return {
-        "syncs": sum(s.syncs for s in stats),
-        "average_sync_gap": sum(known) / len(known) if known else None,
+        "syncs": syncs,
+        "average_sync_gap": average_sync_gap(iterations, syncs),
+        "average_sync_gap_per_thread": sum(known) / len(known) if known else None,
     }
 
 

@@ -35,10 +35,10 @@ class Timing:
     - ``mode="shadow"``: a background shadow thread syncs in a loop, as fast as it can; takes
       neither ``every_iterations`` nor ``every_seconds``. ``shadow_min_gap`` (default 1) makes
       a round wait until the trainer's worker threads completed that many new iterations per
-      thread since the previous round started, so the average sync gap (iterations of a
-      worker thread between two syncs, the paper's measure) is at least that: re-syncing a
-      replica no worker has changed only burns the CPU the workers share with the shadow
-      thread. 0 = loop without waiting, the paper's letter.
+      thread since the previous round started, so the sync gap per worker thread is at
+      least that (the paper's eq. 2 gap, all threads' iterations per sync, at least m times
+      that): re-syncing a replica no worker has changed only burns the CPU the workers
+      share with the shadow thread. 0 = loop without waiting, the paper's letter.
     - ``mode="fixed"``: foreground sync, exactly one of ``every_iterations`` (each worker
       thread syncs after every k of its own iterations) or ``every_seconds`` (the first worker
       thread to finish an iteration once a period of P seconds has elapsed syncs).

@@ -90,6 +90,8 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
     where the checkpoint went, as rows of a result table."""
     if "average_sync_gap" in summary:
         table.add_row("average sync gap", number(summary["average_sync_gap"], 2))
+        per_thread = summary.get("average_sync_gap_per_thread")
+        table.add_row("sync gap per worker thread", number(per_thread, 2))
     if "global_steps" in summary:
         dense = summary["dense_staleness"]
         table.add_row("global steps", f"{summary['global_steps']:,}")
