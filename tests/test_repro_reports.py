@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsync.app.repro import async_at_scale, gba, psp
+from recsync.app.repro import async_at_scale, gba, psp, shadowsync
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -102,3 +102,26 @@ def test_norm_report_names_the_expected_auc_and_the_size_of_rho():
     assert "| 100 workers, no normalization (expected) | 0.6900 | 90.0 |" in text
     assert "Best at 1000 workers: 1/tau (0.5500)" in text
     assert "tau about 10x mu', rho = tau^-2 is about 1e-06" in text
+
+
+def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
+    points = [
+        {
+            "variant": variant,
+            "sync_servers": servers,
+            "trainers": trainers,
+            "examples": 1,
+            "eps": 1000.0 * trainers * (1.0 if variant != "FR-EASGD-5" or servers == 4 else 0.5),
+            "average_sync_gap": 4.0 + trainers / 10,
+            "average_sync_gap_per_thread": 1.0 + trainers / 40,
+            "sync_server_nic_utilization": 0.5,
+            "test_auc": 0.6,
+        }
+        for servers in shadowsync.SYNC_SERVERS
+        for variant in shadowsync.VARIANTS
+        for trainers in shadowsync.TRAINERS
+    ]
+    text = shadowsync._report(points)
+    assert "- 2 sync servers: S-EASGD 4.00x, FR-EASGD-5 4.00x" in text
+    assert "| 4 | FR-EASGD-5 | 20 | 20,000 | 6.00 | 1.50 | 50% | 0.6000 |" in text
+    assert "trainers: 4.50, 5.00, 5.50, 6.00" in text
