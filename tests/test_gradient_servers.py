@@ -113,3 +113,14 @@ def test_psp_rows_take_the_mean_gradient_at_the_learning_rate_times_d():
     RowOptimizerSpec().build(ROWS, DIM).apply(expected, torch.tensor([4]), (g0 + g1) / 2, 0, 2.0)
     torch.testing.assert_close(server.shard.weight, expected)
     assert server.shard.weight[4].abs().sum() > 0
+
+
+def test_a_gba_step_of_stale_gradients_only_advances_the_version():
+    from recsync.sync.gba import GbaConfig
+
+    server = dense_server(GbaConfig(num_aggregate=1, iota=0).make_server(2, False))
+    server.handle(PushDenseGradient(0, 0, torch.ones(6), token=0))  # step 0 -> 1
+    values = server.values.clone()
+    server.handle(PushDenseGradient(1, 0, torch.ones(6), token=0))  # k - t = 1 > iota
+    assert server.version == 2 and torch.equal(server.values, values)
+    assert server.stats.dropped["stale"] == 1 and server.stats.steps == 2

@@ -3,6 +3,7 @@ tiny pure-Python event loop over random worker speeds and arrival orders."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import itertools
@@ -240,8 +241,8 @@ def test_backup_workers_config():
 # --- GBA ----------------------------------------------------------------------------------
 
 
-def test_gba_token_buffer_and_threshold_decay():
-    server = GbaConfig(num_aggregate=2, iota=1).make_server(3, sparse=False)
+def test_gba_token_buffer_and_threshold_decay_stale_without_a_place():
+    server = GbaConfig(num_aggregate=2, iota=1, stale_slot=False).make_server(3, sparse=False)
     assert push(server, 0, 0, 0, token=0) == []
     assert push(server, 1, 1, 0, token=0) == [apply(0, 1)]
     assert push(server, 2, 2, 0, token=0) == []  # k - t = 1 <= iota
@@ -255,6 +256,25 @@ def test_gba_token_buffer_and_threshold_decay():
     assert server.on_worker_done(0) == []
     assert server.on_worker_done(2) == [apply(7)]  # the final partial flush
     assert server.version == 4
+
+
+def test_gba_a_stale_gradient_takes_its_place_in_the_buffer():
+    """The paper's rule: the buffer holds M pushes and a stale one is left out when they
+    are aggregated; a step of stale pushes only advances k with nothing to apply."""
+    server = GbaConfig(num_aggregate=2, iota=1).make_server(3, sparse=False)
+    assert push(server, 0, 0, 0, token=0) == []
+    assert push(server, 1, 1, 0, token=0) == [apply(0, 1)]
+    assert push(server, 2, 2, 0, token=0) == []
+    assert push(server, 3, 0, 1, token=1) == [apply(2, 3)]
+    assert push(server, 4, 1, 2, token=0) == [Drop(4, "stale")]  # k - t = 2 > iota: a place
+    assert push(server, 5, 0, 2, token=2) == [apply(5)]  # M = 2 places: one fresh, one stale
+    assert push(server, 6, 2, 0, token=0) == [Drop(6, "stale")]
+    assert push(server, 7, 1, 0, token=1) == [Drop(7, "stale"), Apply((), 1.0)]
+    assert server.version == 4
+    assert push(server, 8, 2, 0, token=0) == [Drop(8, "stale")]
+    assert server.on_worker_done(0) == [] and server.on_worker_done(1) == []
+    assert server.on_worker_done(2) == [Apply((), 1.0)]  # the final flush: its place only
+    assert server.version == 5
 
 
 @pytest.mark.parametrize("sparse, divisor", [(False, 1.5), (True, 2.0)])
@@ -282,11 +302,15 @@ def test_gba_config():
     assert [GbaConfig(num_aggregate=3).token_list(5).token(i) for i in (2, 3)] == [0, 1]
     assert GbaConfig().describe() == "GBA iota=4 decay=threshold"
     assert GbaConfig(num_aggregate=8, iota=2).describe() == "GBA M=8 iota=2 decay=threshold"
+    assert GbaConfig(stale_slot=False).describe() == (
+        "GBA iota=4 decay=threshold stale-without-slot"
+    )
     assert sorted(DECAYS) == ["exponential", "threshold"]
     for kwargs, name in [
         ({"decay": "linear"}, "decay"),
         ({"iota": -1}, "iota"),
         ({"num_aggregate": 0}, "num_aggregate"),
+        ({"stale_slot": "yes"}, "stale_slot"),
     ]:
         with pytest.raises(ValueError, match=name):
             GbaConfig(**kwargs)
@@ -582,15 +606,17 @@ def test_property_backup_workers(scenario, data):
 
 
 @PROPERTY
-@given(scenarios(), st.integers(1, 10), st.integers(0, 3), st.booleans())
-def test_property_gba_threshold(scenario, m, iota, sparse):
-    run = simulate(GbaConfig(num_aggregate=m, iota=iota), scenario, sparse)
+@given(scenarios(), st.integers(1, 10), st.integers(0, 3), st.booleans(), st.booleans())
+def test_property_gba_threshold(scenario, m, iota, sparse, stale_slot):
+    run = simulate(GbaConfig(num_aggregate=m, iota=iota, stale_slot=stale_slot), scenario, sparse)
+    stale_at = collections.Counter(k for _, k in run.drops)
     for i, rec in enumerate(run.applies):
         grads = rec.action.grads
         final = i == len(run.applies) - 1 and rec.trigger == "done" and rec.active == 0
-        assert len(grads) == m or (final and len(grads) < m)
-        assert rec.action.divisor == len(grads) and all(w == 1.0 for _, w in grads)
         k = rec.version - 1
+        places = len(grads) + (stale_at[k] if stale_slot else 0)
+        assert places == m or (final and places < m)
+        assert rec.action.divisor == (len(grads) or 1) and all(w == 1.0 for _, w in grads)
         assert all(k - run.pushes[g].token <= iota for g, _ in grads)
     for drop, k in run.drops:
         assert drop.reason == "stale" and k - run.pushes[drop.grad_id].token > iota

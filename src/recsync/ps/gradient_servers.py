@@ -213,6 +213,8 @@ class DenseBlockServer(GradientServer):
         self._receive(message.worker, message.version, message.token, (grad, message.version))
 
     def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
+        if not items:  # a step with nothing to apply: the optimizer's state stays as it is
+            return
         norm = self.staleness_norm
         scaled = []
         for (grad, pulled), weight in items:

@@ -14,9 +14,13 @@ the same global batch (design.md section 3).
 
 Decisions: the weight is computed when the gradient arrives, with k the current global step.
 Every gradient buffered while the server is at step k is applied by the Apply that ends step
-k, so arrival and aggregation see the same k. A gradient of weight 0 is dropped at once and
-does not take a place in the buffer: every Apply aggregates exactly M gradients, except the
-final flush of a partial buffer once every worker is done. Tokens may arrive in any order; a
+k, so arrival and aggregation see the same k. A gradient of weight 0 takes its place in the
+buffer and is left out of the aggregate (the paper: "we exclude the j-th gradient in the
+buffer"); it is forgotten at once (a Drop, reason ``"stale"``), its place counted, so a step
+is M pushes, stale ones included (a step of only stale pushes advances k and updates
+nothing). ``stale_slot = False`` keeps recsync's earlier rule: a stale gradient is dropped
+without a place, so every Apply aggregates exactly M fresh gradients. A final partial
+buffer is flushed once every worker is done. Tokens may arrive in any order; a
 token ahead of k (t > k) has staleness < 0 and weight f(<0) = 1. A failed worker loses its
 batch and token; nothing else changes (its token is simply never pushed).
 """
@@ -72,11 +76,13 @@ DECAYS: dict[str, Decay] = {
 class GbaConfig(GradientStrategy):
     """``num_aggregate``: M = global batch / local batch, an int >= 1 (None: the number of
     workers, matching a sync job of as many workers); ``iota``: the staleness threshold, an
-    int >= 0; ``decay``: a name in ``DECAYS``."""
+    int >= 0; ``decay``: a name in ``DECAYS``; ``stale_slot``: a stale gradient takes its
+    place in the buffer (the paper) or none."""
 
     num_aggregate: int | None = None
     iota: int = 4
     decay: str = "threshold"
+    stale_slot: bool = True
 
     name: ClassVar[str] = "gba"
     label: ClassVar[str] = "GBA"
@@ -87,6 +93,8 @@ class GbaConfig(GradientStrategy):
         check_positive_int("iota", self.iota, minimum=0)
         if self.decay not in DECAYS:
             raise ValueError(f"decay must be one of {sorted(DECAYS)}, got {self.decay!r}")
+        if not isinstance(self.stale_slot, bool):
+            raise ValueError(f"stale_slot must be a bool, got {self.stale_slot!r}")
 
     def tokens_per_step(self, num_workers: int) -> int:
         """M: each token value is handed out this many times."""
@@ -97,14 +105,20 @@ class GbaConfig(GradientStrategy):
 
     def _params(self) -> str:
         m = "" if self.num_aggregate is None else f"M={self.num_aggregate} "
-        return f"{m}iota={self.iota} decay={self.decay}"
+        slot = "" if self.stale_slot else " stale-without-slot"
+        return f"{m}iota={self.iota} decay={self.decay}{slot}"
 
     def batches_per_step(self, num_workers: int) -> int:
         return self.tokens_per_step(num_workers)
 
     def make_server(self, num_workers: int, sparse: bool) -> GbaServer:
         return GbaServer(
-            num_workers, sparse, self.tokens_per_step(num_workers), self.iota, DECAYS[self.decay]
+            num_workers,
+            sparse,
+            self.tokens_per_step(num_workers),
+            self.iota,
+            DECAYS[self.decay],
+            self.stale_slot,
         )
 
 
@@ -118,6 +132,7 @@ class GbaServer(GradientPolicy):
         num_aggregate: int = 1,
         iota: int = 4,
         decay: Decay = threshold_decay,
+        stale_slot: bool = True,
     ) -> None:
         super().__init__(num_workers, sparse)
         check_positive_int("num_aggregate", num_aggregate)
@@ -125,7 +140,9 @@ class GbaServer(GradientPolicy):
         self.num_aggregate = num_aggregate
         self.iota = iota
         self.decay = decay
+        self.stale_slot = stale_slot
         self.buffer: list[tuple[int, float]] = []  # (grad_id, weight) for global step k
+        self.stale_places = 0  # places in the buffer taken by stale (left-out) gradients
 
     def weight(self, token: int) -> float:
         """f(k - t) at the current global step k."""
@@ -134,21 +151,29 @@ class GbaServer(GradientPolicy):
     def on_push(self, push: Push) -> list[Action]:
         assert push.token is not None, f"gba: gradient {push.grad_id} pushed without a token"
         weight = self.weight(push.token)
+        actions: list[Action] = []
         if weight <= 0.0:
-            return [Drop(push.grad_id, "stale")]
-        self.buffer.append((push.grad_id, weight))
-        if len(self.buffer) >= self.num_aggregate:
-            return [self._flush()]
-        return []
+            actions.append(Drop(push.grad_id, "stale"))
+            if not self.stale_slot:
+                return actions
+            self.stale_places += 1
+        else:
+            self.buffer.append((push.grad_id, weight))
+        if len(self.buffer) + self.stale_places >= self.num_aggregate:
+            actions.append(self._flush())
+        return actions
 
     def on_worker_done(self, worker: int) -> list[Action]:
         super().on_worker_done(worker)
-        if self.active_workers == 0 and self.buffer:
+        if self.active_workers == 0 and (self.buffer or self.stale_places):
             return [self._flush()]
         return []
 
     def _flush(self) -> Action:
         grads = list(self.buffer)
         self.buffer.clear()
+        self.stale_places = 0
+        if not grads:
+            return self._advance()
         divisor = len(grads) if self.sparse else sum(w for _, w in grads)
         return self._apply(grads, divisor)

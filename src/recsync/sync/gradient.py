@@ -61,7 +61,8 @@ class Push:
 @dataclass(frozen=True)
 class Apply:
     """Apply ``sum(weight * grad for grad_id, weight in grads) / divisor`` once, with the
-    learning rate scaled by ``lr_scale``; the server's version then grows by one."""
+    learning rate scaled by ``lr_scale``; the server's version then grows by one. No grads:
+    the step ends with nothing to apply (GBA: every gradient of the step was stale)."""
 
     grads: tuple[tuple[int, float], ...]
     divisor: float
@@ -120,6 +121,11 @@ class GradientPolicy:
         assert grads and divisor > 0, (grads, divisor)
         self.version += 1
         return Apply(tuple(grads), float(divisor), float(lr_scale))
+
+    def _advance(self) -> Apply:
+        """End the current step with nothing to apply."""
+        self.version += 1
+        return Apply((), 1.0)
 
 
 class PullRule:
