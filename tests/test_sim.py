@@ -156,3 +156,24 @@ def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push
     assert per_batch["PushSparse+Lookup"] == round((2 * batches - 8) / batches, 3)
     assert per_batch["total"] == round(sum(v for k, v in per_batch.items() if k != "total"), 3)
     assert summary["examples_trained"] == SYNTHETIC.num_train
+
+
+def test_stragglers_in_stretches_are_redrawn_each_period_and_repeat_from_the_seed():
+    from recsync.runtime.sim.cost import WorkerSpeeds
+
+    stretches = Stragglers(fraction=0.25, slowdown=4.0, period_s=10.0)
+    speeds = WorkerSpeeds(CostModel(stragglers=stretches), 8, seed=3)
+    sets = [
+        frozenset(w for w in range(8) if speeds.is_straggler(w, t)) for t in (0.0, 5.0, 15.0, 25.0)
+    ]
+    assert all(len(s) == 2 for s in sets) and sets[0] == sets[1]
+    assert len(set(sets)) > 1  # some period slows other workers
+    again = WorkerSpeeds(CostModel(stragglers=stretches), 8, seed=3)
+    assert [frozenset(w for w in range(8) if again.is_straggler(w, t)) for t in (25.0, 0.0)] == [
+        sets[3],
+        sets[0],
+    ]
+    fixed = WorkerSpeeds(CostModel(stragglers=Stragglers(0.25, 4.0)), 8, seed=3)
+    assert len({frozenset(w for w in range(8) if fixed.is_straggler(w, t)) for t in (0, 50)}) == 1
+    with pytest.raises(ValueError, match="period_s"):
+        Stragglers(period_s=-1.0)

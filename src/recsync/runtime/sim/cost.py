@@ -16,18 +16,25 @@ from recsync.protocol.messages import Work
 
 @dataclass(frozen=True)
 class Stragglers:
-    """A fraction of workers computes `slowdown` times slower during [start, stop) seconds."""
+    """A fraction of workers computes `slowdown` times slower during [start, stop) seconds:
+    the same workers throughout (`period_s` 0), or, as on a shared cluster, in stretches: the
+    slow ones are drawn anew every `period_s` seconds (deterministic from the job's seed)."""
 
     fraction: float = 0.0
     slowdown: float = 1.0
     start: float = 0.0
     stop: float = float("inf")
+    period_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fraction <= 1.0:
             raise ValueError(f"stragglers.fraction must be in [0, 1], got {self.fraction}")
         if self.slowdown < 1.0:
             raise ValueError(f"stragglers.slowdown must be >= 1, got {self.slowdown}")
+        if not (self.period_s >= 0 and self.period_s < float("inf")):
+            raise ValueError(
+                f"stragglers.period_s must be a finite number >= 0, got {self.period_s}"
+            )
 
 
 @dataclass(frozen=True)
@@ -155,20 +162,38 @@ class WorkerSpeeds:
 
     def __init__(self, cost: CostModel, num_workers: int, seed: int):
         self.cost = cost
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.factor = np.exp(self.rng.normal(0.0, cost.speed_spread, num_workers))
-        count = int(round(cost.stragglers.fraction * num_workers))
-        self.straggler = np.zeros(num_workers, dtype=bool)
-        self.straggler[self.rng.permutation(num_workers)[:count]] = True
+        self.count = int(round(cost.stragglers.fraction * num_workers))
+        self.straggler = self._draw(self.rng, num_workers)
+        self.window = -1  # the stretch `straggler` was drawn for (stretches only)
+
+    def _draw(self, rng: np.random.Generator, num_workers: int) -> np.ndarray:
+        chosen = np.zeros(num_workers, dtype=bool)
+        chosen[rng.permutation(num_workers)[: self.count]] = True
+        return chosen
+
+    def is_straggler(self, worker: int, now: float) -> bool:
+        """Whether `worker` is slow at `now` (in stretches: the set drawn for now's period,
+        from its own generator, so the draws do not depend on the order of the calls)."""
+        s = self.cost.stragglers
+        if not s.start <= now < s.stop:
+            return False
+        if s.period_s:
+            window = int((now - s.start) // s.period_s)
+            if window != self.window:
+                rng = np.random.default_rng([self.seed, window])
+                self.straggler, self.window = self._draw(rng, len(self.factor)), window
+        return bool(self.straggler[worker])
 
     def compute_s(self, worker: int, flops: float, now: float) -> float:
         cost = self.cost
         seconds = flops / (cost.worker_flops * self.factor[worker])
         if cost.batch_noise:
             seconds *= float(np.exp(self.rng.normal(0.0, cost.batch_noise)))
-        s = cost.stragglers
-        if self.straggler[worker] and s.start <= now < s.stop:
-            seconds *= s.slowdown
+        if self.is_straggler(worker, now):
+            seconds *= cost.stragglers.slowdown
         return float(seconds)
 
     def delayed(self) -> float:
