@@ -19,21 +19,24 @@ def straggler_row(variant: str, eps: float, steps: int, staleness: float, droppe
     }
 
 
-def test_straggler_report_states_ratios_and_staleness_in_gradients():
+def test_straggler_report_gives_staleness_in_global_steps_beside_the_paper():
     rows = [
         straggler_row("sync", 100.0, 10, 0.0, blocked_s=5.0, auc=0.72),
-        straggler_row("GBA (iota 4)", 250.0, 10, 0.5, auc=0.71),
-        straggler_row("async", 250.0, 320, 16.0, auc=0.5),
-        straggler_row("Hop-BS (s 4)", 120.0, 320, 12.0, blocked_s=2.0),
-        straggler_row("Hop-BW (b 6)", 200.0, 12, 0.0, dropped={"late": 32}, blocked_s=1.0),
+        straggler_row("GBA (iota 4)", 250.0, 10, 0.5, auc=0.71, dropped={"stale": 3}),
+        straggler_row("async", 250.0, 1280, 64.0, auc=0.5),
+        straggler_row("BSP (any 128)", 250.0, 10, 1.5),
+        straggler_row("Hop-BS (s 4)", 120.0, 1280, 12.8, blocked_s=2.0),
+        straggler_row("Hop-BW (b 13)", 200.0, 12, 0.0, dropped={"late": 128}, blocked_s=1.0),
     ]
-    text = gba._stragglers_report(rows, 320 * 256)
+    assert gba.STRAGGLER_WORKERS == 128
+    text = gba._stragglers_report(rows, 1280 * 256)
     assert "GBA runs at 2.50x the EPS of `sync`" in text
-    # GBA: 0.5 updates of 32 gradients each = 16 gradients; async: 16 updates of one
-    assert "| GBA (iota 4) | 250 | 2.50x | 10 | 0.50 / 1 | 16.0 |" in text
-    assert "| async | 250 | 2.50x | 320 | 16.00 / 48 | 16.0 |" in text
-    assert "GBA (iota 4), async never block a worker" in text
-    assert "dropping 32 late gradients of 320" in text
+    # async: 64 updates of one gradient = 0.5 global steps of 128 gradients
+    assert "| async | 250 | 2.50x | 1,280 | 0.50 (1.5) | - |" in text
+    assert "| GBA (iota 4) | 250 | 2.50x | 10 | 0.50 (1.0) | 0.12-0.21 (9-11) |" in text
+    assert "GBA excluded 3 of 1,280 gradients, Hop-BW 128 (the paper: 786-1,454 vs 300K)" in text
+    assert "Hop-BS 0.10 (max 0.3, blocking fast workers 2.0 s), BSP 1.50" in text
+    assert "GBA (iota 4), async, BSP (any 128) never block a worker" in text
 
 
 def test_switching_report_checks_the_claims_against_the_table():

@@ -40,9 +40,9 @@ def strategy(name: str, **fields: Any) -> StrategyConfig:
     return strategy_config(name, **fields)
 
 
-def cluster(dense_servers: int = DENSE_SERVERS) -> ClusterSpec:
+def cluster(dense_servers: int = DENSE_SERVERS, trainers: int = NUM_TRAINERS) -> ClusterSpec:
     return ClusterSpec(
-        NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=dense_servers
+        trainers, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=dense_servers
     )
 
 
@@ -56,13 +56,14 @@ def run_segment(
     train: TrainSpec | None = None,
     dense_servers: int = DENSE_SERVERS,
     eval_every: int | None = None,
+    trainers: int = NUM_TRAINERS,
 ) -> tuple[SimJob, dict[str, Any]]:
     """One simulated run: from `resume` (or the start), for `examples` examples (None: to
     the end of the data); returns the job (its final_state is the checkpoint) and summary."""
     spec = JobSpec(
         model or ModelSpec(),
         train or TrainSpec(),
-        cluster(dense_servers),
+        cluster(dense_servers, trainers),
         config,
         synthetic,
         resume=resume,
@@ -80,5 +81,7 @@ def score(sim: SimJob, test: Batch) -> float:
     return evaluate_model(sim.spec, sim.plan.embeddings.layout, state.dense, weights, test).auc
 
 
-def with_stragglers(cost: CostModel = CLUSTER_COST) -> CostModel:
-    return dataclasses.replace(cost, stragglers=STRAGGLERS)
+def with_stragglers(
+    cost: CostModel = CLUSTER_COST, stragglers: Stragglers = STRAGGLERS
+) -> CostModel:
+    return dataclasses.replace(cost, stragglers=stragglers)
