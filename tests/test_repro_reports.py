@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsync.app.repro import async_at_scale, gba, psp, shadowsync
+from recsync.app.repro import async_at_scale, gba, psp, shadowsync, shadowsync_quality
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -128,3 +128,33 @@ def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
     assert "- 2 sync servers: S-EASGD 4.00x, FR-EASGD-5 4.00x" in text
     assert "| 4 | FR-EASGD-5 | 20 | 20,000 | 6.00 | 1.50 | 50% | 0.6000 |" in text
     assert "trainers: 4.50, 5.00, 5.50, 6.00" in text
+
+
+def test_quality_report_reads_both_tables_claims_off_the_rows():
+    q = shadowsync_quality
+
+    def row(table, variant, trainers, loss):
+        return {
+            "table": table,
+            "variant": variant,
+            "trainers": trainers,
+            "sync_servers": 1,
+            "train_loss": loss + 0.01,
+            "test_logloss": loss,
+            "test_auc": 0.7,
+            "eps": 1.0,
+            "average_sync_gap": 5.0,
+            "average_sync_gap_per_thread": 1.25,
+        }
+
+    gap_losses = {"S-EASGD": 0.500, "FR-EASGD-5": 0.501, "FR-EASGD-10": 0.502}
+    gap_losses |= {"FR-EASGD-30": 0.503, "FR-EASGD-100": 0.504}
+    rows = [row("gap", v, q.GAP_TRAINERS, loss) for v, loss in gap_losses.items()]
+    growth = {"S-EASGD": 0.001, "FR-EASGD-5": 0.004, "FR-EASGD-30": 0.002}
+    for n, step in zip(q.SCALE_TRAINERS, (0, 1, 2), strict=True):
+        rows += [row("scale", v, n, 0.5 + step * g) for v, g in growth.items()]
+    text = q._report(rows)
+    assert "0.50100, 0.50200, 0.50300, 0.50400 (rising with the gap" in text
+    assert "Best FR: FR-EASGD-5; S-EASGD 0.50000 (at or below the best FR" in text
+    assert "mildest eval increase at 20 trainers is S-EASGD's (+0.400%" in text
+    assert "| 20 | FR-EASGD-5 | 0.51800 | 0.50800 | +1.569% | +1.600% | +0.249%, +0.333% |" in text

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro import async_at_scale, failures, gba, psp, shadowsync
+from recsync.app.repro import async_at_scale, failures, gba, psp, shadowsync, shadowsync_quality
 from recsync.app.repro.common import Progress
 
 
@@ -35,6 +35,14 @@ def _fig5_point(p: dict[str, Any]) -> str:
         f"{p['sync_servers']} sync servers, {p['variant']:>12} {p['trainers']:>3} trainers: "
         f"{p['eps']:>12,.0f} ex/s, "
         f"busiest sync NIC {p['sync_server_nic_utilization']:.0%}"
+    )
+
+
+def _quality_row(r: dict[str, Any]) -> str:
+    return (
+        f"Table {'2(a)' if r['table'] == 'gap' else '3'}, {r['variant']:>12} "
+        f"{r['trainers']:>3} trainers: train loss {r['train_loss']:.5f}, "
+        f"eval logloss {r['test_logloss']:.5f}"
     )
 
 
@@ -77,6 +85,15 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "reports/shadowsync_fig5",
             20.0,
             _fig5_point,
+        ),
+        Reproduction(
+            "shadowsync-quality",
+            "ShadowSync (Zheng et al. 2020)",
+            "Tables 2(a) and 3: loss vs sync gap, relative loss increase from 5 to 20 trainers",
+            shadowsync_quality.reproduce,
+            "reports/shadowsync_quality",
+            20.0,
+            _quality_row,
         ),
         Reproduction(
             "async-staleness",
