@@ -27,6 +27,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from recsync.app.repro.common import CLUSTER_COST, Progress, run_segment, strategy
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
@@ -134,7 +136,10 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str,
     """Every run of every setting, two at a time (the simulator is deterministic)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    # one thread each: two processes of two threads on two cores spin at every barrier
+    with ProcessPoolExecutor(
+        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
+    ) as pool:
         for row in pool.map(_run, _runs()):
             rows.append(row)
             if progress:

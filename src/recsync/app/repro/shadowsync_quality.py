@@ -18,6 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from recsync.app.repro.common import Progress
 from recsync.app.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -91,7 +93,10 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str,
     """Every run, two at a time (the simulator is deterministic)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    # one thread each: two processes of two threads on two cores spin at every barrier
+    with ProcessPoolExecutor(
+        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
+    ) as pool:
         for row in pool.map(_run, _runs()):
             rows.append(row)
             if progress:
