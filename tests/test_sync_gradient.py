@@ -682,3 +682,11 @@ def test_a_strategy_says_whether_its_servers_can_hold_a_worker_back(name, holds)
     assert config.holds_workers is holds
     if not holds:  # a strategy that never holds a worker back keeps the default may_start
         assert type(config.make_server(4, False)).may_start is GradientPolicy.may_start
+
+
+def test_partial_pull_starts_each_pull_one_block_further_on():
+    """With answers arriving in request order, the b% that arrive first would otherwise
+    always be the same blocks, and the others never refreshed."""
+    pull = PartialPull(0.75, 0.0)
+    assert pull.order(4, 0) == [0, 1, 2, 3] and pull.order(4, 5) == [1, 2, 3, 0]
+    assert FULL_PULL.order(4, 5) == [0, 1, 2, 3]

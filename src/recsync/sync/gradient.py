@@ -151,6 +151,11 @@ class PullRule:
         blocks the worker computed it with: each block's own."""
         return list(versions)
 
+    def order(self, count: int, turn: int) -> list[int]:
+        """The order in which a worker requests its `count` blocks at its `turn`-th pull
+        (counted from its index): block order."""
+        return list(range(count))
+
 
 FULL_PULL = PullRule()
 

@@ -182,6 +182,13 @@ class PartialPull(PullRule):
         need = max(1, math.ceil(self.fraction * count))
         return None if need >= count else Quorum(need, self.wait_s)
 
+    def order(self, count: int, turn: int) -> list[int]:
+        """Each pull starts one block further on: the first b% to arrive (requests leave and
+        answers come back in order) are then not always the same blocks, so no block's copy
+        is skipped at every step and left at its first value."""
+        start = turn % count
+        return [*range(start, count), *range(start)]
+
     def push_versions(self, versions: list[int]) -> list[int]:
         """Every block's gradient carries the worker's iteration t (Alg. 1, worker line 17):
         the newest version it pulled, also for a block it kept from an earlier step."""

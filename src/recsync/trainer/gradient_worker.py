@@ -174,12 +174,12 @@ class GradientWorker:
             layout, wiring.shards, batch, self.pull.min_versions(last_sparse)
         )
         wanted = self.pull.min_versions(last_dense)
+        order = self.pull.order(len(wiring.dense), self.worker + pushed)
         pulls: list[Target] = [
-            (server, PullDense(0 if wanted is None else wanted[b]))
-            for b, server in enumerate(wiring.dense)
+            (wiring.dense[b], PullDense(0 if wanted is None else wanted[b])) for b in order
         ]
         blocks: list[DenseBlock | None] = yield CallEach(pulls, self.pull.quorum(len(pulls)))
-        for b, block in enumerate(blocks):
+        for b, block in zip(order, blocks, strict=True):
             if block is not None:
                 self.blocks[b], self.versions[b] = block.values, block.version
         torch.cat(self.blocks, out=workspace.writer)  # type: ignore[arg-type]
