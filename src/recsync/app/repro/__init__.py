@@ -135,7 +135,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Table 1: partial push/pull vs full sync with 0.16% of dense pulls delayed 4 s",
             psp.reproduce,
             "reports/psp",
-            12.0,
+            8.0,
             _psp_row,
         ),
         Reproduction(
