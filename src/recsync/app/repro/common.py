@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
+
+import torch
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import evaluate_model
@@ -34,6 +37,24 @@ CLUSTER_COST = CostModel(
     reader_batch_s=1.0e-5,
 )
 STRAGGLERS = Stragglers(fraction=0.2, slowdown=4.0)
+
+
+def run_in_processes(
+    run: Callable[[Any], dict[str, Any]], items: list[Any], progress: Progress | None
+) -> list[dict[str, Any]]:
+    """`run(item)` for every item, two processes at a time (the simulator is deterministic,
+    so the order of the runs does not matter), each with one torch thread (two processes of
+    two threads on two cores spin at every barrier); results in the items' order, each told
+    to `progress` as it is known."""
+    rows = []
+    with ProcessPoolExecutor(
+        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
+    ) as pool:
+        for row in pool.map(run, items):
+            rows.append(row)
+            if progress:
+                progress(row)
+    return rows
 
 
 def strategy(name: str, **fields: Any) -> StrategyConfig:

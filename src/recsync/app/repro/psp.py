@@ -23,13 +23,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from recsync.app.repro.common import CLUSTER_COST, Progress, run_segment, strategy
+from recsync.app.repro.common import (
+    CLUSTER_COST,
+    Progress,
+    run_in_processes,
+    run_segment,
+    strategy,
+)
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -133,17 +136,9 @@ def _run(run: Run) -> dict[str, Any]:
 
 
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Every run of every setting, two at a time (the simulator is deterministic)."""
+    """Every run of every setting, two at a time."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    # one thread each: two processes of two threads on two cores spin at every barrier
-    with ProcessPoolExecutor(
-        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
-    ) as pool:
-        for row in pool.map(_run, _runs()):
-            rows.append(row)
-            if progress:
-                progress(row)
+    rows = run_in_processes(_run, _runs(), progress)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
     _plot(rows, out_dir / "psp.png")
     (out_dir / "report.md").write_text(_report(rows))

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from recsync.app.repro.common import Progress
+from recsync.app.repro.common import Progress, run_in_processes
 from recsync.app.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -90,17 +87,9 @@ def _run(run: Run) -> dict[str, Any]:
 
 
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Every run, two at a time (the simulator is deterministic)."""
+    """Every run, two at a time."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    # one thread each: two processes of two threads on two cores spin at every barrier
-    with ProcessPoolExecutor(
-        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
-    ) as pool:
-        for row in pool.map(_run, _runs()):
-            rows.append(row)
-            if progress:
-                progress(row)
+    rows = run_in_processes(_run, _runs(), progress)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
     (out_dir / "report.md").write_text(_report(rows))
     return rows
