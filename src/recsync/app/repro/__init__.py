@@ -83,7 +83,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Fig. 5: EPS vs trainers, S-EASGD vs FR-EASGD-5/30, 2 and 4 sync servers",
             shadowsync.reproduce,
             "reports/shadowsync_fig5",
-            20.0,
+            17.0,
             _fig5_point,
         ),
         Reproduction(
