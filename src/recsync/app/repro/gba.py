@@ -3,8 +3,9 @@ switching between strategies through checkpoints.
 
 - Stragglers (the throughput comparison and the fine-grained staleness / dropped-gradient
   table, the paper's Tab. 5.3): 128 workers (32 trainers x 4 threads; the paper's shared
-  cluster runs hundreds), 8 embedding servers, 32 dense servers (with 4, their NICs set the
-  pace of a step and a straggler's batch spans barely one), 25 Gbit/s, the default DLRM
+  cluster runs hundreds), 8 embedding servers, 4 dense servers, 25 Gbit/s, workers 10x
+  slower than the other reproductions' (58 ms a batch, so that computing, not the dense
+  servers' NICs, sets the pace of a step, as on the paper's CPU workers), the default DLRM
   and task; as on a shared cluster, 10% of the workers compute 8x slower in stretches (the
   slow set drawn anew every 10 fast steps). Each strategy trains the same examples with
   the same hyper-parameters; the report gives the global examples/s (steady, virtual), the
@@ -45,8 +46,10 @@ from recsync.runtime.sim.cost import Stragglers
 
 STRAGGLER_TRAINERS = 32  # x 4 threads = 128 workers
 STRAGGLER_WORKERS = STRAGGLER_TRAINERS * WORKERS_PER_TRAINER
-STRAGGLER_DENSE_SERVERS = 32
-STEP_S = 256 * ModelSpec().dense_flops_per_example() / CLUSTER_COST.worker_flops
+# workers 10x slower than CLUSTER_COST's: at 5.8 ms a batch the 4 dense servers' NICs pace
+# a step (39 ms for 128 batches) and a straggler's batch spans barely one step
+STRAGGLER_COST = dataclasses.replace(CLUSTER_COST, worker_flops=CLUSTER_COST.worker_flops / 10)
+STEP_S = 256 * ModelSpec().dense_flops_per_example() / STRAGGLER_COST.worker_flops
 # a shared cluster's stragglers: 10% of the workers 8x slower, a new set every 10 fast steps
 STRETCHES = Stragglers(fraction=0.1, slowdown=8.0, period_s=10 * STEP_S)
 STRAGGLER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -67,14 +70,9 @@ PAPER_STALENESS = {"GBA": "0.12-0.21 (9-11)", "Hop-BS": "0.03-0.06 (2)", "BSP": 
 def run_straggler_variant(label: str, examples: int) -> dict[str, Any]:
     name, fields = STRAGGLER_VARIANTS[label]
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=20_000)
-    cost = with_stragglers(stragglers=STRETCHES)
+    cost = with_stragglers(STRAGGLER_COST, STRETCHES)
     _, summary = run_segment(
-        strategy(name, **fields),
-        synthetic,
-        None,
-        cost=cost,
-        dense_servers=STRAGGLER_DENSE_SERVERS,
-        trainers=STRAGGLER_TRAINERS,
+        strategy(name, **fields), synthetic, None, cost=cost, trainers=STRAGGLER_TRAINERS
     )
     return {
         "variant": label,
@@ -131,12 +129,13 @@ def _stragglers_report(rows: list[dict[str, Any]], examples: int) -> str:
         "# Gradient strategies under stragglers (simulator)",
         "",
         f"{STRAGGLER_TRAINERS} trainers x {WORKERS_PER_TRAINER} worker threads = "
-        f"{STRAGGLER_WORKERS} workers, {STRAGGLER_DENSE_SERVERS} dense servers, default DLRM, "
+        f"{STRAGGLER_WORKERS} workers, 4 dense servers, default DLRM, "
         f"batch 256, {examples:,} examples each "
         "(the same for every strategy, same hyper-parameters: recsync's defaults, chosen "
         f"for `sync`). Stragglers: `{STRETCHES}` (a fast step takes {STEP_S * 1e3:.1f} ms; "
         "the paper's cluster is shared, its stragglers unquantified: 8x in stretches is "
-        f"ours). Cost model: `{CLUSTER_COST}`.",
+        f"ours). Cost model: `{STRAGGLER_COST}` (workers 10x slower than the other "
+        "reproductions', so that computing paces a step, not the dense servers' NICs).",
         "",
         "EPS is the global examples/s while the middle 60% of the data was handed out. "
         "Staleness is per dense block, in global steps for every strategy (updates applied "
