@@ -114,7 +114,14 @@ def _report(rows: list[dict[str, Any]]) -> str:
         "variant; S-EASGD's shadow thread syncs without waiting. Cost model: "
         f"`{CLUSTER_COST}`. The paper's losses are an internal metric on Model-A/B and "
         "billions of examples; ours are logloss on a small synthetic task: compare shapes, "
-        "not values. One seed.",
+        "not values. One seed. The scale is far from the paper's: one pass of the same data "
+        "gives each worker thread "
+        + ", ".join(
+            f"{EXAMPLES // 256 // (n * WORKERS_PER_TRAINER)} iterations at {n} trainers"
+            for n in SCALE_TRAINERS
+        )
+        + ", so these runs end early in training (the average train loss still carries the "
+        "first iterations' losses) and the increases are tens of times the paper's.",
         "",
         f"## Table 2(a): {GAP_TRAINERS} trainers, 1 sync server",
         "",
