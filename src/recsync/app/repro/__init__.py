@@ -118,7 +118,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "throughput, staleness and drops of every gradient strategy with 20% stragglers",
             gba.reproduce_stragglers,
             "reports/gba_stragglers",
-            4.0,
+            20.0,
             _straggler_row,
         ),
         Reproduction(
