@@ -177,3 +177,13 @@ def test_stragglers_in_stretches_are_redrawn_each_period_and_repeat_from_the_see
     assert len({frozenset(w for w in range(8) if fixed.is_straggler(w, t)) for t in (0, 50)}) == 1
     with pytest.raises(ValueError, match="period_s"):
         Stragglers(period_s=-1.0)
+
+
+def test_delays_hit_dense_pulls_and_lookups_unless_lookups_are_spared():
+    from recsync.protocol.messages import Lookup, PullDense
+    from recsync.runtime.sim.cost import Faults
+
+    lookup = Lookup(torch.tensor([1]), torch.tensor([0, 1]), None)
+    both, dense_only = Faults(), Faults(delay_lookups=False)
+    assert both.may_delay(lookup) and both.may_delay(PullDense(0))
+    assert not dense_only.may_delay(lookup) and dense_only.may_delay(PullDense(0))

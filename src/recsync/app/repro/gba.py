@@ -49,16 +49,19 @@ STRAGGLER_WORKERS = STRAGGLER_TRAINERS * WORKERS_PER_TRAINER
 # workers 10x slower than CLUSTER_COST's: at 5.8 ms a batch the 4 dense servers' NICs pace
 # a step (39 ms for 128 batches) and a straggler's batch spans barely one step
 STRAGGLER_COST = dataclasses.replace(CLUSTER_COST, worker_flops=CLUSTER_COST.worker_flops / 10)
-STEP_S = 256 * ModelSpec().dense_flops_per_example() / STRAGGLER_COST.worker_flops
+STEP_S = (
+    TrainSpec().batch_size * ModelSpec().dense_flops_per_example() / STRAGGLER_COST.worker_flops
+)
 # a shared cluster's stragglers: 10% of the workers 8x slower, a new set every 10 fast steps
 STRETCHES = Stragglers(fraction=0.1, slowdown=8.0, period_s=10 * STEP_S)
+BACKUP = round(STRETCHES.fraction * STRAGGLER_WORKERS)  # Hop-BW leaves out as many as are slow
 STRAGGLER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "sync": ("sync", {}),
     "GBA (iota 4)": ("gba", {}),
     "async": ("async", {}),
     f"BSP (any {STRAGGLER_WORKERS})": ("bsp", {}),
     "Hop-BS (s 4)": ("bounded_staleness", {"staleness": 4}),
-    "Hop-BW (b 13)": ("backup_workers", {"num_backup": 13}),
+    f"Hop-BW (b {BACKUP})": ("backup_workers", {"num_backup": BACKUP}),
 }
 STRAGGLER_STEPS_PER_WORKER = 40
 # the paper's Tab. 5.3, three periods of a day on its shared cluster: dropped batches and

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from recsync.protocol.address import Role
-from recsync.protocol.messages import Work
+from recsync.protocol.messages import Lookup, Message, Work
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,11 @@ class Faults:
         for name in ("detect_s", "restart_s"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"faults.{name} must be >= 0, got {getattr(self, name)}")
+
+    def may_delay(self, message: Message) -> bool:
+        """Whether fault injection may delay the reply to `message`: a dense pull's, and a
+        lookup's unless `delay_lookups` is off."""
+        return message.reply_delayable and (self.delay_lookups or not isinstance(message, Lookup))
 
     def mtbf_s(self, role: Role) -> float:
         """Mean seconds between losses of one node of `role` (0: never lost)."""
@@ -165,13 +170,13 @@ class WorkerSpeeds:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.factor = np.exp(self.rng.normal(0.0, cost.speed_spread, num_workers))
-        self.count = int(round(cost.stragglers.fraction * num_workers))
+        self.num_stragglers = int(round(cost.stragglers.fraction * num_workers))
         self.straggler = self._draw(self.rng, num_workers)
         self.window = -1  # the stretch `straggler` was drawn for (stretches only)
 
     def _draw(self, rng: np.random.Generator, num_workers: int) -> np.ndarray:
         chosen = np.zeros(num_workers, dtype=bool)
-        chosen[rng.permutation(num_workers)[: self.count]] = True
+        chosen[rng.permutation(num_workers)[: self.num_stragglers]] = True
         return chosen
 
     def is_straggler(self, worker: int, now: float) -> bool:

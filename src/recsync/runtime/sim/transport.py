@@ -14,7 +14,7 @@ from typing import Any
 
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Call, CallEach, Drain, Target
-from recsync.protocol.messages import Fused, Lookup, Message, wire_bytes
+from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.host import SimHost
@@ -64,7 +64,6 @@ class Transport:
     def __init__(self, clock: Clock, network: Network, hosts: dict[Address, SimHost]):
         self.clock, self.network, self.hosts = clock, network, hosts
         self.cost: CostModel = network.cost
-        self.delay_lookups = self.cost.faults.delay_lookups
         self.changed = Signal(clock)  # some server's state moved: waiting requests re-check
         self.inflight: dict[int, int] = {}  # sender -> its sent messages not handled yet
         self.drained: dict[int, Callback] = {}  # sender -> who waits for them
@@ -162,7 +161,7 @@ class Transport:
         if message.answered:
             dst.measures.bytes_sent[message.kind] += size
         answer = reply if tag is None else (tag, reply)
-        if message.reply_delayable and (self.delay_lookups or not isinstance(message, Lookup)):
+        if self.cost.faults.may_delay(message):
             self.network.reply(dst.machine, src.machine, size, deliver, answer)
         else:
             self.network.send(dst.machine, src.machine, size, deliver, answer)
