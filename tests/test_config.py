@@ -14,7 +14,7 @@ from recsync.app.runs.run_dir import toml_text
 from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
-from recsync.optim.rowwise import Swap
+from recsync.optim.swap import Swap
 from recsync.sync.timing import Timing
 
 
@@ -67,6 +67,11 @@ def test_file_and_overrides_layer_on_the_default(tmp_path):
 def test_swap_section_builds_the_swap_spec():
     config = load_config(None, {"train.sparse_optimizer.swap": {"decay": 0.5, "period": 100}})
     assert config.to_specs().train.sparse_optimizer.swap == Swap(0.5, 100)
+
+
+def test_dense_swap_section_builds_the_swap_spec():
+    config = load_config(None, {"train.dense_optimizer.swap": {"decay": 0.8, "period": 50}})
+    assert config.to_specs().train.dense_optimizer.swap == Swap(0.8, 50)
 
 
 def test_unknown_key_names_the_dotted_key_and_the_file(tmp_path):

@@ -9,6 +9,7 @@ from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.optim.swap import Swap
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings, build_shards
 from recsync.trainer.replica import DenseReplica
@@ -52,6 +53,45 @@ def test_flat_optimizer_matches_torch_optim(spec):
         param.grad = grad.clone()
         reference.step()
     torch.testing.assert_close(ours, param.detach(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("period", [1, 3])
+def test_swap_adagrad_decays_the_accumulator_at_every_period(period):
+    """Liu & Zhao's Algorithm 2 written out: v_t = lambda_t v_{t-1} + g_t^2 with lambda_t =
+    decay when t mod T = 0 (t > 0), w_t = w_{t-1} - lr g_t / (sqrt(v_t) + eps)."""
+    lr, eps, decay = 0.05, 1e-10, 0.5
+    spec = DenseOptimizerSpec("adagrad", lr=lr, eps=eps, swap=Swap(decay, period))
+    gen = torch.Generator().manual_seed(2)
+    ours = torch.randn(30, generator=gen)
+    expected, v = ours.clone(), torch.zeros(30)
+    flat = spec.build(30)
+    for t in range(8):
+        grad = torch.randn(30, generator=gen)
+        flat.step(ours, grad)
+        v = (decay if t > 0 and t % period == 0 else 1.0) * v + grad * grad
+        expected = expected - lr * grad / (v.sqrt() + eps)
+    torch.testing.assert_close(ours, expected, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(flat.state["sum"], v)
+
+
+def test_swap_adam_decays_the_second_moment():
+    decay, period = 0.25, 2
+    plain = DenseOptimizerSpec("adam", lr=0.01).build(10)
+    swapped = DenseOptimizerSpec("adam", lr=0.01, swap=Swap(decay, period)).build(10)
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.zeros(10), torch.zeros(10)
+    for t in range(5):
+        grad = torch.randn(10, generator=gen)
+        if t > 0 and t % period == 0:
+            plain.state["exp_avg_sq"].mul_(decay)
+        plain.step(a, grad)
+        swapped.step(b, grad)
+    assert torch.equal(a, b)
+
+
+def test_swap_on_sgd_is_refused():
+    with pytest.raises(ValueError, match="swap needs an accumulator"):
+        DenseOptimizerSpec("sgd", swap=Swap(0.5, 10))
 
 
 @pytest.mark.parametrize(

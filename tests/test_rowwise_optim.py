@@ -14,8 +14,8 @@ from recsync.optim.rowwise import (
     RowOptimizer,
     RowOptimizerSpec,
     RowSGD,
-    Swap,
 )
+from recsync.optim.swap import Swap
 
 NUM_ROWS, DIM = 6, 3
 ATOL = 1e-6

@@ -1,5 +1,7 @@
 """Optimizers of the dense part, on one flat parameter vector (SGD, Adagrad, Adam).
 
+Adagrad and Adam take SWAP (`optim.swap`): the update counter is the global step.
+
 The dense replica keeps all its parameters as views into one flat vector, so one update is
 a handful of vector operations, several worker threads can apply theirs lock-free (Hogwild),
 and sync strategies average whole replicas at once. The formulas are torch.optim's.
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from recsync.optim.swap import Swap
 
 DENSE_OPTIMIZERS = ("sgd", "adagrad", "adam")
 
@@ -24,6 +28,7 @@ class DenseOptimizerSpec:
     eps: float = 1e-8
     betas: tuple[float, float] = (0.9, 0.999)
     momentum: float = 0.0
+    swap: Swap | None = None
 
     def __post_init__(self) -> None:
         if self.name not in DENSE_OPTIMIZERS:
@@ -34,6 +39,10 @@ class DenseOptimizerSpec:
             raise ValueError(f"dense optimizer lr must be > 0, got {self.lr}")
         if not 0.0 <= self.momentum < 1.0:
             raise ValueError(f"dense optimizer momentum must be in [0, 1), got {self.momentum}")
+        if self.swap is not None and self.name == "sgd":
+            raise ValueError(
+                "dense optimizer swap needs an accumulator; sgd keeps none (use adagrad or adam)"
+            )
 
     def build(self, num_params: int) -> FlatOptimizer:
         return FlatOptimizer(self, num_params)
@@ -77,8 +86,10 @@ class FlatOptimizer:
     def _update(
         self, params: torch.Tensor, grad: torch.Tensor, lr_scale: float, in_place: bool
     ) -> torch.Tensor:
-        self.counter += 1
         spec = self.spec
+        if spec.swap is not None and spec.swap.decays_at(self.steps):
+            self.state["sum" if spec.name == "adagrad" else "exp_avg_sq"].mul_(spec.swap.decay)
+        self.counter += 1
         lr = spec.lr * lr_scale
         if spec.name == "sgd":
             if spec.momentum:

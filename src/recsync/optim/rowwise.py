@@ -13,19 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-
-@dataclass(frozen=True)
-class Swap:
-    """SWAP period decay: v <- lambda_t v + g^2, lambda_t = decay at multiples of period."""
-
-    decay: float
-    period: int
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.decay <= 1.0:
-            raise ValueError(f"swap.decay must be in (0, 1], got {self.decay}")
-        if self.period < 1:
-            raise ValueError(f"swap.period must be >= 1, got {self.period}")
+from recsync.optim.swap import Swap
 
 
 class RowOptimizer:
