@@ -84,6 +84,24 @@ def test_staleness_norm_rules():
     assert sig.scale(4, last_update_abs=1e9) == 0.0625  # sigmoid -> 1: tau stays 4
 
 
+def test_normalized_staleness_maps_the_large_cluster_onto_the_small_one():
+    """tau' = delta' (tau - mu) / delta + mu': the paper's 3K cluster (mean 2,090, variance
+    11,300) onto its 1K one (875, 4,770)."""
+    norm = StalenessNorm(
+        mu_prime=875.0, source_mean=2090.0, source_std=11300**0.5, target_std=4770**0.5
+    )
+    assert norm.normalized(2090) == 875.0  # the large cluster's mean is the small one's
+    one_sd_up = norm.normalized(2090 + 11300**0.5)
+    assert one_sd_up == pytest.approx(875.0 + 4770**0.5)
+    assert norm.scale(2089) == 1.0  # below its own mean: not scaled
+    assert norm.scale(2090 + 11300**0.5) == pytest.approx(one_sd_up**-2.0)
+    assert norm.normalized(0) == 0.0  # floored: the first steps' small stalenesses
+    rows = norm.scale_rows(torch.tensor([0, 2090, 2090 + 11300**0.5]))
+    assert rows[:2].tolist() == [1.0, 1.0]
+    assert rows[2].item() == pytest.approx(one_sd_up**-2.0, rel=1e-5)
+    assert "tau'=" in AsyncConfig(norm).describe()
+
+
 def test_staleness_norm_scale_rows():
     tau = torch.tensor([0, 1, 2, 4])
     rho = StalenessNorm(mu_prime=1).scale_rows(tau)
@@ -104,6 +122,8 @@ def test_staleness_norm_scale_rows():
         ({"mu_prime": math.inf}, "mu_prime"),
         ({"kappa": 0}, "kappa"),
         ({"sigmoid_lambda": 0}, "sigmoid_lambda"),
+        ({"source_mean": 10.0}, "set together"),
+        ({"source_mean": 10.0, "source_std": 0.0, "target_std": 1.0}, "must be > 0"),
     ],
 )
 def test_staleness_norm_validation(kwargs, field_name):

@@ -30,10 +30,7 @@ class AsyncConfig(GradientStrategy):
             raise ValueError("staleness_norm must be a StalenessNorm or None")
 
     def _params(self) -> str:
-        norm = self.staleness_norm
-        if norm is None:
-            return ""
-        return f"staleness_norm={norm.rule}(mu'={norm.mu_prime:g}, kappa={norm.kappa:g})"
+        return "" if self.staleness_norm is None else self.staleness_norm.describe()
 
     def make_server(self, num_workers: int, sparse: bool) -> AsyncServer:
         return AsyncServer(num_workers, sparse)

@@ -25,13 +25,6 @@ from recsync.sync.gradient import (
 from recsync.sync.staleness_norm import StalenessNorm
 
 
-def describe_staleness_norm(norm: StalenessNorm | None) -> str:
-    """The ``staleness_norm=...`` part of a describe() line ("" when off)."""
-    if norm is None:
-        return ""
-    return f"staleness_norm={norm.rule}(mu'={norm.mu_prime:g}, kappa={norm.kappa:g})"
-
-
 @dataclass(frozen=True)
 class BoundedStalenessConfig(GradientStrategy):
     """``staleness``: s, an int >= 0, how many steps a worker may run ahead of the slowest
@@ -50,7 +43,7 @@ class BoundedStalenessConfig(GradientStrategy):
             raise ValueError("staleness_norm must be a StalenessNorm or None")
 
     def _params(self) -> str:
-        norm = describe_staleness_norm(self.staleness_norm)
+        norm = "" if self.staleness_norm is None else self.staleness_norm.describe()
         return f"s={self.staleness} {norm}" if norm else f"s={self.staleness}"
 
     def make_server(self, num_workers: int, sparse: bool) -> BoundedStalenessServer:

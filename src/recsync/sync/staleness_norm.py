@@ -10,6 +10,14 @@ moves tolerates staleness. rho stays in (0, 1], as the paper requires: a scaled 
 is not turned into a larger step. ``rule="inverse"`` is the 1/tau rule of Zhang et al. (2016) for
 comparison (rho = 1 for tau = 0).
 
+Normalized staleness (their Sec. "Staleness Normalization"): a cluster whose staleness has mean
+mu and standard deviation delta is mapped onto the smaller cluster's (mu', delta') before rho
+is taken, tau' = delta' (tau - mu) / delta + mu' (floored at 0), so eq. 7 compares like with
+like: with ``source_mean`` (mu), ``source_std`` (delta) and ``target_std`` (delta') set, a
+gradient of the large cluster is scaled only when it is staler than the large cluster's own
+typical staleness, by its place in that distribution. The same map applies to embedding rows'
+stalenesses (a row staler than the dense mean is rare).
+
 Pure math on numbers or on a tensor of per-row stalenesses; the server node calls it.
 """
 
@@ -28,12 +36,17 @@ RULES = ("rho", "inverse")
 class StalenessNorm:
     """``rule``: ``"rho"`` (Liu & Zhao) or ``"inverse"`` (1/tau); ``mu_prime`` >= 0, the
     staleness below which nothing is scaled; ``kappa`` > 0 the exponent; ``sigmoid_lambda``
-    None (off) or > 0, the weight of |dw_prev| in the optional sigmoid factor."""
+    None (off) or > 0, the weight of |dw_prev| in the optional sigmoid factor;
+    ``source_mean``, ``source_std``, ``target_std``: all None (tau is used as it is) or all
+    set (the normalized staleness, stds > 0)."""
 
     rule: Literal["rho", "inverse"] = "rho"
     mu_prime: float = 0.0
     kappa: float = 2.0
     sigmoid_lambda: float | None = None
+    source_mean: float | None = None
+    source_std: float | None = None
+    target_std: float | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -50,11 +63,46 @@ class StalenessNorm:
             raise ValueError(
                 f"staleness_norm.sigmoid_lambda must be None or > 0, got {self.sigmoid_lambda!r}"
             )
+        self._check_moments()
+
+    def _check_moments(self) -> None:
+        moments = (self.source_mean, self.source_std, self.target_std)
+        if all(m is None for m in moments):
+            return
+        if self.source_mean is None or self.source_std is None or self.target_std is None:
+            raise ValueError(
+                "staleness_norm: source_mean, source_std and target_std are set together "
+                f"(got {moments})"
+            )
+        if not (self.source_std > 0 and self.target_std > 0):
+            raise ValueError(
+                f"staleness_norm: source_std and target_std must be > 0, got {moments[1:]}"
+            )
+
+    def describe(self) -> str:
+        """The ``staleness_norm=...`` part of a strategy's describe() line."""
+        params = f"mu'={self.mu_prime:g}, kappa={self.kappa:g}"
+        if self.source_mean is not None:
+            params += (
+                f", tau'={self.target_std:g}(tau-{self.source_mean:g})/{self.source_std:g}+mu'"
+            )
+        if self.sigmoid_lambda is not None:
+            params += f", sigmoid_lambda={self.sigmoid_lambda:g}"
+        return f"staleness_norm={self.rule}({params})"
+
+    def normalized(self, tau: float) -> float:
+        """tau' = delta' (tau - mu) / delta + mu' (>= 0), or tau when no moments are set."""
+        if self.source_mean is None:
+            return float(tau)
+        assert self.source_std is not None and self.target_std is not None
+        ratio = self.target_std / self.source_std
+        return max(0.0, ratio * (float(tau) - self.source_mean) + self.mu_prime)
 
     def effective(self, tau: float, last_update_abs: float = 0.0) -> float:
+        t = self.normalized(tau)
         if self.sigmoid_lambda is None:
-            return float(tau)
-        return float(tau) / (1.0 + math.exp(-self.sigmoid_lambda * last_update_abs))
+            return t
+        return t / (1.0 + math.exp(-self.sigmoid_lambda * last_update_abs))
 
     def scale(self, tau: float, last_update_abs: float = 0.0) -> float:
         """rho for one block's staleness tau."""
@@ -66,6 +114,10 @@ class StalenessNorm:
     def scale_rows(self, tau: torch.Tensor, last_update_abs: float = 0.0) -> torch.Tensor:
         """rho per row for a tensor of per-row stalenesses (float32, same length)."""
         t = tau.to(torch.float32)
+        if self.source_mean is not None:
+            assert self.source_std is not None and self.target_std is not None
+            ratio = self.target_std / self.source_std
+            t = (ratio * (t - self.source_mean) + self.mu_prime).clamp(min=0.0)
         if self.sigmoid_lambda is not None:
             t = t / (1.0 + math.exp(-self.sigmoid_lambda * last_update_abs))
         if self.rule == "inverse":

@@ -84,6 +84,9 @@ class StalenessNormSection(Section):
     mu_prime: float = Field(default=0.0, ge=0.0)
     kappa: float = Field(default=2.0, gt=0.0)
     sigmoid_lambda: float | None = Field(default=None, gt=0.0)
+    source_mean: float | None = Field(default=None, ge=0.0)
+    source_std: float | None = Field(default=None, gt=0.0)
+    target_std: float | None = Field(default=None, gt=0.0)
 
 
 class StrategySection(Section):
