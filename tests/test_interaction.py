@@ -82,7 +82,7 @@ def test_one_categorical_feature_alone_has_a_first_order_input():
 
 def test_data_norm_formula():
     x = torch.tensor([[1.0, -2.0, 4.0], [3.0, -6.0, 0.0], [2.0, -1.0, 2.0]])
-    # column means: 2, -3, 2
+    # column means 2, -3, 2; mean absolute values 2, 3, 2
     norm = DataNorm(3)
     with torch.no_grad():
         norm.alpha.copy_(torch.tensor([2.0, 0.5, 1.0]))
@@ -90,39 +90,37 @@ def test_data_norm_formula():
     out = norm(x)
     expected = torch.tensor(
         [
-            [2.0 * 1 / 2 - 1, 0.5 * -2 / -3 - 0, 1.0 * 4 / 2 + 1],
-            [2.0 * 3 / 2 - 1, 0.5 * -6 / -3 - 0, 1.0 * 0 / 2 + 1],
-            [2.0 * 2 / 2 - 1, 0.5 * -1 / -3 - 0, 1.0 * 2 / 2 + 1],
+            [2.0 * -1 / 2 - 1, 0.5 * 1 / 3 - 0, 1.0 * 2 / 2 + 1],
+            [2.0 * 1 / 2 - 1, 0.5 * -3 / 3 - 0, 1.0 * -2 / 2 + 1],
+            [2.0 * 0 / 2 - 1, 0.5 * 2 / 3 - 0, 1.0 * 0 / 2 + 1],
         ]
     )
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-6)
 
 
+def test_data_norm_is_the_papers_formula_on_positive_inputs():
+    """alpha (x - E x) / E|x| - beta = alpha x / E x - (alpha + beta) when x > 0: the paper's
+    eq. 10 with beta' = alpha + beta (eq. 9 at the initial values)."""
+    x = torch.rand(16, 5) + 0.1
+    norm = DataNorm(5)
+    torch.testing.assert_close(norm(x), x / x.mean(dim=0) - 1.0)
+
+
 def test_data_norm_gradients_reach_alpha_and_beta():
     x = torch.tensor([[1.0, -2.0], [3.0, -6.0], [2.0, -1.0], [6.0, 1.0]], requires_grad=True)
     norm = DataNorm(2)
-    norm(x).sum().backward()
-    # d/d alpha sum_b x_b / mean = B ; d/d beta = -B
-    torch.testing.assert_close(norm.alpha.grad, torch.tensor([4.0, 4.0]), rtol=0, atol=1e-5)
-    torch.testing.assert_close(norm.beta.grad, torch.tensor([-4.0, -4.0]), rtol=0, atol=1e-6)
+    (norm(x) * torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 3.0]])).sum().backward()
+    # column 0: mean 3, E|x| 3; d/d alpha = (1 * (1 - 3) + 2 * (2 - 3)) / 3 = -4/3
+    # column 1: mean -2, E|x| 2.5; d/d alpha = (1 * (-6 + 2) + 3 * (1 + 2)) / 2.5 = 2
+    torch.testing.assert_close(norm.alpha.grad, torch.tensor([-4.0 / 3.0, 2.0]))
+    torch.testing.assert_close(norm.beta.grad, torch.tensor([-3.0, -4.0]))
     assert x.grad is not None
 
-    # weighted loss: d/d alpha_j = sum_b w_bj x_bj / mean_j
-    norm.zero_grad()
-    w = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 3.0]])
-    (norm(x.detach()) * w).sum().backward()
-    # column 0 mean = 3: (1*1 + 2*2) / 3 = 5/3 ; column 1 mean = -2: (1*-6 + 3*1) / -2 = 1.5
-    torch.testing.assert_close(norm.alpha.grad, torch.tensor([5.0 / 3.0, 1.5]))
-    torch.testing.assert_close(norm.beta.grad, torch.tensor([-3.0, -4.0]))
 
-
-def test_data_norm_small_mean_is_clamped_to_eps_with_sign():
+def test_data_norm_a_zero_scale_is_taken_as_eps():
     norm = DataNorm(2, eps=0.5)
-    with torch.no_grad():
-        norm.beta.zero_()
-    x = torch.tensor([[0.2, -0.2], [0.0, 0.0]])  # means 0.1 and -0.1, both below eps
-    out = norm(x)
-    torch.testing.assert_close(out, torch.tensor([[0.4, 0.4], [0.0, 0.0]]))
+    x = torch.tensor([[0.2, 0.0], [-0.2, 0.0]])  # E|x| 0.2 (below eps) and 0
+    torch.testing.assert_close(norm(x), torch.tensor([[0.4, 0.0], [-0.4, 0.0]]))
 
 
 def test_mlp_with_data_norm_places_layers():
