@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from recsync.app.repro import async_at_scale, gba, psp, shadowsync, shadowsync_quality
+from recsync.app.repro import (
+    gba,
+    gba_switching,
+    psp,
+    shadowsync,
+    shadowsync_quality,
+    staleness_norm,
+    staleness_norm_report,
+)
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -40,15 +48,21 @@ def test_straggler_report_gives_staleness_in_global_steps_beside_the_paper():
 
 
 def test_switching_report_checks_the_claims_against_the_table():
-    days = gba.DAYS
+    days = gba_switching.DAYS
     base = [0.70 + 0.01 * d for d in range(days)]
     branches = {
         "sync": {"auc": base, "eps": [100.0]},
         "gba": {"auc": [a - 0.001 for a in base], "eps": [150.0]},
         "async": {"auc": base[:2] + [a - 0.03 for a in base[2:]], "eps": [150.0]},
     }
-    text = gba._switching_report(branches)
+    segment = {
+        "allreduce": {"eps": 80.0, "auc": 0.7},
+        "sync": {"eps": 90.0, "auc": 0.7},
+        "gba": {"eps": 160.0, "auc": 0.7},
+    }
+    text = gba_switching._switching_report(branches, segment)
     assert "within 0.0010 of continuing `sync`" in text and "1.50x" in text
+    assert "GBA / all-reduce 2.00x (the paper: 2.0-2.3x" in text
     assert "`async` 0.0300, `gba` 0.0010" in text
     assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
 
@@ -87,24 +101,44 @@ def test_psp_report_compares_times_with_the_papers_over_seeds():
     assert f"## {psp.EXTENSION}, 1 seed (mean; min-max)" in text
 
 
-def test_norm_report_names_the_expected_auc_and_the_size_of_rho():
-    curve = [{"examples": 10, "test_auc": 0.6}]
-    variants = {
-        "no normalization": {"curve": curve, "final_auc": 0.50, "mean_staleness": 900.0},
-        "1/tau": {"curve": curve, "final_auc": 0.55, "mean_staleness": 900.0},
-        "rho, kappa=2, mu'=90": {"curve": curve, "final_auc": 0.52, "mean_staleness": 900.0},
+def norm_run(label: str, workers: int, auc: float, mean: float = 1000.0, std: float = 80.0):
+    return {
+        "label": label,
+        "workers": workers,
+        "norm": "none",
+        "lr_factor": 0.25,
+        "steps_per_worker": 240_000 // workers,
+        "final_auc": auc,
+        "final_logloss": 0.5,
+        "teacher_auc": 0.76,
+        "curve": [{"examples": 10, "test_auc": auc}],
+        "staleness": {"mean": mean, "variance": std * std, "std": std},
     }
+
+
+def test_norm_report_reads_each_claim_off_the_runs():
+    runs = [
+        norm_run("1K, no normalization", 1000, 0.70),
+        norm_run("3K, no normalization", 3000, 0.60, mean=3000.0, std=150.0),
+        norm_run("3K, 1/tau (Zhang et al. 2016)", 3000, 0.55),
+        norm_run("3K, rho on tau'", 3000, 0.68),
+        norm_run("1K, rho", 1000, 0.69),
+        norm_run("1K, rho + data norm", 1000, 0.70),
+        norm_run("3K, rho on tau' + data norm", 3000, 0.66),
+    ]
     result = {
-        "mu_prime": 90.0,
-        "examples": 1000,
-        "base": {"curve": curve, "final_auc": 0.69, "mean_staleness": 90.0},
-        "teacher_auc": 0.75,
-        "variants": variants,
+        "runs": runs,
+        "lr_factor": 0.25,
+        "tuning": [{"lr_factor": 0.25, "final_auc": 0.7}, {"lr_factor": 0.5, "final_auc": 0.6}],
+        "paper": staleness_norm.PAPER,
+        "setting": {"total_steps": 240_000, "batch_size": 64, "tables": "8", "cost": "c"},
     }
-    text = async_at_scale._norm_report(result)
-    assert "| 100 workers, no normalization (expected) | 0.6900 | 90.0 |" in text
-    assert "Best at 1000 workers: 1/tau (0.5500)" in text
-    assert "tau about 10x mu', rho = tau^-2 is about 1e-06" in text
+    text = staleness_norm_report.report(result)
+    assert "| 3,000 | 3000 | 22,500 | 5.0% | 2,090 | 11,300 | 5.1% |" in text
+    assert "x0.25 AUC 0.7000, x0.5 AUC 0.6000; x0.25 is frozen" in text
+    assert "no normalization 0.6000 (-0.1000), rho on tau' 0.6800 (-0.0200). Shape holds." in text
+    assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016). Shape holds." in text
+    assert "ours 1K +0.0100 AUC, 3K -0.0200. Shape does not hold." in text
 
 
 def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():

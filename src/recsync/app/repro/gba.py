@@ -1,5 +1,5 @@
-"""GBA (Alibaba, NeurIPS 2022) in the simulator: gradient strategies under stragglers, and
-switching between strategies through checkpoints.
+"""GBA (Alibaba, NeurIPS 2022) in the simulator: gradient strategies under stragglers
+(switching between strategies through checkpoints is `gba_switching`).
 
 - Stragglers (the throughput comparison and the fine-grained staleness / dropped-gradient
   table, the paper's Tab. 5.3): 128 workers (32 trainers x 4 threads; the paper's shared
@@ -11,21 +11,12 @@ switching between strategies through checkpoints.
   the same hyper-parameters; the report gives the global examples/s (steady, virtual), the
   dense staleness (mean, max) in global steps for every strategy, the gradients dropped by
   reason, and the test AUC, beside the paper's numbers.
-- Switching (Fig. 6: AUC per day after switching from synchronous training): a
-  continual-learning task of DAYS days (the synthetic teacher drifts each day). Days 0-1
-  are trained with `sync`; its checkpoint is then continued for days 2-4 by each strategy
-  with unchanged hyper-parameters (local batch, learning rates), while 20% of the 32
-  workers are 4x slower; day 5 switches every branch back to `sync` (no stragglers). After
-  each day the model is scored on held-out examples of that day. Claim: GBA stays within
-  0.002 AUC of continuing with sync; async (same hyper-parameters, 32x more updates of a
-  32x smaller batch) drops.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +25,11 @@ from recsync.app.repro.common import (
     WORKERS_PER_TRAINER,
     Progress,
     run_segment,
-    score,
     strategy,
     with_stragglers,
 )
 from recsync.app.runs.plots import new_figure, save_figure
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import Stragglers
@@ -202,130 +192,4 @@ def _stragglers_findings(rows: list[dict[str, Any]], gradients: int) -> list[str
         f"every local gradient at full learning rate and ends at AUC "
         f"{by['async']['test_auc']:.4f}, against {sync['test_auc']:.4f} for `sync` and "
         f"{gba['test_auc']:.4f} for GBA.",
-    ]
-
-
-DAYS = 6
-SYNC_DAYS = 2
-PER_DAY = 131_072
-LOCAL_BATCH = 64
-DRIFT = 0.1
-TEST_PER_DAY = 20_000
-BRANCHES = ("sync", "gba", "async", "bsp", "bounded_staleness", "backup_workers")
-
-
-def task_spec() -> SyntheticSpec:
-    return dataclasses.replace(
-        SyntheticSpec(), num_train=DAYS * PER_DAY, num_test=2_000, num_days=DAYS, drift=DRIFT
-    )
-
-
-def reproduce_switching(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    synthetic = task_spec()
-    task = SyntheticTask(synthetic)
-    tests = [task.day_test_set(day, TEST_PER_DAY)[0] for day in range(DAYS)]
-    train = TrainSpec(batch_size=LOCAL_BATCH)
-    state, base_auc = None, []
-    for day in range(SYNC_DAYS):
-        sim, _ = run_segment(strategy("sync"), synthetic, PER_DAY, state, train=train)
-        state = sim.final_state
-        base_auc.append(score(sim, tests[day]))
-        if progress:
-            progress(f"sync day {day}: AUC {base_auc[-1]:.4f}")
-    branches: dict[str, dict[str, Any]] = {}
-    for name in BRANCHES:
-        branch_state, auc, eps = state, list(base_auc), []
-        for day in range(SYNC_DAYS, DAYS):
-            last = day == DAYS - 1
-            config = strategy("sync" if last else name)
-            cost = CLUSTER_COST if last else with_stragglers()
-            sim, summary = run_segment(config, synthetic, PER_DAY, branch_state, cost, train=train)
-            branch_state = sim.final_state
-            auc.append(score(sim, tests[day]))
-            if not last:
-                eps.append(summary["eps"])
-            if progress:
-                progress(f"{name} day {day}{' (back to sync)' if last else ''}: AUC {auc[-1]:.4f}")
-        branches[name] = {"auc": auc, "eps": eps}
-    result = {"branches": branches, "days": DAYS, "sync_days": SYNC_DAYS}
-    (out_dir / "results.json").write_text(json.dumps(result, indent=1))
-    _plot_switching(branches, out_dir / "auc_per_day.png")
-    (out_dir / "report.md").write_text(_switching_report(branches))
-    return result
-
-
-def _plot_switching(branches: dict[str, dict[str, Any]], path: Path) -> None:
-    fig, ax = new_figure(7, 4)
-    for name, branch in branches.items():
-        ax.plot(range(DAYS), branch["auc"], marker="o", label=name)
-    ax.axvspan(-0.3, SYNC_DAYS - 0.5, color="grey", alpha=0.1, label="sync (shared)")
-    ax.axvspan(DAYS - 1.5, DAYS - 0.7, color="green", alpha=0.08, label="back to sync")
-    ax.set_xlabel("day")
-    ax.set_ylabel("test AUC (held-out of that day)")
-    ax.set_title("switching after 2 days of sync (simulated, 20% stragglers x4)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
-
-
-def _switching_report(branches: dict[str, dict[str, Any]]) -> str:
-    sync = branches["sync"]["auc"]
-    lines = [
-        "# Switching strategies through checkpoints (simulator)",
-        "",
-        f"{DAYS} days of {PER_DAY:,} examples (teacher drift {DRIFT} per day), local batch "
-        f"{LOCAL_BATCH}, 32 workers; days 0-{SYNC_DAYS - 1} with `sync`, then each strategy "
-        f"from the same checkpoint for days {SYNC_DAYS}-{DAYS - 2} with 20% of the workers 4x "
-        f"slower, then day {DAYS - 1} back to `sync`. Hyper-parameters unchanged throughout. "
-        f"AUC on {TEST_PER_DAY:,} held-out examples of each day, after training it.",
-        "",
-        "![AUC per day](auc_per_day.png)",
-        "",
-        "| strategy | " + " | ".join(f"day {d}" for d in range(DAYS)) + " | mean diff to sync "
-        f"(days {SYNC_DAYS}-{DAYS - 1}) | EPS while switched |",
-        "| --- | " + " | ".join("---" for _ in range(DAYS)) + " | --- | --- |",
-    ]
-    for name, branch in branches.items():
-        auc = branch["auc"]
-        diff = sum(a - s for a, s in zip(auc[SYNC_DAYS:], sync[SYNC_DAYS:], strict=True))
-        diff /= DAYS - SYNC_DAYS
-        eps = sum(branch["eps"]) / len(branch["eps"])
-        lines.append(
-            f"| {name} | " + " | ".join(f"{a:.4f}" for a in auc) + f" | {diff:+.4f} | {eps:,.0f} |"
-        )
-    return "\n".join([*lines, "", *_switching_findings(branches)]) + "\n"
-
-
-def _switching_findings(branches: dict[str, dict[str, Any]]) -> list[str]:
-    """The GBA paper's switching claims, checked against the table."""
-    sync = branches["sync"]["auc"]
-    switched = range(SYNC_DAYS, DAYS - 1)
-
-    def worst(name: str, days: Iterable[int]) -> float:
-        return float(max(abs(branches[name]["auc"][d] - sync[d]) for d in days))
-
-    def eps(name: str) -> float:
-        return float(sum(branches[name]["eps"]) / len(branches[name]["eps"]))
-
-    first = SYNC_DAYS
-    drops = sorted(
-        ((sync[first] - b["auc"][first], name) for name, b in branches.items() if name != "sync"),
-        reverse=True,
-    )
-    last = DAYS - 1
-    return [
-        "Findings:",
-        "",
-        f"- GBA continues `sync`'s checkpoint with the same hyper-parameters: its AUC stays "
-        f"within {worst('gba', switched):.4f} of continuing `sync` on every switched day "
-        f"(the claim: within 0.002), at {eps('gba') / eps('sync'):.2f}x `sync`'s EPS under "
-        "the stragglers.",
-        "- AUC lost on the first switched day: "
-        + ", ".join(f"`{name}` {drop:.4f}" for drop, name in drops)
-        + ". `async` and `bounded_staleness` apply every local gradient (of a 32x smaller "
-        "batch than the global one) at the same learning rate, with staleness.",
-        f"- Back to `sync` on day {last}: GBA is within {worst('gba', [last]):.4f} of the run "
-        f"that never left `sync`; `async` is {sync[last] - branches['async']['auc'][last]:.4f} "
-        "behind (the damage of the async days is not undone in one day).",
     ]
