@@ -58,6 +58,16 @@ class SyntheticSpec:
         if min(self.first_order_std, self.pairwise_std, self.dense_std) < 0 or self.teacher_dim < 1:
             raise ValueError("synthetic teacher stds must be >= 0 and teacher_dim >= 1")
 
+    def day_sizes(self) -> list[int]:
+        """Training examples of each day, in the stream's order."""
+        return split_days(self.num_train, self.num_days)
+
+
+def split_days(total: int, days: int) -> list[int]:
+    """`total` examples cut into `days` days, the first ones one longer when it does not
+    divide."""
+    return [total // days + (1 if i < total % days else 0) for i in range(days)]
+
 
 class Teacher:
     """The hidden model: logit = bias + dense . w + sum_f u_f[id] + sum_{f<g} <V_f[id], V_g[id]>."""
@@ -142,10 +152,7 @@ class SyntheticTask:
         return batch, prob.to(torch.float32)
 
     def _chunks(self, total: int, days: range, stream: int) -> Iterator[Batch]:
-        per_day = [
-            total // len(days) + (1 if i < total % len(days) else 0) for i in range(len(days))
-        ]
-        for day, count in zip(days, per_day, strict=True):
+        for day, count in zip(days, split_days(total, len(days)), strict=True):
             for index, start in enumerate(range(0, count, CHUNK)):
                 yield self._chunk(min(CHUNK, count - start), day, stream, index)[0]
 

@@ -29,6 +29,7 @@ from recsync.app.cli.common import (
     strategy_rows,
     warn_deprecations,
 )
+from recsync.app.cli.continual import continual
 from recsync.app.cli.data import data_app
 from recsync.app.cli.reproduce import reproduce_app
 from recsync.app.config.load import load_config, parse_overrides
@@ -59,6 +60,7 @@ app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.add_typer(reproduce_app, name="reproduce")
+app.command()(continual)
 
 
 def _prepare_run(

@@ -82,11 +82,17 @@ def _toml_lines(table: Mapping[str, Any], prefix: str) -> list[str]:
     return lines
 
 
-def _json_ready(record: Mapping[str, Any]) -> dict[str, Any]:
-    """NaN and infinities become null (JSON has no literal for them)."""
-    return {
-        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
-    }
+def json_ready(record: Mapping[str, Any]) -> dict[str, Any]:
+    """NaN and infinities become null (JSON has no literal for them), in nested tables too."""
+    return {k: _json_value(v) for k, v in record.items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return json_ready(value)
+    return value
 
 
 class RunDir:
@@ -137,7 +143,7 @@ class RunDir:
     def append_metrics(self, record: Mapping[str, Any]) -> None:
         """One evaluation point: a line of metrics.jsonl, and TensorBoard scalars over
         record["examples"]."""
-        record = _json_ready(record)
+        record = json_ready(record)
         with open(self.path / METRICS, "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
         if self._writer is not None:
@@ -149,7 +155,7 @@ class RunDir:
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         (self.path / SUMMARY).write_text(
-            json.dumps(_json_ready(summary), indent=2) + "\n", encoding="utf-8"
+            json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"
         )
 
     def close(self) -> None:

@@ -1,0 +1,108 @@
+"""`recsync continual`: train day after day, each day's model scored on the next day."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recsync.app.cli.common import (
+    ConfigOption,
+    ForceOption,
+    NameOption,
+    SetOption,
+    fail,
+    fail_interrupted,
+    warn_deprecations,
+)
+from recsync.app.config.load import load_config, parse_overrides
+from recsync.app.runs.continual import ENGINES, parse_schedule, run_continual
+from recsync.app.runs.run_dir import CONFIG_TOML, RunDir
+from recsync.errors import ConfigError, JobFailed, RecsyncError
+
+
+def continual(
+    config: ConfigOption = None,
+    name: NameOption = None,
+    force: ForceOption = False,
+    set_: SetOption = None,
+    engine: Annotated[
+        str, typer.Option(help=f"Where each day trains: one of {', '.join(ENGINES)}.")
+    ] = "sim",
+    schedule: Annotated[
+        str | None,
+        typer.Option(help="Strategy changes at day boundaries, e.g. '2=gba,5=sync'."),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue this continual run directory from its next day."),
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show each day's progress.")] = True,
+) -> None:
+    """Train on the synthetic task's days one after another (data.synthetic.num_days, drift
+    data.synthetic.drift), each day resumed from the previous day's checkpoint, and score
+    each day's model on the next day's data; per-day records in metrics.jsonl, days.png."""
+    console = Console(emoji=False)
+    try:
+        cfg, root = _setup(config, name, force, set_, resume)
+        warn_deprecations(cfg)
+        records = run_continual(
+            cfg,
+            root,
+            engine,
+            parse_schedule(schedule),
+            progress,
+            on_day=lambda r: console.print(_day_line(r), highlight=False),
+        )
+    except (RecsyncError, JobFailed, OSError) as error:
+        fail(error)
+    except KeyboardInterrupt as error:
+        fail_interrupted(str(error) or "SIGINT")
+    table = Table(title=f"recsync continual ({engine})")
+    for column in ("day", "strategy", "examples", "EPS", "next-day AUC", "next-day logloss"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(
+            str(r["day"]),
+            r["strategy"],
+            f"{r['examples']:,}",
+            f"{r['eps']:,.0f}",
+            f"{r['next_day_auc']:.4f}",
+            f"{r['next_day_logloss']:.4f}",
+        )
+    console.print(table)
+    console.print(f"run dir: {root}", highlight=False)
+
+
+def _setup(
+    config: Path | None, name: str | None, force: bool, set_: list[str] | None, resume: Path | None
+) -> tuple[Any, Path]:
+    overrides = parse_overrides(set_ or [])
+    if resume is not None:
+        base = Path(resume) / CONFIG_TOML
+        if not base.exists():
+            raise ConfigError(f"--resume {resume}: no {CONFIG_TOML} there (not a continual run)")
+        if config is not None or overrides:
+            raise ConfigError("--resume continues a run as it was configured: drop --config/--set")
+        return load_config(base), Path(resume)
+    if name is not None:
+        overrides["run.name"] = name
+    cfg = load_config(config, overrides)
+    existing = Path(cfg.run.runs_dir) / cfg.run.name
+    if not force and (existing / CONFIG_TOML).exists():
+        raise ConfigError(
+            f"{existing} holds a continual run; continue it with --resume {existing}, pass "
+            "--force to start it over, or choose another --name"
+        )
+    root = RunDir.create(cfg.run.runs_dir, cfg.run.name, force=force).path
+    return cfg, root
+
+
+def _day_line(record: dict[str, Any]) -> str:
+    return (
+        f"day {record['day']:>2} ({record['strategy']}): {record['examples']:,} examples at "
+        f"{record['eps']:,.0f}/s; next-day AUC {record['next_day_auc']:.4f}"
+    )

@@ -1,0 +1,34 @@
+"""The figure of a continual run: next-day AUC and examples/s per day, the strategy of each
+day written under its point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recsync.app.runs.plots import new_figure, save_figure
+
+
+def plot_days(records: list[dict[str, Any]], path: Path) -> Path:
+    fig, (quality, speed) = new_figure(11, 4, columns=2)
+    days = [r["day"] for r in records]
+    quality.plot(days, [r["next_day_auc"] for r in records], "o-")
+    for r in records:
+        quality.annotate(
+            r["strategy"].split()[0],
+            (r["day"], r["next_day_auc"]),
+            textcoords="offset points",
+            xytext=(0, -14),
+            ha="center",
+            fontsize=7,
+        )
+    quality.set_xlabel("day trained")
+    quality.set_ylabel("AUC on the next day")
+    quality.set_title("next-day AUC")
+    quality.grid(alpha=0.3)
+    speed.bar(days, [r["eps"] for r in records])
+    speed.set_xlabel("day trained")
+    speed.set_ylabel("examples/s")
+    speed.set_title("training speed per day")
+    speed.grid(alpha=0.3)
+    return save_figure(fig, path)
