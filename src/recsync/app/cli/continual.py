@@ -91,8 +91,8 @@ def _setup(
     if name is not None:
         overrides["run.name"] = name
     cfg = load_config(config, overrides)
-    existing = Path(cfg.run.runs_dir) / cfg.run.name
-    if not force and (existing / CONFIG_TOML).exists():
+    existing = Path(cfg.run.runs_dir) / (cfg.run.name or "")
+    if cfg.run.name and not force and (existing / CONFIG_TOML).exists():
         raise ConfigError(
             f"{existing} holds a continual run; continue it with --resume {existing}, pass "
             "--force to start it over, or choose another --name"
