@@ -141,10 +141,10 @@ def run_continual(
                 f"continual: day {day} ended at example {end.data_position:,}, not at the "
                 f"day's end {expected:,} (did the job stop early?)"
             )
-        record = _day_record(day, name, engine, day_config, summary, end, task)
+        record = json_ready(_day_record(day, name, engine, day_config, summary, end, task))
         records.append(record)
         with open(root / METRICS, "a") as out:
-            out.write(json.dumps(json_ready(record)) + "\n")
+            out.write(json.dumps(record) + "\n")
         plot_days(records, root / DAYS_PLOT)
         if on_day:
             on_day(record)

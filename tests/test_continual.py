@@ -1,0 +1,75 @@
+"""Continual training (`recsync continual`): days in order from each other's checkpoints, the
+next day's score, strategy changes at day boundaries, and resuming at the next day."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recsync.app.config.load import load_config
+from recsync.app.runs.checkpoints import load_run_checkpoint
+from recsync.app.runs.continual import (
+    day_dir_name,
+    day_sizes,
+    parse_schedule,
+    run_continual,
+    strategy_of_day,
+)
+from recsync.errors import ConfigError
+
+SMALL = {
+    "strategy.name": "sync",
+    "data.synthetic.num_days": 3,
+    "data.synthetic.num_train": 3 * 1024,
+    "data.synthetic.num_test": 500,
+    "data.synthetic.drift": 0.1,
+    "data.synthetic.table_rows": [50] * 4,
+    "data.synthetic.num_dense": 3,
+    "model.embedding_dim": 4,
+    "model.bottom_mlp": [8, 4],
+    "model.top_mlp": [8],
+    "train.batch_size": 64,
+}
+
+
+def test_schedule_is_parsed_and_read_per_day():
+    schedule = parse_schedule("0=sync, 2=gba,5=sync")
+    assert schedule == {0: "sync", 2: "gba", 5: "sync"}
+    assert [strategy_of_day(d, schedule, "async") for d in range(7)] == [
+        "sync", "sync", "gba", "gba", "gba", "sync", "sync",
+    ]  # fmt: skip
+    assert strategy_of_day(0, {2: "gba"}, "async") == "async"
+    with pytest.raises(ConfigError, match="'2:gba' is not DAY=STRATEGY"):
+        parse_schedule("2:gba")
+
+
+def test_days_must_exist_and_hold_whole_batches():
+    with pytest.raises(ConfigError, match="num_days = 1; it needs >= 2 days"):
+        day_sizes(load_config(None, {**SMALL, "data.synthetic.num_days": 1}))
+    with pytest.raises(ConfigError, match="1,000 a day, not a multiple of train.batch_size = 64"):
+        day_sizes(load_config(None, {**SMALL, "data.synthetic.num_train": 3000}))
+    _, sizes = day_sizes(load_config(None, SMALL))
+    assert sizes == [1024, 1024, 1024]
+
+
+def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
+    config = load_config(None, SMALL)
+    root = tmp_path / "days"
+    records = run_continual(config, root, "sim", {1: "gba"}, progress=False)
+    assert [r["day"] for r in records] == [0, 1]  # day 2 is only scored
+    assert records[0]["strategy"] == "sync" and records[1]["strategy"].startswith("GBA")
+    assert all(r["examples"] == 1024 and 0.5 < r["next_day_auc"] < 1.0 for r in records)
+    for day in (0, 1):
+        state, _ = load_run_checkpoint(root / day_dir_name(day))
+        assert state.data_position == 1024 * (day + 1)
+    lines = (root / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["day"] for line in lines] == [0, 1]
+    assert (root / "days.png").stat().st_size > 0
+
+    assert run_continual(config, root, "sim", {1: "gba"}, progress=False) == records  # all done
+    # day 1 lost (no summary): resuming trains it again from day 0's checkpoint, to the bit
+    (root / day_dir_name(1) / "summary.json").unlink()
+    again = run_continual(config, root, "sim", {1: "gba"}, progress=False)
+    assert again[1]["next_day_auc"] == records[1]["next_day_auc"]
+    assert len((root / "metrics.jsonl").read_text().splitlines()) == 2
