@@ -22,6 +22,7 @@ from recsync.app.repro import (
     shadowsync,
     shadowsync_quality,
     staleness_norm,
+    swap_days,
 )
 from recsync.app.repro.common import Progress
 
@@ -68,6 +69,11 @@ def _norm_run(r: dict[str, Any]) -> str:
         f"{r['label']:>30} (lr x{r['lr_factor']:g}): AUC {r['final_auc']:.4f}, "
         f"staleness mean {s['mean']:.0f} sd {s['std']:.0f}"
     )
+
+
+def _swap_row(r: dict[str, Any]) -> str:
+    auc = r["next_day_auc"]
+    return f"{r['variant']:>32}: next-day AUC day 1 {auc[0]:.4f} ... day {len(auc)} {auc[-1]:.4f}"
 
 
 def _straggler_row(r: dict[str, Any]) -> str:
@@ -130,6 +136,15 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "reports/staleness_norm",
             35.0,
             _norm_run,
+        ),
+        Reproduction(
+            "swap-days",
+            "Async SGD at extreme scale (Liu & Zhao 2021)",
+            "Fig. 7: next-day AUC over 11 days, Adagrad vs per-step decay vs SWAP",
+            swap_days.reproduce,
+            "reports/swap_days",
+            5.0,
+            _swap_row,
         ),
         Reproduction(
             "gba-stragglers",

@@ -1,0 +1,152 @@
+"""Liu & Zhao (AAAI 2021), Fig. 7 in the simulator: SWAP keeps Adagrad improving over days.
+
+The paper trains its model incrementally for 10 days (each day restored from yesterday's
+checkpoint, scored on the next day) with plain Adagrad, Adagrad whose accumulator decays at
+every step (Zeiler 2012, lambda = 0.999999) and Adagrad-SWAP (lambda0 = 0.8 every T = 1.4e7
+steps): plain Adagrad's AUC stalls after 3-4 days, SWAP's keeps rising.
+
+Ours: a synthetic task of DAYS days whose teacher drifts by DRIFT a day, async with 4 workers,
+a small DLRM; each day resumes from the previous day's checkpoint and is scored on the next
+day's held-out examples. Scaled equivalents: the paper's T is about one day of its iterations
+(7e9 examples a day at ~580 an iteration: 1.2e7), so T = one day of updates here (each dense
+block and each embedding shard counts its own updates; both see every push); the per-step
+decay keeps the paper's window relative to a day: lambda^(updates a day) = 0.999999^1.2e7.
+The same decays apply to the dense Adagrad and to the embedding rows' Adagrad.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from recsync.app.repro.common import Progress, run_in_processes, run_segment, score, strategy
+from recsync.app.runs.plots import new_figure, save_figure
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.model.spec import ModelSpec, default_tables
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.optim.swap import Swap
+from recsync.optim.train_spec import TrainSpec
+
+DAYS = 12  # days 0-10 trained, 1-11 scored
+PER_DAY = 65_536
+DRIFT = 0.2
+BATCH_SIZE = 64
+WORKERS = 4  # one trainer of 4 worker threads
+UPDATES_PER_DAY = PER_DAY // BATCH_SIZE  # async: one update per batch
+TEST_PER_DAY = 20_000
+PAPER_ITERATIONS_PER_DAY = 7e9 / 580
+STEP_DECAY = math.exp(PAPER_ITERATIONS_PER_DAY * math.log(0.999999) / UPDATES_PER_DAY)
+VARIANTS: dict[str, Swap | None] = {
+    "Adagrad": None,
+    f"per-step decay (lambda {STEP_DECAY:.5f})": Swap(decay=STEP_DECAY, period=1),
+    "Adagrad-SWAP (0.8, T = 1 day)": Swap(decay=0.8, period=UPDATES_PER_DAY),
+}
+
+
+def task() -> SyntheticSpec:
+    return dataclasses.replace(
+        SyntheticSpec(), num_train=DAYS * PER_DAY, num_test=2_000, num_days=DAYS, drift=DRIFT
+    )
+
+
+def model() -> ModelSpec:
+    return ModelSpec(tables=default_tables(26, 100, 8), bottom_mlp=(64, 32), top_mlp=(64, 32))
+
+
+def train_spec(swap: Swap | None) -> TrainSpec:
+    return TrainSpec(
+        batch_size=BATCH_SIZE,
+        dense_optimizer=DenseOptimizerSpec(swap=swap),
+        sparse_optimizer=RowOptimizerSpec(swap=swap),
+    )
+
+
+def run_variant(label: str) -> dict[str, Any]:
+    synthetic = task()
+    tests = SyntheticTask(synthetic)
+    state, auc = None, []
+    for day in range(DAYS - 1):
+        sim, _ = run_segment(
+            strategy("async"),
+            synthetic,
+            PER_DAY,
+            state,
+            model=model(),
+            train=train_spec(VARIANTS[label]),
+            trainers=1,
+        )
+        state = sim.final_state
+        auc.append(score(sim, tests.day_test_set(day + 1, TEST_PER_DAY)[0]))
+    return {"variant": label, "next_day_auc": auc}
+
+
+def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = run_in_processes(run_variant, list(VARIANTS), progress)
+    (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
+    _plot(rows, out_dir / "next_day_auc.png")
+    (out_dir / "report.md").write_text(report(rows))
+    return rows
+
+
+def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+    fig, ax = new_figure(7, 4)
+    for row in rows:
+        ax.plot(range(1, DAYS), row["next_day_auc"], marker="o", label=row["variant"])
+    ax.set_xlabel("day scored (trained through the day before)")
+    ax.set_ylabel("next-day test AUC")
+    ax.set_title("Fig. 7: Adagrad vs SWAP over days (simulated)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "# SWAP over days (Liu & Zhao Fig. 7, simulator)",
+        "",
+        "Paper: an e-commerce model trained incrementally for 10 days (7 billion examples a "
+        "day), each day from yesterday's checkpoint and scored on the next day; Adagrad, "
+        "Adagrad with a per-step decay (lambda 0.999999) and Adagrad-SWAP (lambda0 0.8, T = "
+        "1.4e7 steps). Plain Adagrad meets a bottleneck after 3-4 days; SWAP keeps improving.",
+        "",
+        f"Ours: synthetic task of {DAYS} days of {PER_DAY:,} examples, teacher drift {DRIFT} "
+        f"a day; async, 1 trainer x {WORKERS} workers, batch {BATCH_SIZE} ({UPDATES_PER_DAY:,} "
+        "updates a day), DLRM with 26 tables of 100 rows (dim 8) and MLPs 64-32, recsync's "
+        "default Adagrad rates (not tuned for any variant); the decays apply to the dense and "
+        "the row Adagrad alike. Scaled equivalents: SWAP's period T = one day of updates (the "
+        "paper's T is about one day of its iterations); the per-step decay keeps the paper's "
+        "forgetting over a day. One seed. AUC on "
+        f"{TEST_PER_DAY:,} held-out examples of the next day.",
+        "",
+        "![next-day AUC](next_day_auc.png)",
+        "",
+        "| variant | " + " | ".join(f"day {d}" for d in range(1, DAYS)) + " |",
+        "| --- | " + " | ".join("---" for _ in range(1, DAYS)) + " |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['variant']} | " + " | ".join(f"{a:.4f}" for a in row["next_day_auc"]) + " |"
+        )
+    return "\n".join([*lines, "", *findings(rows)]) + "\n"
+
+
+def findings(rows: list[dict[str, Any]]) -> list[str]:
+    """Gains from day 4 on (the paper: Adagrad flat from day 3-4, SWAP still rising)."""
+    by = {row["variant"]: row["next_day_auc"] for row in rows}
+    plain = by["Adagrad"]
+    swap = next(v for k, v in by.items() if k.startswith("Adagrad-SWAP"))
+    late = 3  # index of day 4 scored
+    gain_plain, gain_swap = plain[-1] - plain[late], swap[-1] - swap[late]
+    holds = gain_swap > gain_plain and swap[-1] > plain[-1]
+    return [
+        "Findings:",
+        "",
+        f"- From day {late + 1} to day {DAYS - 1}: Adagrad {gain_plain:+.4f} AUC, SWAP "
+        f"{gain_swap:+.4f}; last day Adagrad {plain[-1]:.4f}, SWAP {swap[-1]:.4f}. Shape "
+        + ("holds (SWAP keeps improving where Adagrad stalls)." if holds else "does not hold."),
+    ]
