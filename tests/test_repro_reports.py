@@ -10,6 +10,7 @@ from recsync.app.repro import (
     shadowsync_quality,
     staleness_norm,
     staleness_norm_report,
+    swap_days,
 )
 
 
@@ -134,9 +135,9 @@ def test_norm_report_reads_each_claim_off_the_runs():
         "setting": {"total_steps": 240_000, "batch_size": 64, "tables": "8", "cost": "c"},
     }
     text = staleness_norm_report.report(result)
-    assert "| 3,000 | 3000 | 22,500 | 5.0% | 2,090 | 11,300 | 5.1% |" in text
+    assert "| 3,000 | 3,000 | 22,500 | 5.0% | 2,090 | 11,300 | 5.1% |" in text
     assert "x0.25 AUC 0.7000, x0.5 AUC 0.6000; x0.25 is frozen" in text
-    assert "no normalization 0.6000 (-0.1000), rho on tau' 0.6800 (-0.0200). Shape holds." in text
+    assert "rho on tau' 0.6800 (-0.0200). Shape holds in part: rho closes 80% of the gap" in text
     assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016). Shape holds." in text
     assert "ours 1K +0.0100 AUC, 3K -0.0200. Shape does not hold." in text
 
@@ -192,3 +193,16 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
     assert "Best FR: FR-EASGD-5; S-EASGD 0.50000 (at or below the best FR" in text
     assert "mildest eval increase at 20 trainers is S-EASGD's (+0.400%" in text
     assert "| 20 | FR-EASGD-5 | 0.51800 | 0.50800 | +1.569% | +1.600% | +0.249%, +0.333% |" in text
+
+
+def test_swap_days_report_compares_late_gains():
+    days = swap_days.DAYS - 1
+    plain = [0.70 + 0.01 * min(d, 3) for d in range(days)]  # flat from day 4
+    swap = [0.70 + 0.01 * d for d in range(days)]
+    rows = [
+        {"variant": "Adagrad", "next_day_auc": plain},
+        {"variant": "Adagrad-SWAP (0.8, T = 1 day)", "next_day_auc": swap},
+    ]
+    text = swap_days.report(rows)
+    assert f"From day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in text
+    assert "Shape holds (SWAP keeps improving where Adagrad stalls)." in text

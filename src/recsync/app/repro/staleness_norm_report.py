@@ -14,6 +14,7 @@ FIG5 = (
     "3K, 1/tau (Zhang et al. 2016)",
     "3K, rho on tau'",
 )
+NEAR = 0.005  # AUC: "almost achieves the same AUC as in 1K workers"
 FIG6 = ("1K, rho", "1K, rho + data norm", "3K, rho on tau'", "3K, rho on tau' + data norm")
 
 
@@ -100,7 +101,7 @@ def _staleness_table(runs: dict[str, dict[str, Any]], paper: dict[str, Any]) -> 
         s = runs[label]["staleness"]
         mean, variance = paper["staleness"][workers]
         lines.append(
-            f"| {int(workers):,} | {s['mean']:.0f} | {s['variance']:,.0f} | "
+            f"| {int(workers):,} | {s['mean']:,.0f} | {s['variance']:,.0f} | "
             f"{s['std'] / s['mean']:.1%} | {mean:,.0f} | {variance:,.0f} | "
             f"{variance**0.5 / mean:.1%} |"
         )
@@ -116,7 +117,13 @@ def findings(result: dict[str, Any]) -> list[str]:
     worst = min(large, key=lambda label: large[label])
     rho_gap = expected - auc["3K, rho on tau'"]
     none_gap = expected - auc["3K, no normalization"]
-    holds_rho = abs(rho_gap) < abs(none_gap)
+    closed = 1.0 - rho_gap / none_gap if none_gap else 0.0
+    if abs(rho_gap) <= NEAR:
+        verdict_rho = "holds."
+    elif abs(rho_gap) < abs(none_gap):
+        verdict_rho = f"holds in part: rho closes {closed:.0%} of the gap, not all of it."
+    else:
+        verdict_rho = "does not hold: rho is no closer to 1K than no normalization."
     holds_worst = worst == "3K, 1/tau (Zhang et al. 2016)"
     gain_small = auc["1K, rho + data norm"] - auc["1K, rho"]
     gain_large = auc["3K, rho on tau' + data norm"] - auc["3K, rho on tau'"]
@@ -127,15 +134,16 @@ def findings(result: dict[str, Any]) -> list[str]:
         f"- Fig. 5, rho keeps 3K near 1K (paper: rho at 3K reaches about the 1K AUC, both "
         f"baselines fall short): 1K un-normalized {expected:.4f}; at 3K no normalization "
         f"{auc['3K, no normalization']:.4f} ({-none_gap:+.4f}), rho on tau' "
-        f"{expected - rho_gap:.4f} ({-rho_gap:+.4f}). Shape "
-        + (
-            "holds."
-            if holds_rho
-            else "does not hold: rho is not closer to 1K than no normalization."
-        ),
+        f"{expected - rho_gap:.4f} ({-rho_gap:+.4f}). Shape " + verdict_rho,
         f"- Fig. 5, 1/tau worst (paper: linear normalization converges worst): 1/tau "
         f"{auc['3K, 1/tau (Zhang et al. 2016)']:.4f}, worst of the 3K runs: {worst}. Shape "
         + ("holds." if holds_worst else "does not hold."),
+        "- How the rules act on Adagrad: a factor common to every gradient cancels in "
+        "Adagrad's g / sqrt(sum g^2). 1/tau still matters because the first ~n updates (each "
+        "worker's first push, tau < n) enter the accumulator at full size and every later "
+        "one at about 1/n of it: every later step is shrunk, a smaller learning rate in "
+        "effect. rho on tau' leaves the fresher half of the gradients whole and all but "
+        "drops the staler half (tau' > mu' gives rho = tau'^-2, about 1e-6).",
         f"- Fig. 6, data normalization over rho (paper: 1K {paper['1000']}, 3K "
         f"{paper['3000']}): ours 1K {gain_small:+.4f} AUC, 3K {gain_large:+.4f}. Shape "
         + ("holds." if gain_small > 0 and gain_large > 0 else "does not hold."),
