@@ -206,3 +206,7 @@ def test_swap_days_report_compares_late_gains():
     text = swap_days.report(rows)
     assert f"From day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in text
     assert "Shape holds (SWAP keeps improving where Adagrad stalls)." in text
+    rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
+    assert "holds in part: SWAP ends +0.0010 ahead, but Adagrad does not stall" in (
+        swap_days.report(rows)
+    )

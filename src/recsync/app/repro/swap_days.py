@@ -38,6 +38,7 @@ BATCH_SIZE = 64
 WORKERS = 4  # one trainer of 4 worker threads
 UPDATES_PER_DAY = PER_DAY // BATCH_SIZE  # async: one update per batch
 TEST_PER_DAY = 20_000
+STALL = 0.25  # Adagrad "stalls": its late gain is under a quarter of SWAP's
 PAPER_ITERATIONS_PER_DAY = 7e9 / 580
 STEP_DECAY = math.exp(PAPER_ITERATIONS_PER_DAY * math.log(0.999999) / UPDATES_PER_DAY)
 VARIANTS: dict[str, Swap | None] = {
@@ -142,11 +143,25 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
     swap = next(v for k, v in by.items() if k.startswith("Adagrad-SWAP"))
     late = 3  # index of day 4 scored
     gain_plain, gain_swap = plain[-1] - plain[late], swap[-1] - swap[late]
-    holds = gain_swap > gain_plain and swap[-1] > plain[-1]
+    stalls = gain_plain < STALL * max(gain_swap, 1e-9)
+    if stalls and swap[-1] > plain[-1]:
+        verdict = "holds (SWAP keeps improving where Adagrad stalls)."
+    elif swap[-1] > plain[-1]:
+        verdict = (
+            f"holds in part: SWAP ends {swap[-1] - plain[-1]:+.4f} ahead, but Adagrad does "
+            "not stall here."
+        )
+    else:
+        verdict = "does not hold: SWAP does not end ahead of Adagrad."
     return [
         "Findings:",
         "",
         f"- From day {late + 1} to day {DAYS - 1}: Adagrad {gain_plain:+.4f} AUC, SWAP "
         f"{gain_swap:+.4f}; last day Adagrad {plain[-1]:.4f}, SWAP {swap[-1]:.4f}. Shape "
-        + ("holds (SWAP keeps improving where Adagrad stalls)." if holds else "does not hold."),
+        + verdict,
+        f"- Why Adagrad may not stall here: its steps shrink as 1 / sqrt(updates), from day "
+        f"{late + 1} to day {DAYS - 1} by sqrt({DAYS - 1}/{late + 1}) = "
+        f"{math.sqrt((DAYS - 1) / (late + 1)):.2f}x; the paper's days hold 7e9 examples each "
+        "(its accumulators had summed ~3e7 updates by day 3). A run long enough to stall "
+        "Adagrad is not in this machine's budget.",
     ]
