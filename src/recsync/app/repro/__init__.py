@@ -161,7 +161,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "Fig. 6: sync for 2 days, then each strategy from the checkpoint, back to sync",
             gba_switching.reproduce_switching,
             "reports/gba_switching",
-            14.0,
+            15.0,
         ),
         Reproduction(
             "psp",
