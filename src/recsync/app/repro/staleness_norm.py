@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from recsync.app.repro import async_at_scale
 from recsync.app.repro.common import Progress, run_in_processes
 from recsync.app.repro.staleness_norm_report import write_report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -29,7 +30,6 @@ from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.asynchronous import AsyncConfig
 from recsync.sync.staleness_norm import StalenessNorm
@@ -50,16 +50,8 @@ PAPER: dict[str, Any] = {
 }
 # one dense and one embedding server (each step is 4 messages: the simulator's wall time is
 # the real math); a worker's step takes ~0.2 s, so 3K workers keep the dense server ~40% busy
-NORM_COST = CostModel(
-    worker_flops=2.0e7,
-    speed_spread=0.05,
-    batch_noise=0.05,
-    latency_s=5.0e-5,
-    bandwidth_bytes_s=25e9 / 8,
-    request_s=2.0e-5,
-    row_s=5.0e-9,
-    element_s=2.0e-10,
-    reader_batch_s=1.0e-6,
+NORM_COST = dataclasses.replace(
+    async_at_scale.CLUSTER_COST, worker_flops=2.0e7, speed_spread=0.05, batch_noise=0.05
 )
 
 
