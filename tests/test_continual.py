@@ -73,3 +73,18 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     again = run_continual(config, root, "sim", {1: "gba"}, progress=False)
     assert again[1]["next_day_auc"] == records[1]["next_day_auc"]
     assert len((root / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("local_ray")
+def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
+    config = load_config(None, {**SMALL, "strategy.name": "async", "cluster.num_cpus": 2})
+    root = tmp_path / "ray-days"
+    records = run_continual(config, root, "ray", {1: "sync"}, progress=False)
+    assert [(r["day"], r["strategy"], r["examples"]) for r in records] == [
+        (0, "async", 1024),
+        (1, "sync", 1024),
+    ]
+    assert all(r["engine"] == "ray" and 0.5 < r["next_day_auc"] < 1.0 for r in records)
+    state, _ = load_run_checkpoint(root / day_dir_name(1))
+    assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
