@@ -53,6 +53,12 @@ def test_days_must_exist_and_hold_whole_batches():
     assert sizes == [1024, 1024, 1024]
 
 
+def test_a_wrong_strategy_in_the_schedule_fails_before_any_day(tmp_path):
+    with pytest.raises(ConfigError, match="--schedule: strategy 'nope': .*Input should be"):
+        run_continual(load_config(None, SMALL), tmp_path / "d", "sim", {2: "nope"}, False)
+    assert not (tmp_path / "d" / day_dir_name(0)).exists()
+
+
 def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     config = load_config(None, SMALL)
     root = tmp_path / "days"

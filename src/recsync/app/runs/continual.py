@@ -117,6 +117,11 @@ def run_continual(
     if not base.exists():
         root.mkdir(parents=True, exist_ok=True)
         base.write_text(toml_text(config.dump()))
+    for name in sorted(set(schedule.values()) - {config.strategy.name}):
+        try:  # a wrong name fails before day 0, not days later
+            load_config(base, {}, {"strategy": {"name": name}})
+        except ConfigError as error:
+            raise ConfigError(f"--schedule: strategy {name!r}: {error}") from None
     records = _kept_days(root)
     run: Runner = run_simulation if engine == "sim" else run_distributed
     task = SyntheticTask(synthetic)
