@@ -3,10 +3,12 @@ next day's score, strategy changes at day boundaries, and resuming at the next d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from recsync.app.cli.data import Split, write_synthetic_parquet
 from recsync.app.config.load import load_config
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.continual import (
@@ -16,6 +18,7 @@ from recsync.app.runs.continual import (
     run_continual,
     strategy_of_day,
 )
+from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 
 SMALL = {
@@ -94,3 +97,28 @@ def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     assert all(r["engine"] == "ray" and 0.5 < r["next_day_auc"] < 1.0 for r in records)
     state, _ = load_run_checkpoint(root / day_dir_name(1))
     assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
+
+
+def test_day_files_train_whole_each_and_score_the_next(tmp_path):
+    """Three Parquet day files (three drifted teachers' days written by `recsync data synth`'s
+    writer): day 0 trains the first file, is scored on the second, and so on."""
+    base = SyntheticSpec(num_train=1024, num_test=256, table_rows=(50,) * 4, num_dense=3)
+    files = []
+    for day in range(3):
+        path = tmp_path / f"day{day}.parquet"
+        write_synthetic_parquet(dataclasses.replace(base, seed=day), path, Split.train)
+        files.append(str(path))
+    overrides = {k: v for k, v in SMALL.items() if not k.startswith("data.")}
+    data = {"data.source": "parquet", "data.path": files[0], "data.test_path": files[1]}
+    data["model.table_rows"] = 50
+    config = load_config(None, {**overrides, **data})
+    records = run_continual(config, tmp_path / "f", "sim", None, False, day_files=files)
+    assert [(r["day"], r["data"], r["examples"]) for r in records] == [
+        (0, files[0], 1024),
+        (1, files[1], 1024),
+    ]
+    assert all(0.0 < r["next_day_auc"] < 1.0 for r in records)
+    day1 = load_config(tmp_path / "f" / day_dir_name(1) / "config.toml")
+    assert day1.data.test_path == files[2]
+    with pytest.raises(ConfigError, match="1 day file"):
+        run_continual(config, tmp_path / "g", "sim", None, False, day_files=files[:1])

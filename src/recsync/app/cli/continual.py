@@ -40,14 +40,21 @@ def continual(
         Path | None,
         typer.Option(help="Continue this continual run directory from its next day."),
     ] = None,
+    day_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A day's data file, in order (repeat: --day-file d0.csv --day-file d1.csv "
+            "...); data.source gives their format. Default: the synthetic task's days."
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show each day's progress.")] = True,
 ) -> None:
-    """Train on the synthetic task's days one after another (data.synthetic.num_days, drift
-    data.synthetic.drift), each day resumed from the previous day's checkpoint, and score
-    each day's model on the next day's data; per-day records in metrics.jsonl, days.png."""
+    """Train day after day (the synthetic task's data.synthetic.num_days days, or
+    --day-file files), each day resumed from the previous day's checkpoint, and score each
+    day's model on the next day's data; per-day records in metrics.jsonl, days.png."""
     console = Console(emoji=False)
     try:
-        cfg, root = _setup(config, name, force, set_, resume)
+        cfg, root = _setup(config, name, force, set_, resume, day_file)
         warn_deprecations(cfg)
         records = run_continual(
             cfg,
@@ -56,6 +63,7 @@ def continual(
             parse_schedule(schedule),
             progress,
             on_day=lambda r: console.print(_day_line(r), highlight=False),
+            day_files=day_file,
         )
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
@@ -78,9 +86,16 @@ def continual(
 
 
 def _setup(
-    config: Path | None, name: str | None, force: bool, set_: list[str] | None, resume: Path | None
+    config: Path | None,
+    name: str | None,
+    force: bool,
+    set_: list[str] | None,
+    resume: Path | None,
+    day_files: list[str] | None,
 ) -> tuple[Any, Path]:
     overrides = parse_overrides(set_ or [])
+    if day_files and len(day_files) >= 2:  # the base config reads as day 0's
+        overrides = {"data.path": day_files[0], "data.test_path": day_files[1], **overrides}
     if resume is not None:
         base = Path(resume) / CONFIG_TOML
         if not base.exists():

@@ -11,11 +11,14 @@ between days (or during one) continues with `resume=True`: days with a summary a
 next one restarts from the last kept day's checkpoint.
 
 The data is a synthetic task of `data.synthetic.num_days` days whose teacher drifts by
-`data.synthetic.drift` a day: days 0 .. N-2 are trained, days 1 .. N-1 evaluated.
+`data.synthetic.drift` a day, or a list of day files (one file, or one file list, a day, in
+the run's `data.source` format): days 0 .. N-2 are trained (each day file whole), days 1 ..
+N-1 evaluated (a day file: its first `data.test_max_examples` examples).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -106,12 +109,14 @@ def run_continual(
     schedule: dict[int, str] | None = None,
     progress: bool = True,
     on_day: Callable[[dict[str, Any]], None] | None = None,
+    day_files: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Train every remaining day under `root` (days already there, with a summary, are kept)
-    and return every day's record."""
+    and return every day's record. `day_files`: the days' data files, in order (else the
+    synthetic task's days)."""
     if engine not in ENGINES:
         raise ConfigError(f"continual: engine must be one of {list(ENGINES)}, got {engine!r}")
-    synthetic, sizes = day_sizes(config)
+    days = _Days(config, day_files)
     schedule = schedule or {}
     base = root / CONFIG_TOML
     if not base.exists():
@@ -124,29 +129,26 @@ def run_continual(
             raise ConfigError(f"--schedule: strategy {name!r}: {error}") from None
     records = _kept_days(root)
     run: Runner = run_simulation if engine == "sim" else run_distributed
-    task = SyntheticTask(synthetic)
-    for day in range(len(records), len(sizes) - 1):
+    for day in range(len(records), days.count - 1):
         state = None
         if day > 0:
             state, _ = load_run_checkpoint(root / day_dir_name(day - 1))
+            state = days.carried(state)
         name = strategy_of_day(day, schedule, config.strategy.name)
         sections = {} if name == config.strategy.name else {"strategy": {"name": name}}
-        day_config = load_config(base, {"run.name": day_dir_name(day)}, sections)
+        overrides = {"run.name": day_dir_name(day), **days.overrides(day)}
+        day_config = load_config(base, overrides, sections)
         run_dir = RunDir.create(root, day_dir_name(day), force=True)
-        summary = run(day_config, run_dir, progress, state, sizes[day])
+        summary = run(day_config, run_dir, progress, state, days.stop_after(day))
         if summary.get("interrupted"):
             raise JobFailed(
                 f"continual: day {day} interrupted ({summary['interrupted']}); continue with "
                 f"recsync continual --resume {root}"
             )
         end, _ = load_run_checkpoint(run_dir.path)
-        expected = sum(sizes[: day + 1])
-        if end.data_position != expected:
-            raise ConfigError(
-                f"continual: day {day} ended at example {end.data_position:,}, not at the "
-                f"day's end {expected:,} (did the job stop early?)"
-            )
-        record = json_ready(_day_record(day, name, engine, day_config, summary, end, task))
+        days.check_end(day, end, summary)
+        quality = days.next_day_quality(day, day_config, summary, end)
+        record = json_ready(_day_record(day, name, engine, day_config, summary, quality))
         records.append(record)
         with open(root / METRICS, "a") as out:
             out.write(json.dumps(record) + "\n")
@@ -171,19 +173,79 @@ def _kept_days(root: Path) -> list[dict[str, Any]]:
     return kept
 
 
+class _Days:
+    """Where each day's examples come from: the synthetic task's days, or day files."""
+
+    def __init__(self, config: Config, files: list[str] | None):
+        self.files = files
+        if files is None:
+            synthetic, self.sizes = day_sizes(config)
+            self.task: SyntheticTask | None = SyntheticTask(synthetic)
+            self.count = len(self.sizes)
+            return
+        if config.data.source == "synthetic":
+            raise ConfigError(
+                "continual: day files need data.source set to their format (e.g. csv, "
+                "parquet, criteo, libsvm or auto)"
+            )
+        if len(files) < 2:
+            raise ConfigError(
+                f"continual: {len(files)} day file(s); it needs >= 2 (each day's model is "
+                "evaluated on the next day)"
+            )
+        self.task, self.sizes, self.count = None, [], len(files)
+
+    def overrides(self, day: int) -> dict[str, Any]:
+        if self.files is None:
+            return {}
+        return {
+            "data.path": self.files[day],
+            "data.test_path": self.files[day + 1],
+            "data.test_fraction": 0.0,
+        }
+
+    def carried(self, state: JobState) -> JobState:
+        """The previous day's end state as this day's start: a new day file is read from
+        its first example."""
+        return state if self.files is None else dataclasses.replace(state, data_position=0)
+
+    def stop_after(self, day: int) -> int | None:
+        return self.sizes[day] if self.files is None else None
+
+    def check_end(self, day: int, end: JobState, summary: dict[str, Any]) -> None:
+        if self.files is not None:
+            if summary["examples_trained"] == 0:
+                raise ConfigError(f"continual: day {day} ({self.files[day]}) trained nothing")
+            return
+        expected = sum(self.sizes[: day + 1])
+        if end.data_position != expected:
+            raise ConfigError(
+                f"continual: day {day} ended at example {end.data_position:,}, not at the "
+                f"day's end {expected:,} (did the job stop early?)"
+            )
+
+    def next_day_quality(
+        self, day: int, config: Config, summary: dict[str, Any], end: JobState
+    ) -> dict[str, float]:
+        """AUC, logloss and NE of the day's end model on the next day."""
+        if self.task is None:  # the run's own held-out set is the next day file
+            return {k: summary[f"test_{k}"] for k in ("auc", "logloss", "ne")}
+        spec = job_spec(config)
+        test, _ = self.task.day_test_set(day + 1, NEXT_DAY_TEST)
+        weights = [shard["weight"] for shard in end.shards]
+        layout = plan_for(spec).embeddings.layout
+        quality = evaluate_model(spec, layout, end.dense, weights, test)
+        return {"auc": quality.auc, "logloss": quality.logloss, "ne": quality.ne}
+
+
 def _day_record(
     day: int,
     strategy: str,
     engine: str,
     config: Config,
     summary: dict[str, Any],
-    end: JobState,
-    task: SyntheticTask,
+    quality: dict[str, float],
 ) -> dict[str, Any]:
-    spec = job_spec(config)
-    test, _ = task.day_test_set(day + 1, NEXT_DAY_TEST)
-    weights = [shard["weight"] for shard in end.shards]
-    quality = evaluate_model(spec, plan_for(spec).embeddings.layout, end.dense, weights, test)
     tree = config.dump()
     return {
         "day": day,
@@ -196,7 +258,8 @@ def _day_record(
         "examples": summary["examples_trained"],
         "eps": summary["eps"],
         "train_seconds": summary["train_seconds"],
-        "next_day_auc": quality.auc,
-        "next_day_logloss": quality.logloss,
-        "next_day_ne": quality.ne,
+        "data": tree["data"]["path"] if tree["data"]["source"] != "synthetic" else "synthetic",
+        "next_day_auc": quality["auc"],
+        "next_day_logloss": quality["logloss"],
+        "next_day_ne": quality["ne"],
     }
