@@ -79,8 +79,11 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     assert run_continual(config, root, "sim", {1: "gba"}, progress=False) == records  # all done
     # day 1 lost (no summary): resuming trains it again from day 0's checkpoint, to the bit
     (root / day_dir_name(1) / "summary.json").unlink()
-    again = run_continual(config, root, "sim", {1: "gba"}, progress=False)
+    again = run_continual(config, root, progress=False)  # engine and schedule: the run's
+    assert again[1]["strategy"].startswith("GBA")
     assert again[1]["next_day_auc"] == records[1]["next_day_auc"]
+    with pytest.raises(ConfigError, match="was started with schedule"):
+        run_continual(config, root, "sim", {1: "async"}, progress=False)
     assert len((root / "metrics.jsonl").read_text().splitlines()) == 2
 
 

@@ -90,13 +90,18 @@ class StalenessNorm:
             params += f", sigmoid_lambda={self.sigmoid_lambda:g}"
         return f"staleness_norm={self.rule}({params})"
 
-    def normalized(self, tau: float) -> float:
-        """tau' = delta' (tau - mu) / delta + mu' (>= 0), or tau when no moments are set."""
+    def _affine(self) -> tuple[float, float] | None:
+        """(a, b) of tau' = a tau + b = delta' (tau - mu) / delta + mu'; None: tau as it is."""
         if self.source_mean is None:
-            return float(tau)
+            return None
         assert self.source_std is not None and self.target_std is not None
         ratio = self.target_std / self.source_std
-        return max(0.0, ratio * (float(tau) - self.source_mean) + self.mu_prime)
+        return ratio, self.mu_prime - ratio * self.source_mean
+
+    def normalized(self, tau: float) -> float:
+        """tau' (>= 0), or tau when no moments are set."""
+        affine = self._affine()
+        return float(tau) if affine is None else max(0.0, affine[0] * float(tau) + affine[1])
 
     def effective(self, tau: float, last_update_abs: float = 0.0) -> float:
         t = self.normalized(tau)
@@ -114,10 +119,9 @@ class StalenessNorm:
     def scale_rows(self, tau: torch.Tensor, last_update_abs: float = 0.0) -> torch.Tensor:
         """rho per row for a tensor of per-row stalenesses (float32, same length)."""
         t = tau.to(torch.float32)
-        if self.source_mean is not None:
-            assert self.source_std is not None and self.target_std is not None
-            ratio = self.target_std / self.source_std
-            t = (ratio * (t - self.source_mean) + self.mu_prime).clamp(min=0.0)
+        affine = self._affine()
+        if affine is not None:
+            t = (affine[0] * t + affine[1]).clamp(min=0.0)
         if self.sigmoid_lambda is not None:
             t = t / (1.0 + math.exp(-self.sigmoid_lambda * last_update_abs))
         if self.rule == "inverse":

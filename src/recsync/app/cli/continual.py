@@ -19,7 +19,7 @@ from recsync.app.cli.common import (
     warn_deprecations,
 )
 from recsync.app.config.load import load_config, parse_overrides
-from recsync.app.runs.continual import ENGINES, parse_schedule, run_continual
+from recsync.app.runs.continual import ENGINES, OPTIONS, parse_schedule, run_continual
 from recsync.app.runs.run_dir import CONFIG_TOML, RunDir
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 
@@ -30,8 +30,9 @@ def continual(
     force: ForceOption = False,
     set_: SetOption = None,
     engine: Annotated[
-        str, typer.Option(help=f"Where each day trains: one of {', '.join(ENGINES)}.")
-    ] = "sim",
+        str | None,
+        typer.Option(help=f"Where each day trains: one of {', '.join(ENGINES)} (default sim)."),
+    ] = None,
     schedule: Annotated[
         str | None,
         typer.Option(help="Strategy changes at day boundaries, e.g. '2=gba,5=sync'."),
@@ -60,7 +61,7 @@ def continual(
             cfg,
             root,
             engine,
-            parse_schedule(schedule),
+            parse_schedule(schedule) if schedule is not None else None,
             progress,
             on_day=lambda r: console.print(_day_line(r), highlight=False),
             day_files=day_file,
@@ -69,7 +70,7 @@ def continual(
         fail(error)
     except KeyboardInterrupt as error:
         fail_interrupted(str(error) or "SIGINT")
-    table = Table(title=f"recsync continual ({engine})")
+    table = Table(title=f"recsync continual ({records[0]['engine'] if records else engine})")
     for column in ("day", "strategy", "examples", "EPS", "next-day AUC", "next-day logloss"):
         table.add_column(column)
     for r in records:
@@ -113,6 +114,7 @@ def _setup(
             "--force to start it over, or choose another --name"
         )
     root = RunDir.create(cfg.run.runs_dir, cfg.run.name, force=force).path
+    (root / OPTIONS).unlink(missing_ok=True)  # a new run (or one started over): its own options
     return cfg, root
 
 

@@ -61,24 +61,17 @@ def strategy(name: str, **fields: Any) -> StrategyConfig:
     return strategy_config(name, **fields)
 
 
-def cluster(
-    dense_servers: int = DENSE_SERVERS,
-    trainers: int = NUM_TRAINERS,
-    workers_per_trainer: int = WORKERS_PER_TRAINER,
-) -> ClusterSpec:
+def cluster(dense_servers: int = DENSE_SERVERS, trainers: int = NUM_TRAINERS) -> ClusterSpec:
     return ClusterSpec(
-        trainers, workers_per_trainer, EMBEDDING_SERVERS, num_dense_servers=dense_servers
+        trainers, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=dense_servers
     )
 
 
-def allreduce_cluster() -> dict[str, int]:
-    """run_segment's arguments for `allreduce` on the same 32 workers: one rank per trainer,
-    the dense part on the trainers."""
-    return {
-        "trainers": NUM_TRAINERS * WORKERS_PER_TRAINER,
-        "workers_per_trainer": 1,
-        "dense_servers": 0,
-    }
+def allreduce_cluster() -> ClusterSpec:
+    """`allreduce` on the same 32 workers: one rank per trainer, the dense part on them."""
+    return ClusterSpec(
+        NUM_TRAINERS * WORKERS_PER_TRAINER, 1, EMBEDDING_SERVERS, num_dense_servers=0
+    )
 
 
 def run_segment(
@@ -92,14 +85,15 @@ def run_segment(
     dense_servers: int = DENSE_SERVERS,
     eval_every: int | None = None,
     trainers: int = NUM_TRAINERS,
-    workers_per_trainer: int = WORKERS_PER_TRAINER,
+    shape: ClusterSpec | None = None,
 ) -> tuple[SimJob, dict[str, Any]]:
     """One simulated run: from `resume` (or the start), for `examples` examples (None: to
-    the end of the data); returns the job (its final_state is the checkpoint) and summary."""
+    the end of the data); returns the job (its final_state is the checkpoint) and summary.
+    `shape` replaces the cluster that `dense_servers` and `trainers` describe."""
     spec = JobSpec(
         model or ModelSpec(),
         train or TrainSpec(),
-        cluster(dense_servers, trainers, workers_per_trainer),
+        shape or cluster(dense_servers, trainers),
         config,
         synthetic,
         resume=resume,

@@ -107,23 +107,10 @@ def compare_speed(
     out = {}
     for name in ("allreduce", "sync", "gba"):
         cost = with_stragglers()
-        if name == "allreduce":
-            ranks = allreduce_cluster()
-            sim, summary = run_segment(
-                strategy(name),
-                synthetic,
-                EPS_SEGMENT,
-                state,
-                cost,
-                train=train,
-                dense_servers=ranks["dense_servers"],
-                trainers=ranks["trainers"],
-                workers_per_trainer=ranks["workers_per_trainer"],
-            )
-        else:
-            sim, summary = run_segment(
-                strategy(name), synthetic, EPS_SEGMENT, state, cost, train=train
-            )
+        shape = allreduce_cluster() if name == "allreduce" else None
+        sim, summary = run_segment(
+            strategy(name), synthetic, EPS_SEGMENT, state, cost, train=train, shape=shape
+        )
         out[name] = {"eps": summary["eps"], "auc": score(sim, test)}
     return out
 

@@ -168,8 +168,8 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]
     base_small, base_large = run_in_processes(
         run_one,
         [
-            NormRun("1K, no normalization", SMALL, lr_factor=lr, steps=TOTAL_STEPS),
-            NormRun("3K, no normalization", LARGE, lr_factor=lr, steps=TOTAL_STEPS),
+            NormRun("1K, no normalization", SMALL, lr_factor=lr),
+            NormRun("3K, no normalization", LARGE, lr_factor=lr),
         ],
         progress,
     )
@@ -182,17 +182,15 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]
                 LARGE,
                 StalenessNorm("inverse"),
                 lr_factor=lr,
-                steps=TOTAL_STEPS,
             ),
-            NormRun("3K, rho on tau'", LARGE, large_rho, lr_factor=lr, steps=TOTAL_STEPS),
-            NormRun("1K, rho", SMALL, small_rho, lr_factor=lr, steps=TOTAL_STEPS),
+            NormRun("3K, rho on tau'", LARGE, large_rho, lr_factor=lr),
+            NormRun("1K, rho", SMALL, small_rho, lr_factor=lr),
             NormRun(
                 "1K, rho + data norm",
                 SMALL,
                 small_rho,
                 data_norm=True,
                 lr_factor=lr,
-                steps=TOTAL_STEPS,
             ),
             NormRun(
                 "3K, rho on tau' + data norm",
@@ -200,7 +198,6 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]
                 large_rho,
                 data_norm=True,
                 lr_factor=lr,
-                steps=TOTAL_STEPS,
             ),
         ],
         progress,

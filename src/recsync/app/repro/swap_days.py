@@ -22,7 +22,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import Progress, run_in_processes, run_segment, score, strategy
+from recsync.app.repro.common import (
+    WORKERS_PER_TRAINER,
+    Progress,
+    run_in_processes,
+    run_segment,
+    score,
+    strategy,
+)
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
@@ -35,7 +42,7 @@ DAYS = 12  # days 0-10 trained, 1-11 scored
 PER_DAY = 65_536
 DRIFT = 0.2
 BATCH_SIZE = 64
-WORKERS = 4  # one trainer of 4 worker threads
+WORKERS = WORKERS_PER_TRAINER  # one trainer's worker threads
 UPDATES_PER_DAY = PER_DAY // BATCH_SIZE  # async: one update per batch
 TEST_PER_DAY = 20_000
 STALL = 0.25  # Adagrad "stalls": its late gain is under a quarter of SWAP's

@@ -46,6 +46,7 @@ from recsync.errors import ConfigError, JobFailed
 
 ENGINES = ("sim", "ray")
 DAYS_PLOT = "days.png"
+OPTIONS = "continual.json"  # the run's engine, schedule and day files, for --resume
 NEXT_DAY_TEST = 20_000  # held-out examples of the next day each day's model is scored on
 
 
@@ -76,8 +77,8 @@ def day_sizes(config: Config) -> tuple[SyntheticSpec, list[int]]:
     specs = config.to_specs()
     if specs.files is not None or specs.synthetic is None:
         raise ConfigError(
-            "continual: needs the synthetic task with days (data.source = 'synthetic'); "
-            "day files are not supported yet"
+            "continual: file data needs its day files in order (--day-file, repeated); "
+            "without them, the synthetic task's days (data.source = 'synthetic')"
         )
     days = specs.synthetic.num_days
     if days < 2:
@@ -105,23 +106,24 @@ Runner = Callable[[Config, RunDir, bool, JobState | None, int | None], dict[str,
 def run_continual(
     config: Config,
     root: Path,
-    engine: str = "sim",
+    engine: str | None = None,
     schedule: dict[int, str] | None = None,
     progress: bool = True,
     on_day: Callable[[dict[str, Any]], None] | None = None,
     day_files: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Train every remaining day under `root` (days already there, with a summary, are kept)
-    and return every day's record. `day_files`: the days' data files, in order (else the
-    synthetic task's days)."""
-    if engine not in ENGINES:
+    and return every day's record. `engine` (default sim), `schedule` and `day_files` (the
+    days' data files, in order; else the synthetic task's days) are kept with the run: None
+    means "as the run was started"."""
+    if engine is not None and engine not in ENGINES:
         raise ConfigError(f"continual: engine must be one of {list(ENGINES)}, got {engine!r}")
-    days = _Days(config, day_files)
-    schedule = schedule or {}
     base = root / CONFIG_TOML
     if not base.exists():
         root.mkdir(parents=True, exist_ok=True)
         base.write_text(toml_text(config.dump()))
+    engine, schedule, day_files = _options(root, engine, schedule, day_files)
+    days = _FileDays(config, day_files) if day_files else _SyntheticDays(config)
     for name in sorted(set(schedule.values()) - {config.strategy.name}):
         try:  # a wrong name fails before day 0, not days later
             load_config(base, {}, {"strategy": {"name": name}})
@@ -173,50 +175,25 @@ def _kept_days(root: Path) -> list[dict[str, Any]]:
     return kept
 
 
-class _Days:
-    """Where each day's examples come from: the synthetic task's days, or day files."""
+class _SyntheticDays:
+    """The synthetic task's days: day d is the stream's next `sizes[d]` examples; the next
+    day is scored on its own held-out examples."""
 
-    def __init__(self, config: Config, files: list[str] | None):
-        self.files = files
-        if files is None:
-            synthetic, self.sizes = day_sizes(config)
-            self.task: SyntheticTask | None = SyntheticTask(synthetic)
-            self.count = len(self.sizes)
-            return
-        if config.data.source == "synthetic":
-            raise ConfigError(
-                "continual: day files need data.source set to their format (e.g. csv, "
-                "parquet, criteo, libsvm or auto)"
-            )
-        if len(files) < 2:
-            raise ConfigError(
-                f"continual: {len(files)} day file(s); it needs >= 2 (each day's model is "
-                "evaluated on the next day)"
-            )
-        self.task, self.sizes, self.count = None, [], len(files)
+    def __init__(self, config: Config):
+        synthetic, self.sizes = day_sizes(config)
+        self.task = SyntheticTask(synthetic)
+        self.count = len(self.sizes)
 
     def overrides(self, day: int) -> dict[str, Any]:
-        if self.files is None:
-            return {}
-        return {
-            "data.path": self.files[day],
-            "data.test_path": self.files[day + 1],
-            "data.test_fraction": 0.0,
-        }
+        return {}
 
     def carried(self, state: JobState) -> JobState:
-        """The previous day's end state as this day's start: a new day file is read from
-        its first example."""
-        return state if self.files is None else dataclasses.replace(state, data_position=0)
+        return state
 
     def stop_after(self, day: int) -> int | None:
-        return self.sizes[day] if self.files is None else None
+        return self.sizes[day]
 
     def check_end(self, day: int, end: JobState, summary: dict[str, Any]) -> None:
-        if self.files is not None:
-            if summary["examples_trained"] == 0:
-                raise ConfigError(f"continual: day {day} ({self.files[day]}) trained nothing")
-            return
         expected = sum(self.sizes[: day + 1])
         if end.data_position != expected:
             raise ConfigError(
@@ -227,15 +204,76 @@ class _Days:
     def next_day_quality(
         self, day: int, config: Config, summary: dict[str, Any], end: JobState
     ) -> dict[str, float]:
-        """AUC, logloss and NE of the day's end model on the next day."""
-        if self.task is None:  # the run's own held-out set is the next day file
-            return {k: summary[f"test_{k}"] for k in ("auc", "logloss", "ne")}
         spec = job_spec(config)
         test, _ = self.task.day_test_set(day + 1, NEXT_DAY_TEST)
         weights = [shard["weight"] for shard in end.shards]
         layout = plan_for(spec).embeddings.layout
         quality = evaluate_model(spec, layout, end.dense, weights, test)
         return {"auc": quality.auc, "logloss": quality.logloss, "ne": quality.ne}
+
+
+class _FileDays:
+    """Day files: day d trains file d whole, from its first example, and its run's held-out
+    set is file d+1."""
+
+    def __init__(self, config: Config, files: list[str]):
+        if config.data.source == "synthetic":
+            raise ConfigError(
+                "continual: day files need data.source set to their format (e.g. csv, "
+                "parquet, criteo, libsvm or auto)"
+            )
+        if len(files) < 2:
+            raise ConfigError(
+                f"continual: {len(files)} day file(s); it needs >= 2 (each day's model is "
+                "evaluated on the next day)"
+            )
+        self.files, self.count = files, len(files)
+
+    def overrides(self, day: int) -> dict[str, Any]:
+        return {
+            "data.path": self.files[day],
+            "data.test_path": self.files[day + 1],
+            "data.test_fraction": 0.0,
+        }
+
+    def carried(self, state: JobState) -> JobState:
+        return dataclasses.replace(state, data_position=0)
+
+    def stop_after(self, day: int) -> int | None:
+        return None
+
+    def check_end(self, day: int, end: JobState, summary: dict[str, Any]) -> None:
+        if summary["examples_trained"] == 0:
+            raise ConfigError(f"continual: day {day} ({self.files[day]}) trained nothing")
+
+    def next_day_quality(
+        self, day: int, config: Config, summary: dict[str, Any], end: JobState
+    ) -> dict[str, float]:
+        return {k: summary[f"test_{k}"] for k in ("auc", "logloss", "ne")}
+
+
+def _options(
+    root: Path, engine: str | None, schedule: dict[int, str] | None, files: list[str] | None
+) -> tuple[str, dict[int, str], list[str] | None]:
+    """The run's engine, schedule and day files: as given when it starts, kept in
+    continual.json; a resumed run reads them back (one given differently is refused)."""
+    path = root / OPTIONS
+    if not path.exists():
+        stored = {"engine": engine or "sim", "schedule": schedule or {}, "day_files": files}
+        path.write_text(json.dumps(stored))
+    stored = json.loads(path.read_text())
+    kept = {
+        "engine": stored["engine"],
+        "schedule": {int(day): name for day, name in stored["schedule"].items()},
+        "day_files": stored["day_files"],
+    }
+    given = {"engine": engine, "schedule": schedule, "day_files": files}
+    for key, value in given.items():
+        if value is not None and value != kept[key]:
+            raise ConfigError(
+                f"continual: {root} was started with {key} {kept[key]!r}, not {value!r}"
+            )
+    return kept["engine"], kept["schedule"], kept["day_files"]
 
 
 def _day_record(
