@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 from recsync.ps.gradient_servers import GradientServerStats
 from recsync.sync.timing import average_sync_gap
 from recsync.trainer.stats import TrainerStats
@@ -69,6 +71,26 @@ def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | 
         "syncs": syncs,
         "average_sync_gap": average_sync_gap(iterations, syncs),
         "average_sync_gap_per_thread": sum(known) / len(known) if known else None,
+    }
+
+
+SLOW_STEP = 1.5  # a worker whose mean step takes this many times the median's is slow
+
+
+def worker_step_measures(compute_s: dict[int, float], steps: dict[int, int]) -> dict[str, Any]:
+    """Each worker's mean compute seconds a step (by global worker index), and their
+    spread: the slowest worker's over the median worker's (1.0: all alike; a synchronous
+    step waits for the slowest) and the fraction of workers slower than SLOW_STEP x the
+    median. Workers that computed no step are left out."""
+    means = {w: compute_s[w] / n for w, n in sorted(steps.items()) if n > 0}
+    if not means:
+        return {"worker_step_seconds": {}, "step_time_spread": None, "slow_worker_fraction": None}
+    median = float(np.median(list(means.values())))
+    slow = sum(1 for m in means.values() if m > SLOW_STEP * median)
+    return {
+        "worker_step_seconds": {w: round(m, 6) for w, m in means.items()},
+        "step_time_spread": max(means.values()) / median if median > 0 else None,
+        "slow_worker_fraction": slow / len(means),
     }
 
 

@@ -5,7 +5,7 @@ process (the simulator) or inside a Ray actor (the engine). Trainers: topology.p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -61,22 +61,26 @@ class NodeSpec:
     """Base of the node specs: the node's address; `threads` CPU slots it computes on (None:
     the driver's default for a server); `max_calls` requests it may be in at once (a Ray
     actor's concurrency); `serialized`: its requests are handled one at a time under one
-    lock, and may wait for `ready` (else concurrently, lock-free)."""
+    lock, and may wait for `ready` (else concurrently, lock-free). `slowdown` > 1: the node
+    computes that many times slower than its machine allows (an emulated straggler trainer
+    or slow server: `cluster.trainer_slowdown`, `cluster.server_slowdown`), during
+    `slowdown_window` (seconds from the job's start)."""
 
     address: Address
     threads: int | None
     max_calls: int
     serialized: bool
+    slowdown: float = field(default=1.0, kw_only=True)
+    slowdown_window: tuple[float, float] = field(default=(0.0, float("inf")), kw_only=True)
     has_loops: ClassVar[bool] = False  # the node runs loops (a trainer)
+
+    def slowdown_at(self, seconds: float) -> float:
+        """The node's slowdown `seconds` after the job's start."""
+        start, stop = self.slowdown_window
+        return self.slowdown if start <= seconds < stop else 1.0
 
     def build(self, context: BuildContext) -> Node:
         raise NotImplementedError
-
-    @property
-    def compute_slowdown(self) -> float:
-        """How many times slower than the machine allows the node computes (an emulated
-        straggler on the Ray engine)."""
-        return 1.0
 
     @property
     def worker_processes(self) -> bool:

@@ -12,7 +12,12 @@ from typing import Any
 import torch
 
 from recsync.coordinator.checkpoint import JobState, join_optimizer_states, layout_slices
-from recsync.coordinator.measures import check_one_pass, gradient_measures, sync_measures
+from recsync.coordinator.measures import (
+    check_one_pass,
+    gradient_measures,
+    sync_measures,
+    worker_step_measures,
+)
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, family_of
@@ -31,23 +36,33 @@ from recsync.trainer.reference import predict
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerReport
 
+MEASURED = ("bytes_sent", "calls", "blocked", "effects", "worker_compute_s", "worker_steps")
+
 
 @dataclass
 class NodeMeasures:
     """What a driver measured of one node: bytes it sent (its requests and its replies) and
-    calls it made, by message kind; and of its loops the seconds blocked and the effects
-    yielded, by effect label."""
+    calls it made, by message kind; of its loops the seconds blocked and the effects
+    yielded, by effect label; and per worker (its global index) the seconds it computed and
+    the steps it computed (`Compute` effects: the math of a step, stragglers' slowdown
+    included)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     blocked: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    worker_compute_s: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    worker_steps: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+    def count_compute(self, worker: int, seconds: float) -> None:
+        self.worker_compute_s[worker] += seconds
+        self.worker_steps[worker] += 1
 
     def merged(self, other: NodeMeasures) -> NodeMeasures:
         """Both measures summed (one node hosted in several processes)."""
         total = NodeMeasures()
         for mine in (self, other):
-            for name in ("bytes_sent", "calls", "blocked", "effects"):
+            for name in MEASURED:
                 into = getattr(total, name)
                 for key, value in getattr(mine, name).items():
                     into[key] += value
@@ -155,6 +170,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         **_strategy_measures(topology, end),
         "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
         **_traffic(end, sum(s.total_iterations for s in stats)),
+        **_worker_steps(end),
         **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
         "test_examples": quality.examples,
         "teacher_auc": reader.teacher_auc,
@@ -192,6 +208,17 @@ def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
     return gradient_measures(
         dense, sparse, end.train_seconds, iterations, spec.cluster.hogwild_threads
     )
+
+
+def _worker_steps(end: JobEnd) -> dict[str, Any]:
+    compute_s: dict[int, float] = defaultdict(float)
+    steps: dict[int, int] = defaultdict(int)
+    for measures in end.measures.values():
+        for worker, seconds in measures.worker_compute_s.items():
+            compute_s[worker] += seconds
+        for worker, count in measures.worker_steps.items():
+            steps[worker] += count
+    return worker_step_measures(compute_s, steps)
 
 
 def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:

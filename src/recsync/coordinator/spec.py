@@ -39,6 +39,8 @@ class ClusterSpec:
     num_dense_servers: int = 1
     trainer_slowdown: tuple[float, ...] = ()
     worker_processes: bool | None = None
+    slowdown_window: tuple[float, float] = (0.0, float("inf"))
+    server_slowdown: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):
@@ -56,10 +58,25 @@ class ClusterSpec:
             raise ValueError(
                 f"cluster.trainer_slowdown: factors must be >= 1, got {self.trainer_slowdown}"
             )
+        start, stop = self.slowdown_window
+        if not 0.0 <= start < stop:
+            raise ValueError(
+                f"cluster.slowdown_from_s / slowdown_until_s: need 0 <= from < until, got "
+                f"{start} and {stop}"
+            )
+        if any(not factor >= 1.0 for _, factor in self.server_slowdown):
+            raise ValueError(
+                f"cluster.server_slowdown: factors must be >= 1, got {dict(self.server_slowdown)}"
+            )
 
     def slowdown(self, trainer: int) -> float:
-        """How many times slower than the machine allows trainer `trainer` computes."""
+        """How many times slower than the machine allows trainer `trainer` computes (the Ray
+        engine's emulated straggler, during `slowdown_window`: seconds from the job's start)."""
         return self.trainer_slowdown[trainer] if self.trainer_slowdown else 1.0
+
+    def server_factor(self, name: str) -> float:
+        """How many times slower server `name` (e.g. embedding-server-0) answers."""
+        return dict(self.server_slowdown).get(name, 1.0)
 
     @property
     def hogwild_threads(self) -> int:

@@ -9,6 +9,7 @@ registry a new family (or node kind) is added to; no driver changes with it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -24,6 +25,7 @@ from recsync.coordinator.node_specs import (
     SyncServerSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
+from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.layout import EmbeddingLayout
@@ -43,21 +45,15 @@ SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
 @dataclass(frozen=True)
 class TrainerSpec(NodeSpec):
-    """A trainer of any family (`setup`: what every trainer is built from); `slowdown` > 1
-    makes the Ray engine emulate a straggler."""
+    """A trainer of any family (`setup`: what every trainer is built from)."""
 
     setup: TrainerSetup
     strategy: StrategyFamily
-    slowdown: float
     processes: bool = False
     has_loops: ClassVar[bool] = True
 
     def build(self, context: BuildContext) -> Node:
         return family_of(self.strategy).trainer(self, context)
-
-    @property
-    def compute_slowdown(self) -> float:
-        return self.slowdown
 
     @property
     def worker_processes(self) -> bool:
@@ -196,12 +192,27 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
             ),
             strategy=spec.strategy,
             slowdown=cluster.slowdown(t),
+            slowdown_window=cluster.slowdown_window,
             processes=split_workers(cluster, spec.strategy, cpus),
         )
         for t in range(cluster.num_trainers)
     ]
     collective = tuple(t.address for t in trainers) if family.collective else ()
-    return Topology(spec, plan, (reader, *shards, *dense, *trainers), collective)
+    servers = [_slowed(cluster, node) for node in (reader, *shards, *dense)]
+    unknown = sorted(set(dict(cluster.server_slowdown)) - {s.address.name for s in servers})
+    if unknown:
+        raise ConfigError(
+            f"cluster.server_slowdown: no server named {unknown} in this job; its servers: "
+            f"{[s.address.name for s in servers]}"
+        )
+    return Topology(spec, plan, (*servers, *trainers), collective)
+
+
+def _slowed(cluster: ClusterSpec, node: NodeSpec) -> NodeSpec:
+    factor = cluster.server_factor(node.address.name)
+    if factor == 1.0:
+        return node
+    return dataclasses.replace(node, slowdown=factor, slowdown_window=cluster.slowdown_window)
 
 
 def _sync_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:

@@ -27,7 +27,10 @@ class ClusterSection(Section):
     strategy's dense servers (default 1). `worker_processes`: each worker of a trainer in a
     process of its own, sharing the trainer's replica in shared memory (Ray engine); false:
     threads of one process; unset: processes where the strategy allows and the cluster has
-    a CPU per worker."""
+    a CPU per worker. `trainer_slowdown`: per trainer, how many times slower it computes
+    (the Ray engine's emulated stragglers), from `slowdown_from_s` until `slowdown_until_s`
+    seconds into the job (unset: to its end); `server_slowdown`: servers by name (e.g.
+    embedding-server-0) and how many times slower they answer (both drivers)."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)
@@ -37,6 +40,9 @@ class ClusterSection(Section):
     address: str | None = None
     num_cpus: int | None = Field(default=None, ge=1)
     trainer_slowdown: list[float] = []
+    slowdown_from_s: float = Field(default=0.0, ge=0)
+    slowdown_until_s: float | None = Field(default=None, gt=0)
+    server_slowdown: dict[str, float] = {}
     worker_processes: bool | None = None
 
     def dense_servers(self, strategy: StrategyFamily | None) -> int:
@@ -72,6 +78,8 @@ class ClusterSection(Section):
                 self.dense_servers(strategy),
                 tuple(self.trainer_slowdown),
                 self.worker_processes,
+                (self.slowdown_from_s, self.slowdown_until_s or float("inf")),
+                tuple(sorted(self.server_slowdown.items())),
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None

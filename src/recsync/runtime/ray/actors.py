@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -65,6 +66,7 @@ class NodeActor:
         self.cond = threading.Condition() if spec.serialized else None
         self.measures = NodeMeasures()
         self.counting = threading.Lock()
+        self.started = time.perf_counter()  # (re)set when the job starts (`run`)
         self.peers = Peers({})
         self.group: Any = None
 
@@ -109,7 +111,7 @@ class NodeActor:
         the lock)."""
         cond = self.cond
         if cond is None:
-            return self.node.handle(message)
+            return self._slowed(self.node.handle, message)
         with cond:
             if not self.node.ready(message) and not cond.wait_for(
                 lambda: self.node.ready(message), timeout=READY_WAIT_S
@@ -118,11 +120,20 @@ class NodeActor:
                     f"{self.name}: a {message.kind} waited {READY_WAIT_S:.0f} s for the "
                     "server to be ready"
                 )
-            reply = self.node.handle(message)
+            reply = self._slowed(self.node.handle, message)
             if message.mutates:
                 cond.notify_all()
                 if self.node.arms_timers:
                     self._arm_timers()
+        return reply
+
+    def _slowed(self, handle: Callable[[Message], Any], message: Message) -> Any:
+        """`handle(message)`, taking `slowdown` times as long (an emulated slow server)."""
+        started = time.perf_counter()
+        reply = handle(message)
+        slowdown = self.spec.slowdown_at(started - self.started)
+        if slowdown > 1.0:
+            time.sleep((slowdown - 1.0) * (time.perf_counter() - started))
         return reply
 
     def _arm_timers(self) -> None:
@@ -157,11 +168,12 @@ class NodeActor:
 
     def run(self) -> None:
         """Run the node's loops until they end (raises the first failure of any)."""
+        self.started = time.perf_counter()
         driver = LoopDriver(
             self.name,
             self.peers,
-            time.perf_counter(),
-            self.spec.compute_slowdown,
+            self.started,
+            self.spec.slowdown_at,
             self.measures,
             self.counting,
         )
@@ -180,4 +192,6 @@ class NodeActor:
                 dict(measures.calls),
                 dict(measures.blocked),
                 dict(measures.effects),
+                dict(measures.worker_compute_s),
+                dict(measures.worker_steps),
             )

@@ -62,7 +62,7 @@ class LoopDriver:
         name: str,
         peers: Peers,
         start: float,
-        slowdown: float,
+        slowdown: Callable[[float], float],
         measures: NodeMeasures,
         counting: threading.Lock,
     ):
@@ -125,8 +125,12 @@ class LoopDriver:
                     raise UnhandledEffect(f"the Ray engine has no handler for {effect!r}")
                 started = time.perf_counter()
                 result = handler(state, effect)
+                computed = started - state.resumed  # the step's math, before it yielded
                 state.resumed = time.perf_counter()
                 self._count(effect, state.resumed - started)
+                if isinstance(effect, Compute) and spec.worker is not None:
+                    with self.counting:
+                        self.measures.count_compute(spec.worker, state.resumed - started + computed)
         finally:
             if state.pending:
                 self._get_each(state.pending)
@@ -207,8 +211,10 @@ class LoopDriver:
             state.pending = []
 
     def _compute(self, state: _LoopState, effect: Compute) -> None:
-        if self.slowdown > 1.0:  # an emulated straggler: its compute took longer
-            time.sleep((self.slowdown - 1.0) * (time.perf_counter() - state.resumed))
+        now = time.perf_counter()
+        slowdown = self.slowdown(now - self.start)
+        if slowdown > 1.0:  # an emulated straggler: its compute took longer
+            time.sleep((slowdown - 1.0) * (now - state.resumed))
 
     def _allreduce(self, state: _LoopState, effect: AllReduce) -> tuple[torch.Tensor, int]:
         with self.counting:

@@ -70,6 +70,8 @@ class EffectDispatch:
         assert runner.worker is not None, "only a worker's loop computes"
         flops = effect.examples * self.flops_per_example
         seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
+        if runner.host.slowdown_at is not None:  # cluster.trainer_slowdown
+            seconds *= runner.host.slowdown_at(self.clock.now)
         self.network.work(runner.host.machine, seconds, runner.resume)
 
     def _allreduce(self, runner: LoopRunner, effect: AllReduce) -> None:

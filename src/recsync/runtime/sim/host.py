@@ -29,6 +29,7 @@ class SimHost:
         "arms_timers",
         "waiters",
         "observer",
+        "slowdown_at",
     )
 
     def __init__(self, address: Address, node: Node, machine: Machine):
@@ -40,3 +41,4 @@ class SimHost:
         self.arms_timers = type(node).arms_timers
         self.waiters: dict[str, list[Waiter]] = {}
         self.observer: Observer | None = None  # told of every message the node answered
+        self.slowdown_at: Callable[[float], float] | None = None  # a slowed node's factor

@@ -78,7 +78,10 @@ class SimJob:
         for node_spec in topology.nodes:
             address = node_spec.address
             machine = Machine(address.name, node_spec.threads or server_threads)
-            self.hosts[address] = SimHost(address, node_spec.build(context), machine)
+            host = SimHost(address, node_spec.build(context), machine)
+            if node_spec.slowdown > 1.0:
+                host.slowdown_at = node_spec.slowdown_at
+            self.hosts[address] = host
         reader = self.hosts[READER]
         assert isinstance(reader.node, ReaderNode)
         self.reader = reader.node

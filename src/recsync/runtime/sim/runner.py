@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recsync.protocol.effects import Effect, Loop
+from recsync.protocol.effects import Compute, Effect, Loop
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.host import SimHost
 
+COMPUTE = Compute.__name__  # the label of a step's math
 Dispatch = Callable[["LoopRunner", Effect], None]
 
 
@@ -60,7 +61,10 @@ class LoopRunner:
         clock, loop = self.clock, self.loop
         while True:
             if self._effect is not None:
-                self.blocked[self._effect] += clock.now - self._started
+                seconds = clock.now - self._started
+                self.blocked[self._effect] += seconds
+                if self._effect == COMPUTE and self.worker is not None:
+                    self.host.measures.count_compute(self.worker, seconds)
             if self.crash_at is not None and clock.now >= self.crash_at:
                 loop.close()
                 self.on_crash(self)

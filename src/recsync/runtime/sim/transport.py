@@ -134,13 +134,19 @@ class Transport:
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
         if isinstance(message, Fused):  # its push first, on arrival; then its request
-            push_s = self.cost.server_s(message.push.work())
+            push_s = self._server_s(dst, message.push)
             self.network.work(dst.machine, push_s, self._pushed, item)
             return
         if message.may_wait and dst.defers and not dst.node.ready(message):
             self.changed.wait(self._arrived, item)  # answered once the server moved
             return
-        self.network.work(dst.machine, self.cost.server_s(message.work()), self._serve, item)
+        self.network.work(dst.machine, self._server_s(dst, message), self._serve, item)
+
+    def _server_s(self, dst: SimHost, message: Message) -> float:
+        seconds = self.cost.server_s(message.work())
+        if dst.slowdown_at is not None:  # a slow server
+            seconds *= dst.slowdown_at(self.clock.now)
+        return seconds
 
     def _pushed(self, item: Delivery) -> None:
         src, dst, fused, size, deliver, tag = item
