@@ -13,11 +13,12 @@ from recsync.app.config.load import load_config
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.continual import (
     day_dir_name,
-    day_sizes,
     parse_schedule,
     run_continual,
     strategy_of_day,
 )
+from recsync.app.runs.continual_days import day_sizes
+from recsync.app.runs.continual_options import ContinualOptions as Options
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 
@@ -57,17 +58,18 @@ def test_days_must_exist_and_hold_whole_batches():
 
 
 def test_a_wrong_strategy_in_the_schedule_fails_before_any_day(tmp_path):
-    with pytest.raises(ConfigError, match="--schedule: strategy 'nope': .*Input should be"):
-        run_continual(load_config(None, SMALL), tmp_path / "d", "sim", {2: "nope"}, False)
+    with pytest.raises(ConfigError, match="strategy 'nope' .schedule or controller.: .*Input"):
+        run_continual(load_config(None, SMALL), tmp_path / "d", Options("sim", {2: "nope"}))
     assert not (tmp_path / "d" / day_dir_name(0)).exists()
 
 
 def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     config = load_config(None, SMALL)
     root = tmp_path / "days"
-    records = run_continual(config, root, "sim", {1: "gba"}, progress=False)
+    records = run_continual(config, root, Options("sim", {1: "gba"}), progress=False)
     assert [r["day"] for r in records] == [0, 1]  # day 2 is only scored
-    assert records[0]["strategy"] == "sync" and records[1]["strategy"].startswith("GBA")
+    assert [r["strategy"] for r in records] == ["sync", "gba"]
+    assert records[1]["strategy_described"].startswith("GBA")
     assert all(r["examples"] == 1024 and 0.5 < r["next_day_auc"] < 1.0 for r in records)
     for day in (0, 1):
         state, _ = load_run_checkpoint(root / day_dir_name(day))
@@ -76,14 +78,15 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     assert [json.loads(line)["day"] for line in lines] == [0, 1]
     assert (root / "days.png").stat().st_size > 0
 
-    assert run_continual(config, root, "sim", {1: "gba"}, progress=False) == records  # all done
+    done = run_continual(config, root, Options("sim", {1: "gba"}), progress=False)
+    assert done == records  # all done
     # day 1 lost (no summary): resuming trains it again from day 0's checkpoint, to the bit
     (root / day_dir_name(1) / "summary.json").unlink()
     again = run_continual(config, root, progress=False)  # engine and schedule: the run's
-    assert again[1]["strategy"].startswith("GBA")
+    assert again[1]["strategy"] == "gba"
     assert again[1]["next_day_auc"] == records[1]["next_day_auc"]
     with pytest.raises(ConfigError, match="was started with schedule"):
-        run_continual(config, root, "sim", {1: "async"}, progress=False)
+        run_continual(config, root, Options("sim", {1: "async"}), progress=False)
     assert len((root / "metrics.jsonl").read_text().splitlines()) == 2
 
 
@@ -92,7 +95,7 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
 def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     config = load_config(None, {**SMALL, "strategy.name": "async", "cluster.num_cpus": 2})
     root = tmp_path / "ray-days"
-    records = run_continual(config, root, "ray", {1: "sync"}, progress=False)
+    records = run_continual(config, root, Options("ray", {1: "sync"}), progress=False)
     assert [(r["day"], r["strategy"], r["examples"]) for r in records] == [
         (0, "async", 1024),
         (1, "sync", 1024),
@@ -115,7 +118,7 @@ def test_day_files_train_whole_each_and_score_the_next(tmp_path):
     data = {"data.source": "parquet", "data.path": files[0], "data.test_path": files[1]}
     data["model.table_rows"] = 50
     config = load_config(None, {**overrides, **data})
-    records = run_continual(config, tmp_path / "f", "sim", None, False, day_files=files)
+    records = run_continual(config, tmp_path / "f", Options("sim", day_files=files), False)
     assert [(r["day"], r["data"], r["examples"]) for r in records] == [
         (0, files[0], 1024),
         (1, files[1], 1024),
@@ -124,4 +127,4 @@ def test_day_files_train_whole_each_and_score_the_next(tmp_path):
     day1 = load_config(tmp_path / "f" / day_dir_name(1) / "config.toml")
     assert day1.data.test_path == files[2]
     with pytest.raises(ConfigError, match="1 day file"):
-        run_continual(config, tmp_path / "g", "sim", None, False, day_files=files[:1])
+        run_continual(config, tmp_path / "g", Options("sim", day_files=files[:1]), False)

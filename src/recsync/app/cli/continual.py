@@ -19,7 +19,13 @@ from recsync.app.cli.common import (
     warn_deprecations,
 )
 from recsync.app.config.load import load_config, parse_overrides
-from recsync.app.runs.continual import ENGINES, OPTIONS, parse_schedule, run_continual
+from recsync.app.runs.continual import parse_schedule, run_continual
+from recsync.app.runs.continual_options import (
+    ENGINES,
+    OPTIONS,
+    ContinualOptions,
+    parse_controller,
+)
 from recsync.app.runs.run_dir import CONFIG_TOML, RunDir
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 
@@ -48,6 +54,25 @@ def continual(
             "...); data.source gives their format. Default: the synthetic task's days."
         ),
     ] = None,
+    scenario: Annotated[
+        Path | None,
+        typer.Option(
+            help="A TOML file of the cluster's changes day by day: stragglers, trainers, "
+            "slow servers (README, 'Continual training')."
+        ),
+    ] = None,
+    controller: Annotated[
+        str | None,
+        typer.Option(
+            help="Switch strategies automatically from what each stretch measured: "
+            "'default', or thresholds and strategies as KEY=VALUE,... (e.g. "
+            "'spread_on=1.3,stragglers=async'; docs/strategies.md)."
+        ),
+    ] = None,
+    segments: Annotated[
+        int | None,
+        typer.Option(help="Stretches a day trains in, the controller deciding after each."),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show each day's progress.")] = True,
 ) -> None:
     """Train day after day (the synthetic task's data.synthetic.num_days days, or
@@ -57,14 +82,20 @@ def continual(
     try:
         cfg, root = _setup(config, name, force, set_, resume, day_file)
         warn_deprecations(cfg)
+        options = ContinualOptions(
+            engine=engine,
+            schedule=parse_schedule(schedule) if schedule is not None else None,
+            day_files=day_file,
+            scenario=str(scenario) if scenario is not None else None,
+            controller=parse_controller(controller) if controller is not None else None,
+            segments=segments,
+        )
         records = run_continual(
             cfg,
             root,
-            engine,
-            parse_schedule(schedule) if schedule is not None else None,
+            options,
             progress,
             on_day=lambda r: console.print(_day_line(r), highlight=False),
-            day_files=day_file,
         )
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
@@ -119,7 +150,11 @@ def _setup(
 
 
 def _day_line(record: dict[str, Any]) -> str:
-    return (
+    line = (
         f"day {record['day']:>2} ({record['strategy']}): {record['examples']:,} examples at "
         f"{record['eps']:,.0f}/s; next-day AUC {record['next_day_auc']:.4f}"
     )
+    for stretch in record["stretches"]:
+        if "reason" in stretch:
+            line += f"\n    {stretch['run_dir']}: -> {stretch['decision']} ({stretch['reason']})"
+    return line

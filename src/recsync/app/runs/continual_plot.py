@@ -15,7 +15,7 @@ def plot_days(records: list[dict[str, Any]], path: Path) -> Path:
     quality.plot(days, [r["next_day_auc"] for r in records], "o-")
     for r in records:
         quality.annotate(
-            r["strategy"].split()[0],
+            r["strategy"].replace(" > ", ">"),
             (r["day"], r["next_day_auc"]),
             textcoords="offset points",
             xytext=(0, -14),

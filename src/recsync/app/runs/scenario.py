@@ -1,0 +1,136 @@
+"""A changing cluster, day by day: the scenario file a continual run replays.
+
+A scenario is a TOML file of `[[change]]` tables, each holding from its `day` until the
+next change's day (days before the first change run the base config's cluster):
+
+    [[change]]
+    day = 3                      # stragglers appear on day 3 ...
+    stragglers = { fraction = 0.25, slowdown = 4.0, start_s = 10.0, duration_s = 60.0 }
+
+    [[change]]
+    day = 5                      # ... leave on day 5, when a trainer is added
+    num_trainers = 5
+
+    [[change]]
+    day = 8
+    server_slowdown = { "embedding-server-0" = 3.0 }
+
+A change states the whole condition of its days: what it leaves out is the base config's
+(no stragglers, its trainers, no slow server). Stragglers are whole trainers: the first
+`round(fraction x num_trainers)` of a permutation drawn from the job's seed and the day,
+slowed `slowdown` times from `start_s` for `duration_s` seconds of the day's run (unset: to
+its end). Both drivers carry it the same way (`cluster.trainer_slowdown` in its window,
+`cluster.server_slowdown`): in virtual seconds on the simulator, in wall seconds on the Ray
+engine.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field, ValidationError
+
+from recsync.app.config.base import Section
+from recsync.app.config.schema import Config
+from recsync.errors import ConfigError
+
+
+class StragglerChange(Section):
+    """Slow trainers for a while of each day."""
+
+    fraction: float = Field(ge=0.0, le=1.0)
+    slowdown: float = Field(ge=1.0)
+    start_s: float = Field(default=0.0, ge=0.0)
+    duration_s: float | None = Field(default=None, gt=0.0)
+
+
+class ClusterChange(Section):
+    """The cluster from `day` on (until the next change)."""
+
+    day: int = Field(ge=0)
+    num_trainers: int | None = Field(default=None, ge=1)
+    stragglers: StragglerChange | None = None
+    server_slowdown: dict[str, float] = {}
+
+
+class ScenarioFile(Section):
+    change: list[ClusterChange] = Field(min_length=1)
+
+
+class Scenario:
+    """The cluster of each day, as config overrides for that day's job."""
+
+    def __init__(self, changes: list[ClusterChange], source: str = "scenario"):
+        days = [c.day for c in changes]
+        if days != sorted(set(days)):
+            raise ConfigError(f"{source}: change days must increase, got {days}")
+        for change in changes:
+            bad = {k: v for k, v in change.server_slowdown.items() if not v >= 1.0}
+            if bad:
+                raise ConfigError(
+                    f"{source}: day {change.day}: server_slowdown factors must be >= 1, got {bad}"
+                )
+        self.changes, self.source = changes, source
+
+    @classmethod
+    def read(cls, path: str | Path) -> Scenario:
+        """The scenario in the TOML file at `path` (ConfigError naming what is wrong)."""
+        try:
+            tree = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read scenario: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path}: invalid TOML: {error}") from None
+        try:
+            scenario = ScenarioFile.model_validate(tree)
+        except ValidationError as error:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in d['loc'])}: {d['msg']}" for d in error.errors()
+            )
+            raise ConfigError(f"{path}: {details}") from None
+        return cls(scenario.change, str(path))
+
+    def change_of(self, day: int) -> ClusterChange | None:
+        started = [c for c in self.changes if c.day <= day]
+        return started[-1] if started else None
+
+    def overrides(self, day: int, config: Config) -> dict[str, Any]:
+        """Day `day`'s cluster as dotted config overrides of the base `config`."""
+        change = self.change_of(day)
+        if change is None:
+            return {}
+        trainers = change.num_trainers or config.cluster.num_trainers
+        overrides: dict[str, Any] = {
+            "cluster.num_trainers": trainers,
+            "cluster.server_slowdown": dict(change.server_slowdown),
+            "cluster.trainer_slowdown": [],
+            "cluster.slowdown_from_s": 0.0,
+            "cluster.slowdown_until_s": None,
+        }
+        s = change.stragglers
+        if s is not None and round(s.fraction * trainers) > 0 and s.slowdown > 1.0:
+            slow = np.random.default_rng([config.run.seed, day]).permutation(trainers)
+            factors = [1.0] * trainers
+            for trainer in slow[: round(s.fraction * trainers)]:
+                factors[int(trainer)] = s.slowdown
+            overrides["cluster.trainer_slowdown"] = factors
+            overrides["cluster.slowdown_from_s"] = s.start_s
+            if s.duration_s is not None:
+                overrides["cluster.slowdown_until_s"] = s.start_s + s.duration_s
+        return overrides
+
+    def describe(self, day: int, config: Config) -> dict[str, Any]:
+        """Day `day`'s cluster for its record: trainers, slow trainers and their window,
+        slow servers."""
+        cluster = config.cluster
+        slow = [t for t, f in enumerate(cluster.trainer_slowdown) if f > 1.0]
+        return {
+            "num_trainers": cluster.num_trainers,
+            "slow_trainers": slow,
+            "slowdown": max(cluster.trainer_slowdown, default=1.0),
+            "slow_window_s": [cluster.slowdown_from_s, cluster.slowdown_until_s],
+            "server_slowdown": dict(cluster.server_slowdown),
+        }
