@@ -93,9 +93,17 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
 @pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
+    """Day 1 of the scenario: one of the two trainers 4x slower (its compute sleeps 3x as
+    long again) and a slow embedding server; the step times measured on the engine show it."""
     config = load_config(None, {**SMALL, "strategy.name": "async", "cluster.num_cpus": 2})
     root = tmp_path / "ray-days"
-    records = run_continual(config, root, Options("ray", {1: "sync"}), progress=False)
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(
+        "[[change]]\nday = 1\nstragglers = { fraction = 0.5, slowdown = 4.0 }\n"
+        'server_slowdown = { "embedding-server-1" = 2.0 }\n'
+    )
+    options = Options("ray", {1: "sync"}, scenario=str(scenario))
+    records = run_continual(config, root, options, progress=False)
     assert [(r["day"], r["strategy"], r["examples"]) for r in records] == [
         (0, "async", 1024),
         (1, "sync", 1024),
@@ -103,6 +111,9 @@ def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     assert all(r["engine"] == "ray" and 0.5 < r["next_day_auc"] < 1.0 for r in records)
     state, _ = load_run_checkpoint(root / day_dir_name(1))
     assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
+    assert records[0]["cluster"]["slow_trainers"] == [] and records[1]["cluster"]["slowdown"] == 4.0
+    calm, slowed = (r["stretches"][0]["step_time_spread"] for r in records)
+    assert calm < 2.0 < 2.5 < slowed  # 4x nominal; the machine's own noise on 2 cores
 
 
 def test_day_files_train_whole_each_and_score_the_next(tmp_path):

@@ -74,22 +74,24 @@ def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | 
     }
 
 
-SLOW_STEP = 1.5  # a worker whose mean step takes this many times the median's is slow
+SLOW_STEP = 1.5  # a worker whose mean step takes this many times a typical one's is slow
+TYPICAL = 25  # the percentile of the workers' mean steps that stands for a typical worker
 
 
 def worker_step_measures(compute_s: dict[int, float], steps: dict[int, int]) -> dict[str, Any]:
     """Each worker's mean compute seconds a step (by global worker index), and their
-    spread: the slowest worker's over the median worker's (1.0: all alike; a synchronous
-    step waits for the slowest) and the fraction of workers slower than SLOW_STEP x the
-    median. Workers that computed no step are left out."""
+    spread: the slowest worker's over a typical worker's (the lower quartile, so that up to
+    three quarters of the workers may be slow; 1.0: all alike; a synchronous step waits for
+    the slowest) and the fraction of workers slower than SLOW_STEP x a typical one.
+    Workers that computed no step are left out."""
     means = {w: compute_s[w] / n for w, n in sorted(steps.items()) if n > 0}
     if not means:
         return {"worker_step_seconds": {}, "step_time_spread": None, "slow_worker_fraction": None}
-    median = float(np.median(list(means.values())))
-    slow = sum(1 for m in means.values() if m > SLOW_STEP * median)
+    typical = float(np.percentile(list(means.values()), TYPICAL))
+    slow = sum(1 for m in means.values() if m > SLOW_STEP * typical)
     return {
         "worker_step_seconds": {w: round(m, 6) for w, m in means.items()},
-        "step_time_spread": max(means.values()) / median if median > 0 else None,
+        "step_time_spread": max(means.values()) / typical if typical > 0 else None,
         "slow_worker_fraction": slow / len(means),
     }
 

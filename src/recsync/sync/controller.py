@@ -11,7 +11,8 @@ through the checkpoint path, keeping every other hyper-parameter.
 
 Rules (docs/strategies.md, "Automatic switching", explains the thresholds):
 1. Stragglers: the slowest worker's mean step (its compute, whatever the strategy: a worker
-   of any strategy computes its own steps) at least `spread_on` x the median worker's ->
+   of any strategy computes its own steps) at least `spread_on` x a typical worker's (the
+   lower quartile) ->
    the `stragglers` strategy (GBA: workers never wait; tokens bound the staleness; quality
    as sync's).
 2. Balanced: the spread under `spread_off` -> the `balanced` strategy (sync: the best
@@ -44,7 +45,7 @@ class StretchMeasures:
     workers' time in their loops (compute, waits and calls)."""
 
     strategy: str
-    step_time_spread: float | None  # slowest worker's mean step / the median worker's
+    step_time_spread: float | None  # slowest worker's mean step / a typical worker's
     barrier_share: float  # blocked waiting to start a synchronous step
     dense_share: float  # blocked on the dense part's pulls and pushes
     dropped_share: float  # gradients dropped / gradients pushed
@@ -114,7 +115,7 @@ class Controller:
         config, current, spread = self.config, measured.strategy, measured.step_time_spread
         if measured.examples == 0 or spread is None or measured.seconds <= 0:
             return Decision(current, "nothing measured: stay")
-        seen = f"slowest worker {spread:.2f}x the median"
+        seen = f"slowest worker {spread:.2f}x a typical one"
         if current in SYNCHRONOUS:
             seen += f", {measured.barrier_share:.0%} of worker time at the barrier"
         if measured.dropped_share:
