@@ -21,7 +21,7 @@ GBA_CALM = StretchMeasures("gba", 1.0284, 0.0, 0.3728, 0.0, 0.9648, 16384, 0.794
 
 
 def test_stragglers_move_sync_to_gba_and_gba_stays_while_they_last():
-    controller = Controller(ControllerConfig())
+    controller = Controller(ControllerConfig(probe=False))
     first = controller.decide(SYNC_CALM, day_boundary=False)
     assert first.strategy == "sync" and first.reason.startswith("balanced (slowest worker 1.07x")
     slow = controller.decide(SYNC_SLOW, day_boundary=False)
@@ -32,26 +32,31 @@ def test_stragglers_move_sync_to_gba_and_gba_stays_while_they_last():
     assert controller.decide(GBA_SLOW, day_boundary=True).strategy == "gba"
 
 
-def test_a_balanced_cluster_goes_back_to_sync_until_gba_was_measured_faster_there():
+def test_a_balanced_cluster_probes_gba_once_and_keeps_the_faster():
     controller = Controller(ControllerConfig())
-    back = controller.decide(GBA_CALM, day_boundary=True)  # sync never measured balanced
-    assert (
-        back.strategy == "sync" and back.reason == "balanced (slowest worker 1.03x a typical one)"
+    probe = controller.decide(SYNC_CALM, day_boundary=False)
+    assert probe.strategy == "gba"
+    assert probe.reason.endswith(
+        "gba not measured on a balanced cluster yet: one stretch to measure it"
     )
-    controller.decide(SYNC_CALM, day_boundary=False)
     # per worker: GBA 16384 / 0.7949 / 6 = 3,435/s; sync 16384 / 0.9291 / 8 = 2,204/s
     again = controller.decide(GBA_CALM, day_boundary=False)
     assert again.strategy == "gba" and "gba ran 1.56x sync's speed there: stay" in again.reason
     assert controller.balanced_speed == pytest.approx({"gba": 3435.1, "sync": 2204.3}, rel=1e-4)
-    # a margin above the measured gain keeps sync on a balanced cluster
+    # a margin above the measured gain: back to sync after the probe
     strict = Controller(ControllerConfig(speed_margin=0.6))
-    for measured in (SYNC_CALM, GBA_CALM):
-        decision = strict.decide(measured, day_boundary=False)
-    assert decision.strategy == "sync"
+    assert [strict.decide(m, False).strategy for m in (SYNC_CALM, GBA_CALM)] == ["gba", "sync"]
+
+
+def test_gba_measured_first_goes_back_to_sync_to_measure_it():
+    controller = Controller(ControllerConfig())
+    back = controller.decide(GBA_CALM, day_boundary=True)  # sync never measured balanced
+    assert back.strategy == "sync"
+    assert back.reason == "balanced (slowest worker 1.03x a typical one)"
 
 
 def test_between_the_thresholds_the_strategy_stays():
-    controller = Controller(ControllerConfig(spread_on=1.5, spread_off=1.25))
+    controller = Controller(ControllerConfig(spread_on=1.5, spread_off=1.25, probe=False))
     middle = dataclasses.replace(SYNC_SLOW, step_time_spread=1.4)
     assert controller.decide(middle, day_boundary=True).strategy == "sync"
     assert controller.decide(
@@ -61,7 +66,7 @@ def test_between_the_thresholds_the_strategy_stays():
 
 
 def test_a_replica_strategy_for_a_dense_bound_cluster_switches_only_at_day_boundaries():
-    controller = Controller(ControllerConfig(dense_bound="ma", dense_on=0.3))
+    controller = Controller(ControllerConfig(dense_bound="ma", dense_on=0.3, probe=False))
     within = controller.decide(SYNC_CALM, day_boundary=False)  # dense share 0.286 < 0.3
     assert within.strategy == "sync"
     dense = dataclasses.replace(SYNC_CALM, dense_share=0.45)
@@ -95,9 +100,11 @@ def test_controller_config_is_validated_and_parsed():
     with pytest.raises(ValueError, match="1 < spread_off <= spread_on"):
         ControllerConfig(spread_on=1.2, spread_off=1.3)
     assert parse_controller("default") == ControllerConfig()
-    assert parse_controller("spread_on=1.3, stragglers=async") == ControllerConfig(
-        spread_on=1.3, stragglers="async"
+    assert parse_controller("spread_on=1.3, stragglers=async,probe=false") == ControllerConfig(
+        spread_on=1.3, stragglers="async", probe=False
     )
+    with pytest.raises(ConfigError, match="probe = 'no' is not true or false"):
+        parse_controller("probe=no")
     with pytest.raises(ConfigError, match="'spread=2' is not KEY=VALUE"):
         parse_controller("spread=2")
     with pytest.raises(ConfigError, match="spread_on = 'x' is not a number"):

@@ -74,6 +74,9 @@ def test_each_day_gets_its_change_as_overrides(tmp_path):
     day0 = window.overrides(0, config)
     assert (day0["cluster.slowdown_from_s"], day0["cluster.slowdown_until_s"]) == (5.0, 15.0)
     assert sorted(day0["cluster.trainer_slowdown"]) == [1.0, 1.0, 1.0, 2.0]
+    later = window.overrides(0, config, elapsed_s=8.0)  # a segment starting 8 s into the day
+    assert (later["cluster.slowdown_from_s"], later["cluster.slowdown_until_s"]) == (0.0, 7.0)
+    assert window.overrides(0, config, elapsed_s=15.0)["cluster.trainer_slowdown"] == []
 
 
 @pytest.mark.parametrize(
@@ -101,7 +104,8 @@ def test_a_server_the_job_lacks_fails_before_day_0(tmp_path):
 
 def test_the_simulator_replays_the_scenario_and_the_controller_switches(tmp_path):
     path = write(tmp_path, SCENARIO)
-    options = ContinualOptions("sim", scenario=str(path), controller=ControllerConfig(), segments=2)
+    controller = ControllerConfig(probe=False)  # sync while balanced: the switch is seen
+    options = ContinualOptions("sim", scenario=str(path), controller=controller, segments=2)
     config = load_config(None, SMALL)
     root = tmp_path / "auto"
     records = run_continual(config, root, options, progress=False)

@@ -24,7 +24,8 @@ Rules (docs/strategies.md, "Automatic switching", explains the thresholds):
    on a balanced stretch at least (1 + `speed_margin`) x the `balanced` one's speed there
    (examples a second per worker, each strategy's last balanced stretch): GBA pipelines
    its pushes with the next step and can be faster than sync without stragglers too.
-   Until both were measured balanced, the `balanced` strategy (it is measured first).
+   The `balanced` strategy is measured first; once it was and the other was not (`probe`),
+   the next stretch runs the `stragglers` strategy once to measure it.
 3. Between the two thresholds, stay (hysteresis: no flapping on a spread near one
    threshold). Nothing measured (no step): stay.
 Time blocked at a synchronous barrier is reported in the reason but decides nothing: a
@@ -74,6 +75,7 @@ class ControllerConfig:
     spread_off: float = 1.25
     dense_on: float = 0.5
     speed_margin: float = 0.1
+    probe: bool = True
 
     def __post_init__(self) -> None:
         if self.balanced not in SYNCHRONOUS:
@@ -133,6 +135,12 @@ class Controller:
             return _switch(current, config.dense_bound, why, day_boundary)
         fast = self.balanced_speed.get(config.stragglers)
         base = self.balanced_speed.get(config.balanced)
+        if config.probe and base is not None and fast is None:
+            why = (
+                f"balanced ({seen}); {config.stragglers} not measured on a balanced cluster "
+                "yet: one stretch to measure it"
+            )
+            return _switch(current, config.stragglers, why, day_boundary)
         if fast is not None and base is not None and fast >= (1 + config.speed_margin) * base:
             why = (
                 f"balanced ({seen}), but {config.stragglers} ran {fast / base:.2f}x "

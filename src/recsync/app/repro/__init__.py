@@ -15,6 +15,7 @@ from typing import Any
 
 from recsync.app.repro import (
     async_at_scale,
+    auto_switching,
     failures,
     gba,
     gba_switching,
@@ -97,6 +98,13 @@ def _psp_row(r: dict[str, Any]) -> str:
     )
 
 
+def _switching_row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['variant']:>30} (lr x{r['lr_factor']:g}): {r['total_seconds']:7.2f} virtual s, "
+        f"mean next-day AUC {r['mean_next_day_auc']:.4f}"
+    )
+
+
 REPRODUCTIONS: dict[str, Reproduction] = {
     r.name: r
     for r in (
@@ -162,6 +170,16 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             gba_switching.reproduce_switching,
             "reports/gba_switching",
             15.0,
+        ),
+        Reproduction(
+            "auto-switching",
+            "GBA (Alibaba, NeurIPS 2022), future work",
+            "the automatic controller vs sync, GBA, async and a hindsight schedule over 11 "
+            "days of a changing cluster; Fig. 6's switch and back in continual training",
+            auto_switching.reproduce,
+            "reports/auto_switching",
+            15.0,
+            _switching_row,
         ),
         Reproduction(
             "psp",

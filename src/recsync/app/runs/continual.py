@@ -108,14 +108,16 @@ def run_continual(
             state = days.carried(state)
         planned = strategy_of_day(day, opts.schedule, config.strategy.name)
         name = records[-1]["next_strategy"] if records and controller else planned
-        overrides = {**days.overrides(day), **(scenario.overrides(day, config) if scenario else {})}
         stretches: list[dict[str, Any]] = []
         summaries: list[dict[str, Any]] = []
         decision: Decision | None = None
         for segment, stop_after in enumerate(days.stretches(day, opts.segments)):
             sections = {} if name == config.strategy.name else {"strategy": {"name": name}}
             run_name = day_dir_name(day, segment)
-            day_config = load_config(base, {"run.name": run_name, **overrides}, sections)
+            elapsed = sum(s["train_seconds"] for s in summaries)
+            condition = scenario.overrides(day, config, elapsed) if scenario else {}
+            overrides = {"run.name": run_name, **days.overrides(day), **condition}
+            day_config = load_config(base, overrides, sections)
             run_dir = RunDir.create(root, run_name, force=True)
             summary = run(day_config, run_dir, progress, state, stop_after)
             if summary.get("interrupted"):
@@ -135,7 +137,7 @@ def run_continual(
         assert state is not None
         days.check_end(day, state, summaries[-1])
         quality = days.next_day_quality(day, day_config, summaries[-1], state)
-        cluster = scenario.describe(day, day_config) if scenario else None
+        cluster = scenario.describe(day, config) if scenario else None
         record = day_record(day, opts.engine, day_config, stretches, summaries, quality, cluster)
         record["next_strategy"] = name
         records.append(json_ready(record))

@@ -112,9 +112,15 @@ def parse_controller(text: str) -> ControllerConfig:
             )
         default = fields[key].default
         try:
-            values[key] = float(value) if isinstance(default, float) else (value or None)
+            if isinstance(default, bool):
+                if value not in ("true", "false"):
+                    raise ValueError
+                values[key] = value == "true"
+            else:
+                values[key] = float(value) if isinstance(default, float) else (value or None)
         except ValueError:
-            raise ConfigError(f"--controller: {key} = {value!r} is not a number") from None
+            kind = "true or false" if isinstance(default, bool) else "a number"
+            raise ConfigError(f"--controller: {key} = {value!r} is not {kind}") from None
     try:
         return ControllerConfig(**values)
     except ValueError as error:

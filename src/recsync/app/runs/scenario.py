@@ -18,8 +18,9 @@ next change's day (days before the first change run the base config's cluster):
 A change states the whole condition of its days: what it leaves out is the base config's
 (no stragglers, its trainers, no slow server). Stragglers are whole trainers: the first
 `round(fraction x num_trainers)` of a permutation drawn from the job's seed and the day,
-slowed `slowdown` times from `start_s` for `duration_s` seconds of the day's run (unset: to
-its end). Both drivers carry it the same way (`cluster.trainer_slowdown` in its window,
+slowed `slowdown` times from `start_s` for `duration_s` seconds of the day's training
+(unset: to its end; a day trained in segments counts its earlier segments' seconds). Both
+drivers carry it the same way (`cluster.trainer_slowdown` in its window,
 `cluster.server_slowdown`): in virtual seconds on the simulator, in wall seconds on the Ray
 engine.
 """
@@ -97,8 +98,9 @@ class Scenario:
         started = [c for c in self.changes if c.day <= day]
         return started[-1] if started else None
 
-    def overrides(self, day: int, config: Config) -> dict[str, Any]:
-        """Day `day`'s cluster as dotted config overrides of the base `config`."""
+    def overrides(self, day: int, config: Config, elapsed_s: float = 0.0) -> dict[str, Any]:
+        """Day `day`'s cluster as dotted config overrides of the base `config`, for a job
+        that starts `elapsed_s` seconds into the day's training."""
         change = self.change_of(day)
         if change is None:
             return {}
@@ -111,26 +113,30 @@ class Scenario:
             "cluster.slowdown_until_s": None,
         }
         s = change.stragglers
-        if s is not None and round(s.fraction * trainers) > 0 and s.slowdown > 1.0:
+        start = 0.0 if s is None else s.start_s - elapsed_s
+        stop = float("inf") if s is None or s.duration_s is None else start + s.duration_s
+        if s is not None and round(s.fraction * trainers) > 0 and s.slowdown > 1.0 and stop > 0:
             slow = np.random.default_rng([config.run.seed, day]).permutation(trainers)
             factors = [1.0] * trainers
             for trainer in slow[: round(s.fraction * trainers)]:
                 factors[int(trainer)] = s.slowdown
             overrides["cluster.trainer_slowdown"] = factors
-            overrides["cluster.slowdown_from_s"] = s.start_s
+            overrides["cluster.slowdown_from_s"] = max(0.0, start)
             if s.duration_s is not None:
-                overrides["cluster.slowdown_until_s"] = s.start_s + s.duration_s
+                overrides["cluster.slowdown_until_s"] = stop
         return overrides
 
     def describe(self, day: int, config: Config) -> dict[str, Any]:
-        """Day `day`'s cluster for its record: trainers, slow trainers and their window,
-        slow servers."""
-        cluster = config.cluster
-        slow = [t for t, f in enumerate(cluster.trainer_slowdown) if f > 1.0]
+        """Day `day`'s cluster for its record: trainers, slow trainers, their slowdown and
+        when in the day they are slow, slow servers."""
+        day_cluster = self.overrides(day, config)
+        change = self.change_of(day)
+        stragglers = change.stragglers if change is not None else None
+        factors = day_cluster.get("cluster.trainer_slowdown", [])
         return {
-            "num_trainers": cluster.num_trainers,
-            "slow_trainers": slow,
-            "slowdown": max(cluster.trainer_slowdown, default=1.0),
-            "slow_window_s": [cluster.slowdown_from_s, cluster.slowdown_until_s],
-            "server_slowdown": dict(cluster.server_slowdown),
+            "num_trainers": day_cluster.get("cluster.num_trainers", config.cluster.num_trainers),
+            "slow_trainers": [t for t, f in enumerate(factors) if f > 1.0],
+            "slowdown": max(factors, default=1.0),
+            "stragglers": None if stragglers is None else stragglers.model_dump(),
+            "server_slowdown": day_cluster.get("cluster.server_slowdown", {}),
         }

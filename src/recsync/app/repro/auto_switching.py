@@ -1,0 +1,191 @@
+"""The automatic strategy controller's value, and GBA's switching claim (Fig. 6), in
+continual training on a cluster that changes day by day (simulator, `recsync continual`).
+
+GBA (001) switches between synchronous training and GBA by hand as resources change and
+names choosing automatically as future work. Here every variant is one `recsync continual`
+run over the same DAYS-day synthetic task (teacher drift DRIFT a day; each day resumed from
+the previous day's checkpoint, scored on the next day's held-out examples) and the same
+scenario file (SCENARIO: stragglers appear, leave, come back mid-day and milder, trainers
+are removed, a server slows down), with the same hyper-parameters, tuned once on sync:
+
+- sync, gba and async throughout;
+- the best fixed-in-hindsight schedule: knowing the scenario, sync on calm days and GBA on
+  days with stragglers (GBA's own recommendation);
+- the controller (`--controller default --segments 4`): it decides after every quarter of a
+  day from what the stretch measured;
+- GBA's Fig. 6 in this setting: sync, then from SWITCH_DAY (stragglers) GBA, async or
+  Hop-BS (bounded_staleness), then sync again from BACK_DAY, with unchanged
+  hyper-parameters.
+
+Targets (issue): the controller's total training time within 10% of the fastest fixed
+strategy's and its mean next-day AUC within 0.001 of the best fixed strategy's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from recsync.app.config.load import load_config
+from recsync.app.repro.auto_switching_report import plot, report
+from recsync.app.repro.common import CLUSTER_COST, Progress, run_in_processes
+from recsync.app.runs.continual import run_continual
+from recsync.app.runs.continual_options import ContinualOptions
+from recsync.sync.controller import ControllerConfig
+
+DAYS = 12  # days 0-10 trained, 1-11 scored
+PER_DAY = 32_768
+DRIFT = 0.1
+BATCH_SIZE = 64
+TRAINERS = 8
+SEGMENTS = 4
+TEST_PER_DAY = 20_000
+LR_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0)  # tuned once: sync over the first TUNE_DAYS (calm) days
+TUNE_DAYS = 3
+SWITCH_DAY, BACK_DAY = 3, 5
+SCENARIO = """\
+# days 0-2 calm; 3-4: a quarter of the trainers 4x slower; 5-6: calm, two trainers fewer;
+# 7: stragglers appear halfway through the day; 8: half the trainers 2.5x slower;
+# 9: calm; 10: calm, one embedding server 3x slower
+[[change]]
+day = 3
+stragglers = { fraction = 0.25, slowdown = 4.0 }
+
+[[change]]
+day = 5
+num_trainers = 6
+
+[[change]]
+day = 7
+stragglers = { fraction = 0.25, slowdown = 4.0, start_s = START_S }
+
+[[change]]
+day = 8
+stragglers = { fraction = 0.5, slowdown = 2.5 }
+
+[[change]]
+day = 9
+
+[[change]]
+day = 10
+server_slowdown = { "embedding-server-0" = 3.0 }
+"""
+STRAGGLER_DAYS = (3, 4, 7, 8)
+HINDSIGHT = {0: "sync", 3: "gba", 5: "sync", 7: "gba", 9: "sync"}
+FIXED = ("sync", "gba", "async")
+SWITCHED = ("gba", "async", "bounded_staleness")
+
+
+def overrides(lr_factor: float, days: int = DAYS) -> dict[str, Any]:
+    """The job every variant runs (its strategy aside)."""
+    cost = {
+        f"cost.{k}": getattr(CLUSTER_COST, k)
+        for k in (
+            "worker_flops",
+            "speed_spread",
+            "batch_noise",
+            "latency_s",
+            "bandwidth_bytes_s",
+            "request_s",
+            "row_s",
+            "element_s",
+            "reader_batch_s",
+        )
+    }
+    return {
+        "strategy.name": "sync",
+        "data.synthetic.num_days": days,
+        "data.synthetic.num_train": days * PER_DAY,
+        "data.synthetic.num_test": 2_000,
+        "data.synthetic.drift": DRIFT,
+        "model.embedding_dim": 8,
+        "model.bottom_mlp": [64, 32],
+        "model.top_mlp": [64, 32],
+        "train.batch_size": BATCH_SIZE,
+        "train.dense_optimizer.lr": 0.01 * lr_factor,
+        "train.sparse_optimizer.lr": 0.01 * lr_factor,
+        "cluster.num_trainers": TRAINERS,
+        "cluster.workers_per_trainer": 1,
+        "cluster.num_embedding_servers": 4,
+        "cluster.num_dense_servers": 2,
+        "run.eval_every": 0,
+        "run.keep_best": False,
+        "run.checkpoint.every_seconds": 0.0,
+        **cost,
+    }
+
+
+def variants() -> dict[str, ContinualOptions]:
+    """Every variant's continual options (the scenario path is filled in per run)."""
+    table: dict[str, ContinualOptions] = {
+        f"{name} throughout": ContinualOptions("sim", {0: name}) for name in FIXED
+    }
+    table["hindsight schedule"] = ContinualOptions("sim", HINDSIGHT)
+    table["controller"] = ContinualOptions("sim", controller=ControllerConfig(), segments=SEGMENTS)
+    for name in SWITCHED:
+        table[f"sync > {name} > sync"] = ContinualOptions(
+            "sim", {0: "sync", SWITCH_DAY: name, BACK_DAY: "sync"}
+        )
+    return table
+
+
+def run_variant(item: tuple[str, float, str | None, str, int]) -> dict[str, Any]:
+    label, lr_factor, scenario, runs, days = item
+    options = variants()[label] if days == DAYS else ContinualOptions("sim", {0: "sync"})
+    options = dataclasses.replace(options, scenario=scenario)
+    config = load_config(None, overrides(lr_factor, days))
+    root = Path(runs) / f"{label.replace(' ', '_').replace('>', 'to')}-lr{lr_factor:g}-{days}d"
+    records = run_continual(config, root, options, progress=False)
+    return {
+        "variant": label,
+        "lr_factor": lr_factor,
+        "days": [
+            {
+                "day": r["day"],
+                "strategy": r["strategy"],
+                "next_day_auc": r["next_day_auc"],
+                "train_seconds": r["train_seconds"],
+                "num_trainers": r["num_trainers"],
+                "decisions": [
+                    {
+                        "after": s["run_dir"],
+                        "from": s["strategy"],
+                        "to": s["decision"],
+                        "reason": s["reason"],
+                    }
+                    for s in r["stretches"]
+                    if "decision" in s
+                ],
+            }
+            for r in records
+        ],
+        "total_seconds": sum(r["train_seconds"] for r in records),
+        "mean_next_day_auc": sum(r["next_day_auc"] for r in records) / len(records),
+    }
+
+
+def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = Path(tempfile.mkdtemp(prefix="recsync-auto-switching-"))
+    try:
+        tune = [("sync throughout", f, None, str(runs), TUNE_DAYS) for f in LR_FACTORS]
+        tuned = run_in_processes(run_variant, tune, progress)
+        chosen = max(tuned, key=lambda row: row["mean_next_day_auc"])
+        best = chosen["lr_factor"]
+        # day 7's stragglers appear halfway through a day: half a calm sync day's seconds
+        mid_day_s = round(chosen["days"][0]["train_seconds"] / 2, 3)
+        scenario = out_dir / "scenario.toml"
+        scenario.write_text(SCENARIO.replace("START_S", str(mid_day_s)))
+        items = [(label, best, str(scenario), str(runs), DAYS) for label in variants()]
+        rows = run_in_processes(run_variant, items, progress)
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+    results = {"lr_tuning": tuned, "lr_factor": best, "variants": rows}
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1))
+    plot(rows, out_dir / "days.png")
+    (out_dir / "report.md").write_text(report(results, scenario.read_text()))
+    return results
