@@ -12,7 +12,8 @@ are removed, a server slows down), with the same hyper-parameters, tuned once on
 - the best fixed-in-hindsight schedule: knowing the scenario, sync on calm days and GBA on
   days with stragglers (GBA's own recommendation);
 - the controller (`--controller default --segments 4`): it decides after every quarter of a
-  day from what the stretch measured;
+  day from what the stretch measured; and without its probe (`probe=false`: sync whenever
+  the cluster is balanced, GBA with stragglers -- the hindsight rule, learned online);
 - GBA's Fig. 6 in this setting: sync, then from SWITCH_DAY (stragglers) GBA, async or
   Hop-BS (bounded_staleness), then sync again from BACK_DAY, with unchanged
   hyper-parameters.
@@ -126,6 +127,9 @@ def variants() -> dict[str, ContinualOptions]:
     }
     table["hindsight schedule"] = ContinualOptions("sim", HINDSIGHT)
     table["controller"] = ContinualOptions("sim", controller=ControllerConfig(), segments=SEGMENTS)
+    table["controller, no probe"] = ContinualOptions(
+        "sim", controller=ControllerConfig(probe=False), segments=SEGMENTS
+    )
     for name in SWITCHED:
         table[f"sync > {name} > sync"] = ContinualOptions(
             "sim", {0: "sync", SWITCH_DAY: name, BACK_DAY: "sync"}
