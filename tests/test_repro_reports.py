@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recsync.app.repro import (
+    auto_switching_report,
     gba,
     gba_switching,
     psp,
@@ -209,4 +210,53 @@ def test_swap_days_report_compares_late_gains():
     rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
     assert "holds in part: SWAP ends +0.0010 ahead, but Adagrad does not stall" in (
         swap_days.report(rows)
+    )
+
+
+def switching_row(variant, seconds, aucs, strategies=None):
+    strategies = strategies or [variant.split()[0]] * len(aucs)
+    days = [
+        {"day": d, "strategy": s, "next_day_auc": a, "train_seconds": seconds / len(aucs),
+         "num_trainers": 8, "decisions": []}
+        for d, (s, a) in enumerate(zip(strategies, aucs, strict=True))
+    ]  # fmt: skip
+    return {
+        "variant": variant,
+        "lr_factor": 1.0,
+        "days": days,
+        "total_seconds": seconds,
+        "mean_next_day_auc": sum(aucs) / len(aucs),
+    }
+
+
+def test_auto_switching_report_checks_both_targets_and_fig_6():
+    sync = [0.70, 0.71, 0.72, 0.73, 0.74]
+    mixed = ["sync", "sync", "async", "sync", "sync"]
+    rows = [
+        switching_row("sync throughout", 10.0, sync),
+        switching_row("gba throughout", 6.0, [a - 0.0002 for a in sync]),
+        switching_row("async throughout", 5.0, [a - 0.01 for a in sync]),
+        switching_row("hindsight schedule", 8.0, sync),
+        switching_row("controller", 5.4, [a - 0.0005 for a in sync]),
+        switching_row("sync > gba > sync", 9.0, [0.70, 0.71, 0.7185, 0.73, 0.74],
+                      ["sync", "sync", "gba", "sync", "sync"]),
+        switching_row("sync > async > sync", 9.0, [0.70, 0.71, 0.71, 0.7285, 0.7395], mixed),
+    ]  # fmt: skip
+    by = {r["variant"]: r for r in rows}
+    lines = auto_switching_report.findings(by, by["async throughout"], by["sync throughout"])
+    assert lines[2] == (
+        "- Controller: total time 1.080x the fastest fixed strategy's (async throughout; "
+        "target <= 1.10x: met); mean next-day AUC 0.7195, +0.0005 below the best fixed "
+        "strategy's (sync throughout, 0.7200; target <= 0.001: met)."
+    )
+    assert "controller against the hindsight schedule (sync calm, GBA with stragglers): " \
+        "time 0.675x, AUC -0.0005." in lines[3]  # fmt: skip
+    assert lines[4] == (
+        "- Fig. 6 shape for GBA: within 0.002 of sync on every day from the switch on "
+        "(largest gap -0.0015): holds."
+    )
+    assert lines[6] == (
+        "- Fig. 6 shape for sync > async > sync: dips while switched (below sync by > 0.002): "
+        "yes (lowest -0.0100); back within 0.001 of sync after the switch back: on day 4 "
+        "(lowest after -0.0015, last day -0.0005)."
     )
