@@ -178,7 +178,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "days of a changing cluster; Fig. 6's switch and back in continual training",
             auto_switching.reproduce,
             "reports/auto_switching",
-            15.0,
+            3.0,
             _switching_row,
         ),
         Reproduction(
