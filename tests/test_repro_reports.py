@@ -217,7 +217,8 @@ def switching_row(variant, seconds, aucs, strategies=None):
     strategies = strategies or [variant.split()[0]] * len(aucs)
     days = [
         {"day": d, "strategy": s, "next_day_auc": a, "train_seconds": seconds / len(aucs),
-         "num_trainers": 8, "decisions": []}
+         "num_trainers": 8, "decisions": [],
+         "adagrad_sums": {"dense": 2.0 if s == "async" else 1.0, "rows": 1.0}}
         for d, (s, a) in enumerate(zip(strategies, aucs, strict=True))
     ]  # fmt: skip
     return {
@@ -260,3 +261,4 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
         "yes (lowest -0.0100); back within 0.001 of sync after the switch back: on day 4 "
         "(lowest after -0.0015, last day -0.0005)."
     )
+    assert lines[7].endswith("Adagrad accumulators after them 2.0x sync's (dense), 1.0x (rows).")

@@ -34,6 +34,7 @@ from typing import Any
 from recsync.app.config.load import load_config
 from recsync.app.repro.auto_switching_report import plot, report
 from recsync.app.repro.common import CLUSTER_COST, Progress, run_in_processes
+from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.continual import run_continual
 from recsync.app.runs.continual_options import ContinualOptions
 from recsync.sync.controller import ControllerConfig
@@ -144,6 +145,7 @@ def run_variant(item: tuple[str, float, str | None, str, int]) -> dict[str, Any]
     config = load_config(None, overrides(lr_factor, days))
     root = Path(runs) / f"{label.replace(' ', '_').replace('>', 'to')}-lr{lr_factor:g}-{days}d"
     records = run_continual(config, root, options, progress=False)
+    accumulators = [adagrad_sums(root / r["run_dirs"][-1]) for r in records]
     return {
         "variant": label,
         "lr_factor": lr_factor,
@@ -154,6 +156,7 @@ def run_variant(item: tuple[str, float, str | None, str, int]) -> dict[str, Any]
                 "next_day_auc": r["next_day_auc"],
                 "train_seconds": r["train_seconds"],
                 "num_trainers": r["num_trainers"],
+                "adagrad_sums": sums,
                 "decisions": [
                     {
                         "after": s["run_dir"],
@@ -165,11 +168,19 @@ def run_variant(item: tuple[str, float, str | None, str, int]) -> dict[str, Any]
                     if "decision" in s
                 ],
             }
-            for r in records
+            for r, sums in zip(records, accumulators, strict=True)
         ],
         "total_seconds": sum(r["train_seconds"] for r in records),
         "mean_next_day_auc": sum(r["next_day_auc"] for r in records) / len(records),
     }
+
+
+def adagrad_sums(run_dir: Path) -> dict[str, float]:
+    """The sums of the dense and the rows' Adagrad accumulators in a run's end checkpoint
+    (how much squared gradient they hold: Adagrad's steps shrink as 1 / sqrt of it)."""
+    state, _ = load_run_checkpoint(run_dir)
+    rows = sum(float(s["optimizer"]["accumulator"].sum()) for s in state.shards)
+    return {"dense": float(state.dense_optimizer["sum"].sum()), "rows": rows}
 
 
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:

@@ -22,9 +22,11 @@ NOTES = [
     "lands between sync and GBA in time.",
     "- The paper's Fig. 6 has async and Hop-BS dip when switched to and re-converge. Here "
     "(8 workers, staleness ~1 step) they do not dip while switched; they fall behind after "
-    "the switch back to sync and stay ~0.005 behind to the last day. A likely cause, not "
-    "measured: their 8x more (smaller-batch) updates grow the Adagrad accumulators faster, "
-    "so sync's steps after the switch are smaller. The gba-switching reproduction (32 "
+    "the switch back to sync and stay behind. Why: each worker's gradient is an update of "
+    "its own (8x as many, each of a batch 8x smaller, so noisier), and Adagrad's "
+    "accumulators sum their squares: after the switched days they hold many times what "
+    "sync's hold (the findings give the ratios), so every later sync step is that much "
+    "smaller (Adagrad divides by the square root). The gba-switching reproduction (32 "
     "workers) shows the dip itself (async -0.034 on the first switched day).",
     "- Times are the simulator's virtual seconds; segments cost a little (each stretch is a "
     "job start and drain): the controller's 4 stretches a day against one.",
@@ -168,9 +170,16 @@ def findings(
             + ", ".join(f"{d:+.4f}" for d in after)
             + f"; time on the switched days "
             f"{sum(d['train_seconds'] for d in r['days'][first : last + 1]):.2f} s vs sync's "
-            f"{sum(d['train_seconds'] for d in sync['days'][first : last + 1]):.2f} s."
+            f"{sum(d['train_seconds'] for d in sync['days'][first : last + 1]):.2f} s; Adagrad "
+            f"accumulators after them {accumulator_ratio(r, sync, last, 'dense'):.1f}x sync's "
+            f"(dense), {accumulator_ratio(r, sync, last, 'rows'):.1f}x (rows)."
         )
     return out
+
+
+def accumulator_ratio(run: dict[str, Any], sync: dict[str, Any], day: int, part: str) -> float:
+    ours = run["days"][day]["adagrad_sums"][part]
+    return float(ours / max(sync["days"][day]["adagrad_sums"][part], 1e-12))
 
 
 def fig6_verdict(variant: str, diffs: list[float], first: int, last: int) -> str:
