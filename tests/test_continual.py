@@ -112,8 +112,15 @@ def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     state, _ = load_run_checkpoint(root / day_dir_name(1))
     assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
     assert records[0]["cluster"]["slow_trainers"] == [] and records[1]["cluster"]["slowdown"] == 4.0
+    # the slowed trainer's workers (2 a trainer) against the other's: 4x nominal; two busy
+    # cores add their own noise, so a tolerance, and the calm day only as a comparison
+    (slow,) = records[1]["cluster"]["slow_trainers"]
+    steps = json.loads((root / day_dir_name(1) / "summary.json").read_text())["worker_step_seconds"]
+    ours = [s for w, s in steps.items() if int(w) // 2 == slow]
+    others = [s for w, s in steps.items() if int(w) // 2 != slow]
+    assert sum(ours) / len(ours) > 2.0 * sum(others) / len(others)
     calm, slowed = (r["stretches"][0]["step_time_spread"] for r in records)
-    assert calm < 2.0 < 2.5 < slowed  # 4x nominal; the machine's own noise on 2 cores
+    assert calm < slowed
 
 
 def test_day_files_train_whole_each_and_score_the_next(tmp_path):
