@@ -85,7 +85,10 @@ def test_each_day_gets_its_change_as_overrides(tmp_path):
         ("[[change]]\nday = 2\n[[change]]\nday = 1\n", "change days must increase"),
         ("[[change]]\nday = 0\nstragglers = {fraction = 2.0, slowdown = 2.0}\n", "fraction"),
         ("[[change]]\nday = 0\nslow = 1\n", "change.0.slow: Extra inputs"),
-        ("[[change]]\nday = 0\nserver_slowdown = {x = 0.5}\n", "factors must be >= 1"),
+        (
+            "[[change]]\nday = 0\nserver_slowdown = {x = 0.5}\n",
+            "server_slowdown.x: Input should be greater than or equal to 1",
+        ),
         ("day = 0\n", "change: Field required"),
         ("[[change]\n", "invalid TOML"),
     ],

@@ -70,8 +70,9 @@ class ClusterSpec:
             )
 
     def slowdown(self, trainer: int) -> float:
-        """How many times slower than the machine allows trainer `trainer` computes (the Ray
-        engine's emulated straggler, during `slowdown_window`: seconds from the job's start)."""
+        """How many times slower than the machine allows trainer `trainer` computes (an
+        emulated straggler, both drivers, during `slowdown_window`: seconds from the job's
+        start)."""
         return self.trainer_slowdown[trainer] if self.trainer_slowdown else 1.0
 
     def server_factor(self, name: str) -> float:

@@ -28,7 +28,7 @@ class ClusterSection(Section):
     process of its own, sharing the trainer's replica in shared memory (Ray engine); false:
     threads of one process; unset: processes where the strategy allows and the cluster has
     a CPU per worker. `trainer_slowdown`: per trainer, how many times slower it computes
-    (the Ray engine's emulated stragglers), from `slowdown_from_s` until `slowdown_until_s`
+    (emulated stragglers, both drivers), from `slowdown_from_s` until `slowdown_until_s`
     seconds into the job (unset: to its end); `server_slowdown`: servers by name (e.g.
     embedding-server-0) and how many times slower they answer (both drivers)."""
 

@@ -42,7 +42,7 @@ from recsync.app.runs.scenario import Scenario
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
 from recsync.errors import ConfigError, JobFailed
-from recsync.sync.controller import Controller, Decision
+from recsync.sync.controller import Controller
 
 DAYS_PLOT = "days.png"
 
@@ -110,7 +110,6 @@ def run_continual(
         name = records[-1]["next_strategy"] if records and controller else planned
         stretches: list[dict[str, Any]] = []
         summaries: list[dict[str, Any]] = []
-        decision: Decision | None = None
         for segment, stop_after in enumerate(days.stretches(day, opts.segments)):
             sections = {} if name == config.strategy.name else {"strategy": {"name": name}}
             run_name = day_dir_name(day, segment)
@@ -126,11 +125,10 @@ def run_continual(
                     f"with recsync continual --resume {root}"
                 )
             state, _ = load_run_checkpoint(run_dir.path)
-            decision = None
-            if controller:
-                last = segment == opts.segments - 1
-                decision = controller.decide(stretch_measures(summary, name), day_boundary=last)
-            stretches.append(stretch_record(run_name, name, summary, decision))
+            measured = stretch_measures(summary, name)
+            last = segment == opts.segments - 1
+            decision = controller.decide(measured, day_boundary=last) if controller else None
+            stretches.append(stretch_record(run_name, measured, decision))
             summaries.append(summary)
             if decision is not None:
                 name = decision.strategy

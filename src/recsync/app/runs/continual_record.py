@@ -36,13 +36,13 @@ def stretch_measures(summary: dict[str, Any], strategy: str) -> StretchMeasures:
 
 
 def stretch_record(
-    run_name: str, strategy: str, summary: dict[str, Any], decision: Decision | None
+    run_name: str, measured: StretchMeasures, decision: Decision | None
 ) -> dict[str, Any]:
     """A stretch's record: its run dir, its measures (`measured_of` reads them back) and the
     controller's decision after it."""
     record: dict[str, Any] = {
         "run_dir": run_name,
-        **dataclasses.asdict(stretch_measures(summary, strategy)),
+        **dataclasses.asdict(measured),
     }
     if decision is not None:
         record["decision"] = decision.strategy

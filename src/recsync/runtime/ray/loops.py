@@ -127,18 +127,19 @@ class LoopDriver:
                 result = handler(state, effect)
                 computed = started - state.resumed  # the step's math, before it yielded
                 state.resumed = time.perf_counter()
-                self._count(effect, state.resumed - started)
-                if isinstance(effect, Compute) and spec.worker is not None:
-                    with self.counting:
-                        self.measures.count_compute(spec.worker, state.resumed - started + computed)
+                self._count(effect, state.resumed - started, spec.worker, computed)
         finally:
             if state.pending:
                 self._get_each(state.pending)
 
-    def _count(self, effect: Effect, seconds: float) -> None:
+    def _count(self, effect: Effect, seconds: float, worker: int | None, computed: float) -> None:
+        """Count the effect and its seconds; a worker's Compute also as that worker's step
+        (`computed`: the math before it yielded; `seconds`: a straggler's extra sleep)."""
         with self.counting:
             self.measures.blocked[effect.label] += seconds
             self.measures.effects[effect.label] += 1
+            if worker is not None and isinstance(effect, Compute):
+                self.measures.count_compute(worker, computed + seconds)
 
     def _sent(self, message: Message) -> Any:
         with self.counting:
