@@ -169,13 +169,16 @@ def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
 def test_quality_report_reads_both_tables_claims_off_the_rows():
     q = shadowsync_quality
 
-    def row(table, variant, trainers, loss):
+    def row(table, variant, trainers, seed, loss):
         return {
             "table": table,
             "variant": variant,
             "trainers": trainers,
             "sync_servers": 1,
+            "seed": seed,
+            "dense_lr": 0.004,
             "train_loss": loss + 0.01,
+            "train_loss_last": loss + 0.005,
             "test_logloss": loss,
             "test_auc": 0.7,
             "eps": 1.0,
@@ -185,15 +188,47 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
 
     gap_losses = {"S-EASGD": 0.500, "FR-EASGD-5": 0.501, "FR-EASGD-10": 0.502}
     gap_losses |= {"FR-EASGD-30": 0.503, "FR-EASGD-100": 0.504}
-    rows = [row("gap", v, q.GAP_TRAINERS, loss) for v, loss in gap_losses.items()]
+    rows = [
+        row("gap", v, q.GAP_TRAINERS, seed, loss + seed * 0.0001)
+        for seed in q.SEEDS
+        for v, loss in gap_losses.items()
+    ]
     growth = {"S-EASGD": 0.001, "FR-EASGD-5": 0.004, "FR-EASGD-30": 0.002}
-    for n, step in zip(q.SCALE_TRAINERS, (0, 1, 2), strict=True):
-        rows += [row("scale", v, n, 0.5 + step * g) for v, g in growth.items()]
-    text = q._report(rows)
-    assert "0.50100, 0.50200, 0.50300, 0.50400 (rising with the gap" in text
-    assert "Best FR: FR-EASGD-5; S-EASGD 0.50000 (at or below the best FR" in text
-    assert "mildest eval increase at 20 trainers is S-EASGD's (+0.400%" in text
-    assert "| 20 | FR-EASGD-5 | 0.51800 | 0.50800 | +1.569% | +1.600% | +0.249%, +0.333% |" in text
+    for seed in q.SEEDS:
+        for n, step in zip(q.SCALE_TRAINERS, (0, 1, 2), strict=True):
+            rows += [
+                row("scale", v, n, seed, 0.5 + step * g * (1 + seed)) for v, g in growth.items()
+            ]
+    tuning = [row("tune", "S-EASGD", 5, 0, 0.51 - lr) for lr in (0.001, 0.002)]
+    for t, lr in zip(tuning, (0.001, 0.002), strict=True):
+        t["dense_lr"] = lr
+    per_thread = {"5": 204.8, "10": 102.4, "20": 51.2}
+    results = {"lr_tuning": tuning, "dense_lr": 0.002, "iterations_per_thread": per_thread}
+    text = q.report(results | {"rows": rows})
+    assert "runs 205, 102, 51 iterations at 5, 10, 20 trainers" in text
+    assert (
+        "eval logloss at each lr tried: 0.001: 0.50900, 0.002: 0.50800) and frozen at 0.002" in text
+    )
+    assert "0.50105, 0.50205, 0.50305, 0.50405 (rising with the gap" in text
+    assert "Best FR: FR-EASGD-5; S-EASGD 0.50005 (at or below the best FR" in text
+    # S-EASGD: +0.4% (seed 0) and +0.8% (seed 1); FR-EASGD-30: +0.8% and +1.6%: they overlap
+    assert (
+        "mildest mean eval increase at 20 trainers is S-EASGD's (+0.600% (+0.400% .. +0.800%)"
+        in text
+    )
+    assert "Shape holds in the mean, within the seeds' spread." in text
+    assert "at each scale: 10 trainers: S-EASGD, 20 trainers: S-EASGD." in text
+    assert "FR-EASGD-5 keeps 5.00 at 20 trainers" in text and "1.00x S-EASGD's" in text
+    assert "| 20 | FR-EASGD-5 | 0.51200 (0.50800 .. 0.51600) | +2.353% (+1.569% .. +3.137%)" in text
+    growth["FR-EASGD-30"] = 0.0045  # now every seed's S-EASGD increase is below the others'
+    rows = [r for r in rows if r["table"] != "scale"]
+    for seed in q.SEEDS:
+        for n, step in zip(q.SCALE_TRAINERS, (0, 1, 2), strict=True):
+            rows += [
+                row("scale", v, n, seed, 0.5 + step * g * (1 + seed)) for v, g in growth.items()
+            ]
+    text = q.report(results | {"rows": rows})
+    assert "Shape holds (every seed's S-EASGD increase below every seed's of the others)." in text
 
 
 def test_swap_days_report_compares_late_gains():
