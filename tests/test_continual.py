@@ -21,20 +21,9 @@ from recsync.app.runs.continual_days import day_sizes
 from recsync.app.runs.continual_options import ContinualOptions as Options
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
+from small_jobs import small_continual
 
-SMALL = {
-    "strategy.name": "sync",
-    "data.synthetic.num_days": 3,
-    "data.synthetic.num_train": 3 * 1024,
-    "data.synthetic.num_test": 500,
-    "data.synthetic.drift": 0.1,
-    "data.synthetic.table_rows": [50] * 4,
-    "data.synthetic.num_dense": 3,
-    "model.embedding_dim": 4,
-    "model.bottom_mlp": [8, 4],
-    "model.top_mlp": [8],
-    "train.batch_size": 64,
-}
+SMALL = small_continual(3)
 
 
 def test_schedule_is_parsed_and_read_per_day():

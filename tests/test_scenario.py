@@ -16,6 +16,7 @@ from recsync.app.runs.scenario import Scenario
 from recsync.app.runs.simulate import run_simulation
 from recsync.errors import ConfigError
 from recsync.sync.controller import ControllerConfig
+from small_jobs import small_continual
 
 SCENARIO = """
 [[change]]
@@ -28,21 +29,7 @@ num_trainers = 3
 server_slowdown = { "embedding-server-0" = 3.0 }
 """
 
-SMALL = {
-    "strategy.name": "sync",
-    "data.synthetic.num_days": 4,
-    "data.synthetic.num_train": 4 * 1024,
-    "data.synthetic.num_test": 500,
-    "data.synthetic.drift": 0.1,
-    "data.synthetic.table_rows": [50] * 4,
-    "data.synthetic.num_dense": 3,
-    "model.embedding_dim": 4,
-    "model.bottom_mlp": [8, 4],
-    "model.top_mlp": [8],
-    "train.batch_size": 64,
-    "cluster.num_trainers": 4,
-    "cluster.workers_per_trainer": 1,
-}
+SMALL = small_continual(4, **{"cluster.num_trainers": 4, "cluster.workers_per_trainer": 1})
 
 
 def write(tmp_path, text):

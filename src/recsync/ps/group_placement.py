@@ -98,17 +98,21 @@ def reference_eps(ops: Sequence[Op], shape: GroupShape) -> float:
     return shape.trainers * shape.flops_s / sum(op.flops for op in ops)
 
 
+def parameter_modules(ops: Sequence[Op]) -> set[str]:
+    """The ops the first tagging rule sends to group PSs: those of every module that holds
+    parameters, except the rule-fixed trainer ops and the joins of split FCs."""
+    modules = {op.module for op in ops if op.param_bytes > 0}
+    return {
+        op.name for op in ops if movable(op) and op.kind is not OpKind.JOIN and op.module in modules
+    }
+
+
 def tag(ops: Sequence[Op], num_servers: int) -> dict[str, int]:
     """Rule-based tagging: parameterised ops and their module's ops to the group PSs;
     input, lookup, interaction, loss and the joins of split FCs to the trainers; the PS ops
     grouped into connected components, each on one group PS, balanced by parameter bytes
     (largest component first onto the lightest PS)."""
-    modules = {op.module for op in ops if op.param_bytes > 0}
-    on_ps = {
-        op.name
-        for op in ops
-        if op.kind not in TRAINER_KINDS and op.kind is not OpKind.JOIN and op.module in modules
-    }
+    on_ps = parameter_modules(ops)
     parent = {name: name for name in on_ps}
 
     def root(name: str) -> str:
@@ -225,13 +229,8 @@ def place(
     if tagging:
         device = tag(ops, shape.group_servers)
     else:
-        modules = {op.module for op in ops if op.param_bytes > 0}
-        device = {
-            op.name: 1
-            if op.module in modules and movable(op) and op.kind is not OpKind.JOIN
-            else TRAINER
-            for op in ops
-        }
+        on_ps = parameter_modules(ops)
+        device = {op.name: 1 if op.name in on_ps else TRAINER for op in ops}
     tagged = utilisation(ops, device, shape)
     moves: tuple[tuple[str, int, int], ...] = ()
     if refinement:

@@ -143,7 +143,7 @@ def dense_graph(model: ModelSpec, bottom: Sequence[FcSplit], top: Sequence[FcSpl
             OpKind.INTERACTION,
             (first_order, "lookup"),
             interaction_flops,
-            (model.top_input) * FLOAT,
+            model.top_input * FLOAT,
         )
     )
     top_ops, logits = _mlp_ops(

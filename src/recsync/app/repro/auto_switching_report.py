@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from recsync.app.runs.continual_plot import label_strategies
 from recsync.app.runs.plots import new_figure, save_figure
 
 TIME_TARGET = 0.10  # the controller's total time within 10% of the fastest fixed strategy's
@@ -46,15 +47,7 @@ def plot(rows: list[dict[str, Any]], path: Any) -> None:
         time.plot(days, seconds, style, lw=width, label=row["variant"])
     controller = next((r for r in rows if r["variant"] == "controller"), None)
     if controller:
-        for day in controller["days"]:
-            quality.annotate(
-                day["strategy"].replace(" > ", ">"),
-                (day["day"], day["next_day_auc"]),
-                textcoords="offset points",
-                xytext=(0, -16),
-                ha="center",
-                fontsize=6,
-            )
+        label_strategies(quality, controller["days"], below=16, fontsize=6)
     quality.set_xlabel("day trained (scored on the next day)")
     quality.set_ylabel("next-day AUC")
     quality.set_title("next-day AUC (controller: its strategies under each point)")

@@ -169,7 +169,7 @@ def findings(
     where = "at or below" if mean(shadow) <= mean(eval_of(best)) else "above"
     most = scale[-1]
     growth = {v: increases(rows, v, most, "test_logloss") for v in scale_variants}
-    mildest = min(scale_variants, key=lambda v: mean(growth[v]))
+    mildest = _mildest(rows, scale_variants, most)
     others = [v for v in scale_variants if v != mildest]
     apart = all(max(growth[mildest]) < min(growth[v]) for v in others)
     holds = (
