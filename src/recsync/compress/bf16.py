@@ -14,6 +14,7 @@ class Bf16:
     """x rounded to bfloat16 (to nearest): each element's relative error at most 2^-8."""
 
     name = "bf16"
+    flops_per_element = 2.0  # a cast each way
 
     def encode(self, x: torch.Tensor) -> Encoded:
         return Encoded(x.to(torch.bfloat16).contiguous(), tuple(x.shape))

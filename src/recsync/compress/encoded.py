@@ -32,6 +32,7 @@ class Codec(Protocol):
     """Turns a float32 tensor into an `Encoded` payload and back (lossy or not)."""
 
     name: str
+    flops_per_element: float  # CPU work of coding one element (encode and decode)
 
     def encode(self, x: torch.Tensor) -> Encoded: ...
 
@@ -42,6 +43,7 @@ class Identity:
     """No compression: the tensor itself, float32."""
 
     name = "none"
+    flops_per_element = 0.0
 
     def encode(self, x: torch.Tensor) -> Encoded:
         return Encoded(x.contiguous(), tuple(x.shape))

@@ -15,6 +15,7 @@ class ErrorFeedback:
     def __init__(self, codec: Codec):
         self.codec = codec
         self.name = f"{codec.name}+ef"
+        self.flops_per_element = codec.flops_per_element + 2.0  # p = g + e; e = p - C(p)
         self.residual: torch.Tensor | None = None
 
     def encode(self, x: torch.Tensor) -> Encoded:

@@ -15,6 +15,7 @@ class Int8Rows:
     error is at most s / 2; a row of zeros stays exact."""
 
     name = "int8"
+    flops_per_element = 5.0  # |x|, max, divide, round, clamp; a multiply back
 
     def encode(self, x: torch.Tensor) -> Encoded:
         rows = rows_view(x.float())

@@ -15,6 +15,7 @@ class TopK:
     the rest decode as zeros."""
 
     name = "topk"
+    flops_per_element = 8.0  # |x| and a partial selection
 
     def __init__(self, fraction: float):
         if not 0.0 < fraction <= 1.0:

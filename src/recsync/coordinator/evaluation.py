@@ -18,7 +18,7 @@ from recsync.metrics.quality import Quality
 from recsync.protocol.address import Address, Role
 from recsync.trainer.stats import TrainerReport
 
-MODEL_ROLES = (Role.TRAINER, Role.DENSE_SERVER, Role.EMBEDDING_SERVER)
+MODEL_ROLES = (Role.TRAINER, Role.DENSE_SERVER, Role.GROUP_SERVER, Role.EMBEDDING_SERVER)
 STOPPING_METRICS = ("test_logloss", "test_ne", "test_auc")
 
 

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 
 from recsync.protocol.address import Address, Role
 
-SERVER_SIDE = (Role.READER, Role.EMBEDDING_SERVER, Role.SYNC_SERVER, Role.DENSE_SERVER)
+SERVER_SIDE = (
+    Role.READER,
+    Role.EMBEDDING_SERVER,
+    Role.SYNC_SERVER,
+    Role.DENSE_SERVER,
+    Role.GROUP_SERVER,
+)
 
 
 def assign_machines(nodes: Sequence[Address], num_machines: int) -> dict[Address, int]:

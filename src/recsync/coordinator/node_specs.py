@@ -21,12 +21,15 @@ from recsync.protocol.address import Address
 from recsync.protocol.node import Node
 from recsync.ps.embedding_server import EmbeddingServerNode
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
+from recsync.ps.group_plan import GroupPlan
+from recsync.ps.group_server import GroupServerNode
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import shard_weight
 from recsync.ps.shard import EmbeddingShard
 from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.gradient import GradientStrategy, Tokens
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
@@ -147,6 +150,33 @@ class SyncServerSpec(NodeSpec):
 
     def build(self, context: BuildContext) -> SyncServerNode:
         return SyncServerNode(self.address.index, self.strategy.make_center(self.values.clone()))
+
+
+@dataclass(frozen=True)
+class GroupServerSpec(NodeSpec):
+    """Group PS `server` of group `group` (hierarchical training): the FC parts `plan`
+    gives it, and its sync loop against `sync_server`."""
+
+    group: int
+    server: int
+    model: ModelSpec
+    train: TrainSpec
+    plan: GroupPlan
+    strategy: HierarchicalConfig
+    sync_server: Address
+    num_workers: int
+    has_loops: ClassVar[bool] = True
+
+    def build(self, context: BuildContext) -> GroupServerNode:
+        return GroupServerNode(
+            self.group,
+            self.server,
+            self.plan.dense(self.model, self.train.seed),
+            self.train.dense_optimizer,
+            self.strategy,
+            self.sync_server,
+            self.num_workers,
+        )
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,13 @@ from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
 from recsync.ps.gradient_servers import DenseBlockReport, GradientServerStats
+from recsync.ps.group_plan import GroupPlan, group_plan_of
+from recsync.ps.group_server import GroupServerReport
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings
 from recsync.ps.shard import EmbeddingShard
 from recsync.sync.allreduce import AllReduceStrategy
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.reference import predict
 from recsync.trainer.replica import DenseReplica
@@ -92,10 +95,49 @@ def final_dense(spec: JobSpec, end: JobEnd) -> torch.Tensor:
     if blocks:
         return torch.cat([b.values for b in blocks])
     strategy = spec.strategy
+    if isinstance(strategy, HierarchicalConfig):
+        return _groups_dense(spec, strategy, end.of_role(Role.GROUP_SERVER))
     assert isinstance(strategy, ReplicaStrategy | AllReduceStrategy)
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     replicas = [t.replica for t in trainers if t.replica is not None]
     return strategy.combine_replicas(replicas)
+
+
+def _groups_dense(
+    spec: JobSpec, strategy: HierarchicalConfig, servers: list[GroupServerReport]
+) -> torch.Tensor:
+    """The average of the groups' models (each put together from its group PSs' parts)."""
+    plan, p = _plan_of(spec, strategy), strategy.group_servers
+    groups = [
+        plan.unsplit(spec.model, spec.train.seed, [s.values for s in servers[g * p : (g + 1) * p]])
+        for g in range(strategy.groups)
+    ]
+    return torch.stack(groups).mean(0)
+
+
+def _group_optimizer(spec: JobSpec, servers: list[GroupServerReport]) -> dict[str, Any]:
+    """Group 0's optimizer state in the unsplit model's layout (each per-parameter tensor
+    put together as the parameters are); its step count: group PS 0's."""
+    strategy = spec.strategy
+    assert isinstance(strategy, HierarchicalConfig)
+    plan, first = _plan_of(spec, strategy), servers[: strategy.group_servers]
+    state: dict[str, Any] = {"steps": int(first[0].optimizer["steps"])}
+    for key, value in first[0].optimizer.items():
+        if isinstance(value, torch.Tensor):
+            parts = [s.optimizer[key] for s in first]
+            state[key] = plan.unsplit(spec.model, spec.train.seed, parts)
+    return state
+
+
+def _plan_of(spec: JobSpec, strategy: HierarchicalConfig) -> GroupPlan:
+    cluster = spec.cluster
+    return group_plan_of(
+        spec.model,
+        strategy,
+        cluster.num_trainers,
+        cluster.workers_per_trainer,
+        spec.train.batch_size,
+    )
 
 
 def two_classes(test: Batch) -> bool:
@@ -199,6 +241,14 @@ def _dataset(spec: JobSpec) -> int | None:
 def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
     spec = topology.spec
     stats = [t.stats for t in end.of_role(Role.TRAINER)]
+    if isinstance(spec.strategy, HierarchicalConfig):
+        servers: list[GroupServerReport] = end.of_role(Role.GROUP_SERVER)
+        return {
+            "num_groups": spec.strategy.groups,
+            "num_group_servers": len(servers),
+            "cross_group_syncs": sum(s.syncs for s in servers),
+            "group_server_backward_steps": [s.backward_steps for s in servers],
+        }
     if not family_of(spec.strategy).policy_shards:
         assert isinstance(spec.strategy, ReplicaStrategy)
         return sync_measures(stats, spec.strategy.timing.is_shadow)
@@ -283,9 +333,13 @@ def model_state(
     spec = topology.spec
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
+    groups: list[GroupServerReport] = end.of_role(Role.GROUP_SERVER)
     if blocks:
         optimizer = join_optimizer_states([b.optimizer for b in blocks])
         steps = blocks[0].stats.steps
+    elif groups:
+        optimizer = _group_optimizer(spec, groups)
+        steps = sum(t.stats.total_iterations for t in trainers)
     else:
         assert trainers[0].optimizer is not None
         optimizer = trainers[0].optimizer

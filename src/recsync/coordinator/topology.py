@@ -19,6 +19,7 @@ import torch
 from recsync.coordinator.node_specs import (
     BuildContext,
     DenseServerSpec,
+    GroupServerSpec,
     NodeSpec,
     ReaderSpec,
     ShardSpec,
@@ -28,14 +29,17 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
+from recsync.ps.group_plan import group_plan_of
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.placement import JobPlan
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gradient import GradientStrategy, Tokens
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
 from recsync.trainer.allreduce_trainer import AllReduceTrainer
 from recsync.trainer.gradient_trainer import GradientTrainer
+from recsync.trainer.hierarchical_trainer import HierarchicalTrainer
 from recsync.trainer.replica_sync import process_refusal
 from recsync.trainer.replica_trainer import ReplicaTrainer
 from recsync.trainer.stats import TrainerSetup, Wiring
@@ -71,7 +75,8 @@ class Family:
     """How a strategy family's job is assembled: its servers of the dense part (with the
     wiring trainers get), whether its embedding shards run the strategy's policy, the
     reader's tokens, its trainer, and why its trainers' workers cannot run in processes of
-    their own (None: they can)."""
+    their own (None: they can), and what trainer t talks to (by default what every trainer
+    does)."""
 
     dense_servers: Callable[[JobSpec, JobPlan, torch.Tensor], list[NodeSpec]]
     policy_shards: bool
@@ -79,6 +84,7 @@ class Family:
     collective: bool
     trainer: Callable[[TrainerSpec, BuildContext], Node]
     process_refusal: Callable[[StrategyFamily], str | None]
+    trainer_wiring: Callable[[JobSpec, int, Wiring], Wiring] = lambda spec, t, wiring: wiring
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
         )
         for i in range(layout.num_shards)
     ]
-    dense = family.dense_servers(spec, plan, initial_dense(spec)) if plan.dense else []
+    dense = family.dense_servers(spec, plan, initial_dense(spec))
     wiring = Wiring(
         READER,
         tuple(s.address for s in shards),
@@ -188,7 +194,14 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
             max_calls=m + SERVER_MARGIN,
             serialized=False,
             setup=TrainerSetup(
-                t, cluster.num_trainers, m, spec.model, train, layout, wiring, initial
+                t,
+                cluster.num_trainers,
+                m,
+                spec.model,
+                train,
+                layout,
+                family.trainer_wiring(spec, t, wiring),
+                initial,
             ),
             strategy=spec.strategy,
             slowdown=cluster.slowdown(t),
@@ -217,7 +230,9 @@ def _slowed(cluster: ClusterSpec, node: NodeSpec) -> NodeSpec:
 
 def _sync_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
     strategy = spec.strategy
-    assert isinstance(strategy, CenterStrategy) and plan.dense is not None
+    assert isinstance(strategy, CenterStrategy)
+    if plan.dense is None:
+        return []
     calls = spec.cluster.hogwild_threads + SERVER_MARGIN
     return [
         SyncServerSpec(
@@ -234,7 +249,9 @@ def _sync_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[N
 
 def _dense_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
     strategy, resume, workers = spec.strategy, spec.resume, spec.cluster.hogwild_threads
-    assert isinstance(strategy, GradientStrategy) and plan.dense is not None
+    assert isinstance(strategy, GradientStrategy)
+    if plan.dense is None:
+        return []
     return [
         DenseServerSpec(
             Address(Role.DENSE_SERVER, i),
@@ -253,6 +270,65 @@ def _dense_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[
 
 def _no_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
     return []
+
+
+def _hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+    """Every group's group PSs, then the global sync servers (sync server j: the center of
+    what group PS j of every group owns)."""
+    strategy, cluster = spec.strategy, spec.cluster
+    assert isinstance(strategy, HierarchicalConfig)
+    if spec.resume is not None:
+        raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
+    group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
+    plan_ = group_plan_of(
+        spec.model,
+        strategy,
+        cluster.num_trainers,
+        cluster.workers_per_trainer,
+        spec.train.batch_size,
+    )
+    dense = plan_.dense(spec.model, spec.train.seed)
+    p = strategy.group_servers
+    nodes: list[NodeSpec] = [
+        GroupServerSpec(
+            Address(Role.GROUP_SERVER, g * p + j),
+            threads=None,
+            max_calls=group_workers + SERVER_MARGIN + 1,  # + its sync loop
+            serialized=False,
+            group=g,
+            server=j,
+            model=spec.model,
+            train=spec.train,
+            plan=plan_,
+            strategy=strategy,
+            sync_server=Address(Role.SYNC_SERVER, j),
+            num_workers=group_workers,
+        )
+        for g in range(strategy.groups)
+        for j in range(p)
+    ]
+    nodes += [
+        SyncServerSpec(
+            Address(Role.SYNC_SERVER, j),
+            threads=None,
+            max_calls=strategy.groups + SERVER_MARGIN,
+            serialized=False,
+            values=torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]),
+            strategy=strategy.cross_group,
+        )
+        for j in range(p)
+    ]
+    return nodes
+
+
+def _group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
+    """A trainer talks to the group PSs of its group."""
+    strategy = spec.strategy
+    assert isinstance(strategy, HierarchicalConfig)
+    group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
+    p = strategy.group_servers
+    servers = tuple(Address(Role.GROUP_SERVER, group * p + j) for j in range(p))
+    return dataclasses.replace(wiring, dense=servers, dense_ranges=())
 
 
 def _no_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
@@ -286,6 +362,18 @@ def _gradient_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
     assert isinstance(spec.strategy, GradientStrategy)
     setup = spec.setup
     return GradientTrainer(setup, spec.strategy, context.workspace(setup.model, setup.train))
+
+
+def _hierarchical_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
+    strategy, setup = spec.strategy, spec.setup
+    assert isinstance(strategy, HierarchicalConfig)
+    trainers = setup.num_trainers
+    plan = group_plan_of(setup.model, strategy, trainers, setup.num_workers, setup.train.batch_size)
+    return HierarchicalTrainer(setup, strategy, plan.dense(setup.model, setup.train.seed))
+
+
+def _threads_only(strategy: StrategyFamily) -> str | None:
+    return "its worker threads share one trainer's stats with their group PSs' calls"
 
 
 def _allreduce_trainer(spec: TrainerSpec, context: BuildContext) -> Node:
@@ -325,6 +413,15 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         collective=False,
         trainer=_gradient_trainer,
         process_refusal=_no_refusal,
+    ),
+    HierarchicalConfig: Family(
+        _hierarchical_servers,
+        policy_shards=False,
+        tokens=_no_tokens,
+        collective=False,
+        trainer=_hierarchical_trainer,
+        process_refusal=_threads_only,
+        trainer_wiring=_group_wiring,
     ),
     AllReduceStrategy: Family(
         _no_servers,

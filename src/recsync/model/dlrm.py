@@ -45,16 +45,24 @@ class DenseArch(nn.Module):
         )
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        bottom_out = None if self.bottom is None else self.bottom(dense)
+        return self.head(self.top(self.top_input(bottom_out, pooled)), pooled)
+
+    def top_input(self, bottom_out: torch.Tensor | None, pooled: torch.Tensor) -> torch.Tensor:
+        """The top MLP's input: the first-order part and the pairwise dot products."""
+        if bottom_out is None:
+            return torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
+        vectors = torch.cat([bottom_out.unsqueeze(1), pooled], dim=1)
+        return torch.cat([bottom_out, self.interaction(vectors)], dim=1)
+
+    def head(self, top_out: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        """B logits from the top MLP's B x 1 output (plus the FM terms with no dense
+        feature)."""
+        logits: torch.Tensor = top_out.squeeze(1)
         if self.bottom is None:
-            top_in = torch.cat([pooled.flatten(1), self.interaction(pooled)], dim=1)
             first_order = pooled[..., -1].sum(1)
             in_bag = 0.5 * pooled[..., :-1].pow(2).sum((1, 2))
-            fm_logits: torch.Tensor = self.top(top_in).squeeze(1) + first_order + in_bag
-            return fm_logits
-        x = self.bottom(dense)
-        vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)
-        top_in = torch.cat([x, self.interaction(vectors)], dim=1)
-        logits: torch.Tensor = self.top(top_in).squeeze(1)
+            logits = logits + first_order + in_bag
         return logits
 
 

@@ -13,6 +13,7 @@ class Role(StrEnum):
     EMBEDDING_SERVER = "embedding-server"
     SYNC_SERVER = "sync-server"
     DENSE_SERVER = "dense-server"
+    GROUP_SERVER = "group-server"
     TRAINER = "trainer"
 
     @property

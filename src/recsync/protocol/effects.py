@@ -82,9 +82,11 @@ class Drain:
 
 @dataclass(slots=True, eq=False)
 class Compute:
-    """-> None. The dense forward/backward of `examples` examples took place (costs time)."""
+    """-> None. The dense forward/backward of `examples` examples took place (costs time):
+    `flops` of math (None: the whole dense part's, per example)."""
 
     examples: int
+    flops: float | None = None
     label: str = "Compute"
 
 
@@ -107,9 +109,10 @@ class Now:
 
 @dataclass(slots=True, eq=False)
 class Await:
-    """-> None once `until()` holds: checked at once and at every Notify of `channel` on
-    this node. With `until` None: at the next Notify of `channel` (the loop re-checks what
-    it waits for when it resumes)."""
+    """-> None once `until()` holds: checked at once, at every Notify of `channel` on
+    this node, and after every message that changed (`mutates`) the node. With `until`
+    None: at the next Notify of `channel` (the loop re-checks what it waits for when it
+    resumes)."""
 
     channel: str
     until: Callable[[], bool] | None = None

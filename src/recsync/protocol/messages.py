@@ -18,17 +18,20 @@ from typing import Any, ClassVar, NamedTuple
 
 import torch
 
+from recsync.compress.encoded import Encoded
+
 HEADER_BYTES = 64  # a message that carries no tensor: its header
 
 
 class Work(NamedTuple):
     """What a request costs its server: requests handled, embedding rows touched, dense
-    elements touched, batches read."""
+    elements touched, batches read, and dense FLOPs computed (a group PS's FC parts)."""
 
     requests: int = 1
     rows: int = 0
     elements: int = 0
     batches: int = 0
+    flops: float = 0.0
 
 
 class Message:
@@ -231,6 +234,48 @@ class WorkerDone(Message):
     mutates: ClassVar[bool] = True
 
 
+@dataclass(slots=True, eq=False)
+class StageForward(Message):
+    """-> StageValues: a group PS runs its parts of stage `stage` on `x`, the input of
+    worker `worker`'s batch, and keeps what their backward needs. `flops`: what the parts'
+    math and the coding cost (the simulator's charge; the engine computes it)."""
+
+    worker: int
+    stage: int
+    x: Encoded
+    flops: float
+    kind: ClassVar[str] = "StageForward"
+
+    def work(self) -> Work:
+        return Work(flops=self.flops)
+
+
+@dataclass(slots=True, eq=False)
+class StageBackward(Message):
+    """-> StageValues: the gradients of the outputs of a group PS's parts of stage `stage`
+    (one per part, in part order) for worker `worker`'s batch; the group PS updates those
+    parts' parameters and returns their input gradients (none if `wants_input` is off)."""
+
+    worker: int
+    stage: int
+    grads: tuple[Encoded, ...]
+    wants_input: bool
+    flops: float
+    kind: ClassVar[str] = "StageBackward"
+    mutates: ClassVar[bool] = True
+
+    def work(self) -> Work:
+        return Work(flops=self.flops)
+
+
+@dataclass(slots=True, eq=False)
+class StageValues:
+    """A group PS's answer for one stage: a tensor per part it owns (outputs forward,
+    input gradients backward), in part order."""
+
+    values: tuple[Encoded, ...]
+
+
 Sizer = Callable[[Any], int]
 _SIZERS: dict[type, Sizer] = {}
 
@@ -273,6 +318,14 @@ def _fused_bytes(fused: Fused) -> int:
 
 
 _SIZERS[Fused] = _fused_bytes
+
+
+def _encoded_bytes(payloads: tuple[Encoded, ...]) -> int:
+    return sum(wire_bytes(p) for p in payloads)
+
+
+_SIZERS[StageBackward] = lambda m: _encoded_bytes(m.grads)
+_SIZERS[StageValues] = lambda r: _encoded_bytes(r.values)
 
 
 def wire_bytes(payload: Any) -> int:

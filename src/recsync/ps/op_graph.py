@@ -62,6 +62,15 @@ def _relu(name: str, width: int, source: str, module: str) -> Op:
     return Op(name, OpKind.ACTIVATION, (source,), 2.0 * width, width * FLOAT, 0, module)
 
 
+def part_op(prefix: str, fc: int, split: FcSplit, part: int) -> str:
+    """The name of the (first) FC op of part `part` of FC `fc` of MLP `prefix`."""
+    if split.kind is Split.NONE:
+        return f"{prefix}.fc{fc}"
+    if split.kind is Split.CO_PARTITION:
+        return f"{prefix}.fc{fc}+{fc + 1}.p{part}.a"
+    return f"{prefix}.fc{fc}.p{part}"
+
+
 def _slices(size: int, parts: int) -> list[int]:
     edges = [size * j // parts for j in range(parts + 1)]
     return [b - a for a, b in pairwise(edges)]
@@ -84,8 +93,9 @@ def _mlp_ops(
             relu2 = i + 1 < len(layers) - 1 or relu_last
             partials = []
             for j, width in enumerate(_slices(fan_out, split.parts)):
-                module = f"{name}+{i + 1}.p{j}"
-                ops.append(_fc(f"{module}.a", fan_in, width, (source,), module))
+                first = part_op(prefix, i, split, j)
+                module = first.removesuffix(".a")
+                ops.append(_fc(first, fan_in, width, (source,), module))
                 ops.append(_relu(f"{module}.relu", width, f"{module}.a", module))
                 ops.append(
                     _fc(f"{module}.b", width, out2, (f"{module}.relu",), module, bias=j == 0)
@@ -99,7 +109,7 @@ def _mlp_ops(
             i += 2
             continue
         if split.kind is Split.NONE:
-            ops.append(_fc(name, fan_in, fan_out, (source,), name))
+            ops.append(_fc(part_op(prefix, i, split, 0), fan_in, fan_out, (source,), name))
             source = name
         else:
             vertical = split.kind is Split.VERTICAL
@@ -107,10 +117,9 @@ def _mlp_ops(
             parts = []
             for j, width in enumerate(widths):
                 shape = (fan_in, width) if vertical else (width, fan_out)
-                ops.append(
-                    _fc(f"{name}.p{j}", *shape, (source,), f"{name}.p{j}", bias=vertical or j == 0)
-                )
-                parts.append(f"{name}.p{j}")
+                part = part_op(prefix, i, split, j)
+                ops.append(_fc(part, *shape, (source,), part, bias=vertical or j == 0))
+                parts.append(part)
             join_flops = 0.0 if vertical else float(fan_out * split.parts)
             ops.append(Op(f"{name}.join", OpKind.JOIN, tuple(parts), join_flops, fan_out * FLOAT))
             source = f"{name}.join"

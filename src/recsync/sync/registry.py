@@ -3,7 +3,7 @@
 Replica family (ShadowSync): ``independent``, ``easgd``, ``ma``, ``bmuf``, each in ``shadow``
 or ``fixed`` timing. Gradient family: ``async`` (Downpour), ``sync``, ``bsp``,
 ``bounded_staleness`` (Hop-BS), ``backup_workers`` (Hop-BW), ``gba`` and ``psp``. All-reduce
-family: ``allreduce``. See docs/strategies.md.
+family: ``allreduce``. Hierarchical training: ``hierarchical``. See docs/strategies.md.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from recsync.sync.bsp import BspConfig
 from recsync.sync.easgd import EasgdConfig
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gba import GbaConfig
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.independent import IndependentConfig
 from recsync.sync.ma import MaConfig
 from recsync.sync.psp import PspConfig
@@ -40,6 +41,7 @@ StrategyConfig = (
     | GbaConfig
     | PspConfig
     | AllReduceConfig
+    | HierarchicalConfig
 )
 
 STRATEGIES: dict[str, type[StrategyFamily]] = {
@@ -57,6 +59,7 @@ STRATEGIES: dict[str, type[StrategyFamily]] = {
         GbaConfig,
         PspConfig,
         AllReduceConfig,
+        HierarchicalConfig,
     )
 }
 # nested config tables given as mappings of their fields

@@ -69,6 +69,7 @@ class NodeActor:
         self.started = time.perf_counter()  # (re)set when the job starts (`run`)
         self.peers = Peers({})
         self.group: Any = None
+        self.driver: LoopDriver | None = None  # while its loops run
 
     def ping(self) -> int:
         """Alive: its process id."""
@@ -111,7 +112,10 @@ class NodeActor:
         the lock)."""
         cond = self.cond
         if cond is None:
-            return self._slowed(self.node.handle, message)
+            reply = self._slowed(self.node.handle, message)
+            if message.mutates and self.driver is not None:  # its loops' Awaits re-check
+                self.driver.wake()
+            return reply
         with cond:
             if not self.node.ready(message) and not cond.wait_for(
                 lambda: self.node.ready(message), timeout=READY_WAIT_S
@@ -178,6 +182,7 @@ class NodeActor:
             self.counting,
         )
         driver.group = self.group
+        self.driver = driver
         part, loops = self.part, self.node.loops()
         driver.run(loops if part is None else [loop for loop in loops if part.runs(loop)])
 

@@ -245,6 +245,11 @@ class LoopDriver:
                 if until is None:
                     return  # the loop re-checks what it waits for
 
+    def wake(self) -> None:
+        """A message changed the node: its loops' Awaits re-check what they wait for."""
+        with self.cond:
+            self.cond.notify_all()
+
     def _notify(self, state: _LoopState, effect: Notify) -> None:
         with self.cond:
             self.generation[effect.channel] += 1

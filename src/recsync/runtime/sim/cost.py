@@ -107,7 +107,8 @@ class CostModel:
     `batch_noise`); stragglers multiply the time. network: a message costs `latency_s` plus
     its bytes over `bandwidth_bytes_s`, queued on the sender's and the receiver's NIC
     (one message at a time each, so a busy server saturates). servers: a request costs
-    `request_s` plus `row_s` per embedding row (or `element_s` per dense element).
+    `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
+    its FLOPs (a group PS's FC parts) at `worker_flops`.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
     messaging CPU: each end of a message spends `message_cpu_s` plus `byte_cpu_s` per byte
     (serialization, RPC stack). shared_cpus: 0 = every node has CPUs of its own (a cluster);
@@ -147,13 +148,14 @@ class CostModel:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
 
     def server_s(self, work: Work) -> float:
-        """Seconds a server spends on a request: per request, per row, per element, and
-        per batch read (the reader)."""
+        """Seconds a server spends on a request: per request, per row, per element, per
+        batch read (the reader), and its FLOPs at a worker's speed (a group PS)."""
         return (
             self.request_s * work.requests
             + self.row_s * work.rows
             + self.element_s * work.elements
             + self.reader_batch_s * work.batches
+            + work.flops / self.worker_flops
         )
 
     def allreduce_s(self, n: int, nbytes: int) -> float:

@@ -42,3 +42,15 @@ class SimHost:
         self.waiters: dict[str, list[Waiter]] = {}
         self.observer: Observer | None = None  # told of every message the node answered
         self.slowdown_at: Callable[[float], float] | None = None  # a slowed node's factor
+
+    def wake(self, soon: Callable[[Callback], None]) -> None:
+        """A message changed the node: resume (through `soon`) every loop whose Await
+        condition now holds."""
+        for channel, waiters in self.waiters.items():
+            keep: list[Waiter] = []
+            for until, resume in waiters:
+                if until is not None and until():
+                    soon(resume)
+                else:
+                    keep.append((until, resume))
+            self.waiters[channel] = keep

@@ -188,6 +188,8 @@ class Transport:
             dst.observer(message, reply)
         if message.mutates:
             self.changed.fire()
+            if dst.waiters:
+                dst.wake(self.clock.soon)
             if dst.arms_timers:
                 self._arm(dst)
         return reply

@@ -1,0 +1,212 @@
+"""The dense part of a DLRM as a hierarchical-training group runs it (Huang et al. 2021,
+Sec. 3.2 and 4.1): the MLPs split by an FC plan, then cut into stages a trainer drives one
+after the other. A stage is either a run of consecutive unsplit FCs (with the activations
+between and after them) that one group PS owns, or one split FC (vertical, horizontal or a
+co-partitioned pair) whose parts sit on group PSs, joined on the trainer by concatenation
+or sum, the activation after the join on the trainer too. Everything else (interaction,
+the FM terms, the loss) runs on the trainers. Every group PS and trainer builds the same
+`GroupDense` from the same seed; each group PS trains only the parts it owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import torch
+from torch import nn
+
+from recsync.model.dlrm import DenseArch, build_dense
+from recsync.model.fc_split import (
+    CoPartitioned,
+    FcSplit,
+    HorizontalLinear,
+    Split,
+    VerticalLinear,
+    merge_mlp,
+    split_mlp,
+)
+from recsync.model.spec import ModelSpec
+
+MLPS = ("bottom", "top")
+
+
+class Join(StrEnum):
+    """How a stage's part outputs make its output."""
+
+    ONE = "one"  # a single part: its output
+    CONCAT = "concat"  # vertical: the parts' output columns side by side
+    SUM = "sum"  # horizontal or co-partitioned: the parts' partial outputs summed
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of an MLP: entries [start, stop) of its split `nn.Sequential` run
+    remotely (the parts), entries [stop, local_stop) on the trainer after the join.
+    `servers[j]`: the group PS of part j; `columns[j]`: the input columns part j reads
+    (horizontal) or None (all of them)."""
+
+    index: int
+    mlp: str
+    start: int
+    stop: int
+    local_stop: int
+    join: Join
+    servers: tuple[int, ...]
+    columns: tuple[tuple[int, int] | None, ...]
+
+
+class GroupDense:
+    """A DenseArch whose MLPs are split by `plans` (bottom, top; one FcSplit per FC) and
+    cut into stages; `place(mlp, fc, split, part)` gives the group PS of each part."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        seed: int,
+        plans: tuple[Sequence[FcSplit], Sequence[FcSplit]],
+        part_server: Callable[[str, int, FcSplit, int], int],
+    ):
+        if spec.data_norm:
+            raise ValueError(
+                "hierarchical training does not split data-normalization layers: set "
+                "model.data_norm = false"
+            )
+        self.arch: DenseArch = build_dense(spec, seed)
+        if self.arch.bottom is not None:
+            self.arch.bottom = split_mlp(self.arch.bottom, plans[0])
+        self.arch.top = split_mlp(self.arch.top, plans[1])
+        self.stages: list[Stage] = []
+        self._parts: list[list[nn.Module]] = []
+        for mlp, plan in zip(MLPS, plans, strict=True):
+            layers = self.mlp(mlp)
+            if layers is not None:
+                self._cut(mlp, layers, plan, part_server)
+
+    def mlp(self, name: str) -> nn.Sequential | None:
+        return self.arch.bottom if name == "bottom" else self.arch.top
+
+    def _cut(
+        self,
+        mlp: str,
+        layers: nn.Sequential,
+        plan: Sequence[FcSplit],
+        part_server: Callable[[str, int, FcSplit, int], int],
+    ) -> None:
+        entries = list(layers)
+        fc, i = 0, 0
+        while i < len(entries):
+            layer = entries[i]
+            split = plan[fc]
+            if isinstance(layer, nn.Linear):
+                server = part_server(mlp, fc, split, 0)
+                start = i
+                while i < len(entries) and not _is_split(entries[i]):
+                    if isinstance(entries[i], nn.Linear):
+                        if part_server(mlp, fc, plan[fc], 0) != server:
+                            break
+                        fc += 1
+                    i += 1
+                part = nn.Sequential(*entries[start:i])
+                self._add(mlp, start, i, i, Join.ONE, [(server, None, part)])
+                continue
+            assert _is_split(layer), layer
+            stop = i + 1
+            while stop < len(entries) and not _is_fc(entries[stop]):
+                stop += 1
+            parts = _parts_of(layer)
+            placed = [
+                (part_server(mlp, fc, split, j), columns, part)
+                for j, (columns, part) in enumerate(parts)
+            ]
+            join = Join.CONCAT if isinstance(layer, VerticalLinear) else Join.SUM
+            self._add(mlp, i, i + 1, stop, join, placed)
+            fc += 2 if isinstance(layer, CoPartitioned) else 1
+            i = stop
+
+    def _add(
+        self,
+        mlp: str,
+        start: int,
+        stop: int,
+        local_stop: int,
+        join: Join,
+        placed: list[tuple[int, tuple[int, int] | None, nn.Module]],
+    ) -> None:
+        servers = tuple(server for server, _, _ in placed)
+        columns = tuple(columns for _, columns, _ in placed)
+        self.stages.append(
+            Stage(len(self.stages), mlp, start, stop, local_stop, join, servers, columns)
+        )
+        self._parts.append([part for _, _, part in placed])
+
+    def parts(self, stage: int) -> list[nn.Module]:
+        """The modules of a stage's parts (part j on group PS `servers[j]`)."""
+        return self._parts[stage]
+
+    def owned(self, server: int) -> list[tuple[int, int]]:
+        """(stage, part) of every part group PS `server` owns, in stage order."""
+        return [
+            (s.index, j)
+            for s in self.stages
+            for j, owner in enumerate(s.servers)
+            if owner == server
+        ]
+
+    def parameters_of(self, server: int) -> list[nn.Parameter]:
+        """The parameters group PS `server` owns, in a fixed order."""
+        return [p for stage, j in self.owned(server) for p in self._parts[stage][j].parameters()]
+
+    def local(self, stage: Stage, x: torch.Tensor) -> torch.Tensor:
+        """The trainer's entries after a stage's join (the activation of a split FC)."""
+        layers = self.mlp(stage.mlp)
+        assert layers is not None
+        for layer in list(layers)[stage.stop : stage.local_stop]:
+            x = layer(x)
+        return x
+
+    def unsplit_flat(self) -> torch.Tensor:
+        """The parameters as the unsplit DenseArch holds them, as one flat vector (the
+        model a group stands for: what is evaluated and checkpointed)."""
+        values = []
+        for mlp in MLPS:
+            layers = self.mlp(mlp)
+            if layers is not None:
+                values += [p.detach().reshape(-1) for p in merge_mlp(layers).parameters()]
+        return torch.cat(values)
+
+    def flops_per_example(self, stage: int, part: int) -> float:
+        """Training FLOPs of one example through one part: forward, input gradient and
+        weight gradient, about one matmul each."""
+        return sum(
+            3 * 2.0 * layer.in_features * layer.out_features
+            for layer in self._parts[stage][part].modules()
+            if isinstance(layer, nn.Linear)
+        )
+
+
+def _is_split(layer: nn.Module) -> bool:
+    return isinstance(layer, VerticalLinear | HorizontalLinear | CoPartitioned)
+
+
+def _is_fc(layer: nn.Module) -> bool:
+    return isinstance(layer, nn.Linear) or _is_split(layer)
+
+
+def _parts_of(layer: nn.Module) -> list[tuple[tuple[int, int] | None, nn.Module]]:
+    """(input columns or None, module) of each part of a split FC."""
+    if isinstance(layer, VerticalLinear):
+        return [(None, part) for part in layer.parts]
+    if isinstance(layer, HorizontalLinear):
+        return [(bounds, part) for bounds, part in zip(layer.bounds, layer.parts, strict=True)]
+    assert isinstance(layer, CoPartitioned)
+    return [
+        (None, nn.Sequential(first, layer.activation, second))
+        for first, second in zip(layer.first, layer.second, strict=True)
+    ]
+
+
+def no_split(num_fcs: int) -> tuple[FcSplit, ...]:
+    """The identity plan of an MLP of `num_fcs` FCs."""
+    return (FcSplit(Split.NONE, 1),) * num_fcs

@@ -1,0 +1,108 @@
+"""The plan of a hierarchical-training group, for both drivers and `recsync plan`: the FC
+splits, the placement (tagging, then refinement) and, from it, the group PS of every FC
+part the engines run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from recsync.compress.spec import CompressionSpec
+from recsync.errors import ConfigError
+from recsync.model.fc_split import FcSplit, Split
+from recsync.model.group_model import GroupDense
+from recsync.model.spec import ModelSpec
+from recsync.ps.group_placement import GroupPlacement, GroupShape, place
+from recsync.ps.op_graph import default_splits, dense_graph, part_op
+from recsync.sync.hierarchical import HierarchicalConfig
+
+RATIOS = {"none": 1.0, "bf16": 0.5, "int8": 0.25}  # wire bytes over float32's
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """`plans`: the FC splits of the bottom and top MLP; `servers`: the group PS (0-based)
+    of each FC part, by the name of its (first) FC op; `placement`: the whole plan with its
+    utilisation before and after refinement."""
+
+    plans: tuple[tuple[FcSplit, ...], tuple[FcSplit, ...]]
+    servers: dict[str, int]
+    placement: GroupPlacement
+
+    def part_server(self, mlp: str, fc: int, split: FcSplit, part: int) -> int:
+        return self.servers[part_op(mlp, fc, split, part)]
+
+    def dense(self, model: ModelSpec, seed: int) -> GroupDense:
+        """The group's dense part cut into stages, its parts on their group PSs."""
+        return GroupDense(model, seed, self.plans, self.part_server)
+
+    def unsplit(self, model: ModelSpec, seed: int, values: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The unsplit model's flat vector from what each group PS of a group holds
+        (`values[j]`: group PS j's flat vector of its parameters)."""
+        dense = self.dense(model, seed)
+        with torch.no_grad():
+            for server, flat in enumerate(values):
+                offset = 0
+                for param in dense.parameters_of(server):
+                    param.copy_(flat[offset : offset + param.numel()].view_as(param))
+                    offset += param.numel()
+                assert offset == flat.numel(), (server, offset, flat.numel())
+        return dense.unsplit_flat()
+
+
+def group_shape(
+    strategy: HierarchicalConfig, trainers: int, nets: int, batch_size: int
+) -> GroupShape:
+    """The shape the placement estimates utilisation for (the paper's machines)."""
+    compression: CompressionSpec = strategy.compression
+    return GroupShape(
+        trainers=trainers,
+        group_servers=strategy.group_servers,
+        nets=nets,
+        batch_size=batch_size,
+        activation_ratio=RATIOS[compression.activations],
+        gradient_ratio=RATIOS[compression.gradients],
+    )
+
+
+def group_plan(model: ModelSpec, strategy: HierarchicalConfig, shape: GroupShape) -> GroupPlan:
+    """Split (if `fc_split`), tag (or not) and refine (if asked) the model's dense part;
+    ConfigError if some group PS is left with no part (it would have nothing to do)."""
+    p = strategy.group_servers
+    bottom = [model.num_dense, *model.bottom_mlp, model.embedding_dim] if model.num_dense else []
+    top = [model.top_input, *model.top_mlp, 1]
+    plans = (
+        default_splits(bottom, p, strategy.fc_split) if bottom else (),
+        default_splits(top, p, strategy.fc_split),
+    )
+    ops = dense_graph(model, *plans)
+    placement = place(ops, shape, tagging=strategy.tagging, refinement=strategy.refinement)
+    servers: dict[str, int] = {}
+    for mlp, plan in zip(("bottom", "top"), plans, strict=True):
+        for fc, split in enumerate(plan):
+            second = fc > 0 and split.kind is Split.CO_PARTITION and plan[fc - 1] == split
+            if second and part_op(mlp, fc - 1, split, 0) in servers:
+                continue  # the second FC of a pair: its parts are the first's
+            for part in range(split.parts):
+                name = part_op(mlp, fc, split, part)
+                servers[name] = placement.device[name] - 1
+                assert servers[name] >= 0, f"{name} placed on a trainer"
+    idle = sorted(set(range(p)) - set(servers.values()))
+    if idle:
+        raise ConfigError(
+            f"strategy.group_servers = {p}: group PS(s) {idle} would hold no FC part (the "
+            f"dense part places {len(set(servers.values()))} unit(s)); lower group_servers, "
+            "or turn fc_split on for a model whose MLP widens then narrows"
+        )
+    return GroupPlan(plans, servers, placement)
+
+
+def group_plan_of(
+    model: ModelSpec, strategy: HierarchicalConfig, num_trainers: int, nets: int, batch_size: int
+) -> GroupPlan:
+    """The plan of a job of `num_trainers` trainers of `nets` worker threads each (the same
+    for every node that builds it: pure and deterministic)."""
+    shape = group_shape(strategy, strategy.trainers_per_group(num_trainers), nets, batch_size)
+    return group_plan(model, strategy, shape)

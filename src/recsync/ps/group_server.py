@@ -1,0 +1,171 @@
+"""A group parameter server of hierarchical training (Huang et al. 2021, Sec. 3.2): owns
+some FC parts of its group's dense replica, runs their forward and backward for every
+worker thread of the group (many batches in flight at once, one per worker), applies
+their updates lock-free, and syncs the parameters it owns with its global sync server in a
+background EASGD loop (Sec. 3.3)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from recsync.compress.encoded import Codec, Encoded
+from recsync.model.group_model import GroupDense
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.state import copy_state
+from recsync.protocol.address import Address
+from recsync.protocol.effects import Await, Loop
+from recsync.protocol.messages import (
+    Message,
+    StageBackward,
+    StageForward,
+    StageValues,
+    WorkerDone,
+)
+from recsync.protocol.node import LoopSpec, Node
+from recsync.sync.hierarchical import HierarchicalConfig
+
+TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward messages)
+
+
+@dataclass
+class GroupServerReport:
+    """A group PS at the end (or a copy while training): the flat vector of the parameters
+    it owns, its optimizer state, the batches it trained and its cross-group syncs."""
+
+    values: torch.Tensor
+    optimizer: dict[str, Any]
+    backward_steps: int
+    syncs: int
+
+
+class GroupServerNode(Node):
+    """Group PS `server` (0..p-1) of group `group`; its `num_workers`: the group's worker
+    threads (it stops syncing once all of them are done)."""
+
+    handles: ClassVar[dict[type[Message], str]] = {
+        StageForward: "forward",
+        StageBackward: "backward",
+        WorkerDone: "worker_done",
+    }
+
+    def __init__(
+        self,
+        group: int,
+        server: int,
+        dense: GroupDense,
+        optimizer: DenseOptimizerSpec,
+        strategy: HierarchicalConfig,
+        sync_server: Address,
+        num_workers: int,
+    ):
+        self.group, self.server = group, server
+        self.name = f"group-server-{group}.{server}"
+        self.dense, self.strategy, self.sync_server = dense, strategy, sync_server
+        self.num_workers = num_workers
+        self.owned = dense.owned(server)
+        assert self.owned, f"{self.name} owns no part"
+        params = dense.parameters_of(server)
+        self.flat = torch.cat([p.detach().reshape(-1) for p in params])
+        self.ranges: dict[tuple[int, int], tuple[int, int]] = {}
+        offset = 0
+        for stage, part in self.owned:
+            start = offset
+            for p in dense.parts(stage)[part].parameters():
+                p.data = self.flat[offset : offset + p.numel()].view_as(p)
+                offset += p.numel()
+            self.ranges[(stage, part)] = (start, offset)
+        # writes go through an alias with its own version counter: Hogwild races intended
+        self.writer = torch.empty(0).set_(
+            self.flat.untyped_storage(), self.flat.storage_offset(), self.flat.shape, (1,)
+        )
+        self.optimizer = optimizer.build(self.flat.numel())
+        self.activation_codec: Codec = strategy.compression.activation_codec()
+        self.gradient_codec: Codec = strategy.compression.gradient_codec()
+        self.in_flight: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+        self.done: set[int] = set()
+        self.backward_steps = 0
+        self.syncs = 0
+        self.sync_policy = strategy.cross_group.make_replica()
+
+    def mine(self, stage: int) -> list[int]:
+        """The parts of `stage` it owns, in part order."""
+        return [part for s, part in self.owned if s == stage]
+
+    def forward(self, message: StageForward) -> StageValues:
+        x = self.activation_codec.decode(message.x)
+        stage = self.dense.stages[message.stage]
+        kept, outputs = [], []
+        for part in self.mine(message.stage):
+            columns = stage.columns[part]
+            x_part = x if columns is None else x[:, columns[0] : columns[1]]
+            leaf = x_part.detach().requires_grad_()
+            with torch.enable_grad():
+                out = self.dense.parts(message.stage)[part](leaf)
+            kept.append((leaf, out))
+            outputs.append(self.activation_codec.encode(out.detach()))
+        self.in_flight[(message.worker, message.stage)] = kept
+        return StageValues(tuple(outputs))
+
+    def backward(self, message: StageBackward) -> StageValues:
+        kept = self.in_flight.pop((message.worker, message.stage))
+        grad = torch.zeros_like(self.flat)
+        inputs: list[Encoded] = []
+        for part, (leaf, out), coded in zip(
+            self.mine(message.stage), kept, message.grads, strict=True
+        ):
+            params = list(self.dense.parts(message.stage)[part].parameters())
+            wrt = [leaf, *params] if message.wants_input else params
+            grads = torch.autograd.grad(out, wrt, self.gradient_codec.decode(coded))
+            start, stop = self.ranges[(message.stage, part)]
+            grad[start:stop] = torch.cat([g.reshape(-1) for g in grads[-len(params) :]])
+            if message.wants_input:
+                inputs.append(self.gradient_codec.encode(grads[0]))
+        if not bool(torch.isfinite(grad).all()):
+            raise ValueError(
+                f"{self.name}: NaN or infinite gradient from worker {message.worker}'s batch "
+                f"at stage {message.stage}; the batch holds NaN or training diverged"
+            )
+        self.optimizer.step(self.writer, grad)
+        self.backward_steps += 1
+        return StageValues(tuple(inputs))
+
+    def worker_done(self, message: WorkerDone) -> None:
+        self.done.add(message.worker)
+
+    @property
+    def finished(self) -> bool:
+        return len(self.done) >= self.num_workers
+
+    def loops(self) -> list[LoopSpec]:
+        return [LoopSpec(self._shadow(), None, background=True)]
+
+    def _shadow(self) -> Loop:
+        """Cross-group EASGD rounds until its group's workers are done, each after
+        `shadow_min_gap` new batches per worker of the group went through its parts."""
+        n = self.flat.numel()
+        cross = self.strategy.cross_group
+        stages = len({stage for stage, _ in self.owned})
+        pace = math.ceil(self.strategy.shadow_min_gap * self.num_workers * stages)
+        while not self.finished:
+            target = self.backward_steps + pace
+            yield from cross.round(
+                self.sync_policy, self.flat, self.writer, (self.sync_server,), ((0, n),)
+            )
+            self.syncs += 1
+            yield Await(TRAINED, self._trained(target), "AwaitIterations")
+
+    def _trained(self, target: int) -> Callable[[], bool]:
+        return lambda: self.backward_steps >= target or self.finished
+
+    def report(self) -> GroupServerReport:
+        return GroupServerReport(
+            self.flat.clone(),
+            copy_state(self.optimizer.state_dict()),
+            self.backward_steps,
+            self.syncs,
+        )

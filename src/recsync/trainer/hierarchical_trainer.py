@@ -1,0 +1,297 @@
+"""The trainer of hierarchical training (Huang et al. 2021, Sec. 3.2): m worker threads (the
+paper's nets), each driving its own batches through the group PSs of its group.
+
+Worker step: take batch -> pooled lookups on the embedding servers, each call carrying the
+previous step's row gradients -> forward, stage by stage: the stage's input (coded as an
+activation) to every group PS owning a part of it, their outputs back, joined, the
+trainer's own layers after the join; the interaction, FM terms and loss here -> backward,
+stage by stage in reverse: each part's output gradient (coded as a gradient) to its group
+PS, which updates its parameters and returns the input gradient -> the row gradients wait
+for the next step's lookups. When the data runs out: the last row gradients, then every
+group PS of the group hears the worker is done. Free of transport: generators of effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F_
+
+from recsync.compress.encoded import Codec
+from recsync.data.batch import Batch
+from recsync.model.group_model import GroupDense, Join, Stage
+from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
+from recsync.protocol.messages import (
+    PushRows,
+    StageBackward,
+    StageForward,
+    StageValues,
+    WorkerDone,
+)
+from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.reading import HandedBatch, NextBatch
+from recsync.ps.shard import row_gradients
+from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
+from recsync.trainer.steps import pushes_with_lookups, take_batch
+
+
+@dataclass
+class Pending:
+    """A worker's step whose row gradients (per shard) have not left yet."""
+
+    pushes: dict[int, PushRows] = field(default_factory=dict)
+    examples: int = 0
+    loss: float = 0.0
+
+
+@dataclass
+class Ran:
+    """A stage as the forward pass ran it: its input and its joined output (a leaf)."""
+
+    stage: Stage
+    x: torch.Tensor
+    y: torch.Tensor
+    widths: list[int]  # each part's output columns
+
+
+class HierarchicalTrainer(Node):
+    """One trainer of a group: its worker threads and their stats. `setup.wiring.dense`:
+    the group PSs of its group, in index order."""
+
+    def __init__(self, setup: TrainerSetup, strategy: HierarchicalConfig, dense: GroupDense):
+        self.setup, self.strategy, self.dense = setup, strategy, dense
+        self.index, self.name = setup.index, setup.name
+        self.num_workers, self.layout, self.wiring = setup.num_workers, setup.layout, setup.wiring
+        self.group_servers = setup.wiring.dense
+        self.stats = TrainerStats(setup.num_workers)
+        self.pending: list[Pending | None] = [None] * setup.num_workers
+        self.activation_codec: Codec = strategy.compression.activation_codec()
+        self.gradient_codec: Codec = strategy.compression.gradient_codec()
+        parts = sum(
+            dense.flops_per_example(s.index, j) for s in dense.stages for j in range(len(s.servers))
+        )
+        self.own_flops = setup.model.dense_flops_per_example() - parts
+
+    def loops(self) -> list[LoopSpec]:
+        first = self.setup.first_worker
+        return [LoopSpec(self.worker_loop(w), first + w) for w in range(self.num_workers)]
+
+    def worker_loop(self, thread: int) -> Loop:
+        while (yield from self._step(thread)):
+            pass
+        worker = self.setup.first_worker + thread
+        yield CallEach([(server, WorkerDone(worker)) for server in self.group_servers])
+        self.stats.finish(thread)
+
+    def _step(self, thread: int) -> Generator[Effect, Any, bool]:
+        layout, shards = self.layout, self.wiring.shards
+        worker = self.setup.first_worker + thread
+        request = NextBatch(self.index, worker=worker, pushed=self.stats.pushed(thread))
+        handed: HandedBatch = yield from take_batch(
+            self.wiring.reader, request, worker, lambda: self._flush(thread)
+        )
+        batch = handed.batch
+        previous, self.pending[thread] = self.pending[thread], None
+        if batch is None:
+            if previous is not None:
+                self._count(thread, previous)
+                yield Send(worker, [(shards[s], p) for s, p in previous.pushes.items()])
+            self.stats.note_dry(thread)
+            return False
+        requests = layout.route(batch)
+        calls, alone = pushes_with_lookups(
+            shards, requests, {} if previous is None else previous.pushes
+        )
+        if previous is not None:
+            self._count(thread, previous)
+        if alone:
+            yield Send(worker, alone)
+        replies = yield CallEach(calls)
+        pooled = layout.combine(batch.batch_size, requests, [reply.pooled for reply in replies])
+        loss, grad_pooled, coded = yield from self._train(worker, batch, pooled)
+        yield Compute(batch.batch_size, batch.batch_size * self.own_flops + coded)
+        step = Pending({}, batch.batch_size, loss)
+        for r, grad_bags in zip(
+            requests, layout.requests_gradients(grad_pooled, requests), strict=True
+        ):
+            rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
+            step.pushes[r.shard] = PushRows(rows, grads)
+        self.pending[thread] = step
+        return True
+
+    def _train(
+        self, worker: int, batch: Batch, pooled: torch.Tensor
+    ) -> Generator[Effect, Any, tuple[float, torch.Tensor, float]]:
+        """Forward and backward of one batch through the group PSs -> (loss, the gradient of
+        the pooled embeddings, the FLOPs this trainer spent coding)."""
+        dense, arch = self.dense, self.dense.arch
+        pooled = pooled.detach().requires_grad_()
+        ran: list[Ran] = []
+        coded = 0.0
+        x: torch.Tensor = batch.dense
+        for mlp in ("bottom", "top"):
+            if mlp == "top":
+                x = arch.top_input(x if arch.bottom is not None else None, pooled)
+            for stage in (s for s in dense.stages if s.mlp == mlp):
+                y, widths, flops = yield from self._forward(worker, stage, x)
+                coded += flops
+                y = y.requires_grad_()
+                ran.append(Ran(stage, x, y, widths))
+                x = dense.local(stage, y)
+        logits = arch.head(x, pooled)
+        loss = F_.binary_cross_entropy_with_logits(logits, batch.labels)
+        leaves = [r.y for r in ran]
+        grads = _grads(loss, None, [*leaves, pooled])
+        for i in reversed(range(len(ran))):
+            r, dy = ran[i], grads[i]
+            if dy is None:
+                dy = torch.zeros_like(r.y)
+            dx, flops = yield from self._backward(worker, r, dy)
+            coded += flops
+            if dx is not None:
+                more = _grads(r.x, dx, [*leaves[:i], pooled])
+                for j, g in enumerate(more):
+                    k = j if j < i else len(leaves)
+                    before = grads[k]
+                    if g is not None:
+                        grads[k] = g if before is None else before + g
+        grad_pooled = grads[len(leaves)]
+        if grad_pooled is None:
+            grad_pooled = torch.zeros_like(pooled)
+        if not (bool(torch.isfinite(loss)) and bool(torch.isfinite(grad_pooled).all())):
+            raise ValueError(
+                f"worker {worker}: NaN or infinite loss or gradient (loss {float(loss):g}); "
+                "the batch holds NaN or training diverged"
+            )
+        return float(loss.detach()), grad_pooled, coded
+
+    def _forward(
+        self, worker: int, stage: Stage, x: torch.Tensor
+    ) -> Generator[Effect, Any, tuple[torch.Tensor, list[int], float]]:
+        """The stage's joined output (detached), each part's output width, and the FLOPs
+        of coding here."""
+        servers = sorted(set(stage.servers))
+        act = self.activation_codec
+        sent = act.encode(x.detach())
+        B = x.shape[0]
+        calls: list[Target] = [
+            (
+                self.group_servers[s],
+                StageForward(worker, stage.index, sent, self._server_flops(stage, s, B, x, True)),
+            )
+            for s in servers
+        ]
+        replies: list[StageValues] = yield CallEach(calls)
+        outputs: list[torch.Tensor | None] = [None] * len(stage.servers)
+        for s, reply in zip(servers, replies, strict=True):
+            for part, value in zip(_parts_on(stage, s), reply.values, strict=True):
+                outputs[part] = act.decode(value)
+        done = [o for o in outputs if o is not None]
+        assert len(done) == len(outputs)
+        y = done[0] if stage.join is Join.ONE else _join(stage.join, done)
+        coded = act.flops_per_element * (x.numel() + sum(o.numel() for o in done))
+        return y.detach(), [o.shape[1] for o in done], coded
+
+    def _backward(
+        self, worker: int, ran: Ran, dy: torch.Tensor
+    ) -> Generator[Effect, Any, tuple[torch.Tensor | None, float]]:
+        """The gradient of the stage's input (None if it needs none) and the FLOPs of
+        coding."""
+        codec, stage, wants_input = self.gradient_codec, ran.stage, ran.x.requires_grad
+        servers = sorted(set(stage.servers))
+        per_part = _split_gradient(stage, dy, ran.widths)
+        calls: list[Target] = []
+        for s in servers:
+            grads = tuple(codec.encode(per_part[part]) for part in _parts_on(stage, s))
+            flops = self._server_flops(stage, s, dy.shape[0], dy, False)
+            calls.append(
+                (
+                    self.group_servers[s],
+                    StageBackward(worker, stage.index, grads, wants_input, flops),
+                )
+            )
+        replies: list[StageValues] = yield CallEach(calls)
+        coded = codec.flops_per_element * dy.numel() * len(servers)
+        if not wants_input:
+            return None, coded
+        dx: torch.Tensor | None = None
+        for s, reply in zip(servers, replies, strict=True):
+            for part, value in zip(_parts_on(stage, s), reply.values, strict=True):
+                g = codec.decode(value)
+                coded += codec.flops_per_element * g.numel()
+                columns = stage.columns[part]
+                if columns is not None:
+                    g = _widen(g, columns, ran.x.shape)
+                dx = g if dx is None else dx + g
+        return dx, coded
+
+    def _server_flops(
+        self, stage: Stage, server: int, B: int, sent: torch.Tensor, forward: bool
+    ) -> float:
+        """What a group PS's parts of `stage` cost it for B examples: their math (a third
+        of training's forward, two thirds backward) and coding what it got and sends."""
+        parts = _parts_on(stage, server)
+        math = sum(self.dense.flops_per_example(stage.index, j) for j in parts) * B
+        codec = self.activation_codec if forward else self.gradient_codec
+        return (math / 3 if forward else 2 * math / 3) + codec.flops_per_element * 2 * sent.numel()
+
+    def _flush(self, thread: int) -> list[Target]:
+        previous, self.pending[thread] = self.pending[thread], None
+        if previous is None:
+            return []
+        self._count(thread, previous)
+        return [(self.wiring.shards[s], p) for s, p in previous.pushes.items()]
+
+    def _count(self, thread: int, step: Pending) -> None:
+        self.stats.count_step(thread, step.examples, step.loss)
+
+    def shared_tensors(self) -> dict[str, torch.Tensor]:
+        return {"stats": self.stats.table}
+
+    def share(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.stats.table = tensors["stats"]
+
+    def report(self) -> TrainerReport:
+        return TrainerReport(self.stats.detached())
+
+
+def _grads(
+    output: torch.Tensor, grad_output: torch.Tensor | None, inputs: list[torch.Tensor]
+) -> list[torch.Tensor | None]:
+    """d output / d inputs (None where an input does not reach it); the graph is kept."""
+    wanted = [t for t in inputs if t.requires_grad]
+    found = torch.autograd.grad(output, wanted, grad_output, retain_graph=True, allow_unused=True)
+    by_id = {id(t): g for t, g in zip(wanted, found, strict=True)}
+    return [by_id.get(id(t)) for t in inputs]
+
+
+def _parts_on(stage: Stage, server: int) -> list[int]:
+    return [j for j, owner in enumerate(stage.servers) if owner == server]
+
+
+def _join(join: Join, outputs: list[torch.Tensor]) -> torch.Tensor:
+    if join is Join.CONCAT:
+        return torch.cat(outputs, dim=1)
+    total = outputs[0]
+    for more in outputs[1:]:
+        total = total + more
+    return total
+
+
+def _split_gradient(stage: Stage, dy: torch.Tensor, widths: list[int]) -> list[torch.Tensor]:
+    """Each part's output gradient: its columns of dy (concatenated outputs) or all of it
+    (summed outputs)."""
+    if stage.join is not Join.CONCAT:
+        return [dy] * len(stage.servers)
+    return list(torch.split(dy, widths, dim=1))
+
+
+def _widen(g: torch.Tensor, columns: tuple[int, int], shape: torch.Size) -> torch.Tensor:
+    """A horizontal part's input gradient placed in the columns it read."""
+    full = torch.zeros(shape)
+    full[:, columns[0] : columns[1]] = g
+    return full

@@ -1,0 +1,198 @@
+"""Hierarchical training's nodes driven event by event, without a driver: a trainer's batch
+through its group PSs computes what the unsplit model computes, the group PSs' updates are
+the unsplit model's optimizer step, their sync loop is paced by the batches they train, and
+the strategy's config and plan refuse what cannot run."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+import torch
+
+from recsync.compress.encoded import Identity
+from recsync.data.batch import Batch
+from recsync.errors import ConfigError
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import READER, Address, Role
+from recsync.protocol.effects import Await, Call, CallEach
+from recsync.protocol.messages import Center, Exchange, StageForward, WorkerDone, wire_bytes
+from recsync.ps.group_plan import GroupPlan, group_plan_of
+from recsync.ps.group_server import GroupServerNode
+from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.sync.registry import strategy_config
+from recsync.trainer.hierarchical_trainer import HierarchicalTrainer
+from recsync.trainer.replica import DenseReplica
+from recsync.trainer.stats import TrainerSetup, Wiring
+
+# top: 10 -> 16 widens, 16 -> 8 narrows: co-partitioned over 2 or more group PSs
+MODEL = ModelSpec(
+    num_dense=2,
+    tables=tuple(TableSpec(f"C{i}", 20, 4) for i in range(3)),
+    bottom_mlp=(4,),
+    top_mlp=(16, 8),
+)
+TRAIN = TrainSpec(batch_size=8)
+B, F, D = 8, 3, 4
+
+
+def batch(seed: int = 0) -> tuple[Batch, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    dense = torch.randn(B, 2, generator=g)
+    labels = (torch.rand(B, generator=g) > 0.5).float()
+    pooled = torch.randn(B, F, D, generator=g)
+    empty = torch.zeros(F * B + 1, dtype=torch.int64)
+    return Batch(dense, torch.empty(0, dtype=torch.int64), empty, labels), pooled
+
+
+def group(strategy: HierarchicalConfig) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
+    plan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+    p = strategy.group_servers
+    addresses = tuple(Address(Role.GROUP_SERVER, j) for j in range(p))
+    servers = [
+        GroupServerNode(
+            0,
+            j,
+            plan.dense(MODEL, TRAIN.seed),
+            TRAIN.dense_optimizer,
+            strategy,
+            Address(Role.SYNC_SERVER, j),
+            1,
+        )
+        for j in range(p)
+    ]
+    setup = TrainerSetup(
+        0,
+        strategy.groups,
+        1,
+        MODEL,
+        TRAIN,
+        None,
+        Wiring(READER, (), addresses),  # type: ignore[arg-type]
+    )
+    return HierarchicalTrainer(setup, strategy, plan.dense(MODEL, TRAIN.seed)), servers
+
+
+def drive(loop: Generator[Any, Any, Any], servers: list[GroupServerNode]) -> Any:
+    """Answer each CallEach by the group PSs themselves; the loop's return value."""
+    reply: Any = None
+    try:
+        while True:
+            effect = loop.send(reply)
+            assert isinstance(effect, CallEach), effect
+            reply = [servers[a.index].handle(m) for a, m in effect.calls]
+    except StopIteration as stop:
+        return stop.value
+
+
+def counting(loop: Generator[Any, Any, Any], sent: list[int]) -> Generator[Any, Any, Any]:
+    """`loop`, its calls' wire bytes appended to `sent`."""
+    reply = None
+    try:
+        while True:
+            effect = loop.send(reply)
+            sent.extend(wire_bytes(m) for _, m in effect.calls)
+            reply = yield effect
+    except StopIteration as stop:
+        return stop.value
+
+
+def unsplit(strategy: HierarchicalConfig, servers: list[GroupServerNode]) -> torch.Tensor:
+    plan: GroupPlan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+    return plan.unsplit(MODEL, TRAIN.seed, [s.flat for s in servers])
+
+
+PLANS = {
+    "one group PS": {"group_servers": 1},
+    "co-partitioned": {"group_servers": 2},
+    "three PSs": {"group_servers": 3},
+    "no tagging": {"group_servers": 1, "tagging": False},
+    "no FC split": {"group_servers": 2, "fc_split": False},
+}
+
+
+@pytest.mark.parametrize("fields", PLANS.values(), ids=PLANS.keys())
+def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
+    strategy = HierarchicalConfig(groups=1, **fields)
+    trainer, servers = group(strategy)
+    reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
+    assert torch.equal(unsplit(strategy, servers), reference.flat)  # same start, bit-exact
+    for seed in range(3):
+        data, pooled = batch(seed)
+        loss, grad_pooled, _ = drive(trainer._train(0, data, pooled), servers)
+        want_loss, flat_grad, want_pooled = reference.gradients(data, pooled)
+        reference.apply(flat_grad)
+        assert loss == pytest.approx(float(want_loss), abs=1e-6)
+        torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(unsplit(strategy, servers), reference.flat, atol=1e-6, rtol=1e-5)
+    assert all(not s.in_flight for s in servers)  # every batch's state let go
+
+
+def test_compression_shrinks_the_wire_and_stays_close():
+    data, pooled = batch(0)
+    sizes, losses = {}, {}
+    for codecs in (("none", "none"), ("int8", "bf16")):
+        strategy = HierarchicalConfig(groups=1, activations=codecs[0], gradients=codecs[1])
+        trainer, servers = group(strategy)
+        sent: list[int] = []
+        losses[codecs], _, _ = drive(counting(trainer._train(0, data, pooled), sent), servers)
+        sizes[codecs] = sum(sent)
+    assert sizes[("int8", "bf16")] < 0.6 * sizes[("none", "none")]
+    assert losses[("int8", "bf16")] == pytest.approx(losses[("none", "none")], abs=0.02)
+
+
+def test_the_sync_loop_waits_for_a_batch_per_worker_and_ends_with_its_group():
+    strategy = HierarchicalConfig(groups=1, group_servers=1)
+    trainer, servers = group(strategy)
+    server = servers[0]
+    loop = server._shadow()
+    call = next(loop)
+    assert isinstance(call, Call) and isinstance(call.message, Exchange)
+    assert call.target == Address(Role.SYNC_SERVER, 0)
+    assert torch.equal(call.message.values, server.flat)
+    center = torch.zeros_like(server.flat)
+    before = server.flat.clone()
+    wait = loop.send(Center(center))
+    assert isinstance(wait, Await) and not wait.until()  # type: ignore[misc]
+    torch.testing.assert_close(server.flat, (1 - strategy.alpha) * before)  # pulled to 0
+    drive(trainer._train(0, *batch(0)), servers)  # one batch: one backward per stage it owns
+    assert wait.until()  # type: ignore[misc]
+    assert isinstance(loop.send(None), Call)
+    server.handle(WorkerDone(0))
+    last = loop.send(Center(server.flat.clone()))
+    assert isinstance(last, Await) and last.until()  # type: ignore[misc]
+    with pytest.raises(StopIteration):
+        loop.send(None)
+    assert server.report().syncs == 2
+
+
+def test_forward_state_is_kept_per_worker_and_stage():
+    strategy = HierarchicalConfig(groups=1, group_servers=1)
+    _, servers = group(strategy)
+    x = torch.randn(B, 2)
+    for worker in (0, 1):
+        servers[0].handle(StageForward(worker, 0, Identity().encode(x), 0.0))
+    assert set(servers[0].in_flight) == {(0, 0), (1, 0)}
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="groups must be an integer"):
+        HierarchicalConfig(groups=0)
+    with pytest.raises(ValueError, match="activations"):
+        HierarchicalConfig(activations="int4")
+    with pytest.raises(ValueError, match="does not divide"):
+        HierarchicalConfig(groups=3).trainers_per_group(4)
+    with pytest.raises(ValueError, match="shadow_min_gap"):
+        HierarchicalConfig(shadow_min_gap=-1)
+    with pytest.raises(ConfigError, match=r"group PS\(s\) \[2, 3\] would hold no FC part"):
+        group_plan_of(MODEL, HierarchicalConfig(group_servers=4, fc_split=False), 2, 1, B)
+    assert strategy_config("hierarchical", groups=4).describe() == "HT g=4 p=2 alpha=0.1"
+    assert HierarchicalConfig().cut_refusal() is not None
+
+
+def test_data_norm_is_refused_by_name():
+    spec = ModelSpec(num_dense=2, tables=MODEL.tables, bottom_mlp=(4,), data_norm=True)
+    with pytest.raises(ValueError, match="data_norm"):
+        group_plan_of(spec, HierarchicalConfig(groups=1), 1, 1, B).dense(spec, 0)
