@@ -40,7 +40,7 @@ from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import DESCRIPTION_FILE, MODEL_FILE, export_run, predict_file
-from recsync.app.runs.plan_view import plan_table
+from recsync.app.runs.plan_view import group_table, plan_table
 from recsync.app.runs.progress import steps_bar, warn
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
@@ -50,6 +50,8 @@ from recsync.coordinator.spec import initial_dense, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 from recsync.protocol.address import Role
+from recsync.ps.group_plan import group_plan_of
+from recsync.sync.hierarchical import HierarchicalConfig
 
 app = typer.Typer(
     name="recsync",
@@ -355,7 +357,8 @@ def compare(
 @app.command()
 def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     """Print the placement plan: tables on embedding servers, the dense part's slices on
-    sync or dense servers."""
+    sync or dense servers (hierarchical training: each operator on the trainers or a group
+    PS, with the estimated utilisation before and after refinement)."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
         warn_deprecations(cfg)
@@ -365,7 +368,18 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
         fail(error)
     dense = [n.address.role for n in build_topology(spec, job_plan).nodes]
     label = "dense" if Role.DENSE_SERVER in dense else "sync"
-    Console(emoji=False).print(plan_table(job_plan, spec.model.tables, label))
+    console = Console(emoji=False)
+    console.print(plan_table(job_plan, spec.model.tables, label))
+    strategy, cluster = spec.strategy, spec.cluster
+    if isinstance(strategy, HierarchicalConfig):
+        group = group_plan_of(
+            spec.model,
+            strategy,
+            cluster.num_trainers,
+            cluster.workers_per_trainer,
+            spec.train.batch_size,
+        )
+        console.print(group_table(group))
 
 
 if __name__ == "__main__":

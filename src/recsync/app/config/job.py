@@ -13,8 +13,9 @@ from recsync.errors import ConfigError
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gradient import GradientStrategy
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.registry import STRATEGIES, strategy_config, strategy_fields
-from recsync.sync.replica import CenterStrategy, ReplicaStrategy
+from recsync.sync.replica import CenterStrategy
 from recsync.sync.timing import Timing
 
 STRATEGY_NAMES = ("reference", *STRATEGIES)
@@ -98,8 +99,9 @@ class StalenessNormSection(Section):
 
 
 class StrategySection(Section):
-    """[strategy]: `reference` (single process), a replica strategy and its timing, or a
-    gradient strategy and its parameters (docs/strategies.md)."""
+    """[strategy]: `reference` (single process), a replica strategy and its timing, a
+    gradient strategy and its parameters, or hierarchical training and its groups
+    (docs/strategies.md)."""
 
     name: Literal[STRATEGY_NAMES] = "easgd"  # type: ignore[valid-type]
     timing: Literal["shadow", "fixed"] = "shadow"
@@ -120,6 +122,13 @@ class StrategySection(Section):
     pull_fraction: float | None = None
     pull_wait_s: float | None = None
     linear_scaling: bool | None = None
+    groups: int | None = None
+    group_servers: int | None = None
+    fc_split: bool | None = None
+    tagging: bool | None = None
+    refinement: bool | None = None
+    activations: Literal["none", "bf16", "int8"] | None = None
+    gradients: Literal["none", "bf16", "int8"] | None = None
     staleness_norm: StalenessNormSection | None = None
 
     def to_spec(self) -> StrategyFamily | None:
@@ -134,6 +143,8 @@ class StrategySection(Section):
         params: dict[str, Any] = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
         if self.staleness_norm is not None:
             params["staleness_norm"] = self.staleness_norm.model_dump()
+        if "shadow_min_gap" in known and "timing" not in known:  # hierarchical's group PSs
+            params["shadow_min_gap"] = self.shadow_min_gap
         try:
             if "timing" in known:
                 params["timing"] = Timing(
@@ -163,8 +174,12 @@ def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyFamily | None) ->
             f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
             f"server, got {cluster.num_dense_servers}"
         )
+    if isinstance(strategy, HierarchicalConfig):
+        try:
+            strategy.trainers_per_group(cluster.num_trainers)
+        except ValueError as error:
+            raise ConfigError(f"cluster.num_trainers: {error}") from None
     try:
         split_workers(cluster, strategy)
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    assert isinstance(strategy, ReplicaStrategy | GradientStrategy | AllReduceStrategy)
