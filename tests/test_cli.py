@@ -223,3 +223,27 @@ def test_data_tokens_are_printed_as_they_are_not_as_emoji_or_markup(tmp_path):
     result = invoke("data", "inspect", str(path))
     assert result.exit_code == 0, result.output
     assert "':thumbs_up:'" in result.output and "\N{THUMBS UP SIGN}" not in result.output
+
+
+def test_plan_shows_the_hierarchical_group_placement_before_and_after_refinement():
+    result = invoke(
+        "plan",
+        "--set",
+        "strategy.name=hierarchical",
+        "--set",
+        "strategy.group_servers=3",
+        "--set",
+        "cluster.num_trainers=4",
+    )
+    assert result.exit_code == 0, result.output
+    assert "hierarchical group placement" in result.output
+    for device in ("trainers", "group-ps-0", "group-ps-1", "group-ps-2"):
+        assert device in result.output
+    assert "top.fc0+1.p2.a" in result.output  # a co-partitioned slice, placed
+    assert " -> " in result.output  # utilisation tagged -> refined
+
+
+def test_hierarchical_groups_must_divide_the_trainers():
+    result = invoke("plan", "--set", "strategy.name=hierarchical", "--set", "strategy.groups=3")
+    assert result.exit_code != 0
+    assert "cluster.num_trainers" in result.output and "groups = 3" in result.output
