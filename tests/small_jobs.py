@@ -1,8 +1,24 @@
-"""Config overrides of a small continual job that the continual and scenario tests share."""
+"""Small jobs several test files share: the engine tests' synthetic task and model, and
+the config overrides of a small continual job (the continual and scenario tests)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec, TableSpec
+
+# the engine tests' job: 40,000 synthetic examples, 8 tables; the bottom MLP widens (4 ->
+# 32) then narrows (32 -> 8)
+ENGINE_SYNTHETIC = SyntheticSpec(
+    num_train=40_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8
+)
+ENGINE_MODEL = ModelSpec(
+    num_dense=4,
+    tables=tuple(TableSpec(f"C{i}", 100, 8) for i in range(8)),
+    bottom_mlp=(32,),
+    top_mlp=(32,),
+)
 
 
 def small_continual(num_days: int, **more: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ import ray
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
-from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.errors import NodeFailure
@@ -19,16 +18,11 @@ from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
+from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
-SYNTHETIC = SyntheticSpec(num_train=40_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
-MODEL = ModelSpec(
-    num_dense=4,
-    tables=tuple(TableSpec(f"C{i}", 100, 8) for i in range(8)),
-    bottom_mlp=(32,),
-    top_mlp=(32,),
-)
+SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
 TRAIN = TrainSpec(batch_size=128)
 
 

@@ -7,24 +7,16 @@ import pytest
 import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.data.synthetic import SyntheticSpec
-from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
+from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
-SYNTHETIC = SyntheticSpec(num_train=40_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
-# the bottom MLP widens (4 -> 32) then narrows (32 -> 8): co-partitioned over the 2 group PSs
-MODEL = ModelSpec(
-    num_dense=4,
-    tables=tuple(TableSpec(f"C{i}", 100, 8) for i in range(8)),
-    bottom_mlp=(32,),
-    top_mlp=(32,),
-)
+SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
 TIMED = {"Exchange"}  # how many cross-group syncs run depends on timing
 FUSED = {"PushSparse", "PushSparse+Lookup"}  # which push rides on a lookup: timing
 

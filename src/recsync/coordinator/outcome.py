@@ -19,7 +19,7 @@ from recsync.coordinator.measures import (
     worker_step_measures,
 )
 from recsync.coordinator.reader import ReaderReport
-from recsync.coordinator.spec import JobSpec
+from recsync.coordinator.spec import JobSpec, group_plan_for
 from recsync.coordinator.topology import Topology, family_of
 from recsync.data.batch import Batch
 from recsync.errors import DataError
@@ -27,7 +27,6 @@ from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
 from recsync.ps.gradient_servers import DenseBlockReport, GradientServerStats
-from recsync.ps.group_plan import GroupPlan, group_plan_of
 from recsync.ps.group_server import GroupServerReport
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings
@@ -107,7 +106,7 @@ def _groups_dense(
     spec: JobSpec, strategy: HierarchicalConfig, servers: list[GroupServerReport]
 ) -> torch.Tensor:
     """The average of the groups' models (each put together from its group PSs' parts)."""
-    plan, p = _plan_of(spec, strategy), strategy.group_servers
+    plan, p = group_plan_for(spec), strategy.group_servers
     groups = [
         plan.unsplit(spec.model, spec.train.seed, [s.values for s in servers[g * p : (g + 1) * p]])
         for g in range(strategy.groups)
@@ -120,24 +119,13 @@ def _group_optimizer(spec: JobSpec, servers: list[GroupServerReport]) -> dict[st
     put together as the parameters are); its step count: group PS 0's."""
     strategy = spec.strategy
     assert isinstance(strategy, HierarchicalConfig)
-    plan, first = _plan_of(spec, strategy), servers[: strategy.group_servers]
+    plan, first = group_plan_for(spec), servers[: strategy.group_servers]
     state: dict[str, Any] = {"steps": int(first[0].optimizer["steps"])}
     for key, value in first[0].optimizer.items():
         if isinstance(value, torch.Tensor):
             parts = [s.optimizer[key] for s in first]
             state[key] = plan.unsplit(spec.model, spec.train.seed, parts)
     return state
-
-
-def _plan_of(spec: JobSpec, strategy: HierarchicalConfig) -> GroupPlan:
-    cluster = spec.cluster
-    return group_plan_of(
-        spec.model,
-        strategy,
-        cluster.num_trainers,
-        cluster.workers_per_trainer,
-        spec.train.batch_size,
-    )
 
 
 def two_classes(test: Batch) -> bool:

@@ -12,9 +12,11 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
+from recsync.ps.group_plan import GroupPlan, group_plan_of
 from recsync.ps.placement import JobPlan, plan_job
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gradient import GradientStrategy
+from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
@@ -149,3 +151,16 @@ def initial_dense(spec: JobSpec) -> torch.Tensor:
         return flat
     spec.resume.check_dense(flat.numel())
     return spec.resume.dense.clone()
+
+
+def group_plan_for(spec: JobSpec) -> GroupPlan:
+    """The group plan of a hierarchical-training job (the same for every group)."""
+    strategy, cluster = spec.strategy, spec.cluster
+    assert isinstance(strategy, HierarchicalConfig)
+    return group_plan_of(
+        spec.model,
+        strategy,
+        cluster.num_trainers,
+        cluster.workers_per_trainer,
+        spec.train.batch_size,
+    )

@@ -25,7 +25,7 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
     SyncServerSpec,
 )
-from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
+from recsync.coordinator.spec import ClusterSpec, JobSpec, group_plan_for, initial_dense
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
@@ -280,13 +280,7 @@ def _hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -
     if spec.resume is not None:
         raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
     group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
-    plan_ = group_plan_of(
-        spec.model,
-        strategy,
-        cluster.num_trainers,
-        cluster.workers_per_trainer,
-        spec.train.batch_size,
-    )
+    plan_ = group_plan_for(spec)
     dense = plan_.dense(spec.model, spec.train.seed)
     p = strategy.group_servers
     nodes: list[NodeSpec] = [

@@ -249,12 +249,6 @@ class HierarchicalTrainer(Node):
     def _count(self, thread: int, step: Pending) -> None:
         self.stats.count_step(thread, step.examples, step.loss)
 
-    def shared_tensors(self) -> dict[str, torch.Tensor]:
-        return {"stats": self.stats.table}
-
-    def share(self, tensors: dict[str, torch.Tensor]) -> None:
-        self.stats.table = tensors["stats"]
-
     def report(self) -> TrainerReport:
         return TrainerReport(self.stats.detached())
 

@@ -46,11 +46,10 @@ from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.spec import initial_dense, plan_for
+from recsync.coordinator.spec import group_plan_for, initial_dense, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 from recsync.protocol.address import Role
-from recsync.ps.group_plan import group_plan_of
 from recsync.sync.hierarchical import HierarchicalConfig
 
 app = typer.Typer(
@@ -370,16 +369,8 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     label = "dense" if Role.DENSE_SERVER in dense else "sync"
     console = Console(emoji=False)
     console.print(plan_table(job_plan, spec.model.tables, label))
-    strategy, cluster = spec.strategy, spec.cluster
-    if isinstance(strategy, HierarchicalConfig):
-        group = group_plan_of(
-            spec.model,
-            strategy,
-            cluster.num_trainers,
-            cluster.workers_per_trainer,
-            spec.train.batch_size,
-        )
-        console.print(group_table(group))
+    if isinstance(spec.strategy, HierarchicalConfig):
+        console.print(group_table(group_plan_for(spec)))
 
 
 if __name__ == "__main__":
