@@ -14,6 +14,8 @@ import torch
 from recsync.compress.encoded import Identity
 from recsync.data.batch import Batch
 from recsync.errors import ConfigError
+from recsync.model.fc_split import FcSplit, Split
+from recsync.model.group_model import Join
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
@@ -21,6 +23,7 @@ from recsync.protocol.effects import Await, Call, CallEach
 from recsync.protocol.messages import Center, Exchange, StageForward, WorkerDone, wire_bytes
 from recsync.ps.group_plan import GroupPlan, group_plan_of
 from recsync.ps.group_server import GroupServerNode
+from recsync.ps.op_graph import part_op
 from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.registry import strategy_config
 from recsync.trainer.hierarchical_trainer import HierarchicalTrainer
@@ -47,8 +50,10 @@ def batch(seed: int = 0) -> tuple[Batch, torch.Tensor]:
     return Batch(dense, torch.empty(0, dtype=torch.int64), empty, labels), pooled
 
 
-def group(strategy: HierarchicalConfig) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
-    plan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+def group(
+    strategy: HierarchicalConfig, plan: GroupPlan | None = None
+) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
+    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
     p = strategy.group_servers
     addresses = tuple(Address(Role.GROUP_SERVER, j) for j in range(p))
     servers = [
@@ -99,8 +104,10 @@ def counting(loop: Generator[Any, Any, Any], sent: list[int]) -> Generator[Any, 
         return stop.value
 
 
-def unsplit(strategy: HierarchicalConfig, servers: list[GroupServerNode]) -> torch.Tensor:
-    plan: GroupPlan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+def unsplit(
+    strategy: HierarchicalConfig, servers: list[GroupServerNode], plan: GroupPlan | None = None
+) -> torch.Tensor:
+    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
     return plan.unsplit(MODEL, TRAIN.seed, [s.flat for s in servers])
 
 
@@ -128,6 +135,52 @@ def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
         torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(unsplit(strategy, servers), reference.flat, atol=1e-6, rtol=1e-5)
     assert all(not s.in_flight for s in servers)  # every batch's state let go
+
+
+def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_step():
+    """Splits the default plan never makes: the bottom FC vertical (outputs concatenated,
+    one gradient slice per part), the top's second FC horizontal (each part its columns);
+    parts of one FC on different group PSs and on the same one."""
+    strategy = HierarchicalConfig(groups=1, group_servers=2)
+    vertical, horizontal = FcSplit(Split.VERTICAL, 2), FcSplit(Split.HORIZONTAL, 3)
+    plans = ((vertical, FcSplit()), (FcSplit(), horizontal, FcSplit()))
+    servers = {
+        part_op("bottom", 0, vertical, 0): 0,
+        part_op("bottom", 0, vertical, 1): 1,
+        part_op("bottom", 1, FcSplit(), 0): 1,
+        part_op("top", 0, FcSplit(), 0): 0,
+        part_op("top", 1, horizontal, 0): 1,
+        part_op("top", 1, horizontal, 1): 0,
+        part_op("top", 1, horizontal, 2): 1,
+        part_op("top", 2, FcSplit(), 0): 0,
+    }
+    placement = group_plan_of(MODEL, strategy, 1, 1, B).placement  # shown only, not used
+    plan = GroupPlan(plans, servers, placement)
+    trainer, nodes = group(strategy, plan)
+    reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
+    joins = [stage.join for stage in trainer.dense.stages]
+    assert Join.CONCAT in joins and not all(s.shares_input for s in trainer.dense.stages)
+    for seed in range(3):
+        data, pooled = batch(seed)
+        loss, grad_pooled, _ = drive(trainer._train(0, data, pooled), nodes)
+        want_loss, flat_grad, want_pooled = reference.gradients(data, pooled)
+        reference.apply(flat_grad)
+        assert loss == pytest.approx(float(want_loss), abs=1e-6)
+        torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
+        got = unsplit(strategy, nodes, plan)
+        torch.testing.assert_close(got, reference.flat, atol=1e-6, rtol=1e-5)
+
+
+def test_a_group_ps_sends_one_sum_for_its_parts_of_a_summed_stage():
+    strategy = HierarchicalConfig(groups=1, group_servers=1)  # both co-parts on one PS
+    plan = group_plan_of(MODEL, HierarchicalConfig(groups=1, group_servers=2), 1, 1, B)
+    one_ps = GroupPlan(plan.plans, dict.fromkeys(plan.servers, 0), plan.placement)
+    trainer, nodes = group(strategy, one_ps)
+    stage = next(s for s in trainer.dense.stages if s.join is Join.SUM)
+    assert len(stage.servers) == 2
+    x = torch.zeros(B, trainer.dense.parts(stage.index)[0][0].in_features)
+    reply = nodes[0].handle(StageForward(1, stage.index, Identity().encode(x), 0.0))
+    assert len(reply.values) == 1  # the sum of its two parts' partial outputs
 
 
 def test_compression_shrinks_the_wire_and_stays_close():

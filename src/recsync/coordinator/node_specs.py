@@ -34,6 +34,7 @@ from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
 PolicyServers = GradientStrategy | AllReduceStrategy  # strategies whose servers run policies
+SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
 
 class BuildContext:

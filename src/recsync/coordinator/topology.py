@@ -16,16 +16,17 @@ from typing import ClassVar
 
 import torch
 
+from recsync.coordinator.group_topology import group_wiring, hierarchical_servers
 from recsync.coordinator.node_specs import (
+    SERVER_MARGIN,
     BuildContext,
     DenseServerSpec,
-    GroupServerSpec,
     NodeSpec,
     ReaderSpec,
     ShardSpec,
     SyncServerSpec,
 )
-from recsync.coordinator.spec import ClusterSpec, JobSpec, group_plan_for, initial_dense
+from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.node import Node
@@ -43,8 +44,6 @@ from recsync.trainer.hierarchical_trainer import HierarchicalTrainer
 from recsync.trainer.replica_sync import process_refusal
 from recsync.trainer.replica_trainer import ReplicaTrainer
 from recsync.trainer.stats import TrainerSetup, Wiring
-
-SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
 
 @dataclass(frozen=True)
@@ -272,59 +271,6 @@ def _no_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[Nod
     return []
 
 
-def _hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
-    """Every group's group PSs, then the global sync servers (sync server j: the center of
-    what group PS j of every group owns)."""
-    strategy, cluster = spec.strategy, spec.cluster
-    assert isinstance(strategy, HierarchicalConfig)
-    if spec.resume is not None:
-        raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
-    group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
-    plan_ = group_plan_for(spec)
-    dense = plan_.dense(spec.model, spec.train.seed)
-    p = strategy.group_servers
-    nodes: list[NodeSpec] = [
-        GroupServerSpec(
-            Address(Role.GROUP_SERVER, g * p + j),
-            threads=None,
-            max_calls=group_workers + SERVER_MARGIN + 1,  # + its sync loop
-            serialized=False,
-            group=g,
-            server=j,
-            model=spec.model,
-            train=spec.train,
-            plan=plan_,
-            strategy=strategy,
-            sync_server=Address(Role.SYNC_SERVER, j),
-            num_workers=group_workers,
-        )
-        for g in range(strategy.groups)
-        for j in range(p)
-    ]
-    nodes += [
-        SyncServerSpec(
-            Address(Role.SYNC_SERVER, j),
-            threads=None,
-            max_calls=strategy.groups + SERVER_MARGIN,
-            serialized=False,
-            values=torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]),
-            strategy=strategy.cross_group,
-        )
-        for j in range(p)
-    ]
-    return nodes
-
-
-def _group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
-    """A trainer talks to the group PSs of its group."""
-    strategy = spec.strategy
-    assert isinstance(strategy, HierarchicalConfig)
-    group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
-    p = strategy.group_servers
-    servers = tuple(Address(Role.GROUP_SERVER, group * p + j) for j in range(p))
-    return dataclasses.replace(wiring, dense=servers, dense_ranges=())
-
-
 def _no_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
     return None
 
@@ -409,13 +355,13 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         process_refusal=_no_refusal,
     ),
     HierarchicalConfig: Family(
-        _hierarchical_servers,
+        hierarchical_servers,
         policy_shards=False,
         tokens=_no_tokens,
         collective=False,
         trainer=_hierarchical_trainer,
         process_refusal=_threads_only,
-        trainer_wiring=_group_wiring,
+        trainer_wiring=group_wiring,
     ),
     AllReduceStrategy: Family(
         _no_servers,

@@ -22,7 +22,6 @@ from recsync.model.fc_split import (
     CoPartitioned,
     FcSplit,
     HorizontalLinear,
-    Split,
     VerticalLinear,
     merge_mlp,
     split_mlp,
@@ -55,6 +54,18 @@ class Stage:
     join: Join
     servers: tuple[int, ...]
     columns: tuple[tuple[int, int] | None, ...]
+
+    @property
+    def per_part(self) -> bool:
+        """Outputs and their gradients travel one per part (concatenated outputs); else a
+        group PS sends the sum of its parts' outputs and gets one output gradient."""
+        return self.join is Join.CONCAT
+
+    @property
+    def shares_input(self) -> bool:
+        """Every part reads the whole input: a group PS returns the sum of its parts' input
+        gradients (else one per part, each its own columns)."""
+        return all(columns is None for columns in self.columns)
 
 
 class GroupDense:
@@ -207,6 +218,9 @@ def _parts_of(layer: nn.Module) -> list[tuple[tuple[int, int] | None, nn.Module]
     ]
 
 
-def no_split(num_fcs: int) -> tuple[FcSplit, ...]:
-    """The identity plan of an MLP of `num_fcs` FCs."""
-    return (FcSplit(Split.NONE, 1),) * num_fcs
+def summed(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The sum of same-shape tensors (partial outputs or gradients)."""
+    total = tensors[0]
+    for more in tensors[1:]:
+        total = total + more
+    return total

@@ -237,7 +237,8 @@ class WorkerDone(Message):
 @dataclass(slots=True, eq=False)
 class StageForward(Message):
     """-> StageValues: a group PS runs its parts of stage `stage` on `x`, the input of
-    worker `worker`'s batch, and keeps what their backward needs. `flops`: what the parts'
+    worker `worker`'s batch, and keeps what their backward needs; it answers each part's
+    output (concatenated outputs) or their sum (summed outputs). `flops`: what the parts'
     math and the coding cost (the simulator's charge; the engine computes it)."""
 
     worker: int
@@ -253,8 +254,9 @@ class StageForward(Message):
 @dataclass(slots=True, eq=False)
 class StageBackward(Message):
     """-> StageValues: the gradients of the outputs of a group PS's parts of stage `stage`
-    (one per part, in part order) for worker `worker`'s batch; the group PS updates those
-    parts' parameters and returns their input gradients (none if `wants_input` is off)."""
+    for worker `worker`'s batch (one per part for concatenated outputs, else one for their
+    sum); the group PS updates those parts' parameters and returns their input gradients
+    (summed where every part read the whole input; none if `wants_input` is off)."""
 
     worker: int
     stage: int
@@ -270,8 +272,8 @@ class StageBackward(Message):
 
 @dataclass(slots=True, eq=False)
 class StageValues:
-    """A group PS's answer for one stage: a tensor per part it owns (outputs forward,
-    input gradients backward), in part order."""
+    """A group PS's answer for one stage (outputs forward, input gradients backward): a
+    tensor per part it owns, in part order, or one summed over them."""
 
     values: tuple[Encoded, ...]
 

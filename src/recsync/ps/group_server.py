@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from recsync.compress.encoded import Codec, Encoded
-from recsync.model.group_model import GroupDense
+from recsync.compress.encoded import Codec
+from recsync.model.group_model import GroupDense, summed
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
@@ -107,24 +107,32 @@ class GroupServerNode(Node):
             with torch.enable_grad():
                 out = self.dense.parts(message.stage)[part](leaf)
             kept.append((leaf, out))
-            outputs.append(self.activation_codec.encode(out.detach()))
+            outputs.append(out.detach())
         self.in_flight[(message.worker, message.stage)] = kept
-        return StageValues(tuple(outputs))
+        if not stage.per_part:
+            outputs = [summed(outputs)]
+        return StageValues(tuple(self.activation_codec.encode(o) for o in outputs))
 
     def backward(self, message: StageBackward) -> StageValues:
         kept = self.in_flight.pop((message.worker, message.stage))
+        stage, mine, codec = (
+            self.dense.stages[message.stage],
+            self.mine(message.stage),
+            self.gradient_codec,
+        )
+        dys = [codec.decode(g) for g in message.grads]
+        if not stage.per_part:  # one gradient of the summed output, the same for every part
+            dys = dys * len(mine)
         grad = torch.zeros_like(self.flat)
-        inputs: list[Encoded] = []
-        for part, (leaf, out), coded in zip(
-            self.mine(message.stage), kept, message.grads, strict=True
-        ):
+        inputs: list[torch.Tensor] = []
+        for part, (leaf, out), dy in zip(mine, kept, dys, strict=True):
             params = list(self.dense.parts(message.stage)[part].parameters())
             wrt = [leaf, *params] if message.wants_input else params
-            grads = torch.autograd.grad(out, wrt, self.gradient_codec.decode(coded))
+            grads = torch.autograd.grad(out, wrt, dy)
             start, stop = self.ranges[(message.stage, part)]
             grad[start:stop] = torch.cat([g.reshape(-1) for g in grads[-len(params) :]])
             if message.wants_input:
-                inputs.append(self.gradient_codec.encode(grads[0]))
+                inputs.append(grads[0])
         if not bool(torch.isfinite(grad).all()):
             raise ValueError(
                 f"{self.name}: NaN or infinite gradient from worker {message.worker}'s batch "
@@ -132,7 +140,9 @@ class GroupServerNode(Node):
             )
         self.optimizer.step(self.writer, grad)
         self.backward_steps += 1
-        return StageValues(tuple(inputs))
+        if inputs and stage.shares_input:
+            inputs = [summed(inputs)]
+        return StageValues(tuple(codec.encode(g) for g in inputs))
 
     def worker_done(self, message: WorkerDone) -> None:
         self.done.add(message.worker)

@@ -63,7 +63,7 @@ class HierarchicalConfig(StrategyFamily):
         gap = self.shadow_min_gap
         if isinstance(gap, bool) or not isinstance(gap, int | float) or not 0 <= gap < 1e9:
             raise ValueError(f"hierarchical: shadow_min_gap must be a number >= 0, got {gap!r}")
-        self.compression  # noqa: B018  (validates the codec names)
+        CompressionSpec(self.activations, self.gradients)  # ValueError for an unknown codec
 
     @property
     def compression(self) -> CompressionSpec:

@@ -22,7 +22,7 @@ import torch.nn.functional as F_
 
 from recsync.compress.encoded import Codec
 from recsync.data.batch import Batch
-from recsync.model.group_model import GroupDense, Join, Stage
+from recsync.model.group_model import GroupDense, Stage, summed
 from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
     PushRows,
@@ -55,7 +55,7 @@ class Ran:
     stage: Stage
     x: torch.Tensor
     y: torch.Tensor
-    widths: list[int]  # each part's output columns
+    widths: list[int]  # each part's output columns (concatenated outputs)
 
 
 class HierarchicalTrainer(Node):
@@ -172,29 +172,29 @@ class HierarchicalTrainer(Node):
     def _forward(
         self, worker: int, stage: Stage, x: torch.Tensor
     ) -> Generator[Effect, Any, tuple[torch.Tensor, list[int], float]]:
-        """The stage's joined output (detached), each part's output width, and the FLOPs
-        of coding here."""
-        servers = sorted(set(stage.servers))
-        act = self.activation_codec
-        sent = act.encode(x.detach())
-        B = x.shape[0]
+        """The stage's joined output (detached), each part's output width (concatenated
+        outputs), and the FLOPs of coding here."""
+        servers, act = sorted(set(stage.servers)), self.activation_codec
+        sent = act.encode(x.detach())  # once, for every group PS of the stage
         calls: list[Target] = [
             (
                 self.group_servers[s],
-                StageForward(worker, stage.index, sent, self._server_flops(stage, s, B, x, True)),
+                StageForward(
+                    worker, stage.index, sent, self._server_flops(stage, s, x.shape[0], x, True)
+                ),
             )
             for s in servers
         ]
         replies: list[StageValues] = yield CallEach(calls)
-        outputs: list[torch.Tensor | None] = [None] * len(stage.servers)
-        for s, reply in zip(servers, replies, strict=True):
-            for part, value in zip(_parts_on(stage, s), reply.values, strict=True):
-                outputs[part] = act.decode(value)
-        done = [o for o in outputs if o is not None]
-        assert len(done) == len(outputs)
-        y = done[0] if stage.join is Join.ONE else _join(stage.join, done)
-        coded = act.flops_per_element * (x.numel() + sum(o.numel() for o in done))
-        return y.detach(), [o.shape[1] for o in done], coded
+        received = [[act.decode(v) for v in reply.values] for reply in replies]
+        coded = act.flops_per_element * (x.numel() + sum(t.numel() for r in received for t in r))
+        if not stage.per_part:
+            return summed([r[0] for r in received]).detach(), [], coded
+        outputs: list[torch.Tensor] = [torch.empty(0)] * len(stage.servers)
+        for s, values in zip(servers, received, strict=True):
+            for part, value in zip(_parts_on(stage, s), values, strict=True):
+                outputs[part] = value
+        return torch.cat(outputs, dim=1).detach(), [o.shape[1] for o in outputs], coded
 
     def _backward(
         self, worker: int, ran: Ran, dy: torch.Tensor
@@ -203,31 +203,42 @@ class HierarchicalTrainer(Node):
         coding."""
         codec, stage, wants_input = self.gradient_codec, ran.stage, ran.x.requires_grad
         servers = sorted(set(stage.servers))
-        per_part = _split_gradient(stage, dy, ran.widths)
-        calls: list[Target] = []
-        for s in servers:
-            grads = tuple(codec.encode(per_part[part]) for part in _parts_on(stage, s))
-            flops = self._server_flops(stage, s, dy.shape[0], dy, False)
-            calls.append(
-                (
-                    self.group_servers[s],
-                    StageBackward(worker, stage.index, grads, wants_input, flops),
-                )
+        if stage.per_part:
+            slices = torch.split(dy, ran.widths, dim=1)
+            grads = [
+                tuple(codec.encode(slices[part]) for part in _parts_on(stage, s)) for s in servers
+            ]
+        else:
+            grads = [(codec.encode(dy),)] * len(servers)  # once, for every group PS
+        calls: list[Target] = [
+            (
+                self.group_servers[s],
+                StageBackward(
+                    worker,
+                    stage.index,
+                    g,
+                    wants_input,
+                    self._server_flops(stage, s, dy.shape[0], dy, False),
+                ),
             )
+            for s, g in zip(servers, grads, strict=True)
+        ]
         replies: list[StageValues] = yield CallEach(calls)
-        coded = codec.flops_per_element * dy.numel() * len(servers)
+        coded = codec.flops_per_element * dy.numel()
         if not wants_input:
             return None, coded
-        dx: torch.Tensor | None = None
-        for s, reply in zip(servers, replies, strict=True):
-            for part, value in zip(_parts_on(stage, s), reply.values, strict=True):
-                g = codec.decode(value)
-                coded += codec.flops_per_element * g.numel()
-                columns = stage.columns[part]
-                if columns is not None:
-                    g = _widen(g, columns, ran.x.shape)
-                dx = g if dx is None else dx + g
-        return dx, coded
+        received = [[codec.decode(v) for v in reply.values] for reply in replies]
+        coded += codec.flops_per_element * sum(t.numel() for r in received for t in r)
+        if stage.shares_input:
+            return summed([r[0] for r in received]), coded
+        widened = [
+            _widen(value, columns, ran.x.shape)
+            for s, values in zip(servers, received, strict=True)
+            for value, columns in zip(
+                values, (stage.columns[p] for p in _parts_on(stage, s)), strict=True
+            )
+        ]
+        return summed(widened), coded
 
     def _server_flops(
         self, stage: Stage, server: int, B: int, sent: torch.Tensor, forward: bool
@@ -267,25 +278,9 @@ def _parts_on(stage: Stage, server: int) -> list[int]:
     return [j for j, owner in enumerate(stage.servers) if owner == server]
 
 
-def _join(join: Join, outputs: list[torch.Tensor]) -> torch.Tensor:
-    if join is Join.CONCAT:
-        return torch.cat(outputs, dim=1)
-    total = outputs[0]
-    for more in outputs[1:]:
-        total = total + more
-    return total
-
-
-def _split_gradient(stage: Stage, dy: torch.Tensor, widths: list[int]) -> list[torch.Tensor]:
-    """Each part's output gradient: its columns of dy (concatenated outputs) or all of it
-    (summed outputs)."""
-    if stage.join is not Join.CONCAT:
-        return [dy] * len(stage.servers)
-    return list(torch.split(dy, widths, dim=1))
-
-
-def _widen(g: torch.Tensor, columns: tuple[int, int], shape: torch.Size) -> torch.Tensor:
+def _widen(g: torch.Tensor, columns: tuple[int, int] | None, shape: torch.Size) -> torch.Tensor:
     """A horizontal part's input gradient placed in the columns it read."""
+    assert columns is not None
     full = torch.zeros(shape)
     full[:, columns[0] : columns[1]] = g
     return full

@@ -1,0 +1,74 @@
+"""How a hierarchical-training job is assembled (Huang et al. 2021): its group PSs and global
+sync servers, and which group PSs each trainer talks to. Registered in topology.FAMILIES."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from recsync.coordinator.node_specs import (
+    SERVER_MARGIN,
+    GroupServerSpec,
+    NodeSpec,
+    SyncServerSpec,
+)
+from recsync.coordinator.spec import JobSpec, group_plan_for
+from recsync.errors import ConfigError
+from recsync.protocol.address import Address, Role
+from recsync.ps.placement import JobPlan
+from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.trainer.stats import Wiring
+
+
+def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+    """Every group's group PSs, then the global sync servers (sync server j: the center of
+    what group PS j of every group owns)."""
+    strategy, cluster = spec.strategy, spec.cluster
+    assert isinstance(strategy, HierarchicalConfig)
+    if spec.resume is not None:
+        raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
+    group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
+    plan_ = group_plan_for(spec)
+    dense = plan_.dense(spec.model, spec.train.seed)
+    p = strategy.group_servers
+    nodes: list[NodeSpec] = [
+        GroupServerSpec(
+            Address(Role.GROUP_SERVER, g * p + j),
+            threads=None,
+            max_calls=group_workers + SERVER_MARGIN + 1,  # + its sync loop
+            serialized=False,
+            group=g,
+            server=j,
+            model=spec.model,
+            train=spec.train,
+            plan=plan_,
+            strategy=strategy,
+            sync_server=Address(Role.SYNC_SERVER, j),
+            num_workers=group_workers,
+        )
+        for g in range(strategy.groups)
+        for j in range(p)
+    ]
+    nodes += [
+        SyncServerSpec(
+            Address(Role.SYNC_SERVER, j),
+            threads=None,
+            max_calls=strategy.groups + SERVER_MARGIN,
+            serialized=False,
+            values=torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]),
+            strategy=strategy.cross_group,
+        )
+        for j in range(p)
+    ]
+    return nodes
+
+
+def group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
+    """A trainer talks to the group PSs of its group."""
+    strategy = spec.strategy
+    assert isinstance(strategy, HierarchicalConfig)
+    group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
+    p = strategy.group_servers
+    servers = tuple(Address(Role.GROUP_SERVER, group * p + j) for j in range(p))
+    return dataclasses.replace(wiring, dense=servers, dense_ranges=())
