@@ -111,6 +111,26 @@ def unsplit(
     return plan.unsplit(MODEL, TRAIN.seed, [s.flat for s in servers])
 
 
+def assert_unsplit_steps(
+    strategy: HierarchicalConfig,
+    trainer: HierarchicalTrainer,
+    servers: list[GroupServerNode],
+    reference: DenseReplica,
+    plan: GroupPlan | None = None,
+) -> None:
+    """Three batches through the group PSs: the unsplit `reference`'s loss, embedding
+    gradient and optimizer step, each time."""
+    for seed in range(3):
+        data, pooled = batch(seed)
+        loss, grad_pooled, _ = drive(trainer._train(0, data, pooled), servers)
+        want_loss, flat_grad, want_pooled = reference.gradients(data, pooled)
+        reference.apply(flat_grad)
+        assert loss == pytest.approx(float(want_loss), abs=1e-6)
+        torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
+        got = unsplit(strategy, servers, plan)
+        torch.testing.assert_close(got, reference.flat, atol=1e-6, rtol=1e-5)
+
+
 PLANS = {
     "one group PS": {"group_servers": 1},
     "co-partitioned": {"group_servers": 2},
@@ -126,14 +146,7 @@ def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
     trainer, servers = group(strategy)
     reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
     assert torch.equal(unsplit(strategy, servers), reference.flat)  # same start, bit-exact
-    for seed in range(3):
-        data, pooled = batch(seed)
-        loss, grad_pooled, _ = drive(trainer._train(0, data, pooled), servers)
-        want_loss, flat_grad, want_pooled = reference.gradients(data, pooled)
-        reference.apply(flat_grad)
-        assert loss == pytest.approx(float(want_loss), abs=1e-6)
-        torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(unsplit(strategy, servers), reference.flat, atol=1e-6, rtol=1e-5)
+    assert_unsplit_steps(strategy, trainer, servers, reference)
     assert all(not s.in_flight for s in servers)  # every batch's state let go
 
 
@@ -160,15 +173,7 @@ def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_st
     reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
     joins = [stage.join for stage in trainer.dense.stages]
     assert Join.CONCAT in joins and not all(s.shares_input for s in trainer.dense.stages)
-    for seed in range(3):
-        data, pooled = batch(seed)
-        loss, grad_pooled, _ = drive(trainer._train(0, data, pooled), nodes)
-        want_loss, flat_grad, want_pooled = reference.gradients(data, pooled)
-        reference.apply(flat_grad)
-        assert loss == pytest.approx(float(want_loss), abs=1e-6)
-        torch.testing.assert_close(grad_pooled, want_pooled, atol=1e-6, rtol=1e-5)
-        got = unsplit(strategy, nodes, plan)
-        torch.testing.assert_close(got, reference.flat, atol=1e-6, rtol=1e-5)
+    assert_unsplit_steps(strategy, trainer, nodes, reference, plan)
 
 
 def test_a_group_ps_sends_one_sum_for_its_parts_of_a_summed_stage():
