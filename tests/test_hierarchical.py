@@ -17,6 +17,7 @@ from recsync.errors import ConfigError
 from recsync.model.fc_split import FcSplit, Split
 from recsync.model.group_model import Join
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import Await, Call, CallEach
@@ -51,7 +52,7 @@ def batch(seed: int = 0) -> tuple[Batch, torch.Tensor]:
 
 
 def group(
-    strategy: HierarchicalConfig, plan: GroupPlan | None = None
+    strategy: HierarchicalConfig, plan: GroupPlan | None = None, train: TrainSpec = TRAIN
 ) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
     plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
     p = strategy.group_servers
@@ -61,7 +62,7 @@ def group(
             0,
             j,
             plan.dense(MODEL, TRAIN.seed),
-            TRAIN.dense_optimizer,
+            train.dense_optimizer,
             strategy,
             Address(Role.SYNC_SERVER, j),
             1,
@@ -148,6 +149,17 @@ def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
     assert torch.equal(unsplit(strategy, servers), reference.flat)  # same start, bit-exact
     assert_unsplit_steps(strategy, trainer, servers, reference)
     assert all(not s.in_flight for s in servers)  # every batch's state let go
+
+
+def test_with_adam_each_stage_steps_once_per_batch_as_the_unsplit_model():
+    """Adam moves parameters even where a step's gradient is zero (its momentum), so a
+    group PS must step only the stage a backward is for, each stage counting its own steps."""
+    strategy = HierarchicalConfig(groups=1, group_servers=1)
+    adam = TrainSpec(batch_size=B, dense_optimizer=DenseOptimizerSpec("adam"))
+    trainer, servers = group(strategy, train=adam)
+    reference = DenseReplica(MODEL, TRAIN.seed, adam.dense_optimizer)
+    assert_unsplit_steps(strategy, trainer, servers, reference)
+    assert servers[0].report().optimizer["steps"] == 3
 
 
 def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_step():

@@ -6,6 +6,7 @@ from recsync.app.repro import (
     auto_switching_report,
     gba,
     gba_switching,
+    hierarchical_report,
     psp,
     shadowsync,
     shadowsync_quality,
@@ -13,6 +14,7 @@ from recsync.app.repro import (
     staleness_norm_report,
     swap_days,
 )
+from recsync.app.repro import hierarchical_settings as ht
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
@@ -297,3 +299,54 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
         "(lowest after -0.0015, last day -0.0005)."
     )
     assert lines[7].endswith("Adagrad accumulators after them 2.0x sync's (dense), 1.0x (rows).")
+
+
+def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
+    settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, *ht.FIG11))
+    eps = {ht.EASGD.label: 100.0, **{s.label: 30.0 * s.groups for s in settings if s.groups}}
+    eps.update({s.label: 20.0 * s.trainers for s in ht.FIG10B})  # 4 groups: linear
+    eps.update(zip([s.label for s in ht.FIG11[1:]], [50.0, 120.0, 160.0], strict=True))
+    speed = {
+        s.label: {
+            "eps": eps[s.label],
+            "trainers": s.cluster().num_trainers,
+            "group_servers": s.groups * s.servers,
+            "examples": 1000,
+            "group_ps_cpu": 0.5,
+            "traffic_bytes": 2_000_000,
+        }
+        for s in settings
+    }
+    speed[ht.ht(4, 6).label]["eps"] = 130.0  # (6, 6) at 4 groups: the best per node
+    losses = dict(zip([s.label for s in ht.FIG7], [0.500, 0.498, 0.499, 0.5005], strict=True))
+    quality = {
+        label: {"train_loss": v, "test_logloss": v, "test_auc": 0.7, "dense_replicas": 1}
+        for label, v in losses.items()
+    }
+    engine = {
+        "label": "2 groups",
+        "examples": 100,
+        "real_auc": 0.71,
+        "sim_auc": 0.705,
+        "bytes_differences": [],
+        "cross_group_syncs": (3, 4),
+    }
+    hierarchical_report.write_report(
+        tmp_path, {"throughput": speed, "quality": quality, "engine": engine}
+    )
+    text = (tmp_path / "report.md").read_text()
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "report.md",
+        "results.json",
+        "fig7_8_loss_and_eps.png",
+        "fig10_scaling.png",
+        "fig11_ablation.png",
+    }
+    assert "Ours: 3.00x; the shape does not hold." in text  # HT 10g: 300 vs 100
+    assert "HT 5g -0.40% (train loss), HT 10g +0.10%; the shape holds (neutral" in text
+    assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape holds." in text
+    assert "EPS per node best at (6, 6); sublinear does not hold." in text
+    assert "Ours: 67% lower; the shape holds." in text  # 50 vs 150
+    assert "Ours without them: 0.80x; holds." in text
+    assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
+    assert "bytes per node kind and message kind identical" in text

@@ -177,6 +177,15 @@ class GroupDense:
             x = layer(x)
         return x
 
+    def release(self, keep: int | None = None) -> None:
+        """Drop the values of every part but those of group PS `keep` (None: all; a
+        trainer holds none), so that a node holds only what it owns; shapes stay."""
+        for stage, parts in zip(self.stages, self._parts, strict=True):
+            for owner, part in zip(stage.servers, parts, strict=True):
+                if owner != keep:
+                    for p in part.parameters():
+                        p.data = torch.empty(0)
+
     def unsplit_flat(self) -> torch.Tensor:
         """The parameters as the unsplit DenseArch holds them, as one flat vector (the
         model a group stands for: what is evaluated and checkpointed)."""

@@ -15,7 +15,8 @@ import torch
 
 from recsync.compress.encoded import Codec
 from recsync.model.group_model import GroupDense, summed
-from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.checks import all_finite
+from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Await, Loop
@@ -69,6 +70,7 @@ class GroupServerNode(Node):
         self.num_workers = num_workers
         self.owned = dense.owned(server)
         assert self.owned, f"{self.name} owns no part"
+        dense.release(keep=server)
         params = dense.parameters_of(server)
         self.flat = torch.cat([p.detach().reshape(-1) for p in params])
         self.ranges: dict[tuple[int, int], tuple[int, int]] = {}
@@ -83,7 +85,10 @@ class GroupServerNode(Node):
         self.writer = torch.empty(0).set_(
             self.flat.untyped_storage(), self.flat.storage_offset(), self.flat.shape, (1,)
         )
-        self.optimizer = optimizer.build(self.flat.numel())
+        self.optimizer = optimizer.build(self.flat.numel())  # its state, reported
+        self.stage_optimizers = {
+            stage: self._stage_optimizer(optimizer, stage) for stage, _ in self.owned
+        }
         self.activation_codec: Codec = strategy.compression.activation_codec()
         self.gradient_codec: Codec = strategy.compression.gradient_codec()
         self.in_flight: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor]]] = {}
@@ -123,26 +128,44 @@ class GroupServerNode(Node):
         dys = [codec.decode(g) for g in message.grads]
         if not stage.per_part:  # one gradient of the summed output, the same for every part
             dys = dys * len(mine)
-        grad = torch.zeros_like(self.flat)
+        first, last = self._stage_range(message.stage)
+        grad = torch.empty(last - first)
         inputs: list[torch.Tensor] = []
         for part, (leaf, out), dy in zip(mine, kept, dys, strict=True):
             params = list(self.dense.parts(message.stage)[part].parameters())
             wrt = [leaf, *params] if message.wants_input else params
             grads = torch.autograd.grad(out, wrt, dy)
             start, stop = self.ranges[(message.stage, part)]
-            grad[start:stop] = torch.cat([g.reshape(-1) for g in grads[-len(params) :]])
+            grad[start - first : stop - first] = torch.cat(
+                [g.reshape(-1) for g in grads[-len(params) :]]
+            )
             if message.wants_input:
                 inputs.append(grads[0])
-        if not bool(torch.isfinite(grad).all()):
+        if not all_finite(grad):
             raise ValueError(
                 f"{self.name}: NaN or infinite gradient from worker {message.worker}'s batch "
                 f"at stage {message.stage}; the batch holds NaN or training diverged"
             )
-        self.optimizer.step(self.writer, grad)
+        self.stage_optimizers[message.stage].step(self.writer[first:last], grad)
         self.backward_steps += 1
         if inputs and stage.shares_input:
             inputs = [summed(inputs)]
         return StageValues(tuple(codec.encode(g) for g in inputs))
+
+    def _stage_range(self, stage: int) -> tuple[int, int]:
+        """Where the parameters of its parts of `stage` sit in its flat vector (one run:
+        parts are owned in stage order)."""
+        ranges = [self.ranges[(stage, part)] for part in self.mine(stage)]
+        return ranges[0][0], ranges[-1][1]
+
+    def _stage_optimizer(self, spec: DenseOptimizerSpec, stage: int) -> FlatOptimizer:
+        """The optimizer of one stage's parameters: its state a view into the group PS's,
+        its step count its own (one step per batch, as the unsplit model's optimizer)."""
+        first, last = self._stage_range(stage)
+        optimizer = spec.build(0)
+        state = {name: value[first:last] for name, value in self.optimizer.state.items()}
+        optimizer.rebind({"steps": torch.zeros(1, dtype=torch.float64), **state})
+        return optimizer
 
     def worker_done(self, message: WorkerDone) -> None:
         self.done.add(message.worker)
@@ -172,10 +195,14 @@ class GroupServerNode(Node):
     def _trained(self, target: int) -> Callable[[], bool]:
         return lambda: self.backward_steps >= target or self.finished
 
+    def _steps(self) -> int:
+        """Batches its first stage trained (every stage takes one step per batch)."""
+        return self.stage_optimizers[self.owned[0][0]].steps
+
     def report(self) -> GroupServerReport:
         return GroupServerReport(
             self.flat.clone(),
-            copy_state(self.optimizer.state_dict()),
+            copy_state({**self.optimizer.state_dict(), "steps": self._steps()}),
             self.backward_steps,
             self.syncs,
         )

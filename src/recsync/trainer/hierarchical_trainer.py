@@ -13,6 +13,7 @@ group PS of the group hears the worker is done. Free of transport: generators of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ import torch.nn.functional as F_
 from recsync.compress.encoded import Codec
 from recsync.data.batch import Batch
 from recsync.model.group_model import GroupDense, Stage, summed
+from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
     PushRows,
@@ -75,6 +77,7 @@ class HierarchicalTrainer(Node):
             dense.flops_per_example(s.index, j) for s in dense.stages for j in range(len(s.servers))
         )
         self.own_flops = setup.model.dense_flops_per_example() - parts
+        dense.release()  # its FCs live on the group PSs
 
     def loops(self) -> list[LoopSpec]:
         first = self.setup.first_worker
@@ -162,12 +165,13 @@ class HierarchicalTrainer(Node):
         grad_pooled = grads[len(leaves)]
         if grad_pooled is None:
             grad_pooled = torch.zeros_like(pooled)
-        if not (bool(torch.isfinite(loss)) and bool(torch.isfinite(grad_pooled).all())):
+        value = float(loss.detach())
+        if not (math.isfinite(value) and all_finite(grad_pooled)):
             raise ValueError(
-                f"worker {worker}: NaN or infinite loss or gradient (loss {float(loss):g}); "
+                f"worker {worker}: NaN or infinite loss or gradient (loss {value:g}); "
                 "the batch holds NaN or training diverged"
             )
-        return float(loss.detach()), grad_pooled, coded
+        return value, grad_pooled, coded
 
     def _forward(
         self, worker: int, stage: Stage, x: torch.Tensor

@@ -19,6 +19,7 @@ from recsync.app.repro import (
     failures,
     gba,
     gba_switching,
+    hierarchical,
     psp,
     shadowsync,
     shadowsync_quality,
@@ -104,6 +105,14 @@ def _switching_row(r: dict[str, Any]) -> str:
         f"{r['variant']:>30} (lr x{r['lr_factor']:g}): {r['total_seconds']:7.2f} virtual s, "
         f"mean next-day AUC {r['mean_next_day_auc']:.4f}"
     )
+
+
+def _hierarchical_row(r: dict[str, Any]) -> str:
+    if "eps" in r:
+        return f"{r['label']:>40}: {r['eps']:>12,.0f} ex/s (virtual), {r['trainers']} trainers"
+    if "test_logloss" in r:
+        return f"{r['label']:>40}: train loss {r['train_loss']:.5f}, AUC {r['test_auc']:.4f}"
+    return f"real engine, {r['label']}: AUC {r['real_auc']:.4f} (simulator {r['sim_auc']:.4f})"
 
 
 REPRODUCTIONS: dict[str, Reproduction] = {
@@ -199,6 +208,16 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "reports/failures",
             3.5,
             _failure_point,
+        ),
+        Reproduction(
+            "hierarchical",
+            "Hierarchical training (Huang et al., KDD 2021)",
+            "Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
+            "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
+            hierarchical.reproduce,
+            "reports/hierarchical",
+            25.0,
+            _hierarchical_row,
         ),
     )
 }

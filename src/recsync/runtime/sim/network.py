@@ -23,10 +23,12 @@ class Slots:
         assert capacity >= 1
         self.free_at = [0.0] * capacity
         self.lane: Lane | None = None  # one slot: its completions, in booking order
+        self.busy_s = 0.0  # service booked, summed over its slots
 
     def finish_time(self, now: float, seconds: float) -> float:
         """Book `seconds` of service for a job arriving now; returns when it completes."""
         free_at = self.free_at
+        self.busy_s += seconds
         done = (now if now > free_at[0] else free_at[0]) + seconds
         if len(free_at) == 1:
             free_at[0] = done

@@ -1,0 +1,168 @@
+"""Reproduction of hierarchical training (Huang et al., KDD 2021) in the simulator: Fig. 7
+and 8 (EASGD with 40 trainers vs HT with 5, 8 and 10 groups of 6 trainers + 6 group PSs:
+loss and EPS), Fig. 10a/b (EPS over groups, and over nodes per group), Fig. 11 (the
+ablation at 5 groups); and a small job on the real engine beside the simulator.
+
+Throughput runs use a model whose dense part is compute-bound (`LARGE_MODEL`); each runs
+`ITERATIONS_PER_THREAD` batches per worker thread, enough for EPS (examples over virtual
+time) to settle, not to train, so their losses mean nothing. The loss runs (Fig. 7) train
+the default DLRM on the embedded synthetic task at the same topologies. Every machine has
+`CORES` cores: a trainer runs that many worker threads (its nets), a group PS serves on
+that many CPU slots. Hyper-parameters are the defaults, the same for every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from recsync.app.repro.common import Progress, run_in_processes
+from recsync.app.repro.hierarchical_report import write_report
+from recsync.app.repro.hierarchical_settings import (
+    BATCH,
+    COMPRESSED,
+    CORES,
+    COST,
+    EASGD_TRAINERS,
+    FIG7,
+    FIG8,
+    FIG10A,
+    FIG10B,
+    FIG11,
+    ITERATIONS_PER_THREAD,
+    LARGE_MODEL,
+    QUALITY_EXAMPLES,
+    Setting,
+)
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
+from recsync.runtime.sim.job import SimJob
+from recsync.sync.registry import strategy_config
+
+
+def throughput(setting: Setting) -> dict[str, Any]:
+    """One throughput run of `LARGE_MODEL`: EPS over virtual time, and how busy the
+    group PSs' CPUs were."""
+    examples = setting.worker_threads * ITERATIONS_PER_THREAD * BATCH
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=1_000)
+    spec = JobSpec(
+        LARGE_MODEL, TrainSpec(batch_size=BATCH), setting.cluster(), setting.strategy(), synthetic
+    )
+    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES)
+    summary = sim.run()
+    seconds = summary["train_seconds"]
+    group_ps = sim.hosts_of(Role.GROUP_SERVER)
+    return {
+        "label": setting.label,
+        "groups": setting.groups,
+        "trainers": setting.cluster().num_trainers,
+        "group_servers": setting.groups * setting.servers,
+        "examples": examples,
+        "eps": float(summary["eps"]),
+        "virtual_seconds": seconds,
+        "group_ps_cpu": (
+            max(h.machine.cpu.busy_s for h in group_ps) / (CORES * seconds) if group_ps else None
+        ),
+        "traffic_bytes": _trainer_group_bytes(summary),
+    }
+
+
+def _trainer_group_bytes(summary: dict[str, Any]) -> int:
+    """Bytes trainers sent in stage messages (activations and gradients to group PSs)."""
+    sent = summary["traffic"].get("trainers", {})
+    return sum(int(v["bytes"]) for k, v in sent.items() if k.startswith("Stage"))
+
+
+def quality(setting: Setting) -> dict[str, Any]:
+    """One loss run (Fig. 7): the default DLRM on `QUALITY_EXAMPLES` synthetic examples."""
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=QUALITY_EXAMPLES)
+    spec = JobSpec(ModelSpec(), TrainSpec(), setting.cluster(), setting.strategy(), synthetic)
+    summary = SimJob(spec, plan_for(spec), COST, server_threads=CORES).run()
+    return {
+        "label": setting.label,
+        "train_loss": summary["train_loss"],
+        "test_logloss": summary["test_logloss"],
+        "test_ne": summary["test_ne"],
+        "test_auc": summary["test_auc"],
+        "dense_replicas": setting.groups or EASGD_TRAINERS,
+    }
+
+
+# the real engine beside the simulator: 2 groups x 2 trainers (2 threads) x 2 group PSs
+ENGINE_MODEL = ModelSpec(
+    num_dense=4,
+    tables=tuple(TableSpec(f"C{i}", 100, 8) for i in range(8)),
+    bottom_mlp=(32,),
+    top_mlp=(64, 16),
+)
+ENGINE_SYNTHETIC = SyntheticSpec(
+    num_train=60_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8
+)
+TIMED = {"Exchange"}  # how many cross-group syncs run depends on timing
+FUSED = {"PushSparse", "PushSparse+Lookup"}  # which push rides on a lookup: timing
+
+
+def engine_spec() -> JobSpec:
+    return JobSpec(
+        ENGINE_MODEL,
+        TrainSpec(batch_size=128),
+        ClusterSpec(4, 2, 2, worker_processes=False),
+        strategy_config("hierarchical", groups=2, group_servers=2, **COMPRESSED),
+        ENGINE_SYNTHETIC,
+    )
+
+
+def traffic_differences(sim: dict[str, Any], real: dict[str, Any]) -> list[str]:
+    """Where two runs' bytes per node kind and message kind differ, leaving out what
+    timing decides (cross-group exchanges; which row push rides on a lookup, whose sum
+    must still agree); empty when they agree."""
+    found = []
+    if sim["traffic"].keys() != real["traffic"].keys():
+        found.append(f"node kinds {sorted(sim['traffic'])} vs {sorted(real['traffic'])}")
+    for role, kinds in sim["traffic"].items():
+        other = real["traffic"].get(role, {})
+        if kinds.keys() != other.keys():
+            found.append(f"{role}: message kinds {sorted(kinds)} vs {sorted(other)}")
+        for kind, counted in kinds.items():
+            if kind not in TIMED | FUSED and counted != other.get(kind):
+                found.append(f"{role} {kind}: {counted} vs {other.get(kind)}")
+        fused = [sum(int(run.get(k, {}).get("bytes", 0)) for k in FUSED) for run in (kinds, other)]
+        if fused[0] != fused[1]:
+            found.append(f"{role} row pushes: {fused[0]} vs {fused[1]} bytes")
+    return found
+
+
+def engine_check() -> dict[str, Any]:
+    """The small job on real Ray actors (2 local CPUs) and in the simulator."""
+    from recsync.runtime.ray.job import run_job
+
+    spec = engine_spec()
+    sim = SimJob(spec, plan_for(spec), COST).run()
+    real = run_job(spec, num_cpus=2)
+    return {
+        "label": "2 groups x 2 trainers x 2 group PSs",
+        "examples": ENGINE_SYNTHETIC.num_train,
+        "sim_auc": sim["test_auc"],
+        "real_auc": real["test_auc"],
+        "bytes_differences": traffic_differences(sim, real),
+        "trainer_bytes": sum(int(v["bytes"]) for v in sim["traffic"]["trainers"].values()),
+        "real_eps": real["eps"],
+        "cross_group_syncs": (sim["cross_group_syncs"], real["cross_group_syncs"]),
+    }
+
+
+def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    settings = list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *FIG11)))
+    speed = {r["label"]: r for r in run_in_processes(throughput, settings, progress)}
+    loss = {r["label"]: r for r in run_in_processes(quality, list(FIG7), progress)}
+    engine = engine_check()
+    if progress:
+        progress(engine)
+    results = {"throughput": speed, "quality": loss, "engine": engine}
+    write_report(out_dir, results)
+    return results
