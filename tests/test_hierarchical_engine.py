@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from recsync.app.repro.hierarchical import traffic_differences
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
@@ -17,8 +18,6 @@ from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
 
 SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
-TIMED = {"Exchange"}  # how many cross-group syncs run depends on timing
-FUSED = {"PushSparse", "PushSparse+Lookup"}  # which push rides on a lookup: timing
 
 
 def test_simulator_and_engine_agree_on_bytes_and_auc():
@@ -34,14 +33,7 @@ def test_simulator_and_engine_agree_on_bytes_and_auc():
     real = run_job(spec)
     assert sim["examples_trained"] == real["examples_trained"] == SYNTHETIC.num_train
     assert sim["num_group_servers"] == real["num_group_servers"] == 4
-    assert sim["traffic"].keys() == real["traffic"].keys()
-    for role, kinds in sim["traffic"].items():
-        assert kinds.keys() == real["traffic"][role].keys(), role
-        for kind, counted in kinds.items():
-            if kind not in TIMED | FUSED:
-                assert counted == real["traffic"][role][kind], (role, kind)
-    fused = [(sim["traffic"]["trainers"][k], real["traffic"]["trainers"][k]) for k in FUSED]
-    assert sum(s["bytes"] for s, _ in fused) == sum(r["bytes"] for _, r in fused)
+    assert not traffic_differences(sim, real)  # timing-dependent kinds compared as sums
     assert sim["cross_group_syncs"] > 0 and real["cross_group_syncs"] > 0
     assert sim["test_auc"] > 0.7, sim["test_auc"]  # it learned (EASGD here: 0.743)
     assert abs(sim["test_auc"] - real["test_auc"]) < 0.01, (sim["test_auc"], real["test_auc"])

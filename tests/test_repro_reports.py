@@ -6,6 +6,7 @@ from recsync.app.repro import (
     auto_switching_report,
     gba,
     gba_switching,
+    hierarchical,
     hierarchical_report,
     psp,
     shadowsync,
@@ -350,3 +351,18 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "Ours without them: 0.80x; holds." in text
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
     assert "bytes per node kind and message kind identical" in text
+
+
+def test_traffic_differences_leave_out_only_what_timing_decides():
+    def run(lookup: int, exchange: int, push: int, fused: int) -> dict:
+        sent = {"Lookup": {"bytes": lookup}, "Exchange": {"bytes": exchange}}
+        sent |= {"PushSparse": {"bytes": push}, "PushSparse+Lookup": {"bytes": fused}}
+        return {"traffic": {"trainers": sent}}
+
+    assert not hierarchical.traffic_differences(run(10, 5, 3, 4), run(10, 9, 1, 6))
+    assert hierarchical.traffic_differences(run(10, 5, 3, 4), run(11, 5, 3, 4)) == [
+        "trainers Lookup: {'bytes': 10} vs {'bytes': 11}"
+    ]
+    assert hierarchical.traffic_differences(run(10, 5, 3, 4), run(10, 5, 3, 5)) == [
+        "trainers row pushes: 7 vs 8 bytes"
+    ]
