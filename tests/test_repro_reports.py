@@ -332,8 +332,9 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         "bytes_differences": [],
         "cross_group_syncs": (3, 4),
     }
+    tuning = [{"lr_factor": f, "test_logloss": v} for f, v in ((1.0, 3.2), (0.5, 0.5))]
     hierarchical_report.write_report(
-        tmp_path, {"throughput": speed, "quality": quality, "engine": engine}
+        tmp_path, {"throughput": speed, "tuning": tuning, "quality": quality, "engine": engine}
     )
     text = (tmp_path / "report.md").read_text()
     assert {p.name for p in tmp_path.iterdir()} == {
@@ -351,6 +352,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "Ours without them: 0.80x; holds." in text
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
     assert "bytes per node kind and message kind identical" in text
+    assert "x1 test logloss 3.2000, x0.5 test logloss 0.5000; x0.5 kept" in text
 
 
 def test_traffic_differences_leave_out_only_what_timing_decides():

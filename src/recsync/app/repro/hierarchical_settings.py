@@ -22,6 +22,7 @@ ITERATIONS_PER_THREAD = 6
 # and narrows twice, so co-partitioning applies to both pairs
 LARGE_MODEL = ModelSpec(top_mlp=(4096, 1024, 4096, 512))
 QUALITY_EXAMPLES = 1_000_000
+LR_FACTORS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # tried on the baseline (x1 diverged there)
 COMPRESSED = {"activations": "int8", "gradients": "bf16"}  # the paper's choice (Sec. 4.2)
 COST = dataclasses.replace(common.CLUSTER_COST, speed_spread=0.0, batch_noise=0.0)
 
