@@ -20,7 +20,7 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.effects import Await, Call, CallEach
+from recsync.protocol.effects import AllReduce, Await, Call, CallEach
 from recsync.protocol.messages import Center, Exchange, StageForward, WorkerDone, wire_bytes
 from recsync.ps.group_plan import GroupPlan, group_plan_of
 from recsync.ps.group_server import GroupServerNode
@@ -231,11 +231,61 @@ def test_the_sync_loop_waits_for_a_batch_per_worker_and_ends_with_its_group():
     assert wait.until()  # type: ignore[misc]
     assert isinstance(loop.send(None), Call)
     server.handle(WorkerDone(0))
-    last = loop.send(Center(server.flat.clone()))
-    assert isinstance(last, Await) and last.until()  # type: ignore[misc]
-    with pytest.raises(StopIteration):
-        loop.send(None)
+    with pytest.raises(StopIteration):  # its group is done: no more rounds
+        loop.send(Center(server.flat.clone()))
     assert server.report().syncs == 2
+
+
+@pytest.mark.parametrize("cross_group", ["ma", "bmuf"])
+def test_ma_and_bmuf_across_groups_all_reduce_until_every_group_is_done(cross_group):
+    """No sync server: each round all-reduces the group PS's parameters with its peers of
+    the other groups and pulls them toward the average (BMUF with block_lr 1 and no
+    momentum: its global model is the average); a group done keeps joining the rounds
+    (without waiting for batches) until every group is."""
+    strategy = HierarchicalConfig(groups=2, group_servers=1, cross_group=cross_group)
+    trainer, servers = group(strategy)
+    server = servers[0]
+    loop = server._shadow()
+    round_ = next(loop)
+    assert isinstance(round_, AllReduce) and not round_.done
+    assert torch.equal(round_.values, server.flat)
+    before = server.flat.clone()
+    wait = loop.send((torch.zeros_like(before), 0))
+    assert isinstance(wait, Await) and not wait.until()  # type: ignore[misc]
+    torch.testing.assert_close(server.flat, (1 - strategy.alpha) * before)  # pulled to 0
+    server.handle(WorkerDone(0))
+    assert wait.until()  # type: ignore[misc]
+    done = loop.send(None)
+    assert isinstance(done, AllReduce) and done.done
+    again = loop.send((server.flat.clone(), 1))  # the other group still trains
+    assert isinstance(again, AllReduce) and again.done  # at once, no wait
+    with pytest.raises(StopIteration):
+        loop.send((server.flat.clone(), 2))
+    assert server.report().syncs == 3
+
+
+def test_topk_gradients_keep_a_residual_per_stream():
+    """Top-k with error feedback: what a gradient left out is carried to the next of its
+    stream (one worker's gradient of one stage part, of one shape), on the trainer and on
+    the group PS; a smaller batch is a stream of its own; forward is not coded."""
+    data, pooled = batch(0)
+    sizes, losses = {}, {}
+    for fraction in (None, 0.25):
+        strategy = HierarchicalConfig(groups=1, topk_fraction=fraction)
+        trainer, servers = group(strategy)
+        sent: list[int] = []
+        losses[fraction], _, _ = drive(counting(trainer._train(0, data, pooled), sent), servers)
+        sizes[fraction] = sum(sent)
+    assert losses[0.25] == losses[None]
+    assert sizes[0.25] < sizes[None]
+    streams = trainer.gradients.streams
+    assert streams and all(c.residual is not None for c in streams.values())  # type: ignore[attr-defined]
+    assert {key[0] for key in streams} == {0}
+    assert any(s.gradients.streams for s in servers)  # input gradients returned, coded
+    small = Batch(data.dense[:3], data.ids, data.offsets[: F * 3 + 1], data.labels[:3])
+    before = set(streams)
+    drive(trainer._train(0, small, pooled[:3]), servers)
+    assert {k[3][0] for k in set(streams) - before} == {3}
 
 
 def test_forward_state_is_kept_per_worker_and_stage():
@@ -258,7 +308,21 @@ def test_config_errors_name_the_field():
         HierarchicalConfig(shadow_min_gap=-1)
     with pytest.raises(ConfigError, match=r"group PS\(s\) \[2, 3\] would hold no FC part"):
         group_plan_of(MODEL, HierarchicalConfig(group_servers=4, fc_split=False), 2, 1, B)
-    assert strategy_config("hierarchical", groups=4).describe() == "HT g=4 p=2 alpha=0.1"
+    with pytest.raises(ValueError, match="cross_group must be one of"):
+        HierarchicalConfig(cross_group="allreduce")
+    with pytest.raises(ValueError, match="block_momentum is BMUF's"):
+        HierarchicalConfig(cross_group="ma", block_momentum=0.5)
+    with pytest.raises(ValueError, match="block_momentum must be"):
+        HierarchicalConfig(cross_group="bmuf", block_momentum=1.5)
+    with pytest.raises(ValueError, match="topk_fraction"):
+        HierarchicalConfig(topk_fraction=0.0)
+    with pytest.raises(ValueError, match="gradients = 'none' with topk_fraction"):
+        HierarchicalConfig(topk_fraction=0.1, gradients="bf16")
+    assert strategy_config("hierarchical", groups=4).describe() == "HT g=4 p=2 EASGD alpha=0.1"
+    bmuf = strategy_config("hierarchical", cross_group="bmuf", topk_fraction=0.1)
+    assert bmuf.describe() == (
+        "HT g=2 p=2 BMUF alpha=0.1 block_lr=1 block_momentum=0 act=none grad=none topk=0.1+ef"
+    )
     assert HierarchicalConfig().cut_refusal() is not None
 
 

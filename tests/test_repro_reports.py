@@ -306,7 +306,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, *ht.FIG11))
     eps = {ht.EASGD.label: 100.0, **{s.label: 30.0 * s.groups for s in settings if s.groups}}
     eps.update({s.label: 20.0 * s.trainers for s in ht.FIG10B})  # 4 groups: linear
-    eps.update(zip([s.label for s in ht.FIG11[1:]], [50.0, 120.0, 160.0], strict=True))
+    eps.update(zip([s.label for s in ht.FIG11[1:]], [140.0, 50.0, 120.0, 160.0], strict=True))
     speed = {
         s.label: {
             "eps": eps[s.label],
@@ -334,7 +334,14 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     }
     tuning = [{"lr_factor": f, "test_logloss": v} for f, v in ((1.0, 3.2), (0.5, 0.5))]
     hierarchical_report.write_report(
-        tmp_path, {"throughput": speed, "tuning": tuning, "quality": quality, "engine": engine}
+        tmp_path,
+        {
+            "throughput": speed,
+            "tuning": tuning,
+            "quality": quality,
+            "baseline_seed_1": {"train_loss": 0.501, "test_logloss": 0.4995},
+            "engine": engine,
+        },
     )
     text = (tmp_path / "report.md").read_text()
     assert {p.name for p in tmp_path.iterdir()} == {
@@ -348,6 +355,8 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "HT 5g -0.40% (train loss), HT 10g +0.10%; the shape holds (neutral" in text
     assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape holds." in text
     assert "EPS per node best at (6, 6); sublinear does not hold." in text
+    assert "another seed: +0.20% train loss, -0.10% test logloss: differences" in text
+    assert "Ours without it: 0.93x (refinement helps here, as for Model-A)." in text
     assert "Ours: 67% lower; the shape holds." in text  # 50 vs 150
     assert "Ours without them: 0.80x; holds." in text
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
+import torch
+
 from recsync.compress.bf16 import Bf16
-from recsync.compress.encoded import Codec, Identity
+from recsync.compress.encoded import Codec, Encoded, Identity
 from recsync.compress.error_feedback import ErrorFeedback
 from recsync.compress.int8 import Int8Rows
 from recsync.compress.topk import TopK
@@ -61,3 +64,27 @@ class CompressionSpec:
             return _precision(self.gradients)
         topk = TopK(self.topk_fraction)
         return ErrorFeedback(topk) if self.error_feedback else topk
+
+
+class GradientStreams:
+    """The gradient codec of each stream a node sends: one sender's gradient of one tensor
+    of the model, of one shape (a smaller last batch is a stream of its own). Error
+    feedback keeps its residual per stream; a stateless codec is shared by all."""
+
+    def __init__(self, spec: CompressionSpec):
+        self.spec = spec
+        self.shared = spec.gradient_codec() if spec.topk_fraction is None else None
+        self.streams: dict[Hashable, Codec] = {}
+        self.decoder = spec.gradient_codec()  # decoding keeps no state
+        self.flops_per_element = self.decoder.flops_per_element
+
+    def decode(self, encoded: Encoded) -> torch.Tensor:
+        return self.decoder.decode(encoded)
+
+    def codec(self, stream: Hashable) -> Codec:
+        if self.shared is not None:
+            return self.shared
+        codec = self.streams.get(stream)
+        if codec is None:
+            codec = self.streams[stream] = self.spec.gradient_codec()
+        return codec

@@ -4,11 +4,13 @@ sync servers, and which group PSs each trainer talks to. Registered in topology.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 
 from recsync.coordinator.node_specs import (
     SERVER_MARGIN,
+    Collectives,
     GroupServerSpec,
     NodeSpec,
     SyncServerSpec,
@@ -18,12 +20,13 @@ from recsync.errors import ConfigError
 from recsync.protocol.address import Address, Role
 from recsync.ps.placement import JobPlan
 from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.sync.replica import CenterStrategy
 from recsync.trainer.stats import Wiring
 
 
 def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
-    """Every group's group PSs, then the global sync servers (sync server j: the center of
-    what group PS j of every group owns)."""
+    """Every group's group PSs, then the global sync servers of a cross-group EASGD (sync
+    server j: the center of what group PS j of every group owns)."""
     strategy, cluster = spec.strategy, spec.cluster
     assert isinstance(strategy, HierarchicalConfig)
     if spec.resume is not None:
@@ -31,7 +34,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
     group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
     plan_ = group_plan_for(spec)
     dense = plan_.dense(spec.model, spec.train.seed)
-    p = strategy.group_servers
+    p, centered = strategy.group_servers, strategy.needs_sync_servers
     nodes: list[NodeSpec] = [
         GroupServerSpec(
             Address(Role.GROUP_SERVER, g * p + j),
@@ -44,12 +47,16 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
             train=spec.train,
             plan=plan_,
             strategy=strategy,
-            sync_server=Address(Role.SYNC_SERVER, j),
+            sync_server=Address(Role.SYNC_SERVER, j) if centered else None,
             num_workers=group_workers,
         )
         for g in range(strategy.groups)
         for j in range(p)
     ]
+    if not centered:
+        return nodes
+    cross = strategy.cross_sync
+    assert isinstance(cross, CenterStrategy)
     nodes += [
         SyncServerSpec(
             Address(Role.SYNC_SERVER, j),
@@ -57,11 +64,25 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
             max_calls=strategy.groups + SERVER_MARGIN,
             serialized=False,
             values=torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]),
-            strategy=strategy.cross_group,
+            strategy=cross,
         )
         for j in range(p)
     ]
     return nodes
+
+
+def group_collectives(spec: JobSpec, servers: list[NodeSpec], trainers: list[Any]) -> Collectives:
+    """With MA or BMUF across groups: group PS j of every group (in group order) all-reduce
+    together, one collective for each j."""
+    strategy = spec.strategy
+    assert isinstance(strategy, HierarchicalConfig)
+    if strategy.needs_sync_servers:
+        return ()
+    p = strategy.group_servers
+    return tuple(
+        tuple(Address(Role.GROUP_SERVER, g * p + j) for g in range(strategy.groups))
+        for j in range(p)
+    )
 
 
 def group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:

@@ -34,6 +34,7 @@ from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
 PolicyServers = GradientStrategy | AllReduceStrategy  # strategies whose servers run policies
+Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
 
@@ -156,7 +157,8 @@ class SyncServerSpec(NodeSpec):
 @dataclass(frozen=True)
 class GroupServerSpec(NodeSpec):
     """Group PS `server` of group `group` (hierarchical training): the FC parts `plan`
-    gives it, and its sync loop against `sync_server`."""
+    gives it, and its sync loop against `sync_server` (None: an all-reduce with the group
+    PSs of the other groups that own the same parts)."""
 
     group: int
     server: int
@@ -164,7 +166,7 @@ class GroupServerSpec(NodeSpec):
     train: TrainSpec
     plan: GroupPlan
     strategy: HierarchicalConfig
-    sync_server: Address
+    sync_server: Address | None
     num_workers: int
     has_loops: ClassVar[bool] = True
 

@@ -2,7 +2,7 @@
 talks to whom.
 
 `build_topology(spec, plan)` gives the node specs in start order (the reader, the embedding
-shards, the servers of the dense part, the trainers) and the trainers' collective group. The
+shards, the servers of the dense part, the trainers) and its collectives. The
 family of the job's strategy decides the servers and the trainer class: `FAMILIES` is the one
 registry a new family (or node kind) is added to; no driver changes with it.
 """
@@ -16,10 +16,15 @@ from typing import ClassVar
 
 import torch
 
-from recsync.coordinator.group_topology import group_wiring, hierarchical_servers
+from recsync.coordinator.group_topology import (
+    group_collectives,
+    group_wiring,
+    hierarchical_servers,
+)
 from recsync.coordinator.node_specs import (
     SERVER_MARGIN,
     BuildContext,
+    Collectives,
     DenseServerSpec,
     NodeSpec,
     ReaderSpec,
@@ -73,14 +78,14 @@ class TrainerSpec(NodeSpec):
 class Family:
     """How a strategy family's job is assembled: its servers of the dense part (with the
     wiring trainers get), whether its embedding shards run the strategy's policy, the
-    reader's tokens, its trainer, and why its trainers' workers cannot run in processes of
-    their own (None: they can), and what trainer t talks to (by default what every trainer
-    does)."""
+    reader's tokens, which nodes all-reduce together (given the servers and the trainers),
+    its trainer, and why its trainers' workers cannot run in processes of their own (None:
+    they can), and what trainer t talks to (by default what every trainer does)."""
 
     dense_servers: Callable[[JobSpec, JobPlan, torch.Tensor], list[NodeSpec]]
     policy_shards: bool
     tokens: Callable[[StrategyFamily, int], Tokens | None]
-    collective: bool
+    collectives: Callable[[JobSpec, list[NodeSpec], list[TrainerSpec]], Collectives]
     trainer: Callable[[TrainerSpec, BuildContext], Node]
     process_refusal: Callable[[StrategyFamily], str | None]
     trainer_wiring: Callable[[JobSpec, int, Wiring], Wiring] = lambda spec, t, wiring: wiring
@@ -88,13 +93,18 @@ class Family:
 
 @dataclass(frozen=True)
 class Topology:
-    """A job's nodes in start order, its plan, and the trainers that all-reduce together
-    (in rank order; empty when the strategy uses no collective)."""
+    """A job's nodes in start order, its plan, and its collectives: each the nodes that
+    all-reduce together, in rank order (none when the strategy uses no all-reduce; a node
+    is in one at most)."""
 
     spec: JobSpec
     plan: JobPlan
     nodes: tuple[NodeSpec, ...]
-    collective: tuple[Address, ...]
+    collectives: Collectives
+
+    def __post_init__(self) -> None:
+        members = [a for group in self.collectives for a in group]
+        assert len(members) == len(set(members)), "a node in two collectives"
 
     def of_role(self, role: Role) -> list[NodeSpec]:
         return [n for n in self.nodes if n.address.role is role]
@@ -209,7 +219,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
         )
         for t in range(cluster.num_trainers)
     ]
-    collective = tuple(t.address for t in trainers) if family.collective else ()
+    collectives = family.collectives(spec, dense, trainers)
     servers = [_slowed(cluster, node) for node in (reader, *shards, *dense)]
     unknown = sorted(set(dict(cluster.server_slowdown)) - {s.address.name for s in servers})
     if unknown:
@@ -217,7 +227,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
             f"cluster.server_slowdown: no server named {unknown} in this job; its servers: "
             f"{[s.address.name for s in servers]}"
         )
-    return Topology(spec, plan, (*servers, *trainers), collective)
+    return Topology(spec, plan, (*servers, *trainers), collectives)
 
 
 def _slowed(cluster: ClusterSpec, node: NodeSpec) -> NodeSpec:
@@ -275,6 +285,18 @@ def _no_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
     return None
 
 
+def _no_collective(
+    spec: JobSpec, servers: list[NodeSpec], trainers: list[TrainerSpec]
+) -> Collectives:
+    return ()
+
+
+def _trainers_collective(
+    spec: JobSpec, servers: list[NodeSpec], trainers: list[TrainerSpec]
+) -> Collectives:
+    return (tuple(t.address for t in trainers),)
+
+
 def _gradient_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
     assert isinstance(strategy, GradientStrategy)
     return strategy.token_list(workers)
@@ -326,7 +348,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         _sync_servers,
         policy_shards=False,
         tokens=_no_tokens,
-        collective=False,
+        collectives=_no_collective,
         trainer=_replica_trainer,
         process_refusal=_replica_refusal,
     ),
@@ -334,7 +356,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         _no_servers,
         policy_shards=False,
         tokens=_no_tokens,
-        collective=True,
+        collectives=_trainers_collective,
         trainer=_replica_trainer,
         process_refusal=_replica_refusal,
     ),
@@ -342,7 +364,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         _no_servers,
         policy_shards=False,
         tokens=_no_tokens,
-        collective=False,
+        collectives=_no_collective,
         trainer=_replica_trainer,
         process_refusal=_replica_refusal,
     ),
@@ -350,7 +372,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         _dense_servers,
         policy_shards=True,
         tokens=_gradient_tokens,
-        collective=False,
+        collectives=_no_collective,
         trainer=_gradient_trainer,
         process_refusal=_no_refusal,
     ),
@@ -358,7 +380,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         hierarchical_servers,
         policy_shards=False,
         tokens=_no_tokens,
-        collective=False,
+        collectives=group_collectives,
         trainer=_hierarchical_trainer,
         process_refusal=_threads_only,
         trainer_wiring=group_wiring,
@@ -367,7 +389,7 @@ FAMILIES: dict[type[StrategyFamily], Family] = {
         _no_servers,
         policy_shards=True,
         tokens=_no_tokens,
-        collective=True,
+        collectives=_trainers_collective,
         trainer=_allreduce_trainer,
         process_refusal=_one_rank,
     ),

@@ -1,8 +1,9 @@
 """A group parameter server of hierarchical training (Huang et al. 2021, Sec. 3.2): owns
 some FC parts of its group's dense replica, runs their forward and backward for every
 worker thread of the group (many batches in flight at once, one per worker), applies
-their updates lock-free, and syncs the parameters it owns with its global sync server in a
-background EASGD loop (Sec. 3.3)."""
+their updates lock-free, and syncs the parameters it owns across groups in a background
+loop (Sec. 3.3): EASGD with its global sync server, or MA / BMUF in an all-reduce with the
+group PSs of the other groups that own the same parts."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 import torch
 
 from recsync.compress.encoded import Codec
+from recsync.compress.spec import GradientStreams
 from recsync.model.group_model import GroupDense, summed
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
@@ -29,6 +31,7 @@ from recsync.protocol.messages import (
 )
 from recsync.protocol.node import LoopSpec, Node
 from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.sync.replica import CollectiveStrategy
 
 TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward messages)
 
@@ -46,7 +49,8 @@ class GroupServerReport:
 
 class GroupServerNode(Node):
     """Group PS `server` (0..p-1) of group `group`; its `num_workers`: the group's worker
-    threads (it stops syncing once all of them are done)."""
+    threads (it stops syncing once all of them are done, or with an all-reduce once every
+    group's are); `sync_server`: its EASGD center (None with MA / BMUF)."""
 
     handles: ClassVar[dict[type[Message], str]] = {
         StageForward: "forward",
@@ -61,7 +65,7 @@ class GroupServerNode(Node):
         dense: GroupDense,
         optimizer: DenseOptimizerSpec,
         strategy: HierarchicalConfig,
-        sync_server: Address,
+        sync_server: Address | None,
         num_workers: int,
     ):
         self.group, self.server = group, server
@@ -90,12 +94,13 @@ class GroupServerNode(Node):
             stage: self._stage_optimizer(optimizer, stage) for stage, _ in self.owned
         }
         self.activation_codec: Codec = strategy.compression.activation_codec()
-        self.gradient_codec: Codec = strategy.compression.gradient_codec()
+        self.gradients = GradientStreams(strategy.compression)
         self.in_flight: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor]]] = {}
         self.done: set[int] = set()
         self.backward_steps = 0
         self.syncs = 0
-        self.sync_policy = strategy.cross_group.make_replica()
+        self.cross = strategy.cross_sync
+        self.sync_policy = self.cross.make_replica(self.flat.clone())
 
     def mine(self, stage: int) -> list[int]:
         """The parts of `stage` it owns, in part order."""
@@ -120,12 +125,12 @@ class GroupServerNode(Node):
 
     def backward(self, message: StageBackward) -> StageValues:
         kept = self.in_flight.pop((message.worker, message.stage))
-        stage, mine, codec = (
+        stage, mine, streams = (
             self.dense.stages[message.stage],
             self.mine(message.stage),
-            self.gradient_codec,
+            self.gradients,
         )
-        dys = [codec.decode(g) for g in message.grads]
+        dys = [streams.decode(g) for g in message.grads]
         if not stage.per_part:  # one gradient of the summed output, the same for every part
             dys = dys * len(mine)
         first, last = self._stage_range(message.stage)
@@ -150,7 +155,12 @@ class GroupServerNode(Node):
         self.backward_steps += 1
         if inputs and stage.shares_input:
             inputs = [summed(inputs)]
-        return StageValues(tuple(codec.encode(g) for g in inputs))
+        return StageValues(
+            tuple(
+                streams.codec((message.worker, message.stage, i, g.shape)).encode(g)
+                for i, g in enumerate(inputs)
+            )
+        )
 
     def _stage_range(self, stage: int) -> tuple[int, int]:
         """Where the parameters of its parts of `stage` sit in its flat vector (one run:
@@ -178,19 +188,29 @@ class GroupServerNode(Node):
         return [LoopSpec(self._shadow(), None, background=True)]
 
     def _shadow(self) -> Loop:
-        """Cross-group EASGD rounds until its group's workers are done, each after
-        `shadow_min_gap` new batches per worker of the group went through its parts."""
-        n = self.flat.numel()
-        cross = self.strategy.cross_group
+        """Cross-group sync rounds, each after `shadow_min_gap` new batches per worker of
+        the group went through its parts: EASGD until its group's workers are done; an
+        all-reduce until every group's are (a collective needs every rank in each round)."""
+        cross, groups = self.cross, self.strategy.groups
         stages = len({stage for stage, _ in self.owned})
         pace = math.ceil(self.strategy.shadow_min_gap * self.num_workers * stages)
-        while not self.finished:
+        while True:
             target = self.backward_steps + pace
-            yield from cross.round(
-                self.sync_policy, self.flat, self.writer, (self.sync_server,), ((0, n),)
-            )
-            self.syncs += 1
-            yield Await(TRAINED, self._trained(target), "AwaitIterations")
+            if isinstance(cross, CollectiveStrategy):
+                done = self.finished
+                num_done = yield from cross.round(self.sync_policy, self.flat, self.writer, done)
+                self.syncs += 1
+                if num_done == groups:
+                    return
+            else:
+                if self.finished:
+                    return
+                assert self.sync_server is not None
+                center = (self.sync_server,), ((0, self.flat.numel()),)
+                yield from cross.round(self.sync_policy, self.flat, self.writer, *center)
+                self.syncs += 1
+            if not self.finished:
+                yield Await(TRAINED, self._trained(target), "AwaitIterations")
 
     def _trained(self, target: int) -> Callable[[], bool]:
         return lambda: self.backward_steps >= target or self.finished

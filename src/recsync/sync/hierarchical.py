@@ -8,9 +8,9 @@ thread of the group. Trainers run the rest (input, embedding lookups, interactio
 drive each batch: the input activation of each stage to its group PSs, the output back;
 then the output gradient to them, the input gradient back, the group PSs updating their own
 weights (Sec. 3.2). Embedding servers and the reader are shared by all groups. Across
-groups, each group PS runs a background EASGD loop (ShadowSync, Sec. 3.3) for the
-parameters it owns against a global sync server: group PS j of every group against sync
-server j.
+groups, each group PS runs a background ShadowSync loop (Sec. 3.3) for the parameters it
+owns: EASGD against a global sync server (group PS j of every group against sync server
+j), or MA / BMUF over an all-reduce among group PS j of every group.
 
 Placement (Sec. 3.2.1: tagging rules, greedy refinement), FC splitting (Sec. 4.1) and the
 compression of trainer <-> group-PS traffic (Sec. 4.2) are switches here so that the
@@ -23,33 +23,49 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recsync.compress.spec import CompressionSpec
+from recsync.sync.bmuf import BmufConfig
 from recsync.sync.easgd import EasgdConfig
 from recsync.sync.family import StrategyFamily
-from recsync.sync.replica import check_fraction
+from recsync.sync.ma import MaConfig
+from recsync.sync.replica import CenterStrategy, CollectiveStrategy
+
+CROSS_GROUP = ("easgd", "ma", "bmuf")
+BMUF_KEYS = {"block_lr": 1.0, "block_momentum": 0.0, "nesterov": False}  # and their defaults
 
 
 @dataclass(frozen=True)
 class HierarchicalConfig(StrategyFamily):
     """`groups` (g) groups of `cluster.num_trainers / g` trainers (t), each trainer's
     `cluster.workers_per_trainer` worker threads its nets (r); `group_servers` (p) group
-    PSs per group. `alpha`: the cross-group EASGD's elastic parameter; a group PS's sync
-    round waits for `shadow_min_gap` new batches per worker thread of its group (as
-    ShadowSync's shadow threads do; 0: back to back). `fc_split`:
+    PSs per group. `cross_group`: how the groups' replicas are synced, each group PS in a
+    background loop for the parameters it owns (ShadowSync's "easgd" through the global
+    sync servers, "ma" or "bmuf" over an all-reduce among the group PSs that own the same
+    parts; BMUF's `block_lr`, `block_momentum`, `nesterov`); `alpha`: its elastic
+    parameter; a group PS's sync round waits for `shadow_min_gap` new batches per worker
+    thread of its group (as ShadowSync's shadow threads do; 0: back to back). `fc_split`:
     co-partition each widening FC with the narrowing one after it over the group PSs;
     `tagging`: the paper's tagging rules (off: every parameterised op on group PS 0);
     `refinement`: greedy refinement of the placement. `activations` / `gradients`: the
     codec of forward activations / backward gradients between trainers and group PSs
-    ("none", "bf16", "int8"; the paper: int8 and bf16)."""
+    ("none", "bf16", "int8"; the paper: int8 and bf16); `topk_fraction`: sparsify the
+    gradients to that fraction of their elements (the largest), with error feedback
+    unless `error_feedback` is off (Sec. 4.2)."""
 
     groups: int = 2
     group_servers: int = 2
+    cross_group: str = "easgd"
     alpha: float = 0.1
+    block_lr: float = 1.0
+    block_momentum: float = 0.0
+    nesterov: bool = False
     shadow_min_gap: float = 1.0
     fc_split: bool = True
     tagging: bool = True
     refinement: bool = True
     activations: str = "none"
     gradients: str = "none"
+    topk_fraction: float | None = None
+    error_feedback: bool = True
 
     name: ClassVar[str] = "hierarchical"
     label: ClassVar[str] = "HT"
@@ -59,20 +75,47 @@ class HierarchicalConfig(StrategyFamily):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"hierarchical: {field} must be an integer >= 1, got {value!r}")
-        check_fraction("alpha", self.alpha)
+        if self.cross_group not in CROSS_GROUP:
+            raise ValueError(
+                f"hierarchical: cross_group must be one of {list(CROSS_GROUP)}, got "
+                f"{self.cross_group!r}"
+            )
+        if self.cross_group != "bmuf":
+            for key, default in BMUF_KEYS.items():
+                if getattr(self, key) != default:
+                    raise ValueError(
+                        f"hierarchical: {key} is BMUF's; it needs cross_group = 'bmuf' "
+                        f"(got {self.cross_group!r})"
+                    )
+        _ = self.cross_sync  # ValueError for a bad alpha or BMUF key
         gap = self.shadow_min_gap
         if isinstance(gap, bool) or not isinstance(gap, int | float) or not 0 <= gap < 1e9:
             raise ValueError(f"hierarchical: shadow_min_gap must be a number >= 0, got {gap!r}")
-        CompressionSpec(self.activations, self.gradients)  # ValueError for an unknown codec
+        if not isinstance(self.error_feedback, bool):
+            raise ValueError(
+                f"hierarchical: error_feedback must be a bool, got {self.error_feedback!r}"
+            )
+        _ = self.compression  # ValueError for an unknown codec or a bad top-k fraction
 
     @property
     def compression(self) -> CompressionSpec:
-        return CompressionSpec(self.activations, self.gradients)
+        return CompressionSpec(
+            self.activations, self.gradients, self.topk_fraction, self.error_feedback
+        )
 
     @property
-    def cross_group(self) -> EasgdConfig:
-        """The sync each group PS runs against its global sync server."""
+    def cross_sync(self) -> CenterStrategy | CollectiveStrategy:
+        """The sync each group PS runs in the background: EASGD against its global sync
+        server, or MA / BMUF in an all-reduce with the group PSs owning the same parts."""
+        if self.cross_group == "ma":
+            return MaConfig(alpha=self.alpha)
+        if self.cross_group == "bmuf":
+            return BmufConfig(self.alpha, self.block_lr, self.block_momentum, self.nesterov)
         return EasgdConfig(alpha=self.alpha)
+
+    @property
+    def needs_sync_servers(self) -> bool:
+        return isinstance(self.cross_sync, CenterStrategy)
 
     def trainers_per_group(self, num_trainers: int) -> int:
         """t; ValueError unless the trainers divide into the groups."""
@@ -91,5 +134,8 @@ class HierarchicalConfig(StrategyFamily):
 
     def _params(self) -> str:
         codecs = f" act={self.activations} grad={self.gradients}"
+        if self.topk_fraction is not None:
+            codecs += f" topk={self.topk_fraction:g}" + ("+ef" if self.error_feedback else "")
         compressed = codecs if self.compression.enabled else ""
-        return f"g={self.groups} p={self.group_servers} alpha={self.alpha:g}{compressed}"
+        sync = self.cross_sync.describe().replace("S-", "", 1)
+        return f"g={self.groups} p={self.group_servers} {sync}{compressed}"

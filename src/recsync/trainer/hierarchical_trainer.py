@@ -21,7 +21,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F_
 
-from recsync.compress.encoded import Codec
+from recsync.compress.encoded import Codec, Encoded
+from recsync.compress.spec import GradientStreams
 from recsync.data.batch import Batch
 from recsync.model.group_model import GroupDense, Stage, summed
 from recsync.optim.checks import all_finite
@@ -72,7 +73,7 @@ class HierarchicalTrainer(Node):
         self.stats = TrainerStats(setup.num_workers)
         self.pending: list[Pending | None] = [None] * setup.num_workers
         self.activation_codec: Codec = strategy.compression.activation_codec()
-        self.gradient_codec: Codec = strategy.compression.gradient_codec()
+        self.gradients = GradientStreams(strategy.compression)
         parts = sum(
             dense.flops_per_example(s.index, j) for s in dense.stages for j in range(len(s.servers))
         )
@@ -205,15 +206,19 @@ class HierarchicalTrainer(Node):
     ) -> Generator[Effect, Any, tuple[torch.Tensor | None, float]]:
         """The gradient of the stage's input (None if it needs none) and the FLOPs of
         coding."""
-        codec, stage, wants_input = self.gradient_codec, ran.stage, ran.x.requires_grad
+        streams, stage, wants_input = self.gradients, ran.stage, ran.x.requires_grad
         servers = sorted(set(stage.servers))
+
+        def encode(g: torch.Tensor, part: int) -> Encoded:
+            return streams.codec((worker, stage.index, part, g.shape)).encode(g)
+
         if stage.per_part:
             slices = torch.split(dy, ran.widths, dim=1)
             grads = [
-                tuple(codec.encode(slices[part]) for part in _parts_on(stage, s)) for s in servers
+                tuple(encode(slices[part], part) for part in _parts_on(stage, s)) for s in servers
             ]
         else:
-            grads = [(codec.encode(dy),)] * len(servers)  # once, for every group PS
+            grads = [(encode(dy, -1),)] * len(servers)  # once, for every group PS
         calls: list[Target] = [
             (
                 self.group_servers[s],
@@ -228,11 +233,11 @@ class HierarchicalTrainer(Node):
             for s, g in zip(servers, grads, strict=True)
         ]
         replies: list[StageValues] = yield CallEach(calls)
-        coded = codec.flops_per_element * dy.numel()
+        coded = streams.flops_per_element * dy.numel()
         if not wants_input:
             return None, coded
-        received = [[codec.decode(v) for v in reply.values] for reply in replies]
-        coded += codec.flops_per_element * sum(t.numel() for r in received for t in r)
+        received = [[streams.decode(v) for v in reply.values] for reply in replies]
+        coded += streams.flops_per_element * sum(t.numel() for r in received for t in r)
         if stage.shares_input:
             return summed([r[0] for r in received]), coded
         widened = [
@@ -251,8 +256,8 @@ class HierarchicalTrainer(Node):
         of training's forward, two thirds backward) and coding what it got and sends."""
         parts = _parts_on(stage, server)
         math = sum(self.dense.flops_per_example(stage.index, j) for j in parts) * B
-        codec = self.activation_codec if forward else self.gradient_codec
-        return (math / 3 if forward else 2 * math / 3) + codec.flops_per_element * 2 * sent.numel()
+        coding = (self.activation_codec if forward else self.gradients).flops_per_element
+        return (math / 3 if forward else 2 * math / 3) + coding * 2 * sent.numel()
 
     def _flush(self, thread: int) -> list[Target]:
         previous, self.pending[thread] = self.pending[thread], None

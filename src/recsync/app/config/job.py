@@ -124,11 +124,14 @@ class StrategySection(Section):
     linear_scaling: bool | None = None
     groups: int | None = None
     group_servers: int | None = None
+    cross_group: Literal["easgd", "ma", "bmuf"] | None = None
     fc_split: bool | None = None
     tagging: bool | None = None
     refinement: bool | None = None
     activations: Literal["none", "bf16", "int8"] | None = None
     gradients: Literal["none", "bf16", "int8"] | None = None
+    topk_fraction: float | None = None
+    error_feedback: bool | None = None
     staleness_norm: StalenessNormSection | None = None
 
     def to_spec(self) -> StrategyFamily | None:

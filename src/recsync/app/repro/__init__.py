@@ -112,8 +112,8 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
         return f"{r['label']:>40}: {r['eps']:>12,.0f} ex/s (virtual), {r['trainers']} trainers"
     if "test_logloss" in r:
         return (
-            f"{r['label']:>40} (lr x{r['lr_factor']:g}): train loss {r['train_loss']:.5f}, "
-            f"AUC {r['test_auc']:.4f}"
+            f"{r['label']:>40} (lr x{r['lr_factor']:g}, seed {r['seed']}): train loss "
+            f"{r['train_loss']:.5f}, AUC {r['test_auc']:.4f}"
         )
     return f"real engine, {r['label']}: AUC {r['real_auc']:.4f} (simulator {r['sim_auc']:.4f})"
 

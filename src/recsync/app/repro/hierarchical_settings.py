@@ -73,6 +73,7 @@ FIG10B_GROUPS = 4  # the paper: 8 (groups run apart; fewer keep the run short, s
 FIG10B = tuple(ht(FIG10B_GROUPS, n) for n in (2, 4, 6, 8, 10))
 FIG11 = (
     ht(5),
+    ht(5, label="HT 5g, no refinement", refinement=False),
     # no rules and no refinement put every FC on group PS 0 and leave the others idle;
     # recsync refuses an idle group PS, so the run has 1 (idle ones change no timing)
     ht(5, label="HT 5g, no tagging or refinement", servers=1, tagging=False, refinement=False),

@@ -40,8 +40,8 @@ class JobActors:
     def start(self, replaceable: frozenset[Role] = frozenset()) -> list[Address]:
         """Start every node's actor (and its worker processes' actors), connect the nodes
         that run loops to their peers (a lost node of a `replaceable` role is waited for,
-        then called again) and form the trainers' collective group; returns the nodes that
-        run loops (the trainers)."""
+        then called again) and form its collective groups; returns the nodes that run loops
+        (the trainers, group PSs)."""
         self.replaceable = replaceable
         for node in self.topology.nodes:
             part = None
@@ -63,18 +63,17 @@ class JobActors:
                 for actor in self.actors_of(a)
             ]
         )
-        group = self.topology.collective
-        if group:
+        pending = []
+        for group in self.topology.collectives:  # each its own gloo rendezvous
             first = self.actors[group[0]]
             address = ray.get(first.collective_address.remote())
-            ray.get(
-                [
-                    self.actors[a].init_collective.remote(
-                        address, rank, len(group), COLLECTIVE_TIMEOUT_S
-                    )
-                    for rank, a in enumerate(group)
-                ]
-            )
+            pending += [
+                self.actors[a].init_collective.remote(
+                    address, rank, len(group), COLLECTIVE_TIMEOUT_S
+                )
+                for rank, a in enumerate(group)
+            ]
+        ray.get(pending)
         return looping
 
     def _placed(self, address: Address) -> dict[str, Any]:

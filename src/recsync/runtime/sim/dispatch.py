@@ -39,12 +39,11 @@ class EffectDispatch:
         transport: Transport,
         speeds: WorkerSpeeds,
         flops_per_example: int,
-        collective: Collective | None,
-        ranks: dict[Any, int],
+        collectives: dict[Any, tuple[Collective, int]],
     ):
         self.clock, self.network, self.transport = clock, network, transport
         self.speeds, self.flops_per_example = speeds, flops_per_example
-        self.collective, self.ranks = collective, ranks
+        self.collectives = collectives  # a node's collective and its rank in it
         self._handlers: dict[type, Handler] = {
             Call: transport.call,
             CallEach: transport.call_each,
@@ -75,12 +74,12 @@ class EffectDispatch:
         self.network.work(runner.host.machine, seconds, runner.resume)
 
     def _allreduce(self, runner: LoopRunner, effect: AllReduce) -> None:
-        assert self.collective is not None, "the job has no collective group"
+        assert runner.host.address in self.collectives, "the node is in no collective"
         measures = runner.host.measures
         measures.bytes_sent["AllReduce"] += wire_bytes(effect.values)
         measures.calls["AllReduce"] += 1
-        rank = self.ranks[runner.host.address]
-        self.collective.contribute(rank, effect.values, effect.done, runner.resume)
+        collective, rank = self.collectives[runner.host.address]
+        collective.contribute(rank, effect.values, effect.done, runner.resume)
 
     def _now(self, runner: LoopRunner, effect: Now) -> None:
         runner.resume(self.clock.now)

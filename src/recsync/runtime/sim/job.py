@@ -88,16 +88,17 @@ class SimJob:
         reader.observer = self._handed
         self._check_faults(topology)
         self.transport = Transport(clock, self.network, self.hosts)
-        ranks = {address: rank for rank, address in enumerate(topology.collective)}
-        collective = Collective(clock, cost, len(ranks)) if ranks else None
+        collectives = {}
+        for members in topology.collectives:
+            collective = Collective(clock, cost, len(members))
+            collectives.update({a: (collective, rank) for rank, a in enumerate(members)})
         self.dispatch = EffectDispatch(
             clock,
             self.network,
             self.transport,
             self.speeds,
             spec.model.dense_flops_per_example(),
-            collective,
-            ranks,
+            collectives,
         )
         self.evaluations = evaluations or Evaluations(
             topology, eval_every or 0, early_stopping, keep_best
@@ -258,7 +259,7 @@ class SimJob:
             raise ValueError(
                 f"faults.crash_trainer {crash}: the job has {cluster.num_trainers} trainers"
             )
-        if topology.collective:
+        if topology.collectives:
             raise ValueError(
                 f"faults.crash_trainer: {self.spec.strategy.describe()} all-reduces across "
                 "trainers; a crash would stop the job (the Ray engine reports it as a node "

@@ -151,8 +151,9 @@ class Network:
 
 
 class Collective:
-    """All-reduce among n trainers: each round completes when all n contributed; the mean
-    is summed in trainer order (deterministic), then costs a ring all-reduce's time."""
+    """All-reduce among n nodes (trainers, or group PSs across groups): each round
+    completes when all n contributed; the mean is summed in rank order (deterministic), then
+    costs a ring all-reduce's time."""
 
     def __init__(self, clock: Clock, cost: CostModel, size: int):
         self.clock = clock
