@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 from recsync.model.fc_split import FcSplit, Split
 from recsync.model.spec import ModelSpec
-from recsync.ps.group_placement import TRAINER, GroupShape, place, refine, tag, utilisation
+from recsync.ps.group_placement import (
+    TRAINER,
+    GroupShape,
+    fc_parts,
+    place,
+    refine,
+    tag,
+    utilisation,
+)
 from recsync.ps.op_graph import OpKind, default_splits, dense_graph
 
 WIDE = ModelSpec(bottom_mlp=(1024, 256), top_mlp=(2048, 512))
@@ -87,6 +95,8 @@ def test_refinement_never_raises_the_maximum_utilisation(bottom, top, servers, t
     after = utilisation(ops, refined, shape).maximum
     assert after <= before
     assert (after < before) == bool(moves)
+    for names in fc_parts(ops).values():  # an FC part moves whole: the unit engines run
+        assert len({refined[name] for name in names}) == 1
     for op in ops:
         if op.param_bytes:
             assert refined[op.name] != TRAINER  # one copy of the dense part per group

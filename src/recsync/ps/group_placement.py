@@ -189,35 +189,50 @@ def movable(op: Op) -> bool:
     return op.kind not in TRAINER_KINDS
 
 
+def fc_parts(ops: Sequence[Op]) -> dict[str, list[str]]:
+    """What refinement moves at once, by module: every FC part (an unsplit FC, a slice of
+    a split one, or a co-partitioned part's FC, ReLU and FC), the unit the engines run on
+    one group PS."""
+    modules = {op.module for op in ops if op.param_bytes > 0}
+    parts: dict[str, list[str]] = {}
+    for op in ops:
+        if op.module in modules and movable(op) and op.kind is not OpKind.JOIN:
+            parts.setdefault(op.module, []).append(op.name)
+    return parts
+
+
 def refine(
     ops: Sequence[Op], device: dict[str, int], shape: GroupShape, max_moves: int = 200
 ) -> tuple[dict[str, int], tuple[tuple[str, int, int], ...]]:
-    """Greedy refinement: take the bottleneck device, try moving each of its movable ops to
-    every other device (parameterised ops only between group PSs: a group keeps one copy),
-    apply the move that lowers the system's maximum utilisation most; stop when none lowers
-    it or after `max_moves` (the paper's time limit, counted in moves so the plan is
-    deterministic). The maximum never rises."""
+    """Greedy refinement: take the bottleneck device, try moving each FC part on it to
+    every other group PS (the paper moves single ops; an FC part is what the engines run
+    on one group PS, and a group keeps one copy of its parameters, so parts move whole and
+    only between group PSs), apply the move that lowers the system's maximum utilisation
+    most; stop when none lowers it, when the bottleneck is the trainers, or after
+    `max_moves` (the paper's time limit, counted in moves so the plan is deterministic).
+    The maximum never rises."""
     current = dict(device)
     moves: list[tuple[str, int, int]] = []
+    parts = fc_parts(ops)
     best = utilisation(ops, current, shape).maximum
     for _ in range(max_moves):
         where, _ = utilisation(ops, current, shape).bottleneck()
         choice: tuple[float, str, int] | None = None
-        for op in ops:
-            if current[op.name] != where or not movable(op):
+        for module, names in parts.items():
+            if current[names[0]] != where:
                 continue
-            for target in range(shape.group_servers + 1):
-                if target == where or (target == TRAINER and op.param_bytes > 0):
+            for target in range(1, shape.group_servers + 1):
+                if target == where:
                     continue
-                trial = dict(current, **{op.name: target})
+                trial = dict(current, **dict.fromkeys(names, target))
                 value = utilisation(ops, trial, shape).maximum
-                if value < best - 1e-12 and (choice is None or (value, op.name, target) < choice):
-                    choice = (value, op.name, target)
+                if value < best - 1e-12 and (choice is None or (value, module, target) < choice):
+                    choice = (value, module, target)
         if choice is None:
             break
-        best, name, target = choice
-        moves.append((name, current[name], target))
-        current[name] = target
+        best, module, target = choice
+        moves.append((module, current[parts[module][0]], target))
+        current.update(dict.fromkeys(parts[module], target))
     return current, tuple(moves)
 
 
