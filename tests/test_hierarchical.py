@@ -12,7 +12,10 @@ import pytest
 import torch
 
 from recsync.compress.encoded import Identity
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
+from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.model.fc_split import FcSplit, Split
 from recsync.model.group_model import Join
@@ -39,6 +42,7 @@ MODEL = ModelSpec(
     top_mlp=(16, 8),
 )
 TRAIN = TrainSpec(batch_size=8)
+SYNTHETIC = SyntheticSpec(num_train=64, num_test=16, num_dense=2, table_rows=(20,) * 3)
 B, F, D = 8, 3, 4
 
 
@@ -330,3 +334,21 @@ def test_data_norm_is_refused_by_name():
     spec = ModelSpec(num_dense=2, tables=MODEL.tables, bottom_mlp=(4,), data_norm=True)
     with pytest.raises(ValueError, match="data_norm"):
         group_plan_of(spec, HierarchicalConfig(groups=1), 1, 1, B).dense(spec, 0)
+
+
+@pytest.mark.parametrize("cross_group", ["easgd", "ma", "bmuf"])
+def test_the_job_has_sync_servers_for_easgd_and_a_collective_per_part_owner_otherwise(
+    cross_group,
+):
+    strategy = HierarchicalConfig(groups=3, group_servers=2, cross_group=cross_group)
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(6, 1, 1), strategy, SYNTHETIC)
+    topology = build_topology(spec, plan_for(spec))
+    sync_servers = topology.of_role(Role.SYNC_SERVER)
+    group_servers = topology.of_role(Role.GROUP_SERVER)
+    if cross_group == "easgd":
+        assert len(sync_servers) == 2 and topology.collectives == ()
+        return
+    assert sync_servers == []
+    assert all(node.sync_server is None for node in group_servers)  # type: ignore[attr-defined]
+    ps = [Address(Role.GROUP_SERVER, i) for i in range(6)]
+    assert topology.collectives == ((ps[0], ps[2], ps[4]), (ps[1], ps[3], ps[5]))
