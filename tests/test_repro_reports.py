@@ -303,9 +303,10 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
 
 
 def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
-    settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, *ht.FIG11))
+    settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, ht.RARE_SYNC, *ht.FIG11))
     eps = {ht.EASGD.label: 100.0, **{s.label: 30.0 * s.groups for s in settings if s.groups}}
     eps.update({s.label: 20.0 * s.trainers for s in ht.FIG10B})  # 4 groups: linear
+    eps[ht.RARE_SYNC.label] = 200.0  # 25 a trainer (8 trainers) against 5
     eps.update(zip([s.label for s in ht.FIG11[1:]], [140.0, 50.0, 120.0, 160.0], strict=True))
     speed = {
         s.label: {
@@ -352,14 +353,19 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         "fig11_ablation.png",
     }
     assert "Ours: 3.00x; the shape does not hold." in text  # HT 10g: 300 vs 100
-    assert "HT 5g -0.40% (train loss), HT 10g +0.10%; the shape holds (neutral" in text
+    assert "Ours: -0.40% (train loss); holds. The baseline with another seed" in text
+    assert "5g -0.40%, 8g -0.20%, 10g +0.10%; 5 groups best: holds." in text
+    assert "HT 10g neutral (within 0.2%). Ours: +0.10%; holds." in text
     assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape holds." in text
     assert "EPS per node best at (6, 6); sublinear does not hold." in text
+    assert "EPS per trainer from (2, 2) to (10, 10): 5, 5, 5, 5, 5; (2, 2) with" in text
+    assert "syncs 10x rarer: 25." in text and "at p = 2 takes its NIC" in text
     assert "another seed: +0.20% train loss, -0.10% test logloss: differences" in text
     assert "Ours without it: 0.93x (refinement helps here, as for Model-A)." in text
     assert "Ours: 67% lower; the shape holds." in text  # 50 vs 150
     assert "Ours without them: 0.80x; holds." in text
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
+    assert "HT is far better" not in text
     assert "bytes per node kind and message kind identical" in text
     assert "x1 test logloss 3.2000, x0.5 test logloss 0.5000; x0.5 kept" in text
 

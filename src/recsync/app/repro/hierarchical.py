@@ -35,6 +35,7 @@ from recsync.app.repro.hierarchical_settings import (
     LARGE_MODEL,
     LR_FACTORS,
     QUALITY_EXAMPLES,
+    RARE_SYNC,
     Setting,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -189,7 +190,7 @@ def engine_check() -> dict[str, Any]:
 
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *FIG11)))
+    settings = list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, RARE_SYNC, *FIG11)))
     speed = {r["label"]: r for r in run_in_processes(throughput, settings, progress)}
     tuning, loss, reseeded = tuned_quality(progress)
     engine = engine_check()

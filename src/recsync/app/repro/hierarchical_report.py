@@ -111,9 +111,10 @@ def _report(results: dict[str, Any]) -> str:
         f"{8 * params / 1e6:.1f} MB with Adagrad's state), "
         f"{model.dense_flops_per_example() / 1e6:.0f} MFLOP per example: compute-bound "
         "(a batch's dense FLOPs take far longer than its messages), but smaller than the "
-        "paper's, "
-        f"because the simulator holds every EASGD replica of the {ht.EASGD_TRAINERS}-trainer "
-        "baseline in one process on a 24 GiB machine. Every machine has "
+        "paper's (several hundred MB), because the simulator holds every EASGD replica of "
+        f"the {ht.EASGD_TRAINERS}-trainer baseline, with its optimizer state and its sync "
+        "messages, in one process on a 24 GiB machine (about 13 GB at this size). Every "
+        "machine has "
         f"{ht.CORES} cores ({ht.CORES} worker threads per trainer, {ht.CORES} CPU slots per "
         f"group PS); batch {ht.BATCH}; {ht.ITERATIONS_PER_THREAD} batches per worker thread "
         "per run; EPS = examples / virtual seconds of the whole run; "
@@ -139,20 +140,8 @@ def _report(results: dict[str, Any]) -> str:
             f"| {s.label} | {q['dense_replicas']} | {speed[s.label]['eps']:,.0f} | "
             f"{ratio:.2f}x | {train:+.2f}% | {test:+.2f}% | {q['test_auc']:.4f} |"
         )
-    ht10, ht5_loss = fig8[-1], rel_train[1]
-    base, reseeded = loss[ht.EASGD.label], results["baseline_seed_1"]
-    seed_train = 100 * (reseeded["train_loss"] / base["train_loss"] - 1)
-    seed_test = 100 * (reseeded["test_logloss"] / base["test_logloss"] - 1)
+    lines += ["", *_fig7_8_claims(results, fig8[-1], rel_train)]
     lines += [
-        "",
-        f"- Fig. 8, paper: HT 10g is 1.6x (Model-A) and 1.9x (Model-B) EASGD 40t's EPS. "
-        f"Ours: {ht10:.2f}x; the shape {_holds(1.4 <= ht10 <= 2.2)}.",
-        f"- Fig. 7, paper: HT 5g's loss at least 0.2% better than EASGD 40t's, HT 10g "
-        f"neutral. Ours: HT 5g {ht5_loss:+.2f}% (train loss), HT 10g {rel_train[-1]:+.2f}%; "
-        f"the shape {_holds(ht5_loss <= -0.2 and rel_train[-1] < 0.2)} (neutral: within the "
-        f"paper's 0.2%). The baseline with another seed: {seed_train:+.2f}% train loss, "
-        f"{seed_test:+.2f}% test logloss: differences smaller than that are noise.",
-        "",
         "![Fig. 10](fig10_scaling.png)",
         "",
         "| run | trainers | group PSs | EPS | speedup | busiest group PS's CPU | "
@@ -169,18 +158,12 @@ def _report(results: dict[str, Any]) -> str:
             )
     groups = [s.groups for s in ht.FIG10A]
     linear_a = groups[-1] / groups[0]
-    per_node = [r / s.trainers for s, r in zip(ht.FIG10B, fig10b, strict=True)]
-    best = ht.FIG10B[max(range(len(per_node)), key=per_node.__getitem__)].trainers
     lines += [
         "",
         f"- Fig. 10a, paper: linear from 2 to 10 groups. Ours: {fig10a[-1]:.2f}x at "
         f"{groups[-1]} groups over {groups[0]} (linear {linear_a:.1f}x); the shape "
         f"{_holds(fig10a[-1] >= 0.85 * linear_a)}.",
-        f"- Fig. 10b, paper (8 groups): sublinear from (2, 2) to (10, 10), about (6, 6) best. "
-        f"Ours ({ht.FIG10B_GROUPS} groups; the groups share only the embedding and sync "
-        f"servers, neither busy here): {fig10b[-1]:.2f}x at (10, 10) (linear 5x); EPS per "
-        f"node best at ({best}, {best}); sublinear "
-        f"{_holds(fig10b[-1] < 0.9 * 5)}.",
+        _fig10b_claim(speed, fig10b),
         "",
         "![Fig. 11](fig11_ablation.png)",
         "",
@@ -210,12 +193,7 @@ def _report(results: dict[str, Any]) -> str:
         f"- Paper: the model-architecture optimisations (FC split, co-partitioning) raise "
         f"EPS. Ours without them: {no_split:.2f}x; {_holds(no_split < 1)}.",
         "- Paper: compression does not always help (its coding CPU outweighed the saving "
-        f"for Model-A). Ours without it: {no_compression:.2f}x: compression "
-        + (
-            "saves more than its coding costs here."
-            if no_compression < 1
-            else "costs more CPU than it saves here (as for Model-A)."
-        ),
+        f"for Model-A). Ours without it: {no_compression:.2f}x: " + _compression(no_compression),
         "",
         "## The real engine beside the simulator",
         "",
@@ -233,3 +211,84 @@ def _report(results: dict[str, Any]) -> str:
         f"{engine['cross_group_syncs'][1]} (Ray).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _fig7_8_claims(results: dict[str, Any], ht10: float, rel_train: list[float]) -> list[str]:
+    """Fig. 8's EPS ratio and Fig. 7's loss claims, with the seed noise and the reason
+    where our loss gaps differ from the paper's."""
+    loss, reseeded = results["quality"], results["baseline_seed_1"]
+    base = loss[ht.EASGD.label]
+    seed_train = 100 * (reseeded["train_loss"] / base["train_loss"] - 1)
+    seed_test = 100 * (reseeded["test_logloss"] / base["test_logloss"] - 1)
+    noise = max(abs(seed_train), abs(seed_test))
+    ht5, ht10_loss = rel_train[1], rel_train[-1]
+    by_groups = [s.groups for s in ht.FIG7[1:]]
+    ordered = rel_train[1] <= min(rel_train[2:])
+    per_replica = ht.QUALITY_EXAMPLES // ht.EASGD_TRAINERS
+    per_thread = per_replica // (ht.CORES * ht.BATCH)
+    return [
+        f"- Fig. 8, paper: HT 10g is 1.6x (Model-A) and 1.9x (Model-B) EASGD 40t's EPS. "
+        f"Ours: {ht10:.2f}x; the shape {_holds(1.4 <= ht10 <= 2.2)}.",
+        f"- Fig. 7, paper: HT 5g's loss at least 0.2% better than EASGD 40t's. Ours: "
+        f"{ht5:+.2f}% (train loss); {_holds(ht5 <= -0.2 and -ht5 > noise)}. The baseline "
+        f"with another seed: {seed_train:+.2f}% train loss, {seed_test:+.2f}% test logloss: "
+        "differences smaller than that are noise.",
+        "- Fig. 7, paper: the gain grows as the groups (dense replicas) get fewer. Ours: "
+        + ", ".join(f"{g}g {v:+.2f}%" for g, v in zip(by_groups, rel_train[1:], strict=True))
+        + f"; 5 groups best: {_holds(ordered)}.",
+        f"- Fig. 7, paper: HT 10g neutral (within 0.2%). Ours: {ht10_loss:+.2f}%; "
+        + (
+            "holds."
+            if abs(ht10_loss) < 0.2
+            else "does not hold: HT is far better here. EASGD 40t spreads the "
+            f"{ht.QUALITY_EXAMPLES:,} examples over 40 replicas (about {per_replica:,} each, "
+            f"{per_thread} batches a worker thread), HT 10g over 10. The paper's runs (9 "
+            "billion examples) let every replica converge, leaving the small effect of the "
+            "replica count its Fig. 7 shows; a run this short is early training, where each "
+            "replica's own progress decides the loss."
+        ),
+        "",
+    ]
+
+
+def _fig10b_claim(speed: dict[str, Any], fig10b: list[float]) -> str:
+    """Fig. 10b's claim, with what the run that syncs 10x less often shows."""
+    per_node = [r / s.trainers for s, r in zip(ht.FIG10B, fig10b, strict=True)]
+    best = ht.FIG10B[max(range(len(per_node)), key=per_node.__getitem__)].trainers
+    per_trainer = [speed[s.label]["eps"] / speed[s.label]["trainers"] for s in ht.FIG10B]
+    rare = speed[ht.RARE_SYNC.label]
+    rare_per_trainer = rare["eps"] / rare["trainers"]
+    sent = [speed[s.label]["traffic_bytes"] / speed[s.label]["examples"] for s in ht.FIG10B]
+    text = (
+        f"- Fig. 10b, paper (8 groups): sublinear from (2, 2) to (10, 10), about (6, 6) best. "
+        f"Ours ({ht.FIG10B_GROUPS} groups; the groups share only the embedding and sync "
+        f"servers, neither busy here): {fig10b[-1]:.2f}x at (10, 10) (linear 5x); EPS per "
+        f"node best at ({best}, {best}); sublinear {_holds(fig10b[-1] < 0.9 * 5)}. EPS per "
+        f"trainer from (2, 2) to (10, 10): {', '.join(f'{p:,.0f}' for p in per_trainer)}; "
+        f"(2, 2) with cross-group syncs 10x rarer: {rare_per_trainer:,.0f}. Trainer -> group "
+        f"PS bytes per example: {sent[0]:,.0f} -> {sent[-1]:,.0f}."
+    )
+    if rare_per_trainer > 1.05 * per_trainer[0]:
+        text += (
+            " The small groups are slow here because a group PS owns 1/p of the model and "
+            "syncs it across groups in the background, which at p = 2 takes its NIC and CPU "
+            "from the batches."
+        )
+    if fig10b[-1] >= 0.9 * 5:
+        text += (
+            " Larger groups do send more per example, as the paper says, but the simulated "
+            "25 Gbit/s NICs carry it without slowing the group PSs, so EPS per node does "
+            "not fall."
+        )
+    return text
+
+
+def _compression(ratio: float) -> str:
+    if ratio < 0.97:
+        return "compression saves more than its coding costs here."
+    if ratio > 1.03:
+        return "compression costs more CPU than it saves here (as for Model-A)."
+    return (
+        "no difference (within 3%): the group PSs' CPU, not their NICs, is the bottleneck "
+        "here, and coding costs little next to the FCs' math."
+    )
