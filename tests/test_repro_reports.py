@@ -354,7 +354,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     }
     assert "Ours: 3.00x; the shape does not hold." in text  # HT 10g: 300 vs 100
     assert "Ours: -0.40% (train loss); holds. The baseline with another seed" in text
-    assert "5g -0.40%, 8g -0.20%, 10g +0.10%; 5 groups best: holds." in text
+    assert "5g -0.40%, 8g -0.20%, 10g +0.10%; 5 groups best: holds; in the order" in text
     assert "HT 10g neutral (within 0.2%). Ours: +0.10%; holds." in text
     assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape holds." in text
     assert "EPS per node best at (6, 6); sublinear does not hold." in text

@@ -4,7 +4,7 @@ sync servers, and which group PSs each trainer talks to. Registered in topology.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 
@@ -71,17 +71,19 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
     return nodes
 
 
-def group_collectives(spec: JobSpec, servers: list[NodeSpec], trainers: list[Any]) -> Collectives:
+def group_collectives(
+    spec: JobSpec, servers: Sequence[NodeSpec], trainers: Sequence[NodeSpec]
+) -> Collectives:
     """With MA or BMUF across groups: group PS j of every group (in group order) all-reduce
     together, one collective for each j."""
     strategy = spec.strategy
     assert isinstance(strategy, HierarchicalConfig)
     if strategy.needs_sync_servers:
         return ()
-    p = strategy.group_servers
+    group_servers = [s for s in servers if isinstance(s, GroupServerSpec)]
     return tuple(
-        tuple(Address(Role.GROUP_SERVER, g * p + j) for g in range(strategy.groups))
-        for j in range(p)
+        tuple(s.address for s in sorted(group_servers, key=lambda s: s.group) if s.server == j)
+        for j in range(strategy.group_servers)
     )
 
 

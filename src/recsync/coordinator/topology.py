@@ -10,7 +10,7 @@ registry a new family (or node kind) is added to; no driver changes with it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -85,7 +85,7 @@ class Family:
     dense_servers: Callable[[JobSpec, JobPlan, torch.Tensor], list[NodeSpec]]
     policy_shards: bool
     tokens: Callable[[StrategyFamily, int], Tokens | None]
-    collectives: Callable[[JobSpec, list[NodeSpec], list[TrainerSpec]], Collectives]
+    collectives: Callable[[JobSpec, Sequence[NodeSpec], Sequence[NodeSpec]], Collectives]
     trainer: Callable[[TrainerSpec, BuildContext], Node]
     process_refusal: Callable[[StrategyFamily], str | None]
     trainer_wiring: Callable[[JobSpec, int, Wiring], Wiring] = lambda spec, t, wiring: wiring
@@ -286,13 +286,13 @@ def _no_tokens(strategy: StrategyFamily, workers: int) -> Tokens | None:
 
 
 def _no_collective(
-    spec: JobSpec, servers: list[NodeSpec], trainers: list[TrainerSpec]
+    spec: JobSpec, servers: Sequence[NodeSpec], trainers: Sequence[NodeSpec]
 ) -> Collectives:
     return ()
 
 
 def _trainers_collective(
-    spec: JobSpec, servers: list[NodeSpec], trainers: list[TrainerSpec]
+    spec: JobSpec, servers: Sequence[NodeSpec], trainers: Sequence[NodeSpec]
 ) -> Collectives:
     return (tuple(t.address for t in trainers),)
 

@@ -219,7 +219,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
             hierarchical.reproduce,
             "reports/hierarchical",
-            25.0,
+            48.0,
             _hierarchical_row,
         ),
     )
