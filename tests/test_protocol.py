@@ -120,7 +120,7 @@ def test_the_simulator_refuses_an_effect_it_has_no_handler_for():
     node = Mute(Teleport())
     host = SimHost(Address(Role.TRAINER, 0), node, Machine("trainer-0"))
     transport = Transport(clock, network, {host.address: host})
-    dispatch = EffectDispatch(clock, network, transport, WorkerSpeeds(cost, 1, 0), 1, None, {})
+    dispatch = EffectDispatch(clock, network, transport, WorkerSpeeds(cost, 1, 0), 1, {})
     spec = node.loops()[0]
     runner = LoopRunner(clock, host, 0, spec.loop, dispatch, None, print, print)
     runner.start()
