@@ -75,7 +75,7 @@ class GradientStreams:
         self.spec = spec
         self.shared = spec.gradient_codec() if spec.topk_fraction is None else None
         self.streams: dict[Hashable, Codec] = {}
-        self.decoder = spec.gradient_codec()  # decoding keeps no state
+        self.decoder = self.shared or spec.gradient_codec()  # decoding keeps no state
         self.flops_per_element = self.decoder.flops_per_element
 
     def decode(self, encoded: Encoded) -> torch.Tensor:

@@ -261,8 +261,8 @@ class SimJob:
             )
         if topology.collectives:
             raise ValueError(
-                f"faults.crash_trainer: {self.spec.strategy.describe()} all-reduces across "
-                "trainers; a crash would stop the job (the Ray engine reports it as a node "
+                f"faults.crash_trainer: {self.spec.strategy.describe()} all-reduces among "
+                "its nodes; a crash would stop the job (the Ray engine reports it as a node "
                 "failure)"
             )
 
