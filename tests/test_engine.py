@@ -104,6 +104,28 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     calls = summary["calls_per_batch"]["trainers"]
     assert calls["NextBatch"] == pytest.approx(1.0, abs=0.02), calls  # both processes counted
     assert set(glob.glob("/dev/shm/recsync-*")) <= before  # no shared file left behind
+    cpu = summary["cpu_seconds"]  # every role's processes, the trainer's three summed
+    assert set(cpu) == {"trainers", "reader", "embedding_servers", "sync_servers"}, cpu
+    assert all(seconds > 0 for seconds in cpu.values()), cpu
+    assert cpu["trainers"] > cpu["reader"], cpu  # the reader's batches are made elsewhere
+    deadline = time.perf_counter() + 10
+    while _batch_producers() and time.perf_counter() < deadline:
+        time.sleep(0.2)
+    assert not _batch_producers()  # the reader's producer ended with it
+
+
+def _batch_producers() -> list[str]:
+    """Processes running recsync's background batch producer (the reader's, while alive)."""
+    found = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as f:
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if "multiprocessing.spawn" in text and "ray" not in text:
+            found.append(cmdline)
+    return found
 
 
 def test_a_killed_worker_process_fails_the_job_naming_its_trainer():

@@ -41,10 +41,13 @@ SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 class BuildContext:
     """What the process building the nodes offers them. `one_at_a_time`: the driver runs
     the loops of all its nodes one at a time (the simulator), so workers may share one
-    dense workspace; otherwise every worker gets its own."""
+    dense workspace; otherwise every worker gets its own. `background_reading`: the reader
+    may make its training stream in a process of its own (a real engine, whose one reader
+    serves every worker)."""
 
-    def __init__(self, one_at_a_time: bool):
+    def __init__(self, one_at_a_time: bool, background_reading: bool = False):
         self.one_at_a_time = one_at_a_time
+        self.background_reading = background_reading
         self._workspaces: dict[tuple[ModelSpec, TrainSpec], DenseReplica] = {}
 
     def workspace(self, model: ModelSpec, train: TrainSpec) -> Callable[[], DenseReplica]:
@@ -107,7 +110,13 @@ class ReaderSpec(NodeSpec):
     batches_per_step: int
 
     def build(self, context: BuildContext) -> ReaderNode:
-        source = open_training_data(self.synthetic, self.files, self.train, self.start_example)
+        source = open_training_data(
+            self.synthetic,
+            self.files,
+            self.train,
+            self.start_example,
+            background=context.background_reading,
+        )
         return ReaderNode(
             source,
             self.num_trainers,

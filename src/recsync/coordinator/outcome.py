@@ -38,7 +38,15 @@ from recsync.trainer.reference import predict
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerReport
 
-MEASURED = ("bytes_sent", "calls", "blocked", "effects", "worker_compute_s", "worker_steps")
+MEASURED = (
+    "bytes_sent",
+    "calls",
+    "blocked",
+    "effects",
+    "worker_compute_s",
+    "worker_steps",
+    "cpu_s",
+)
 
 
 @dataclass
@@ -47,7 +55,8 @@ class NodeMeasures:
     calls it made, by message kind; of its loops the seconds blocked and the effects
     yielded, by effect label; and per worker (its global index) the seconds it computed and
     the steps it computed (`Compute` effects: the math of a step, stragglers' slowdown
-    included)."""
+    included); and the CPU seconds its processes spent (`cpu_s["process"]`, Ray's own threads
+    in them included; a driver that cannot tell leaves it empty)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -55,6 +64,7 @@ class NodeMeasures:
     effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     worker_compute_s: dict[int, float] = field(default_factory=lambda: defaultdict(float))
     worker_steps: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def count_compute(self, worker: int, seconds: float) -> None:
         self.worker_compute_s[worker] += seconds
@@ -268,9 +278,12 @@ def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
     traffic: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
     blocked: dict[str, float] = defaultdict(float)
     effects: dict[str, int] = defaultdict(int)
+    cpu: dict[str, float] = defaultdict(float)
     for address, measures in end.measures.items():
         role = address.role.plural
         sent[role] += sum(measures.bytes_sent.values())
+        if measures.cpu_s:
+            cpu[role] += measures.cpu_s["process"]
         for kind in set(measures.bytes_sent) | set(measures.calls):
             entry = traffic[role].setdefault(kind, {"calls": 0, "bytes": 0})
             entry["calls"] += measures.calls.get(kind, 0)
@@ -296,6 +309,7 @@ def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
         "calls_per_batch": {role: dict(sorted(k.items())) for role, k in sorted(per_batch.items())},
         "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
         "effects": dict(effects),
+        **({"cpu_seconds": {role: round(s, 2) for role, s in sorted(cpu.items())}} if cpu else {}),
     }
 
 

@@ -4,11 +4,16 @@ A source hands out training batches, `train.epochs` passes (data/epochs.py: the 
 order, later ones shuffled), and holds the test set: the synthetic task's test split (and
 its teacher's AUC), test files read up front, or examples held out of the stream by a
 seeded coin in the first pass, the same rows left out of every later pass.
+
+With `background`, the synthetic task makes its training stream in a process of its own
+(io/background.py); a file source reads in the caller's process (its skip counts and
+held-out rows live there).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +27,7 @@ from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
+from recsync.io.background import BackgroundBatches
 from recsync.io.readers import open_dataset
 from recsync.optim.train_spec import TrainSpec
 
@@ -52,10 +58,18 @@ def prepared(batch: Batch, dense_log1p: bool) -> Batch:
 class SyntheticData:
     """The synthetic task's training stream and test split, and its teacher's AUC."""
 
-    def __init__(self, spec: SyntheticSpec, train: TrainSpec, start_example: int = 0):
+    def __init__(
+        self,
+        spec: SyntheticSpec,
+        train: TrainSpec,
+        start_example: int = 0,
+        background: bool = False,
+    ):
+        self.spec = spec
         self.task = SyntheticTask(spec)
         self.train = train
         self.start_example = start_example
+        self.background = background
         self.total_examples: int | None = spec.num_train * train.epochs - start_example
         self.skips = SkipReport()
 
@@ -64,6 +78,10 @@ class SyntheticData:
         return self.task.teacher_auc()
 
     def train_batches(self) -> Iterator[Batch]:
+        if self.background:
+            return BackgroundBatches(
+                functools.partial(_synthetic_stream, self.spec, self.train, self.start_example)
+            )
         train = self.train
         if train.epochs == 1:
             return self.task.train_batches(train.batch_size, self.start_example)
@@ -77,6 +95,11 @@ class SyntheticData:
 
     def test_set(self) -> Batch | None:
         return self.task.test_set()[0]
+
+
+def _synthetic_stream(spec: SyntheticSpec, train: TrainSpec, start_example: int) -> Iterator[Batch]:
+    """The synthetic training stream, made where this runs (a background producer)."""
+    return SyntheticData(spec, train, start_example).train_batches()
 
 
 class FileTrainingData:
@@ -173,12 +196,14 @@ def open_training_data(
     files: FileData | None,
     train: TrainSpec,
     start_example: int = 0,
+    background: bool = False,
 ) -> SyntheticData | FileTrainingData:
     """The run's data source: synthetic, or files (opened now: a missing file fails early);
     the training stream (`train.epochs` passes, cut into `train.batch_size` batches) starts
-    after `start_example` examples (a resumed run)."""
+    after `start_example` examples (a resumed run); `background`: the synthetic stream is
+    made in a process of its own."""
     if synthetic is not None:
-        return SyntheticData(synthetic, train, start_example)
+        return SyntheticData(synthetic, train, start_example, background)
     assert files is not None
     source = FileTrainingData(files, train)
     source.start_example = start_example

@@ -57,7 +57,7 @@ class NodeActor:
             if part is None or part.worker is None
             else (f"{spec.address.name} worker {part.worker}")
         )
-        self.node = spec.build(BuildContext(one_at_a_time=False))
+        self.node = spec.build(BuildContext(one_at_a_time=False, background_reading=True))
         if part is not None:
             tensors = self.node.shared_tensors()
             assert tensors, f"{self.name} shares no state: its loops need one process"
@@ -70,6 +70,7 @@ class NodeActor:
         self.peers = Peers({})
         self.group: Any = None
         self.driver: LoopDriver | None = None  # while its loops run
+        self.cpu_at_start = _process_cpu_s()
 
     def ping(self) -> int:
         """Alive: its process id."""
@@ -199,4 +200,11 @@ class NodeActor:
                 dict(measures.effects),
                 dict(measures.worker_compute_s),
                 dict(measures.worker_steps),
+                {"process": _process_cpu_s() - self.cpu_at_start},
             )
+
+
+def _process_cpu_s() -> float:
+    """CPU seconds this process spent so far (every thread: the node's and Ray's)."""
+    times = os.times()
+    return times.user + times.system

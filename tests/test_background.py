@@ -1,0 +1,70 @@
+"""The reader's background batch producer: the same stream, in order; its failures and
+its death raised in the reader; no process left behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from recsync.data.batch import Batch
+from recsync.data.synthetic import SyntheticSpec
+from recsync.io.background import BackgroundBatches
+from recsync.io.sources import SyntheticData
+from recsync.optim.train_spec import TrainSpec
+
+SPEC = SyntheticSpec(num_train=6_000, num_dense=4, table_rows=(100,) * 8, num_test=500)
+FIELDS = [f.name for f in dataclasses.fields(Batch)]
+
+
+def _failing(after: int) -> Iterator[Batch]:
+    yield from list(SyntheticData(SPEC, TrainSpec(batch_size=100)).train_batches())[:after]
+    raise ValueError("line 7: bad record")
+
+
+def _endless() -> Iterator[Batch]:
+    batch = next(iter(SyntheticData(SPEC, TrainSpec(batch_size=100)).train_batches()))
+    while True:
+        yield batch
+
+
+def test_the_background_stream_is_the_in_process_stream():
+    train = TrainSpec(batch_size=128, epochs=2)
+    here = list(SyntheticData(SPEC, train, start_example=300).train_batches())
+    there = list(SyntheticData(SPEC, train, start_example=300, background=True).train_batches())
+    assert len(there) == len(here) > 0
+    for mine, theirs in zip(here, there, strict=True):
+        for name in FIELDS:
+            assert torch.equal(getattr(mine, name), getattr(theirs, name)), name
+
+
+def test_a_producer_error_is_raised_in_the_reader_after_the_batches_before_it():
+    batches = BackgroundBatches(_failing_after_two)
+    assert [b.batch_size for b in (next(batches), next(batches))] == [100, 100]
+    with pytest.raises(RuntimeError, match="ValueError: line 7: bad record"):
+        next(batches)
+    with pytest.raises(StopIteration):
+        next(batches)
+
+
+def _failing_after_two() -> Iterator[Batch]:
+    return _failing(2)
+
+
+def test_a_killed_producer_is_named_not_taken_for_the_end_of_the_data():
+    batches = BackgroundBatches(_endless)
+    os.kill(batches._process.pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="died .*exit code -9"):
+        for _ in range(10_000):  # what the pipe held first, then the death
+            next(batches)
+
+
+def test_close_stops_a_producer_whose_stream_did_not_end():
+    batches = BackgroundBatches(_endless)
+    next(batches)
+    batches.close()
+    assert not batches._process.is_alive()
