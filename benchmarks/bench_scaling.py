@@ -12,7 +12,8 @@ Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) syn
 (S-EASGD) and max(1, trainers // 2) dense servers (async). Every point trains
 `--examples-per-worker` x its workers examples (at least `--min-examples`).
 
-Prints one JSON line per point (real and simulated EPS, the simulator's error), then one
+Prints one JSON line per point (real and simulated EPS, the simulator's error, the engine's
+CPU per example by role from its first run), then one
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
@@ -102,6 +103,7 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
     real_eps = statistics.median(r["eps"] for r in real)
     sim = SimJob(spec, plan_for(spec), cost).run()
     calls = real[0]["calls_per_batch"].get("trainers", {}).get("total")
+    cpu = real[0].get("cpu_seconds", {})
     return {
         **dataclasses.asdict(point),
         "examples": examples,
@@ -111,6 +113,10 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
         "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
         "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": calls,
+        "cpu_us_per_example": {
+            role: round(seconds / real[0]["examples_trained"] * 1e6, 1)
+            for role, seconds in cpu.items()
+        },
     }
 
 

@@ -128,12 +128,13 @@ def concat(batches: list[Batch]) -> Batch:
     dense = torch.cat([b.dense for b in batches])
     labels = torch.cat([b.labels for b in batches])
     per_feature_ids, per_feature_lengths = [], []
+    bag_lengths = [b.bag_lengths() for b in batches]
+    starts = [b.offsets[:: b.batch_size].tolist() for b in batches]  # each feature's first id
     for f in range(F):
-        for b in batches:
+        for b, lengths, bounds in zip(batches, bag_lengths, starts, strict=True):
             B = b.batch_size
-            start, stop = int(b.offsets[f * B]), int(b.offsets[(f + 1) * B])
-            per_feature_ids.append(b.ids[start:stop])
-            per_feature_lengths.append(b.bag_lengths()[f * B : (f + 1) * B])
+            per_feature_ids.append(b.ids[bounds[f] : bounds[f + 1]])
+            per_feature_lengths.append(lengths[f * B : (f + 1) * B])
     lengths = torch.cat(per_feature_lengths)
     offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
     torch.cumsum(lengths, 0, out=offsets[1:])

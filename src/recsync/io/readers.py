@@ -2,10 +2,11 @@
 
 Formats: "criteo", "libsvm", "libffm" (text, plain or gzip — detected by the gzip magic
 bytes, whatever the file name), "csv" (pyarrow's streaming reader; .gz too) and "parquet"
-(record batches, one row group at a time). `open_dataset` returns a `DatasetReader`: an
-iterator of `Batch`es of `batch_size` (the last may be smaller; batches fill across file
-boundaries) whose `.skips` reports, at any time and at the end, the lines skipped in
-lenient mode. In strict mode the first malformed line raises `DataError`.
+(record batches, converted a column at a time where their values allow: parquet_blocks.py).
+`open_dataset` returns a `DatasetReader`: an iterator of `Batch`es of `batch_size` (the
+last may be smaller; batches fill across file boundaries) whose `.skips` reports, at any
+time and at the end, the lines skipped in lenient mode. In strict mode the first malformed
+line raises `DataError`.
 
 Line numbers in messages are 1-based physical lines for text and CSV (the CSV header is line
 1; a quoted value spanning several lines shifts later numbers) and 1-based row numbers for
@@ -23,15 +24,15 @@ from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
-from recsync.data.batch import Batch
+from recsync.data.batch import Batch, rebatch
 from recsync.data.criteo import CriteoLineParser, CriteoSchema
 from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
 from recsync.data.records import Example, batch_examples, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import ConfigError, DataError
+from recsync.io.parquet_blocks import parquet_blocks
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
 FORMATS = ("criteo", "libsvm", "libffm", "csv", "parquet")
@@ -69,7 +70,6 @@ _SCHEMA_OF_FORMAT = {
     "parquet": TabularSchema,
 }
 _GZIP_MAGIC = b"\x1f\x8b"
-PARQUET_READ_ROWS = 8192
 CSV_BLOCK_BYTES = 1 << 20
 
 
@@ -124,26 +124,6 @@ def text_examples(
     with open_text(path) as lines:
         numbered = _read_lines(lines, str(path))
         yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
-
-
-def parquet_examples(
-    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport
-) -> Iterator[Example]:
-    """Good examples of one Parquet file, read PARQUET_READ_ROWS rows at a time."""
-    source = str(path)
-    with pq.ParquetFile(path) as table:
-        missing = [c for c in schema.columns if c not in table.schema_arrow.names]
-        if missing:
-            raise DataError(
-                f"declared columns not found: {missing}", source=source, field=missing[0]
-            )
-        record_batches = table.iter_batches(PARQUET_READ_ROWS, columns=list(schema.columns))
-        rows = itertools.chain.from_iterable(
-            rows_from_columns(rb.to_pydict(), schema, source=source) for rb in record_batches
-        )
-        parser = TabularRowParser(schema)
-        numbered = enumerate(rows, start=1)
-        yield from good_examples(numbered, parser, source=source, strict=strict, skips=skips)
 
 
 def _numbered_csv_rows(
@@ -246,13 +226,20 @@ class DatasetReader(Iterator[Batch]):
         self.schema = schema
         self.strict = strict
         self.skips = SkipReport() if skips is None else skips
-        per_file = (self._file_examples(path) for path in self.paths)
-        self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
+        self._batches: Iterator[Batch]
+        if fmt == "parquet":  # a record batch at a time, column by column where it can
+            blocks = (self._file_blocks(path) for path in self.paths)
+            self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
+        else:
+            per_file = (self._file_examples(path) for path in self.paths)
+            self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
+
+    def _file_blocks(self, path: Path) -> Iterator[Batch]:
+        assert isinstance(self.schema, TabularSchema)
+        return parquet_blocks(path, self.schema, strict=self.strict, skips=self.skips)
 
     def _file_examples(self, path: Path) -> Iterator[Example]:
         options: dict[str, Any] = {"strict": self.strict, "skips": self.skips}
-        if self.fmt == "parquet":
-            return parquet_examples(path, self.schema, **options)  # type: ignore[arg-type]
         if self.fmt == "csv":
             return csv_examples(path, self.schema, **options)  # type: ignore[arg-type]
         return text_examples(path, self.fmt, self.schema, **options)

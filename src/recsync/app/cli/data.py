@@ -72,7 +72,7 @@ def synth(
     split: Annotated[Split, typer.Option(help="Which split to write.")] = Split.train,
     set_: SetOption = None,
 ) -> None:
-    """Write the synthetic task ([data.synthetic]) as a Parquet file."""
+    """Write the synthetic task (the config's data.synthetic table) as a Parquet file."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
         spec = build_dataclass(SyntheticSpec, cfg.data.synthetic, "data.synthetic")

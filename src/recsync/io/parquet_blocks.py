@@ -1,0 +1,138 @@
+"""Parquet record batches into batches a column at a time: the reader's hot path.
+
+A record batch whose values are all plain converts column by column, with no Python per
+row: numeric labels in {0, 1}; integer or floating dense columns, finite (nulls filled
+with `null_dense` where it is set); non-negative integer ids with no null; hashed columns
+of strings with no null and no empty string (each hashed with mmh3, as the row parser
+does). Any other record batch (a null label, a bad value, floats in an id column, ...)
+goes row by row through `TabularRowParser`, which rejects and counts exactly what it
+always did, with its row numbers: both paths give the same examples, in order (tested).
+Measured: 50 microseconds per example row by row, a few column by column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import mmh3
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import torch
+
+from recsync.data.batch import Batch, collate
+from recsync.data.records import good_examples
+from recsync.data.skips import SkipReport
+from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
+from recsync.errors import DataError
+
+PARQUET_READ_ROWS = 8192
+
+
+def _plain_numeric(column: pa.Array) -> bool:
+    return bool(pa.types.is_integer(column.type) or pa.types.is_floating(column.type))
+
+
+def _labels(column: pa.Array) -> np.ndarray | None:
+    if column.null_count or not _plain_numeric(column):
+        return None
+    values: np.ndarray = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    if not np.isin(values, (0.0, 1.0)).all():
+        return None
+    return values.astype(np.float32)
+
+
+def _dense(column: pa.Array, null_dense: float | None) -> np.ndarray | None:
+    if not _plain_numeric(column) or (column.null_count and null_dense is None):
+        return None
+    if column.null_count:
+        column = pc.fill_null(column.cast(pa.float64()), null_dense)
+    values: np.ndarray = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    if not np.isfinite(values).all():
+        return None
+    return values
+
+
+def _ids(column: pa.Array, table_rows: int, hashed: bool, seed: int) -> np.ndarray | None:
+    if column.null_count:
+        return None
+    if hashed:
+        textual = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        binary = pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)
+        if not (textual or binary) or pc.any(pc.equal(pc.binary_length(column), 0)).as_py():
+            return None
+        hashes = [mmh3.hash(v, seed, signed=False) for v in column.to_pylist()]
+        return np.array(hashes, dtype=np.int64) % table_rows
+    if not pa.types.is_integer(column.type):
+        return None
+    values: np.ndarray = column.to_numpy(zero_copy_only=False)
+    if values.size and values.min() < 0:
+        return None
+    if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+        return (values % np.uint64(table_rows)).astype(np.int64)
+    return values.astype(np.int64) % table_rows
+
+
+def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch | None:
+    """The record batch's examples (columns in `schema.columns` order), or None where a
+    value needs the row parser."""
+    n = record_batch.num_rows
+    labels = _labels(record_batch.column(0))
+    if labels is None:
+        return None
+    dense = []
+    for d in range(len(schema.dense)):
+        values = _dense(record_batch.column(1 + d), schema.null_dense)
+        if values is None:
+            return None
+        dense.append(values)
+    hashed = set(schema.hashed)
+    ids = []
+    first = 1 + len(schema.dense)
+    for f, name in enumerate(schema.categorical):
+        column = record_batch.column(first + f)
+        values = _ids(column, schema.table_rows[f], name in hashed, schema.hash_seed)
+        if values is None:
+            return None
+        ids.append(values)
+    F = len(ids)
+    dense_matrix = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
+    flat_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+    return Batch(
+        dense=torch.from_numpy(dense_matrix.astype(np.float32)),
+        ids=torch.from_numpy(flat_ids),
+        offsets=torch.arange(F * n + 1, dtype=torch.int64),
+        labels=torch.from_numpy(labels),
+    )
+
+
+def parquet_blocks(
+    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport, columnar: bool = True
+) -> Iterator[Batch]:
+    """The good examples of one Parquet file, a record batch (PARQUET_READ_ROWS rows) at a
+    time, as batches of any size; `columnar` False: every record batch row by row."""
+    source = str(path)
+    parser = TabularRowParser(schema)
+    with pq.ParquetFile(path) as table:
+        missing = [c for c in schema.columns if c not in table.schema_arrow.names]
+        if missing:
+            raise DataError(
+                f"declared columns not found: {missing}", source=source, field=missing[0]
+            )
+        first_row = 1
+        for record_batch in table.iter_batches(PARQUET_READ_ROWS, columns=list(schema.columns)):
+            block = columnar_batch(record_batch, schema) if columnar else None
+            if block is None:
+                rows = rows_from_columns(record_batch.to_pydict(), schema, source=source)
+                numbered = enumerate(rows, start=first_row)
+                examples = list(
+                    good_examples(numbered, parser, source=source, strict=strict, skips=skips)
+                )
+                if examples:
+                    dense_rows, bags, labels = zip(*examples, strict=True)
+                    block = collate(list(dense_rows), list(bags), list(labels))
+            first_row += record_batch.num_rows
+            if block is not None and block.batch_size:
+                yield block

@@ -1,0 +1,125 @@
+"""Parquet read a column at a time gives the very batches, skips and errors of the row
+parser, on clean record batches and on record batches that need the row parser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from recsync.data.batch import Batch, rebatch
+from recsync.data.skips import SkipReport
+from recsync.data.tabular import TabularSchema
+from recsync.errors import DataError
+from recsync.io import parquet_blocks
+from recsync.io.parquet_blocks import columnar_batch
+from recsync.io.readers import open_dataset
+
+SCHEMA = TabularSchema(
+    label="y",
+    dense=("price", "count"),
+    categorical=("item", "city", "user"),
+    table_rows=(50, 7, 1000),
+    hashed=("city",),
+)
+FIELDS = ("dense", "ids", "offsets", "labels")
+
+
+def _table(rows: int, seed: int) -> dict[str, list]:
+    rng = np.random.default_rng(seed)
+    return {
+        "y": rng.integers(0, 2, rows).tolist(),
+        "price": [None if rng.random() < 0.1 else float(v) for v in rng.normal(3, 2, rows)],
+        "count": rng.integers(0, 10**12, rows).tolist(),
+        "item": rng.integers(0, 10**6, rows).tolist(),
+        "city": [f"city-{v}" for v in rng.integers(0, 40, rows)],
+        "user": rng.integers(0, 2**40, rows).tolist(),
+        "other": ["x"] * rows,
+    }
+
+
+def _write(tmp_path, columns: dict[str, list], name: str = "t.parquet"):
+    path = tmp_path / name
+    pq.write_table(pa.table(columns), path, row_group_size=64)
+    return path
+
+
+def _both(path, monkeypatch, strict=False):
+    """Batches and skips read column by column and row by row (record batches of 50)."""
+    monkeypatch.setattr(parquet_blocks, "PARQUET_READ_ROWS", 50)
+    out = []
+    for columnar in (True, False):
+        skips = SkipReport()
+        blocks = parquet_blocks.parquet_blocks(
+            path, SCHEMA, strict=strict, skips=skips, columnar=columnar
+        )
+        out.append((list(rebatch(blocks, 32)), skips))
+    return out
+
+
+def _same(mine: list[Batch], theirs: list[Batch]) -> None:
+    assert len(mine) == len(theirs) > 0
+    for a, b in zip(mine, theirs, strict=True):
+        for name in FIELDS:
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype and torch.equal(x, y), name
+
+
+def test_clean_record_batches_convert_column_by_column_to_the_row_parsers_batches(
+    tmp_path, monkeypatch
+):
+    path = _write(tmp_path, _table(300, 1))
+    (fast, fast_skips), (slow, slow_skips) = _both(path, monkeypatch)
+    _same(fast, slow)
+    assert fast_skips.counts == slow_skips.counts == {}
+    record_batch = pq.ParquetFile(path).iter_batches(50, columns=list(SCHEMA.columns))
+    assert columnar_batch(next(record_batch), SCHEMA) is not None  # the fast path ran
+
+
+@pytest.mark.parametrize(
+    ("column", "row", "value", "reason"),
+    [
+        ("y", 3, None, "missing_label"),
+        ("y", 60, 2, "bad_label"),
+        ("price", 120, float("nan"), "nan_value"),
+        ("price", 7, float("inf"), "nan_value"),
+        ("item", 201, -4, "bad_id"),
+        ("city", 99, "", None),  # an empty string is a null: an empty bag, not a skip
+        ("city", 150, None, None),
+        ("item", 250, None, None),
+    ],
+)
+def test_a_record_batch_with_an_odd_value_goes_row_by_row_with_the_same_result(
+    tmp_path, monkeypatch, column, row, value, reason
+):
+    table = _table(300, 2)
+    table[column][row] = value
+    path = _write(tmp_path, table)
+    (fast, fast_skips), (slow, slow_skips) = _both(path, monkeypatch)
+    _same(fast, slow)
+    assert fast_skips.counts == slow_skips.counts == ({reason: 1} if reason else {})
+    assert fast_skips.first == slow_skips.first
+    if reason:
+        assert f"line {row + 1}," in fast_skips.first[reason]  # its row number, per file
+        with pytest.raises(DataError, match=f"line {row + 1}, field {column}"):
+            _both(path, monkeypatch, strict=True)
+
+
+def test_float_ids_and_integer_hashed_values_take_the_row_parser(tmp_path, monkeypatch):
+    table = _table(120, 3)
+    table["item"] = [float(v) for v in table["item"]]  # integral floats: ids all the same
+    path = _write(tmp_path, table)
+    (fast, _), (slow, _) = _both(path, monkeypatch)
+    _same(fast, slow)
+    record_batch = next(pq.ParquetFile(path).iter_batches(50, columns=list(SCHEMA.columns)))
+    assert columnar_batch(record_batch, SCHEMA) is None
+
+
+def test_several_files_read_through_open_dataset_fill_batches_across_them(tmp_path):
+    paths = [_write(tmp_path, _table(70, s), f"part-{s}.parquet") for s in (4, 5)]
+    batches = list(open_dataset(paths, "parquet", SCHEMA, batch_size=32))
+    assert [b.batch_size for b in batches] == [32, 32, 32, 32, 12]
+    labels = torch.cat([b.labels for b in batches]).tolist()
+    assert labels == [float(v) for s in (4, 5) for v in _table(70, s)["y"]]
