@@ -30,6 +30,14 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _EXACT_FLOAT = 2**53
 
 
+def count_feature(count: int) -> float:
+    """An integer feature's dense value: log(1 + count), negatives clipped to 0 (log1p is
+    exact for floats; math.log takes ints of any size)."""
+    if count <= 0:
+        return 0.0
+    return math.log1p(count) if count < _EXACT_FLOAT else math.log(count + 1)
+
+
 @dataclass(frozen=True)
 class CriteoSchema:
     """Table sizes of the categorical features (one per feature) and the integer count."""
@@ -83,9 +91,7 @@ class CriteoLineParser:
                 continue
             if not _INTEGER.fullmatch(value):
                 raise Rejected("bad_integer", f"I{j + 1}", f"{value!r} is not an integer")
-            count = int(value)
-            if count > 0:  # log1p is exact for floats; math.log takes ints of any size
-                dense[j] = math.log1p(count) if count < _EXACT_FLOAT else math.log(count + 1)
+            dense[j] = count_feature(int(value))
         bags: list[list[int]] = [[] for _ in schema.table_rows]
         for f, value in enumerate(fields[first_cat:]):
             if not value:

@@ -32,6 +32,7 @@ from recsync.data.records import Example, batch_examples, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import ConfigError, DataError
+from recsync.io.criteo_blocks import criteo_blocks
 from recsync.io.parquet_blocks import parquet_blocks
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
@@ -124,6 +125,15 @@ def text_examples(
     with open_text(path) as lines:
         numbered = _read_lines(lines, str(path))
         yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
+
+
+def _criteo_file_blocks(
+    path: Path, schema: CriteoSchema, *, strict: bool, skips: SkipReport
+) -> Iterator[Batch]:
+    """Good examples of one Criteo file (plain or gzip), a block of lines at a time."""
+    with open_text(path) as lines:
+        numbered = _read_lines(lines, str(path))
+        yield from criteo_blocks(numbered, schema, source=str(path), strict=strict, skips=skips)
 
 
 def _numbered_csv_rows(
@@ -227,7 +237,7 @@ class DatasetReader(Iterator[Batch]):
         self.strict = strict
         self.skips = SkipReport() if skips is None else skips
         self._batches: Iterator[Batch]
-        if fmt == "parquet":  # a record batch at a time, column by column where it can
+        if fmt in ("parquet", "criteo"):  # blocks at a time, column by column where they can
             blocks = (self._file_blocks(path) for path in self.paths)
             self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
         else:
@@ -235,6 +245,8 @@ class DatasetReader(Iterator[Batch]):
             self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
 
     def _file_blocks(self, path: Path) -> Iterator[Batch]:
+        if isinstance(self.schema, CriteoSchema):
+            return _criteo_file_blocks(path, self.schema, strict=self.strict, skips=self.skips)
         assert isinstance(self.schema, TabularSchema)
         return parquet_blocks(path, self.schema, strict=self.strict, skips=self.skips)
 
