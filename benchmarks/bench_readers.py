@@ -1,10 +1,10 @@
 """Examples/s of reading a data file into batches a block at a time, column by column (what
 the reader does), against the row parser on the same blocks (what it did). The file is the
-synthetic task: as Parquet, written as `recsync data synth` writes it (13 integer dense
-columns, 26 integer id columns; `--hashed`: the ids as strings, hashed with mmh3), or as
-Criteo TSV (`--format criteo`: the 13 counts, the 26 ids in hexadecimal, a tenth of the
-fields empty). Repeats alternate between the two; prints one JSON object, `ratio` =
-columnar / rows."""
+synthetic task: as Parquet (`--format csv`: as CSV) with the columns `recsync data synth`
+writes (13 integer dense columns, 26 integer id columns; `--hashed`: the ids as strings,
+hashed with mmh3), or as Criteo TSV (`--format criteo`: the 13 counts, the 26 ids in
+hexadecimal, a tenth of the fields empty). Repeats alternate between the two; prints one
+JSON object, `ratio` = columnar / rows."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from recsync.app.cli.data import Split, write_synthetic_parquet
@@ -27,8 +28,8 @@ from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.io.criteo_blocks import criteo_blocks
-from recsync.io.parquet_blocks import parquet_blocks
-from recsync.io.readers import open_text
+from recsync.io.readers import csv_blocks, open_text
+from recsync.io.table_blocks import parquet_blocks
 
 Schema = TabularSchema | CriteoSchema
 
@@ -42,7 +43,8 @@ def blocks(path: Path, schema: Schema, columnar: bool) -> Iterator[Batch]:
                 numbered, schema, source=str(path), strict=False, skips=skips, columnar=columnar
             )
         return
-    yield from parquet_blocks(path, schema, strict=False, skips=SkipReport(), columnar=columnar)
+    read = csv_blocks if path.suffix == ".csv" else parquet_blocks
+    yield from read(path, schema, strict=False, skips=SkipReport(), columnar=columnar)
 
 
 def examples_per_second(path: Path, schema: Schema, columnar: bool) -> float:
@@ -71,7 +73,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hashed", action="store_true")
-    parser.add_argument("--format", choices=("parquet", "criteo"), default="parquet")
+    parser.add_argument("--format", choices=("parquet", "csv", "criteo"), default="parquet")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"synthetic.{args.format}"
@@ -83,17 +85,22 @@ def main() -> None:
             columnar, rows, ratios = _alternate(path, schema, args.repeats)
             _report(args, columnar, rows, ratios)
             return
-        write_synthetic_parquet(spec, path, Split.train)
-        columns = pq.read_schema(path).names
+        write_synthetic_parquet(spec, path.with_suffix(".parquet"), Split.train)
+        if args.format == "csv":
+            pa_csv.write_csv(pq.read_table(path.with_suffix(".parquet")), path)
+        columns = pq.read_schema(path.with_suffix(".parquet")).names
         dense = tuple(c for c in columns if c.startswith("I"))
         categorical = tuple(c for c in columns if c.startswith("C"))
         hashed: tuple[str, ...] = ()
         if args.hashed:
-            table = pq.read_table(path)
+            table = pq.read_table(path.with_suffix(".parquet"))
             for name in categorical:
                 index = table.schema.get_field_index(name)
                 table = table.set_column(index, name, table[name].cast(pa.string()))
-            pq.write_table(table, path)
+            if args.format == "csv":
+                pa_csv.write_csv(table, path)
+            else:
+                pq.write_table(table, path)
             hashed = categorical
         schema = TabularSchema("label", dense, categorical, tuple(spec.table_rows), hashed=hashed)
         columnar, rows, ratios = _alternate(path, schema, args.repeats)

@@ -14,7 +14,7 @@ import pytest
 from recsync.data.skips import SkipReport
 from recsync.data.tabular import TabularSchema, rows_from_dicts, tabular_batches
 from recsync.errors import ConfigError, DataError
-from recsync.io import parquet_blocks
+from recsync.io import table_blocks
 from recsync.io.readers import open_dataset
 
 SCHEMA = TabularSchema(
@@ -104,7 +104,7 @@ TABLE = pa.table(
 def test_parquet_round_trip_small_reads(tmp_path, monkeypatch):
     path = tmp_path / "part-0.parquet"
     pq.write_table(TABLE, path, row_group_size=2)
-    monkeypatch.setattr(parquet_blocks, "PARQUET_READ_ROWS", 2)
+    monkeypatch.setattr(table_blocks, "PARQUET_READ_ROWS", 2)
     reader = open_dataset(path, "auto", SCHEMA, batch_size=2)
     batches = list(reader)
     assert [b.batch_size for b in batches] == [2, 1]

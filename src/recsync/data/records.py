@@ -63,6 +63,15 @@ def batch_examples(examples: Iterable[Example], batch_size: int) -> Iterator[Bat
         yield collate(dense_rows, bags, labels)
 
 
+def collated(examples: Iterable[Example]) -> Batch | None:
+    """The examples as one batch of their number (None: there are none)."""
+    found = list(examples)
+    if not found:
+        return None
+    dense_rows, bags, labels = zip(*found, strict=True)
+    return collate(list(dense_rows), list(bags), list(labels))
+
+
 def parse_lines(
     lines: Iterable[str],
     parse: Callable[[str], Example],

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from recsync.data.batch import Batch, collate
+from recsync.data.batch import Batch
 from recsync.data.criteo import CriteoLineParser, CriteoSchema, count_feature
-from recsync.data.records import good_examples
+from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
 
 BLOCK_LINES = 8192
@@ -123,9 +123,8 @@ def criteo_blocks(
     while block := list(islice(numbered, BLOCK_LINES)):
         batch = columnar_block([line for _, line in block], schema) if columnar else None
         if batch is None:
-            examples = list(good_examples(block, parser, source=source, strict=strict, skips=skips))
-            if examples:
-                dense_rows, bags, labels = zip(*examples, strict=True)
-                batch = collate(list(dense_rows), list(bags), list(labels))
+            batch = collated(
+                good_examples(block, parser, source=source, strict=strict, skips=skips)
+            )
         if batch is not None and batch.batch_size:
             yield batch

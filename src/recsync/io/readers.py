@@ -2,7 +2,7 @@
 
 Formats: "criteo", "libsvm", "libffm" (text, plain or gzip — detected by the gzip magic
 bytes, whatever the file name), "csv" (pyarrow's streaming reader; .gz too) and "parquet"
-(record batches, converted a column at a time where their values allow: parquet_blocks.py).
+(record batches, converted a column at a time where their values allow: table_blocks.py).
 `open_dataset` returns a `DatasetReader`: an iterator of `Batch`es of `batch_size` (the
 last may be smaller; batches fill across file boundaries) whose `.skips` reports, at any
 time and at the end, the lines skipped in lenient mode. In strict mode the first malformed
@@ -18,7 +18,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,12 +28,12 @@ import pyarrow.csv as pa_csv
 from recsync.data.batch import Batch, rebatch
 from recsync.data.criteo import CriteoLineParser, CriteoSchema
 from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
-from recsync.data.records import Example, batch_examples, good_examples
+from recsync.data.records import Example, batch_examples, collated, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import ConfigError, DataError
 from recsync.io.criteo_blocks import criteo_blocks
-from recsync.io.parquet_blocks import parquet_blocks
+from recsync.io.table_blocks import columnar_batch, parquet_blocks, typed_csv
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
 FORMATS = ("criteo", "libsvm", "libffm", "csv", "parquet")
@@ -137,22 +137,22 @@ def _criteo_file_blocks(
 
 
 def _numbered_csv_rows(
-    record_batches: Iterable[pa.RecordBatch],
+    record_batch: pa.RecordBatch,
     bad_rows: dict[int, Rejected],
+    next_line: int,
     schema: TabularSchema,
     source: str,
-) -> Iterator[tuple[int, tuple[object, ...] | Rejected]]:
-    """Rows with their physical line numbers, interleaved with the rows pyarrow rejected."""
-    next_line = 2  # line 1 is the header
-    for record_batch in record_batches:
-        for row in rows_from_columns(record_batch.to_pydict(), schema, source=source):
-            while next_line in bad_rows:
-                yield next_line, bad_rows.pop(next_line)
-                next_line += 1
-            yield next_line, row
+) -> tuple[list[tuple[int, tuple[object, ...] | Rejected]], int]:
+    """A record batch's rows with their physical line numbers, interleaved with the rows
+    pyarrow rejected among them; and the line after them."""
+    numbered: list[tuple[int, tuple[object, ...] | Rejected]] = []
+    for row in rows_from_columns(record_batch.to_pydict(), schema, source=source):
+        while next_line in bad_rows:
+            numbered.append((next_line, bad_rows.pop(next_line)))
             next_line += 1
-    for line in sorted(bad_rows):
-        yield line, bad_rows.pop(line)
+        numbered.append((next_line, row))
+        next_line += 1
+    return numbered, next_line
 
 
 def _csv_blocks(reader: pa_csv.CSVStreamingReader, source: str) -> Iterator[pa.RecordBatch]:
@@ -167,17 +167,20 @@ def _csv_blocks(reader: pa_csv.CSVStreamingReader, source: str) -> Iterator[pa.R
             raise DataError(f"cannot read CSV: {error}", source=source) from None
 
 
-def csv_examples(
-    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport
-) -> Iterator[Example]:
-    """Good examples of one CSV file (plain or gzip), streamed block by block.
+def csv_blocks(
+    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport, columnar: bool = True
+) -> Iterator[Batch]:
+    """Good examples of one CSV file (plain or gzip), streamed block by block, as batches
+    of any size.
 
-    Every declared column is read as text and converted by the row parser, so a bad value
-    rejects its row only (pyarrow's per-block type inference could not fail mid-file). Rows
-    with the wrong number of columns are rejected as "wrong_field_count".
+    Every declared column is read as text, then converted a column at a time where a block
+    is written plainly (table_blocks.typed_csv) and by the row parser otherwise, so a bad
+    value rejects its row only (pyarrow's per-block type inference could not fail
+    mid-file). Rows with the wrong number of columns are rejected as "wrong_field_count".
     """
     source = str(path)
     bad_rows: dict[int, Rejected] = {}
+    where: dict[str, Any] = {"source": source, "strict": strict, "skips": skips}
 
     def on_invalid_row(row: Any) -> str:
         bad_rows[row.number or 0] = Rejected(
@@ -207,10 +210,24 @@ def csv_examples(
     except (pa.ArrowInvalid, pa.ArrowKeyError) as error:
         stream.close()
         raise DataError(f"cannot read CSV: {error}", source=source) from None
+    parser, next_line = TabularRowParser(schema), 2  # line 1 is the header
     with stream:
-        numbered = _numbered_csv_rows(_csv_blocks(reader, source), bad_rows, schema, source)
-        parser = TabularRowParser(schema)
-        yield from good_examples(numbered, parser, source=source, strict=strict, skips=skips)
+        for record_batch in _csv_blocks(reader, source):
+            block = None
+            if columnar and not bad_rows:  # no rejected row to number among its rows
+                typed = typed_csv(record_batch, schema)
+                block = None if typed is None else columnar_batch(typed, schema)
+            if block is not None:
+                next_line += record_batch.num_rows
+            else:
+                numbered, next_line = _numbered_csv_rows(
+                    record_batch, bad_rows, next_line, schema, source
+                )
+                block = collated(good_examples(numbered, parser, **where))
+            if block is not None:
+                yield block
+        trailing = [(line, bad_rows.pop(line)) for line in sorted(bad_rows)]
+        list(good_examples(trailing, parser, **where))
 
 
 class DatasetReader(Iterator[Batch]):
@@ -237,7 +254,7 @@ class DatasetReader(Iterator[Batch]):
         self.strict = strict
         self.skips = SkipReport() if skips is None else skips
         self._batches: Iterator[Batch]
-        if fmt in ("parquet", "criteo"):  # blocks at a time, column by column where they can
+        if fmt in ("parquet", "criteo", "csv"):  # blocks at a time, column by column if they can
             blocks = (self._file_blocks(path) for path in self.paths)
             self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
         else:
@@ -248,12 +265,11 @@ class DatasetReader(Iterator[Batch]):
         if isinstance(self.schema, CriteoSchema):
             return _criteo_file_blocks(path, self.schema, strict=self.strict, skips=self.skips)
         assert isinstance(self.schema, TabularSchema)
-        return parquet_blocks(path, self.schema, strict=self.strict, skips=self.skips)
+        read = parquet_blocks if self.fmt == "parquet" else csv_blocks
+        return read(path, self.schema, strict=self.strict, skips=self.skips)
 
     def _file_examples(self, path: Path) -> Iterator[Example]:
         options: dict[str, Any] = {"strict": self.strict, "skips": self.skips}
-        if self.fmt == "csv":
-            return csv_examples(path, self.schema, **options)  # type: ignore[arg-type]
         return text_examples(path, self.fmt, self.schema, **options)
 
     def __iter__(self) -> DatasetReader:

@@ -1,4 +1,4 @@
-"""Parquet record batches into batches a column at a time: the reader's hot path.
+"""Parquet and CSV record batches into batches a column at a time: the reader's hot path.
 
 A record batch whose values are all plain converts column by column, with no Python per
 row: numeric labels in {0, 1}; integer or floating dense columns, finite (nulls filled
@@ -8,6 +8,12 @@ does). Any other record batch (a null label, a bad value, floats in an id column
 goes row by row through `TabularRowParser`, which rejects and counts exactly what it
 always did, with its row numbers: both paths give the same examples, in order (tested).
 Measured: 50 microseconds per example row by row, a few column by column.
+
+A CSV record batch holds text: `typed_csv` first turns it into such columns where every
+value is written plainly (a label "0" or "1"; decimal numbers as `-12.5e3` writes them, no
+spaces, no "nan"; ids of decimal digits that fit an int64; an empty value is a null),
+parsed by pyarrow, which rounds as Python's float() does; any other text leaves the record
+batch to the row parser.
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
-from recsync.data.batch import Batch, collate
-from recsync.data.records import good_examples
+from recsync.data.batch import Batch
+from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
 
 PARQUET_READ_ROWS = 8192
+_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+_DIGITS = r"^[0-9]+$"
 
 
 def _plain_numeric(column: pa.Array) -> bool:
@@ -108,6 +116,38 @@ def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch
     )
 
 
+def _all_match(column: pa.Array, pattern: str) -> bool:
+    """Every non-null value matches `pattern`."""
+    return pc.all(pc.match_substring_regex(column, pattern)).as_py() is not False
+
+
+def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordBatch | None:
+    """A CSV record batch's text columns as numbers (hashed columns stay text), or None
+    where a value is not written plainly (the row parser reads it)."""
+    columns = record_batch.columns
+    labels = columns[0]
+    if labels.null_count or not pc.all(pc.is_in(labels, pa.array(["0", "1"]))).as_py():
+        return None
+    typed = [pc.equal(labels, "1").cast(pa.int8())]
+    first = 1 + len(schema.dense)
+    for column in columns[1:first]:
+        if not _all_match(column, _NUMBER):
+            return None
+        typed.append(column.cast(pa.float64()))
+    hashed = set(schema.hashed)
+    for name, column in zip(schema.categorical, columns[first:], strict=True):
+        if name in hashed:
+            typed.append(column)
+            continue
+        if not _all_match(column, _DIGITS):
+            return None
+        try:
+            typed.append(column.cast(pa.int64()))
+        except pa.ArrowInvalid:  # past an int64: the row parser takes ints of any size
+            return None
+    return pa.RecordBatch.from_arrays(typed, names=list(schema.columns))
+
+
 def parquet_blocks(
     path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport, columnar: bool = True
 ) -> Iterator[Batch]:
@@ -127,12 +167,9 @@ def parquet_blocks(
             if block is None:
                 rows = rows_from_columns(record_batch.to_pydict(), schema, source=source)
                 numbered = enumerate(rows, start=first_row)
-                examples = list(
+                block = collated(
                     good_examples(numbered, parser, source=source, strict=strict, skips=skips)
                 )
-                if examples:
-                    dense_rows, bags, labels = zip(*examples, strict=True)
-                    block = collate(list(dense_rows), list(bags), list(labels))
             first_row += record_batch.num_rows
             if block is not None and block.batch_size:
                 yield block

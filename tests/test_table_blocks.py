@@ -13,9 +13,9 @@ from recsync.data.batch import Batch, rebatch
 from recsync.data.skips import SkipReport
 from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
-from recsync.io import parquet_blocks
-from recsync.io.parquet_blocks import columnar_batch
+from recsync.io import table_blocks
 from recsync.io.readers import open_dataset
+from recsync.io.table_blocks import columnar_batch
 
 SCHEMA = TabularSchema(
     label="y",
@@ -48,11 +48,11 @@ def _write(tmp_path, columns: dict[str, list], name: str = "t.parquet"):
 
 def _both(path, monkeypatch, strict=False):
     """Batches and skips read column by column and row by row (record batches of 50)."""
-    monkeypatch.setattr(parquet_blocks, "PARQUET_READ_ROWS", 50)
+    monkeypatch.setattr(table_blocks, "PARQUET_READ_ROWS", 50)
     out = []
     for columnar in (True, False):
         skips = SkipReport()
-        blocks = parquet_blocks.parquet_blocks(
+        blocks = table_blocks.parquet_blocks(
             path, SCHEMA, strict=strict, skips=skips, columnar=columnar
         )
         out.append((list(rebatch(blocks, 32)), skips))
@@ -123,3 +123,69 @@ def test_several_files_read_through_open_dataset_fill_batches_across_them(tmp_pa
     assert [b.batch_size for b in batches] == [32, 32, 32, 32, 12]
     labels = torch.cat([b.labels for b in batches]).tolist()
     assert labels == [float(v) for s in (4, 5) for v in _table(70, s)["y"]]
+
+
+def _csv_text(table: dict[str, list]) -> str:
+    names = list(table)
+    lines = [",".join(names)]
+    for row in zip(*(table[n] for n in names), strict=True):
+        lines.append(",".join("" if v is None else str(v) for v in row))
+    return "\n".join(lines) + "\n"
+
+
+def _both_csv(tmp_path, text: str, monkeypatch, strict=False):
+    """Batches and skips of a CSV read column by column and row by row (small blocks)."""
+    from recsync.io import readers
+
+    monkeypatch.setattr(readers, "CSV_BLOCK_BYTES", 4096)
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    out = []
+    for columnar in (True, False):
+        skips = SkipReport()
+        blocks = readers.csv_blocks(path, SCHEMA, strict=strict, skips=skips, columnar=columnar)
+        out.append((list(rebatch(blocks, 32)), skips))
+    return out
+
+
+def test_plain_csv_converts_column_by_column_to_the_row_parsers_batches(tmp_path, monkeypatch):
+    (fast, fast_skips), (slow, slow_skips) = _both_csv(
+        tmp_path, _csv_text(_table(400, 6)), monkeypatch
+    )
+    _same(fast, slow)
+    assert fast_skips.counts == slow_skips.counts == {}
+    record_batch = pa.RecordBatch.from_pydict(
+        {c: [None if v is None else str(v) for v in _table(5, 6)[c]] for c in SCHEMA.columns}
+    )
+    typed = table_blocks.typed_csv(record_batch, SCHEMA)
+    assert typed is not None and columnar_batch(typed, SCHEMA) is not None  # the fast path ran
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        ("y", "1.0", None),  # Python reads it as 1: the row parser's
+        ("y", "", "missing_label"),
+        ("price", "+3", None),
+        ("price", "1_000", None),  # float() takes underscores: so does the row parser
+        ("price", "nan", "nan_value"),
+        ("price", "1e999", "nan_value"),
+        ("price", "abc", "bad_value"),
+        ("item", " 12", None),  # a padded id: stripped by the row parser
+        ("item", "12.0", "bad_id"),
+        ("item", "99999999999999999999999", None),  # past an int64: taken modulo its table
+        ("city", "", None),  # an empty hashed value: an empty bag
+        ("count", "1,2", "wrong_field_count"),
+    ],
+)
+def test_csv_text_not_written_plainly_goes_row_by_row_with_the_same_result(
+    tmp_path, monkeypatch, column, value, reason
+):
+    table = _table(400, 7)
+    table[column][150] = value
+    (fast, fast_skips), (slow, slow_skips) = _both_csv(tmp_path, _csv_text(table), monkeypatch)
+    _same(fast, slow)
+    assert fast_skips.counts == slow_skips.counts == ({reason: 1} if reason else {})
+    assert fast_skips.first == slow_skips.first
+    if reason:
+        assert "line 152" in fast_skips.first[reason]  # the header is line 1
