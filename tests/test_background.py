@@ -68,3 +68,51 @@ def test_close_stops_a_producer_whose_stream_did_not_end():
     next(batches)
     batches.close()
     assert not batches._process.is_alive()
+
+
+def _files(tmp_path, strict: bool = False):
+    from recsync.data.libsvm import LibSVMSchema
+    from recsync.io.sources import FileData
+
+    data = tmp_path / "rows.libsvm"
+    lines = [f"{i % 2} 1:{i} 2:{i % 9}\n" for i in range(900)]
+    lines[300] = "x 1:1\n"  # a bad label: skipped, or the end of a strict run
+    data.write_text("".join(lines))
+    return FileData(
+        paths=(data,),
+        fmt="libsvm",
+        schema=LibSVMSchema(table_rows=50, dense_indices=(1,)),
+        strict=strict,
+        test_paths=(),
+        test_fraction=0.2,
+        test_max_examples=100,
+        dense_log1p=False,
+    )
+
+
+def test_a_file_stream_in_the_background_holds_out_and_skips_what_it_would_here(tmp_path):
+    from recsync.io.sources import open_training_data
+
+    train = TrainSpec(batch_size=64, epochs=2, shuffle_buffer=100)
+    here = open_training_data(None, _files(tmp_path), train, start_example=50)
+    there = open_training_data(None, _files(tmp_path), train, start_example=50, background=True)
+    mine, theirs = list(here.train_batches()), list(there.train_batches())
+    assert len(theirs) == len(mine) > 0
+    for a, b in zip(mine, theirs, strict=True):
+        for name in FIELDS:
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
+    test_here, test_there = here.test_set(), there.test_set()
+    assert test_here is not None and test_there is not None and test_here.batch_size == 100
+    for name in FIELDS:
+        assert torch.equal(getattr(test_here, name), getattr(test_there, name)), name
+    assert there.skips.counts == here.skips.counts == {"bad_label": 1}
+    assert there.skips.first == here.skips.first
+
+
+def test_a_strict_file_streams_bad_line_is_a_data_error_in_the_reader(tmp_path):
+    from recsync.errors import DataError
+    from recsync.io.sources import open_training_data
+
+    source = open_training_data(None, _files(tmp_path, strict=True), TrainSpec(), background=True)
+    with pytest.raises(DataError, match="line 301"):
+        list(source.train_batches())

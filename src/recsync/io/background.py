@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from recsync.data.batch import Batch
+from recsync.errors import DataError
 
 PIPE_BYTES = 1 << 20  # the pipe holds this much made ahead (8 batches of the default task)
 F_SETPIPE_SZ = 1031  # Linux's fcntl to resize a pipe (default 64 KiB: half a batch)
@@ -32,22 +33,32 @@ START_WAIT_S = 300.0  # a producer starts a Python with torch: slow on a busy ma
 @dataclasses.dataclass(frozen=True)
 class _Failed:
     error: str
+    data_error: bool  # a DataError (a bad line in strict mode): raised as one
 
 
-def _encoded(batch: Batch) -> tuple[np.ndarray, ...]:
+def encoded(batch: Batch) -> tuple[np.ndarray, ...]:
+    """A batch as numpy arrays (what crosses the pipe)."""
     return tuple(getattr(batch, f.name).numpy() for f in dataclasses.fields(Batch))
 
 
-def _produce(make: Callable[[], Iterable[Batch]], out: Connection) -> None:
-    """The producer: every batch of `make()` in order, then None (or the error). It
-    blocks while the pipe is full, and ends once the reader is gone (a broken pipe)."""
+def decoded(arrays: tuple[np.ndarray, ...]) -> Batch:
+    return Batch(*(torch.from_numpy(array) for array in arrays))
+
+
+def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
+    """The producer: every item of `make()` in order (a batch as numpy arrays, anything
+    else, a side item, as it is), then None (or the error). It blocks while the pipe is
+    full, and ends once the reader is gone (a broken pipe)."""
     torch.set_num_threads(1)
     try:
         try:
-            for batch in make():
-                out.send(_encoded(batch))
+            for item in make():
+                out.send(encoded(item) if isinstance(item, Batch) else item)
         except Exception as error:  # noqa: BLE001 - handed to the reader, which raises it
-            out.send(_Failed(f"{type(error).__name__}: {error}"))
+            message = (
+                str(error) if isinstance(error, DataError) else f"{type(error).__name__}: {error}"
+            )
+            out.send(_Failed(message, isinstance(error, DataError)))
             return
         out.send(None)
     except (BrokenPipeError, ConnectionResetError):
@@ -56,11 +67,18 @@ def _produce(make: Callable[[], Iterable[Batch]], out: Connection) -> None:
 
 class BackgroundBatches(Iterator[Batch]):
     """The batches of `make()` (a picklable factory: it runs in the producer process),
-    made ahead in a background process and read from a pipe. Built once the first batch
+    made ahead in a background process and read from a pipe; any other item `make()`
+    yields (what the stream learned on the way: rows it held out, lines it skipped) goes to
+    `on_side` when the batches before it have been taken. Built once the first item
     arrived: a job starts with its data flowing (the producer's start, a Python importing
     torch, is not charged to training)."""
 
-    def __init__(self, make: Callable[[], Iterable[Batch]]):
+    def __init__(
+        self,
+        make: Callable[[], Iterable[Any]],
+        on_side: Callable[[Any], None] | None = None,
+    ):
+        self._on_side = on_side
         context = mp.get_context("spawn")  # the reader runs Ray's threads: never fork it
         self._pipe, writer = context.Pipe(duplex=False)
         with contextlib.suppress(OSError):  # not Linux, or a lower limit: a smaller pipe
@@ -72,18 +90,23 @@ class BackgroundBatches(Iterator[Batch]):
         self._first: Any = self._get(START_WAIT_S)
 
     def __next__(self) -> Batch:
-        if self._done:
-            raise StopIteration
-        if self._first is not None:
-            item, self._first = self._first, None
-        else:
-            item = self._get(None)
-        if item is None or isinstance(item, _Failed):
-            self._close()
-            if item is None:
-                raise StopIteration
-            raise RuntimeError(f"the background batch producer failed: {item.error}")
-        return Batch(*(torch.from_numpy(array) for array in item))
+        while not self._done:
+            if self._first is not None:
+                item, self._first = self._first, None
+            else:
+                item = self._get(None)
+            if item is None or isinstance(item, _Failed):
+                self._close()
+                if item is None:
+                    break
+                if item.data_error:
+                    raise DataError(item.error)
+                raise RuntimeError(f"the background batch producer failed: {item.error}")
+            if isinstance(item, tuple):
+                return decoded(item)
+            assert self._on_side is not None, f"a side item nobody takes: {item!r}"
+            self._on_side(item)
+        raise StopIteration
 
     def _get(self, wait_s: float | None) -> Any:
         """The next item; a producer that died, or made nothing in `wait_s`, is an error."""

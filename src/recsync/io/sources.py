@@ -5,9 +5,10 @@ order, later ones shuffled), and holds the test set: the synthetic task's test s
 its teacher's AUC), test files read up front, or examples held out of the stream by a
 seeded coin in the first pass, the same rows left out of every later pass.
 
-With `background`, the synthetic task makes its training stream in a process of its own
-(io/background.py); a file source reads in the caller's process (its skip counts and
-held-out rows live there).
+With `background`, the training stream is made in a process of its own (io/background.py):
+the synthetic task's, or a file source's (which sends back, beside its batches, the rows it
+held out and its skip counts, so that the test set and the skips are what they would be
+read here).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from recsync.data.batch import Batch, concat, rebatch
@@ -27,7 +29,7 @@ from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
-from recsync.io.background import BackgroundBatches
+from recsync.io.background import BackgroundBatches, decoded, encoded
 from recsync.io.readers import open_dataset
 from recsync.optim.train_spec import TrainSpec
 
@@ -102,13 +104,21 @@ def _synthetic_stream(spec: SyntheticSpec, train: TrainSpec, start_example: int)
     return SyntheticData(spec, train, start_example).train_batches()
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """Rows a background file stream held out of training (they join the test set)."""
+
+    arrays: tuple[np.ndarray, ...]
+
+
 class FileTrainingData:
     """Batches from files, and a held-out set: the test files (read up front, at most
     test_max_examples), or examples held out of the stream by a seeded coin with probability
     test_fraction until test_max_examples are held (then the test set is the ones held so
     far: intermediate evaluations see a growing set)."""
 
-    def __init__(self, files: FileData, train: TrainSpec):
+    def __init__(self, files: FileData, train: TrainSpec, background: bool = False):
+        self.background = background
         self.start_example = 0
         self.files = files
         self.train = train
@@ -177,6 +187,9 @@ class FileTrainingData:
         return reader if self.files.test_fraction == 0 else self._split(reader, epoch == 0)
 
     def train_batches(self) -> Iterator[Batch]:
+        if self.background:
+            make = functools.partial(_file_stream, self.files, self.train, self.start_example)
+            return BackgroundBatches(make, on_side=self._learned)
         train = self.train
         stream = epochs_of(self._one_pass, train.epochs, train.shuffle_buffer, train.seed)
         if self.start_example:
@@ -190,6 +203,37 @@ class FileTrainingData:
             self._test = concat(self._held)
         return self._test
 
+    def _learned(self, item: HeldOut | SkipReport) -> None:
+        """What the background stream learned: rows it held out, or its skips so far."""
+        if isinstance(item, HeldOut):
+            self._hold(decoded(item.arrays))
+            return
+        self.skips.counts, self.skips.first = dict(item.counts), dict(item.first)
+
+
+def _file_stream(
+    files: FileData, train: TrainSpec, start_example: int
+) -> Iterator[Batch | HeldOut | SkipReport]:
+    """A file source's training stream, made where this runs (a background producer),
+    with the rows it holds out and its skip counts (whenever they changed) before each
+    batch, and both once more at the end."""
+    source = FileTrainingData(dataclasses.replace(files, test_paths=()), train)
+    source.start_example = start_example
+    held, skipped = 0, 0
+
+    def learned() -> Iterator[HeldOut | SkipReport]:
+        nonlocal held, skipped
+        yield from (HeldOut(encoded(rows)) for rows in source._held[held:])
+        held = len(source._held)
+        if source.skips.total != skipped:
+            skipped = source.skips.total
+            yield SkipReport(dict(source.skips.counts), dict(source.skips.first))
+
+    for batch in source.train_batches():
+        yield from learned()
+        yield batch
+    yield from learned()
+
 
 def open_training_data(
     synthetic: SyntheticSpec | None,
@@ -200,11 +244,11 @@ def open_training_data(
 ) -> SyntheticData | FileTrainingData:
     """The run's data source: synthetic, or files (opened now: a missing file fails early);
     the training stream (`train.epochs` passes, cut into `train.batch_size` batches) starts
-    after `start_example` examples (a resumed run); `background`: the synthetic stream is
+    after `start_example` examples (a resumed run); `background`: the training stream is
     made in a process of its own."""
     if synthetic is not None:
         return SyntheticData(synthetic, train, start_example, background)
     assert files is not None
-    source = FileTrainingData(files, train)
+    source = FileTrainingData(files, train, background)
     source.start_example = start_example
     return source
