@@ -25,8 +25,8 @@ from recsync.data.batch import Batch
 from recsync.data.records import Example, parse_lines
 from recsync.data.skips import Rejected, SkipReport
 
-_INTEGER = re.compile(r"-?[0-9]+")
-_HEX = re.compile(r"[0-9a-fA-F]+")
+INTEGER = re.compile(r"-?[0-9]+")  # what an integer field holds (fullmatch)
+HEX = re.compile(r"[0-9a-fA-F]+")  # what a categorical field holds (fullmatch)
 _EXACT_FLOAT = 2**53
 
 
@@ -89,14 +89,14 @@ class CriteoLineParser:
         for j, value in enumerate(fields[1:first_cat]):
             if not value:
                 continue
-            if not _INTEGER.fullmatch(value):
+            if not INTEGER.fullmatch(value):
                 raise Rejected("bad_integer", f"I{j + 1}", f"{value!r} is not an integer")
             dense[j] = count_feature(int(value))
         bags: list[list[int]] = [[] for _ in schema.table_rows]
         for f, value in enumerate(fields[first_cat:]):
             if not value:
                 continue
-            if not _HEX.fullmatch(value):
+            if not HEX.fullmatch(value):
                 raise Rejected("bad_hex", f"C{f + 1}", f"{value!r} is not hexadecimal")
             bags[f].append(int(value, 16) % schema.table_rows[f])
         return dense, bags, label

@@ -30,7 +30,7 @@ from recsync.data.records import Example, batch_examples, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.errors import DataError
 
-_DECIMAL = re.compile(r"[0-9]+")
+DECIMAL = re.compile(r"[0-9]+")  # an integer id written as text (fullmatch, stripped)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def _integer_id(value: object, column: str) -> int:
     if (
         isinstance(value, int)
         or (isinstance(value, float) and value.is_integer())
-        or (isinstance(value, str) and _DECIMAL.fullmatch(value.strip()) is not None)
+        or (isinstance(value, str) and DECIMAL.fullmatch(value.strip()) is not None)
     ):
         number = int(value)
     elif isinstance(value, float) and math.isnan(value):

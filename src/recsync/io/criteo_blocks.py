@@ -6,10 +6,9 @@ pyarrow compute: 40 tab-separated fields, a label "0" or "1", integers matching 
 parser's pattern (each distinct one turned into its dense value once, by the row parser's
 own rule), hexadecimal ids (each distinct one converted once); empty integers and empty
 categoricals as the row parser reads them. Any other block (an empty line, stripped
-trailing fields, a bad value) goes line by line through
-`CriteoLineParser`: both paths give the same examples, skips and messages (tested). A
-strict run stops at the same line with the same error, only without training the good
-lines of that block before it.
+trailing fields, a bad value) goes line by line through `CriteoLineParser`: both paths
+give the same examples, skips and messages (tested). A strict run stops at the same line
+with the same error, only without training the good lines of that block before it.
 """
 
 from __future__ import annotations
@@ -23,17 +22,14 @@ import pyarrow.compute as pc
 import torch
 
 from recsync.data.batch import Batch
-from recsync.data.criteo import CriteoLineParser, CriteoSchema, count_feature
+from recsync.data.criteo import HEX, INTEGER, CriteoLineParser, CriteoSchema, count_feature
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
+from recsync.io.table_blocks import all_true
 
 BLOCK_LINES = 8192
-_INTEGER = "^-?[0-9]+$"  # the row parser's patterns, anchored
-_HEX = "^[0-9a-fA-F]+$"
-
-
-def _all(mask: pa.Array) -> bool:
-    return bool(pc.all(mask).as_py() is not False)
+_INTEGER = f"^{INTEGER.pattern}$"  # the row parser's patterns, anchored
+_HEX = f"^{HEX.pattern}$"
 
 
 def _distinct_mapped(column: pa.Array, convert: Callable[[str], float]) -> np.ndarray:
@@ -70,18 +66,18 @@ def columnar_block(lines: list[str], schema: CriteoSchema) -> Batch | None:
     n, fields, first_cat = len(lines), schema.num_fields, 1 + schema.num_integer
     text = pc.utf8_rtrim(pa.array(lines, type=pa.string()), characters="\r\n")
     split = pc.split_pattern(text, "\t")
-    if not _all(pc.equal(pc.list_value_length(split), fields)):
+    if not all_true(pc.equal(pc.list_value_length(split), fields)):
         return None  # an empty line, stripped trailing fields, or too many
     flat = pc.list_flatten(split)
     columns = [pc.take(flat, pa.array(np.arange(j, n * fields, fields))) for j in range(fields)]
-    if not _all(pc.is_in(columns[0], value_set=pa.array(["0", "1"]))):
+    if not all_true(pc.is_in(columns[0], value_set=pa.array(["0", "1"]))):
         return None
     labels = pc.equal(columns[0], "1").to_numpy(zero_copy_only=False).astype(np.float32)
     dense = np.zeros((n, schema.num_integer), dtype=np.float64)
     for j in range(schema.num_integer):
         column = columns[1 + j]
         given = pc.not_equal(column, "")
-        if not _all(pc.or_(pc.invert(given), pc.match_substring_regex(column, _INTEGER))):
+        if not all_true(pc.or_(pc.invert(given), pc.match_substring_regex(column, _INTEGER))):
             return None
         padded = pc.if_else(given, column, "0")
         dense[:, j] = _distinct_mapped(padded, lambda v: count_feature(int(v)))
@@ -91,7 +87,7 @@ def columnar_block(lines: list[str], schema: CriteoSchema) -> Batch | None:
         given_mask = pc.not_equal(column, "")
         given = given_mask.to_numpy(zero_copy_only=False)
         present = pc.filter(column, given_mask)
-        if not _all(pc.match_substring_regex(present, _HEX)):
+        if not all_true(pc.match_substring_regex(present, _HEX)):
             return None
         ids.append(_hex_ids(present, rows))
         lengths.append(given.astype(np.int64))
@@ -101,7 +97,7 @@ def columnar_block(lines: list[str], schema: CriteoSchema) -> Batch | None:
     flat_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
     return Batch(
         dense=torch.from_numpy(dense.astype(np.float32)),
-        ids=torch.from_numpy(flat_ids.astype(np.int64)),
+        ids=torch.from_numpy(flat_ids),
         offsets=offsets,
         labels=torch.from_numpy(labels),
     )

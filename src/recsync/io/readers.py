@@ -227,7 +227,7 @@ def csv_blocks(
             if block is not None:
                 yield block
         trailing = [(line, bad_rows.pop(line)) for line in sorted(bad_rows)]
-        list(good_examples(trailing, parser, **where))
+        list(good_examples(trailing, parser, **where))  # all rejected: counted, or raised
 
 
 class DatasetReader(Iterator[Batch]):

@@ -31,12 +31,12 @@ import torch
 from recsync.data.batch import Batch
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
-from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
+from recsync.data.tabular import DECIMAL, TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
 
 PARQUET_READ_ROWS = 8192
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
-_DIGITS = r"^[0-9]+$"
+_DIGITS = f"^{DECIMAL.pattern}$"  # the row parser's, unstripped
 
 
 def _plain_numeric(column: pa.Array) -> bool:
@@ -116,9 +116,14 @@ def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch
     )
 
 
+def all_true(mask: pa.Array) -> bool:
+    """No value of a boolean array is false (nulls aside)."""
+    return pc.all(mask).as_py() is not False
+
+
 def _all_match(column: pa.Array, pattern: str) -> bool:
     """Every non-null value matches `pattern`."""
-    return pc.all(pc.match_substring_regex(column, pattern)).as_py() is not False
+    return all_true(pc.match_substring_regex(column, pattern))
 
 
 def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordBatch | None:
@@ -126,7 +131,7 @@ def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordB
     where a value is not written plainly (the row parser reads it)."""
     columns = record_batch.columns
     labels = columns[0]
-    if labels.null_count or not pc.all(pc.is_in(labels, pa.array(["0", "1"]))).as_py():
+    if labels.null_count or not all_true(pc.is_in(labels, pa.array(["0", "1"]))):
         return None
     typed = [pc.equal(labels, "1").cast(pa.int8())]
     first = 1 + len(schema.dense)

@@ -137,5 +137,5 @@ class HierarchicalConfig(StrategyFamily):
         if self.topk_fraction is not None:
             codecs += f" topk={self.topk_fraction:g}" + ("+ef" if self.error_feedback else "")
         compressed = codecs if self.compression.enabled else ""
-        cross = self.cross_sync
-        return f"g={self.groups} p={self.group_servers} {cross.label} {cross._params()}{compressed}"
+        cross = StrategyFamily.describe(self.cross_sync)  # its label: no timing across groups
+        return f"g={self.groups} p={self.group_servers} {cross}{compressed}"
