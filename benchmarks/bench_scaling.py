@@ -13,7 +13,7 @@ Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) syn
 `--examples-per-worker` x its workers examples (at least `--min-examples`).
 
 Prints one JSON line per point (real and simulated EPS, the simulator's error, the engine's
-CPU per example by role from its first run), then one
+CPU per example by role from its first run beside the CPU the simulator charged), then one
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
@@ -113,11 +113,14 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
         "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
         "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": calls,
-        "cpu_us_per_example": {
-            role: round(seconds / real[0]["examples_trained"] * 1e6, 1)
-            for role, seconds in cpu.items()
-        },
+        "cpu_us_per_example": per_example(cpu, real[0]["examples_trained"]),
+        "sim_cpu_us_per_example": per_example(sim["cpu_seconds"], sim["examples_trained"]),
     }
+
+
+def per_example(cpu_seconds: dict[str, float], examples: int) -> dict[str, float]:
+    """Microseconds of CPU per trained example, by role."""
+    return {role: round(seconds / examples * 1e6, 1) for role, seconds in cpu_seconds.items()}
 
 
 def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str) -> dict:

@@ -67,7 +67,18 @@ def test_one_worker_independent_is_bit_identical_to_the_reference_trainer():
         assert torch.equal(table_rows(sim, t), ref_rows), f"table {t}"
         base += spec.num_rows
     assert summary["examples_trained"] == SYNTHETIC.num_train
-    assert "cpu_seconds" not in summary  # the simulator's CPU is virtual: charged, not measured
+
+
+def test_the_summary_has_the_cpu_the_cost_model_charged_each_role():
+    """Virtual CPU: the seconds of work the cost model charged each role's machines (the
+    engine's `cpu_seconds` are measured), here the workers' math and the reader's requests."""
+    cost = CostModel(worker_flops=1e7, request_s=0.0, row_s=0.0, element_s=0.0, reader_batch_s=0.01)
+    cpu = job("independent", ClusterSpec(1, 2, 2, 0), cost).run()["cpu_seconds"]
+    flops = MODEL.dense_flops_per_example() * SYNTHETIC.num_train
+    assert cpu["trainers"] == pytest.approx(flops / 1e7, abs=0.01)
+    requests = -(-SYNTHETIC.num_train // TRAIN.batch_size) + 2  # each worker's last finds none
+    assert cpu["reader"] == pytest.approx(requests * 0.01)
+    assert cpu["embedding_servers"] == 0.0
 
 
 def test_the_same_seed_gives_the_same_run_twice():
@@ -105,6 +116,18 @@ def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
     fast, slow = sorted(summary["examples_per_trainer"], reverse=True)
     assert fast > 2 * slow and fast + slow == SYNTHETIC.num_train
     assert summary["average_sync_gap"] == pytest.approx(4.0, rel=0.1)
+
+
+def test_a_sent_message_holds_its_sender_while_its_end_is_spent():
+    """A Ray caller serializes what it sends on its own thread: an async worker's pushes (one
+    dense, one sparse a step, on its machine's one slot) hold it for their sending CPU."""
+    cluster = ClusterSpec(1, 1, 1, 0, num_dense_servers=1)
+    free = job("async", cluster).run()
+    costly = job("async", cluster, CostModel(message_cpu_s=2e-3)).run()
+    steps = -(-SYNTHETIC.num_train // TRAIN.batch_size)
+    assert free["blocked_seconds"]["PushDense"] == 0.0
+    assert costly["blocked_seconds"]["PushDense"] == pytest.approx(steps * 2 * 2e-3)
+    assert costly["examples_trained"] == SYNTHETIC.num_train
 
 
 def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():

@@ -180,6 +180,8 @@ class SimJob:
         return self.evaluations.records
 
     def _end(self) -> JobEnd:
+        for host in self.hosts.values():  # what the cost model charged, as the engine measures
+            host.measures.cpu_s["process"] = host.machine.cpu_s
         lost = [
             handed - trainer.stats.total_examples if t in self.crashed else 0
             for t, (handed, trainer) in enumerate(

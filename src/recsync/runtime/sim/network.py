@@ -54,12 +54,14 @@ class Nic:
 
 
 class Machine:
-    """A simulated machine: one NIC and `threads` CPU slots."""
+    """A simulated machine: one NIC and `threads` CPU slots; `cpu_s`, the seconds of work
+    charged to it (on its slots or on the cores it shares)."""
 
     def __init__(self, name: str, threads: int = 1):
         self.name = name
         self.nic = Nic()
         self.cpu = Slots(threads)
+        self.cpu_s = 0.0
 
     @property
     def nic_busy_s(self) -> float:
@@ -82,15 +84,24 @@ class Network:
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
 
     def send(
-        self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any = None
+        self,
+        src: Machine,
+        dst: Machine,
+        nbytes: int,
+        then: Callback,
+        arg: Any = None,
+        left: Callback | None = None,
     ) -> None:
         """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
-        so messages queue there in arrival order); each end spends messaging CPU."""
+        so messages queue there in arrival order); each end spends messaging CPU. `left(None)`
+        (if given) once src spent its end's CPU and the message is on its way."""
         if self.handles_messages:
             handling = self.cost.message_cpu_s + self.cost.byte_cpu_s * nbytes
-            self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg))
+            self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg, left))
         else:
             self._leave(src, dst, nbytes, 0.0, then, arg)
+            if left is not None:
+                left(None)
 
     def reply(
         self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any = None
@@ -110,8 +121,13 @@ class Network:
         else:
             then(arg)
 
-    def _transmit(self, message: tuple[Machine, Machine, int, float, Callback, Any]) -> None:
-        self._leave(*message)
+    def _transmit(
+        self, message: tuple[Machine, Machine, int, float, Callback, Any, Callback | None]
+    ) -> None:
+        src, dst, nbytes, handling, then, arg, left = message
+        self._leave(src, dst, nbytes, handling, then, arg)
+        if left is not None:
+            left(None)
 
     def _leave(
         self, src: Machine, dst: Machine, nbytes: int, handling: float, then: Callback, arg: Any
@@ -138,6 +154,7 @@ class Network:
     def work(self, node: Machine, seconds: float, then: Callback, arg: Any = None) -> None:
         """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
         cpu = self.shared_cpu or node.cpu
+        node.cpu_s += seconds
         done = cpu.finish_time(self.clock.now, seconds)
         if len(cpu.free_at) == 1:  # one slot: jobs finish in the order they were booked
             lane = cpu.lane or self._lane(cpu)

@@ -27,6 +27,21 @@ from recsync.runtime.sim.runner import LoopRunner
 Delivery = tuple[SimHost, SimHost, Message, int, Any, Any]
 
 
+class Departures:
+    """Resumes a loop that sent messages once every one of them left its machine."""
+
+    __slots__ = ("missing", "resume")
+
+    def __init__(self, count: int, resume: Callback):
+        self.missing = count
+        self.resume = resume
+
+    def left(self, _: Any) -> None:
+        self.missing -= 1
+        if not self.missing:
+            self.resume(None)
+
+
 class PartialGather:
     """Replies of a group of calls that may go on without some: done once every reply
     arrived, or once `need` of them arrived and the deadline passed."""
@@ -96,12 +111,18 @@ class Transport:
             self.clock.fan_out(self._send_each, sent)
 
     def send(self, runner: LoopRunner, sender: int, calls: Sequence[Target]) -> None:
-        """Fire and forget: the messages leave once the loop went on to its next effect."""
+        """Fire and forget: the messages leave once the loop went on to its next effect.
+        Where messages cost CPU, the loop goes on once its end of them was spent, as a Ray
+        caller serializes what it sends on its own thread."""
         src = runner.host
         items = [self._delivery(src, target, message, None, sender) for target, message in calls]
         self.inflight[sender] = self.inflight.get(sender, 0) + len(items)
-        self.clock.soon(self._send_each, items, urgent=True)
-        runner.resume(None)
+        if not (self.network.handles_messages and items):
+            self.clock.soon(self._send_each, items, urgent=True)
+            runner.resume(None)
+            return
+        departures = Departures(len(items), runner.resume)
+        self.clock.soon(self._send_away, (items, departures), urgent=True)
 
     def drain(self, runner: LoopRunner, effect: Drain) -> None:
         self.after_drain(effect.sender, runner.resume)
@@ -130,6 +151,12 @@ class Transport:
         send, arrived = self.network.send, self._arrived
         for item in items:
             send(item[0].machine, item[1].machine, item[3], arrived, item)
+
+    def _send_away(self, sends: tuple[list[Delivery], Departures]) -> None:
+        items, departures = sends
+        send, arrived, left = self.network.send, self._arrived, departures.left
+        for item in items:
+            send(item[0].machine, item[1].machine, item[3], arrived, item, left)
 
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
