@@ -34,7 +34,7 @@ from typing import Any
 
 import ray
 
-from recsync.app.runs.calibrate import fitted_cost
+from recsync.app.runs.calibrate import cpu_per_example, fitted_cost
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -103,7 +103,6 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
     real_eps = statistics.median(r["eps"] for r in real)
     sim = SimJob(spec, plan_for(spec), cost).run()
     calls = real[0]["calls_per_batch"].get("trainers", {}).get("total")
-    cpu = real[0].get("cpu_seconds", {})
     return {
         **dataclasses.asdict(point),
         "examples": examples,
@@ -113,14 +112,9 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
         "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
         "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": calls,
-        "cpu_us_per_example": per_example(cpu, real[0]["examples_trained"]),
-        "sim_cpu_us_per_example": per_example(sim["cpu_seconds"], sim["examples_trained"]),
+        "cpu_us_per_example": cpu_per_example(real[0]),
+        "sim_cpu_us_per_example": cpu_per_example(sim),
     }
-
-
-def per_example(cpu_seconds: dict[str, float], examples: int) -> dict[str, float]:
-    """Microseconds of CPU per trained example, by role."""
-    return {role: round(seconds / examples * 1e6, 1) for role, seconds in cpu_seconds.items()}
 
 
 def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str) -> dict:

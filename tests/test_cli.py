@@ -217,6 +217,33 @@ def test_a_steps_bar_counts_each_announced_step_done_once_the_next_starts():
     assert announce.bar.tasks[0].description == "done"
 
 
+def test_calibrations_cpu_table_sets_each_roles_engine_cpu_beside_the_simulated():
+    from rich.console import Console
+
+    from recsync.app.cli.common import cpu_table
+
+    rows = [
+        {
+            "config": "easgd",
+            "cpu_us_per_example": {"trainers": 84.2, "sync_servers": 7.2},
+            "predicted_cpu_us_per_example": {"trainers": 95.2, "sync_servers": 14.5},
+        },
+        {
+            "config": "async",
+            "cpu_us_per_example": {"trainers": 101.5, "dense_servers": 29.0},
+            "predicted_cpu_us_per_example": {"trainers": 109.5, "dense_servers": 30.8},
+        },
+    ]
+    console = Console(record=True, width=200)
+    console.print(cpu_table(rows))
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "config" in line)
+    assert header.index("dense_servers") < header.index("sync_servers") < header.index("trainers")
+    easgd = next(line for line in text.splitlines() if "easgd" in line)
+    assert "0 / 0" in easgd and "7.2 / 14.5" in easgd and "84.2 / 95.2" in easgd
+    assert "29 / 30.8" in next(line for line in text.splitlines() if "async" in line)
+
+
 def test_data_tokens_are_printed_as_they_are_not_as_emoji_or_markup(tmp_path):
     path = tmp_path / "odd.libsvm"
     path.write_text("1 :thumbs_up: 2:3\n0 [bold]x 2:1\n")

@@ -81,6 +81,14 @@ def test_the_summary_has_the_cpu_the_cost_model_charged_each_role():
     assert cpu["embedding_servers"] == 0.0
 
 
+def test_a_runs_cpu_per_example_by_role():
+    from recsync.app.runs.calibrate import cpu_per_example
+
+    summary = {"examples_trained": 4_000, "cpu_seconds": {"trainers": 0.4, "reader": 0.02}}
+    assert cpu_per_example(summary) == {"trainers": 100.0, "reader": 5.0}
+    assert cpu_per_example({"examples_trained": 10}) == {}
+
+
 def test_the_same_seed_gives_the_same_run_twice():
     cost = CostModel(speed_spread=0.3, batch_noise=0.2)
     cluster = ClusterSpec(3, 2, 2, 1)

@@ -117,3 +117,20 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
             f"{checkpoint['path']} (position {checkpoint['data_position']:,}, "
             f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop)",
         )
+
+
+def cpu_table(rows: list[dict[str, Any]]) -> Table:
+    """Per job, each role's CPU per example: what the engine spent / what the simulator
+    charged."""
+    roles = sorted({role for row in rows for role in row["cpu_us_per_example"]})
+    table = Table(title="CPU per example, microseconds: engine / simulated")
+    table.add_column("config")
+    for role in roles:
+        table.add_column(role)
+    for row in rows:
+        engine, charged = row["cpu_us_per_example"], row["predicted_cpu_us_per_example"]
+        table.add_row(
+            row["config"],
+            *(f"{engine.get(r, 0.0):g} / {charged.get(r, 0.0):g}" for r in roles),
+        )
+    return table

@@ -21,6 +21,7 @@ from recsync.app.cli.common import (
     ForceOption,
     NameOption,
     SetOption,
+    cpu_table,
     end_of_run,
     fail,
     fail_interrupted,
@@ -262,6 +263,7 @@ def calibrate(
                 f"{row['error']:+.1%}",
             )
         Console(emoji=False).print(checks)
+        Console(emoji=False).print(cpu_table(rows))
     Console(emoji=False).print(f"cost profile written to {out}")
 
 

@@ -125,8 +125,23 @@ def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
     ]
 
 
+def simulated(spec: JobSpec, cost: CostModel) -> dict[str, Any]:
+    """The simulated run's summary."""
+    return SimJob(spec, plan_for(spec), cost).run()
+
+
 def simulated_eps(spec: JobSpec, cost: CostModel) -> float:
-    return float(SimJob(spec, plan_for(spec), cost).run()["eps"])
+    return float(simulated(spec, cost)["eps"])
+
+
+def cpu_per_example(summary: dict[str, Any]) -> dict[str, float]:
+    """A run's CPU microseconds per trained example, by role (the engine's measured, the
+    simulator's charged; none where the summary has no `cpu_seconds`)."""
+    examples = summary["examples_trained"]
+    return {
+        role: round(seconds / examples * 1e6, 1)
+        for role, seconds in summary.get("cpu_seconds", {}).items()
+    }
 
 
 def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
@@ -227,9 +242,10 @@ def fitted_cost(
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
     few, many = fit_configs(synthetic)
     step("engine: 1x2 independent, 1 embedding server")
-    few_eps = run_job(few)["eps"]
+    few_run = run_job(few)
     step("engine: 1x2 independent, 4 embedding servers")
-    many_eps = run_job(many)["eps"]
+    many_run = run_job(many)
+    few_eps, many_eps = few_run["eps"], many_run["eps"]
     step("fitting the simulator to both")
     small = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
     fitted = fit_engine(
@@ -243,10 +259,8 @@ def fitted_cost(
     measured["worker_speed_fitted"] = fitted.worker_flops / cost.worker_flops
     measured["message_cpu_fitted"] = fitted.message_cpu_s / cost.message_cpu_s
     rows = [
-        _row("1x2 independent, 1 embedding server (fitted)", few_eps, simulated_eps(few, fitted)),
-        _row(
-            "1x2 independent, 4 embedding servers (fitted)", many_eps, simulated_eps(many, fitted)
-        ),
+        _row("1x2 independent, 1 embedding server (fitted)", few_run, simulated(few, fitted)),
+        _row("1x2 independent, 4 embedding servers (fitted)", many_run, simulated(many, fitted)),
     ]
     return fitted, measured, rows
 
@@ -268,14 +282,18 @@ def calibrate(
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
         for name, spec in check_configs(synthetic):
             step(f"engine and simulator: {name}")
-            rows.append(_row(name, run_job(spec)["eps"], simulated_eps(spec, cost)))
+            rows.append(_row(name, run_job(spec), simulated(spec, cost)))
     return cost, measured, rows
 
 
-def _row(name: str, measured: float, predicted: float) -> Row:
+def _row(name: str, engine: dict[str, Any], simulation: dict[str, Any]) -> Row:
+    """Engine vs simulator on one job: EPS, and CPU per example by role."""
+    measured, predicted = engine["eps"], simulation["eps"]
     return {
         "config": name,
         "measured_eps": round(measured),
         "predicted_eps": round(predicted),
         "error": round(predicted / measured - 1.0, 3),
+        "cpu_us_per_example": cpu_per_example(engine),
+        "predicted_cpu_us_per_example": cpu_per_example(simulation),
     }
