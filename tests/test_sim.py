@@ -127,14 +127,15 @@ def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
 
 
 def test_a_sent_message_holds_its_sender_while_its_end_is_spent():
-    """A Ray caller serializes what it sends on its own thread: an async worker's pushes (one
-    dense, one sparse a step, on its machine's one slot) hold it for their sending CPU."""
+    """A Ray caller serializes what it sends on its own thread: an async worker's dense push
+    (sent alone at the next step's start; the last step's row push with it, at the end), on
+    its machine's one slot, holds it for its sending CPU."""
     cluster = ClusterSpec(1, 1, 1, 0, num_dense_servers=1)
     free = job("async", cluster).run()
     costly = job("async", cluster, CostModel(message_cpu_s=2e-3)).run()
     steps = -(-SYNTHETIC.num_train // TRAIN.batch_size)
     assert free["blocked_seconds"]["PushDense"] == 0.0
-    assert costly["blocked_seconds"]["PushDense"] == pytest.approx(steps * 2 * 2e-3)
+    assert costly["blocked_seconds"]["PushDense"] == pytest.approx((steps + 1) * 2e-3)
     assert costly["examples_trained"] == SYNTHETIC.num_train
 
 
@@ -188,6 +189,23 @@ def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push
     assert per_batch["PushSparse+Lookup"] == round((2 * batches - 8) / batches, 3)
     assert per_batch["total"] == round(sum(v for k, v in per_batch.items() if k != "total"), 3)
     assert summary["examples_trained"] == SYNTHETIC.num_train
+
+
+def test_an_async_worker_carries_its_row_gradients_on_its_next_lookups_gba_pushes_at_once():
+    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=2)
+    batches = -(-SYNTHETIC.num_train // TRAIN.batch_size)
+    deferred = job("async", cluster).run()
+    calls = {k: v["calls"] for k, v in deferred["traffic"]["trainers"].items()}
+    # a lookup on every shard each step: the first alone (4 threads x 2 shards), then each
+    # carrying the step before's row gradients; the last step's leave alone at the end
+    assert calls["Lookup"] == calls["PushSparse"] == 4 * 2
+    assert calls["PushSparse+Lookup"] == 2 * batches - 4 * 2
+    assert calls["PushDense"] == calls["PullDense"] == 2 * batches  # dense pushes alone
+    assert deferred["examples_trained"] == SYNTHETIC.num_train
+    at_once = job("gba", cluster).run()
+    calls = {k: v["calls"] for k, v in at_once["traffic"]["trainers"].items()}
+    assert calls["Lookup"] == calls["PushSparse"] == 2 * batches
+    assert "PushSparse+Lookup" not in calls
 
 
 def test_stragglers_in_stretches_are_redrawn_each_period_and_repeat_from_the_seed():

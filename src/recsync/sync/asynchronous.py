@@ -24,6 +24,9 @@ class AsyncConfig(GradientStrategy):
 
     name: ClassVar[str] = "async"
     label: ClassVar[str] = "async"
+    # nothing waits for a push, so one that leaves a reader round trip later changes only
+    # its staleness, and its row gradients ride on the next lookups
+    defers_pushes: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.staleness_norm is not None and not isinstance(self.staleness_norm, StalenessNorm):

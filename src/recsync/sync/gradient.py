@@ -171,6 +171,9 @@ class GradientStrategy(StrategyFamily):
     embedding shard (`make_server`), the workers' pull rule, and the reader's tokens."""
 
     holds_workers: ClassVar[bool] = False  # its servers' may_start can say no
+    # a step's pushes wait for the worker's next batch, its row gradients riding on the next
+    # lookups (half the calls to the shards; each push one reader round trip later)
+    defers_pushes: ClassVar[bool] = False
     staleness_norm: StalenessNorm | None = None  # scale stale gradients (async family)
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:

@@ -4,14 +4,18 @@ Step: (if the strategy holds workers) wait until every server lets this worker s
 take a batch (and its GBA token) -> pooled lookup on the embedding shards (with the rows'
 versions) -> pull the dense blocks into this worker's own copy -> forward/backward on
 exactly the values pulled -> push the dense gradient blocks and the row gradients, each
-tagged with the version it was computed from. A strategy that holds its workers carries a
-step's pushes on the next step's may-start requests (one call per server, the push applied
-first), which leave at once as the pushes alone would; the others push alone right after
-the step (riding on the next lookup and pull, a push would wait behind the reader's round
-trip: later, and staler, than the strategy means it). How the pull goes (every block, or
-PSP's partial pull that keeps the previous copy of a block it did not wait for) is the
-strategy's `PullRule`. When the data runs out: wait until the pushes landed, then tell
-every server it is done. Free of transport: a generator of effects run by a driver.
+tagged with the version it was computed from. When a step's pushes leave is the
+strategy's: right after the step (GBA, PSP: a later push would change what the others pull
+next); or with the next step's first requests, the step counted as trained then (a crash
+before loses the batch, handed out again, not a gradient): a strategy that holds its
+workers carries them on the next step's may-start requests (one call per server, the push
+applied first); one that `defers_pushes` (async), once the next batch is in hand, sends
+the dense blocks' alone and carries the row gradients on the next lookups (one call per
+shard a step, not two; each push one round trip to the reader later). A cut that pauses
+the reader sends what waits alone. How the pull goes (every block, or PSP's partial pull
+that keeps the previous copy of a block it did not wait for) is the strategy's `PullRule`.
+When the data runs out: send what is left, wait until the pushes landed, then tell every
+server it is done. Free of transport: a generator of effects run by a driver.
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
 from recsync.trainer.steps import (
     fused,
-    nothing_to_flush,
     row_gradient_messages,
     take_batch,
     versioned_lookup,
@@ -129,13 +132,19 @@ class GradientWorker:
         self.stats.finish(self.thread)
 
     def _take_unsent(self) -> UnsentPushes | None:
-        """The previous step's pushes (of a strategy that holds its workers), counted as
-        trained now: they leave with the call that takes them (a crash after this loses
-        nothing)."""
+        """The previous step's pushes, counted as trained now: they leave with the call
+        that takes them (a crash after this loses nothing)."""
         unsent, self.unsent = self.unsent, None
         if unsent is not None:
             self.stats.count_step(self.thread, unsent.examples, unsent.loss)
         return unsent
+
+    def _flush(self) -> list[Target]:
+        """The previous step's pushes, to send alone (a cut began, or the data ran out)."""
+        unsent = self._take_unsent()
+        if unsent is None:
+            return []
+        return list(zip(self._servers(), unsent.in_server_order, strict=True))
 
     def _may_start(
         self, last_dense: list[int] | None, last_sparse: list[int] | None
@@ -164,14 +173,24 @@ class GradientWorker:
         pushed = self.stats.pushed(self.thread)
         request = NextBatch(self.trainer, with_token=True, worker=self.worker, pushed=pushed)
         handed: HandedBatch = yield from take_batch(
-            wiring.reader, request, self.worker, nothing_to_flush
+            wiring.reader, request, self.worker, self._flush
         )
         batch, token = handed.batch, handed.token
         if batch is None:
+            left = self._flush()
+            if left:
+                yield Send(self.worker, left)
             self.stats.note_dry(self.thread)
             return None
+        unsent = self._take_unsent() if self.strategy.defers_pushes else None
+        if unsent is not None:
+            yield Send(self.worker, list(zip(wiring.dense, unsent.dense, strict=True)))
         requests, replies, pooled = yield from versioned_lookup(
-            layout, wiring.shards, batch, self.pull.min_versions(last_sparse)
+            layout,
+            wiring.shards,
+            batch,
+            self.pull.min_versions(last_sparse),
+            None if unsent is None else unsent.sparse,
         )
         wanted = self.pull.min_versions(last_dense)
         order = self.pull.order(len(wiring.dense), self.worker + pushed)
@@ -199,10 +218,10 @@ class GradientWorker:
             for b, (start, stop) in enumerate(wiring.dense_ranges)
         ]
         pushes = UnsentPushes(dense, sparse, batch.batch_size, float(loss))
-        if self.strategy.holds_workers:  # they ride on the next may-start requests
-            self.unsent = pushes
+        if self.strategy.holds_workers or self.strategy.defers_pushes:
+            self.unsent = pushes  # they leave with the next step's first requests
         else:
             self.stats.count_step(self.thread, pushes.examples, pushes.loss)
-            servers = (*wiring.dense, *wiring.shards)
+            servers = self._servers()
             yield Send(self.worker, list(zip(servers, pushes.in_server_order, strict=True)))
         return tags, [reply.version for reply in replies]

@@ -48,13 +48,18 @@ def empty_request(shard: int) -> ShardRequest:
 
 
 def lookups(
-    shards: tuple[Address, ...], requests: list[ShardRequest], min_versions: list[int] | None = None
+    shards: tuple[Address, ...],
+    requests: list[ShardRequest],
+    min_versions: list[int] | None = None,
+    pushes: list[PushRowGradients] | None = None,
 ) -> list[Target]:
     """One Lookup per request, to the request's shard; with `min_versions`, shard s answers
-    once its version reached min_versions[s]."""
+    once its version reached min_versions[s]; with `pushes` (one per shard), each carries
+    the push to its shard (applied first)."""
     return [
-        (
+        fused(
             shards[r.shard],
+            None if pushes is None else pushes[r.shard],
             Lookup(
                 r.rows, r.offsets, r.weights, 0 if min_versions is None else min_versions[r.shard]
             ),
@@ -94,14 +99,16 @@ def versioned_lookup(
     shards: tuple[Address, ...],
     batch: Batch,
     min_versions: list[int] | None = None,
+    pushes: list[PushRowGradients] | None = None,
 ) -> Generator[CallEach, list[Pooled], tuple[list[ShardRequest], list[Pooled], torch.Tensor]]:
     """A lookup on every shard of a gradient policy (an empty request where the batch has no
     row there: every shard counts one push per step), answered with the rows' versions;
-    with `min_versions`, shard s answers once its version reached min_versions[s].
-    Returns (requests, replies, B x F x D pooled embeddings)."""
+    with `min_versions`, shard s answers once its version reached min_versions[s]; with
+    `pushes` (the previous step's, one per shard), each lookup carries its shard's push,
+    applied first. Returns (requests, replies, B x F x D pooled embeddings)."""
     routed = {r.shard: r for r in layout.route(batch)}
     requests = [routed.get(s) or empty_request(s) for s in range(layout.num_shards)]
-    replies = yield CallEach(lookups(shards, requests, min_versions))
+    replies = yield CallEach(lookups(shards, requests, min_versions, pushes))
     used = [i for i, r in enumerate(requests) if r.bag_index.numel()]
     pooled = layout.combine(
         batch.batch_size, [requests[i] for i in used], [replies[i].pooled for i in used]
