@@ -34,14 +34,13 @@ from typing import Any
 
 import ray
 
-from recsync.app.runs.calibrate import cpu_per_example, fitted_cost
-from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.app.runs.calibrate import cpu_per_example, fitted_cost, simulated
+from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.cost import CostModel
-from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
 
 TRAINERS = (1, 2, 4, 6, 8)
@@ -101,7 +100,7 @@ def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dic
     spec = point.spec(examples)
     real = [run_job(spec) for _ in range(repeats)]
     real_eps = statistics.median(r["eps"] for r in real)
-    sim = SimJob(spec, plan_for(spec), cost).run()
+    sim = simulated(spec, cost)
     calls = real[0]["calls_per_batch"].get("trainers", {}).get("total")
     return {
         **dataclasses.asdict(point),

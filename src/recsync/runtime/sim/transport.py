@@ -111,9 +111,9 @@ class Transport:
             self.clock.fan_out(self._send_each, sent)
 
     def send(self, runner: LoopRunner, sender: int, calls: Sequence[Target]) -> None:
-        """Fire and forget: the messages leave once the loop went on to its next effect.
-        Where messages cost CPU, the loop goes on once its end of them was spent, as a Ray
-        caller serializes what it sends on its own thread."""
+        """Fire and forget: the loop goes on without the replies. Where messages cost CPU it
+        goes on once its end of them was spent (a Ray caller serializes what it sends on its
+        own thread); else at once, the messages leaving as it does."""
         src = runner.host
         items = [self._delivery(src, target, message, None, sender) for target, message in calls]
         self.inflight[sender] = self.inflight.get(sender, 0) + len(items)
