@@ -17,8 +17,9 @@ CPU per example by role from its first run beside the CPU the simulator charged)
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
-does (app/runs/calibrate.py): the messages' CPU measured at both ends of a Ray call, a worker
-speed and a per-message factor fitted to the engine on two jobs outside the grid.
+does (app/runs/calibrate.py): the messages' CPU measured at both ends of a call between
+two actors (a channel round trip), a worker speed and a per-message factor fitted to the
+engine on two jobs outside the grid.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from recsync.trainer.replica import DenseReplica
 PAYLOAD_BYTES = 512 * 1024
 Row = dict[str, Any]
 FIT_EXAMPLES = 20_000
-FIT_ROUNDS = 5  # turns of the two-factor fit
+FIT_ROUNDS = 8  # turns of the two-factor fit (its two jobs pull both factors: it settles slowly)
 FIT_RANGE = 8.0  # the first turn looks for each factor in [1/8, 8]
 FIT_LAST_RANGE = 1.25
 FIT_PRECISION = 0.01  # of a factor's logarithm
@@ -93,9 +93,9 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
-    """The cost model of this machine: every node shares its cores; a Ray call costs the CPU
-    both its processes spent on it (a call is four message ends: request and reply, each
-    sent and received)."""
+    """The cost model of this machine: every node shares its cores; a call between two
+    nodes (a loop's message over its channel) costs the CPU both processes spent on it (a
+    call is four message ends: request and reply, each sent and received)."""
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
         worker_flops=flops / measured["worker_s"],
@@ -145,13 +145,25 @@ def cpu_per_example(summary: dict[str, Any]) -> dict[str, float]:
 
 
 def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
-    """The jobs the cost model is fitted on (no strategy's sync in them): 1 trainer x 2
-    workers (in processes of their own, as by default), independent, with 1 embedding server
-    (few messages a step) and with 4 (more)."""
+    """The jobs the cost model is fitted on (no strategy's sync in them), independent: 1
+    trainer x 2 workers (in processes of their own, as by default) with 1 embedding server
+    (few messages a step, a process a core on 2 cores), and 3 trainers x 2 workers with 3
+    (more messages, amid more processes than cores on a small machine, where a message
+    costs its ends more than alone)."""
     model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
     return (
         JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
-        JobSpec(model, train, ClusterSpec(1, 2, 4, 0), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(3, 2, 3, 0), strategy, synthetic),
+    )
+
+
+def fit_name(spec: JobSpec) -> str:
+    """A fit job as rows and progress name it: "1x2 independent, 1 embedding server"."""
+    cluster = spec.cluster
+    servers = cluster.num_embedding_servers
+    return (
+        f"{cluster.num_trainers}x{cluster.workers_per_trainer} independent, "
+        f"{servers} embedding server{'s' if servers > 1 else ''}"
     )
 
 
@@ -236,14 +248,14 @@ def fitted_cost(
     engine vs simulated EPS per fit job. Needs a connected Ray. `step(what)` is told of
     each of its FIT_STEPS steps before it starts."""
     model, train = ModelSpec(), TrainSpec()
-    step("measuring the math, a Ray call and its CPU")
+    step("measuring the math, a call between nodes and its CPU")
     measured = measure(model, train, SyntheticSpec())
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
     few, many = fit_configs(synthetic)
-    step("engine: 1x2 independent, 1 embedding server")
+    step(f"engine: {fit_name(few)}")
     few_run = run_job(few)
-    step("engine: 1x2 independent, 4 embedding servers")
+    step(f"engine: {fit_name(many)}")
     many_run = run_job(many)
     few_eps, many_eps = few_run["eps"], many_run["eps"]
     step("fitting the simulator to both")
@@ -259,8 +271,8 @@ def fitted_cost(
     measured["worker_speed_fitted"] = fitted.worker_flops / cost.worker_flops
     measured["message_cpu_fitted"] = fitted.message_cpu_s / cost.message_cpu_s
     rows = [
-        _row("1x2 independent, 1 embedding server (fitted)", few_run, simulated(few, fitted)),
-        _row("1x2 independent, 4 embedding servers (fitted)", many_run, simulated(many, fitted)),
+        _row(f"{fit_name(few)} (fitted)", few_run, simulated(few, fitted)),
+        _row(f"{fit_name(many)} (fitted)", many_run, simulated(many, fitted)),
     ]
     return fitted, measured, rows
 

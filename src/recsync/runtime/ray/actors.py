@@ -1,7 +1,7 @@
 """Every node of a job as one kind of Ray actor: it builds its node from the node's spec,
-answers messages (under a lock, waiting until the node is `ready`, for nodes that are
-`serialized`; concurrently otherwise), arms the node's timers, runs its loops on threads
-(loops.py), and reports."""
+answers messages (the driver's Ray calls, and its peers' loops over its channel; under a
+lock, waiting until the node is `ready`, for nodes that are `serialized`; concurrently
+otherwise), arms the node's timers, runs its loops on threads (loops.py), and reports."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import wire
+from recsync.runtime.ray.channel import ChannelServer, Endpoint
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.peers import Peers
@@ -70,6 +71,7 @@ class NodeActor:
         self.peers = Peers({})
         self.group: Any = None
         self.driver: LoopDriver | None = None  # while its loops run
+        self.server: ChannelServer | None = None  # once a peer may call it
         self.cpu_at_start = _process_cpu_s()
 
     def ping(self) -> int:
@@ -84,16 +86,23 @@ class NodeActor:
         assert self.part is not None
         release_shared(self.part.path)
 
+    def endpoint(self) -> Endpoint:
+        """Where peers' loops send this node messages (its channel, started on first ask)."""
+        if self.server is None:
+            host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+            self.server = ChannelServer(self.call, host)
+        return self.server.endpoint
+
     def connect(
-        self, peers: dict[Address, Any], replaceable: frozenset[Role] = frozenset()
+        self, peers: dict[Address, Endpoint], replaceable: frozenset[Role] = frozenset()
     ) -> None:
-        """The actors of the other nodes, for this node's loops to call; calls to a lost
+        """The endpoints of the other nodes, for this node's loops to call; calls to a lost
         node of a `replaceable` role wait for its replacement (`repoint`)."""
         self.peers = Peers(peers, replaceable)
 
-    def repoint(self, address: Address, handle: Any) -> None:
-        """Node `address` was lost and runs in a new actor now."""
-        self.peers.replace(address, handle)
+    def repoint(self, address: Address, endpoint: Endpoint) -> None:
+        """Node `address` was lost and runs in a new actor now, reached at `endpoint`."""
+        self.peers.replace(address, endpoint)
 
     def call(self, wired: Message) -> Any:
         """The node's (encoded) reply to an (encoded) message; a fused one's push is

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ray
 
+from recsync.runtime.ray.channel import ChannelClosed, RemoteError
+
 
 class NodeFailure(RuntimeError):
     """A node the job depends on died, hung or failed; the message names it. `lost`: the
@@ -23,13 +25,13 @@ class NodeFailure(RuntimeError):
 
 
 def failure(where: str, error: BaseException) -> NodeFailure:
-    """A NodeFailure naming `where` for an error a Ray call raised: a node's own failure
-    keeps its message (it names the node), a remote exception its type and message, with no
-    remote traceback."""
-    if isinstance(error, ray.exceptions.RayTaskError):
+    """A NodeFailure naming `where` for an error a call (Ray's or a channel's) raised: a
+    node's own failure keeps its message (it names the node), a remote exception its type
+    and message, with no remote traceback."""
+    if isinstance(error, (ray.exceptions.RayTaskError, RemoteError)):
         error = getattr(error, "cause", None) or error
     if isinstance(error, NodeFailure):
         return NodeFailure(error.message, error.lost)
-    if isinstance(error, ray.exceptions.RayActorError):
+    if isinstance(error, (ray.exceptions.RayActorError, ChannelClosed)):
         return NodeFailure(f"{where} is dead or unreachable", lost=where)
     return NodeFailure(f"{where}: {type(error).__name__}: {error}")

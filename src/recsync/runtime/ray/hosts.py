@@ -15,6 +15,7 @@ from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology, TrainerSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
+from recsync.runtime.ray.channel import Endpoint
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
@@ -33,6 +34,7 @@ class JobActors:
         self.machines = cluster_machines()
         self.machine_of = assign_machines([n.address for n in topology.nodes], len(self.machines))
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
+        self.endpoints: dict[Address, Endpoint] = {}  # where each node's home is called
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.replaceable: frozenset[Role] = frozenset()
@@ -55,10 +57,13 @@ class JobActors:
         self.check_alive(START_TIMEOUT_S)
         self._check_placement()
         self._start_worker_processes()
+        addresses = list(self.actors)
+        endpoints = ray.get([self.actors[a].endpoint.remote() for a in addresses])
+        self.endpoints = dict(zip(addresses, endpoints, strict=True))
         looping = [n.address for n in self.topology.nodes if n.has_loops]
         ray.get(
             [
-                actor.connect.remote(self.actors, replaceable)
+                actor.connect.remote(self.endpoints, replaceable)
                 for a in looping
                 for actor in self.actors_of(a)
             ]
@@ -97,9 +102,9 @@ class JobActors:
         )
         self.actors[address] = actor.remote(node, None)
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
+        endpoint = self.endpoints[address] = ray.get(self.actors[address].endpoint.remote())
         looping = [n.address for n in self.topology.nodes if n.has_loops]
-        handle = self.actors[address]
-        ray.get([a.repoint.remote(address, handle) for n in looping for a in self.actors_of(n)])
+        ray.get([a.repoint.remote(address, endpoint) for n in looping for a in self.actors_of(n)])
 
     def restart(self, node: TrainerSpec) -> list[Any]:
         """Start a lost trainer anew (`node`: its next incarnation), on its machine if it is
@@ -121,8 +126,9 @@ class JobActors:
         if part is not None:
             self.unreleased[address] = part.path
             self._start_worker_processes([node])
+        self.endpoints[address] = ray.get(self.actors[address].endpoint.remote())
         actors = self.actors_of(address)
-        ray.get([a.connect.remote(self.actors, self.replaceable) for a in actors])
+        ray.get([a.connect.remote(self.endpoints, self.replaceable) for a in actors])
         return actors
 
     def _check_placement(self) -> None:
@@ -197,5 +203,6 @@ class JobActors:
             for actor in self.actors_of(address):
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
+        self.endpoints.clear()
         self.worker_actors.clear()
         self.unreleased.clear()

@@ -1,5 +1,6 @@
-"""Runs a node's loops on real threads, one handler per effect type: messages become Ray
-calls to the peers' actors, collectives go through gloo, waits use one condition per node.
+"""Runs a node's loops on real threads, one handler per effect type: messages go to the
+peers over the loop's own connections (channel.py), collectives go through gloo, waits use
+one condition per node.
 Time blocked and effects yielded are counted by effect label; bytes by message kind."""
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import ray
 import torch
 import torch.distributed as dist
 
@@ -32,7 +32,8 @@ from recsync.protocol.effects import (
 )
 from recsync.protocol.messages import Message, wire_bytes
 from recsync.protocol.node import LoopSpec
-from recsync.runtime.ray import wire
+from recsync.runtime.ray import channel, wire
+from recsync.runtime.ray.channel import ChannelClosed, Connection, Endpoint, RemoteError
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.peers import Peers, Sent
 
@@ -42,13 +43,24 @@ BACKGROUND_NICE = 10  # a background loop (shadow sync) only takes CPU the worke
 
 
 class _LoopState:
-    """Per loop: its sends still in flight (with their targets), and a request sent ahead
-    of time."""
+    """Per loop: its connections to its peers, its sends still in flight (with their
+    targets), and a request sent ahead of time."""
 
     def __init__(self) -> None:
+        self.connections: dict[Endpoint, Connection] = {}
         self.pending: list[Sent] = []
         self.prefetched: dict[Address, Sent] = {}
         self.resumed = time.perf_counter()
+
+    def connection(self, endpoint: Endpoint) -> Connection:
+        connection = self.connections.get(endpoint)
+        if connection is None or connection.broken is not None:
+            connection = self.connections[endpoint] = Connection(endpoint)
+        return connection
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
 
 
 Handler = Callable[[_LoopState, Any], Any]
@@ -129,8 +141,11 @@ class LoopDriver:
                 state.resumed = time.perf_counter()
                 self._count(effect, state.resumed - started, spec.worker, computed)
         finally:
-            if state.pending:
-                self._get_each(state.pending)
+            try:
+                if state.pending:
+                    self._get_each(state, state.pending)
+            finally:
+                state.close()
 
     def _count(self, effect: Effect, seconds: float, worker: int | None, computed: float) -> None:
         """Count the effect and its seconds; a worker's Compute also as that worker's step
@@ -147,68 +162,71 @@ class LoopDriver:
             self.measures.calls[message.kind] += 1
         return wire.encode(message)
 
-    def _get(self, sent: Sent, timeout: float = REPLY_WAIT_S) -> Any:
+    def _get(self, state: _LoopState, sent: Sent, timeout: float = REPLY_WAIT_S) -> Any:
         """The reply of one call; its failure names its target. A call to a lost node the
         job replaces is sent again to its replacement."""
         while True:
             try:
-                return ray.get(sent.ref, timeout=timeout)
-            except ray.exceptions.GetTimeoutError:
+                return sent.ticket.result(timeout)
+            except TimeoutError:
                 raise NodeFailure(
                     f"{self.name}: no answer from {sent.target} within {timeout:.0f} s"
                 ) from None
-            except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
-                lost = isinstance(error, ray.exceptions.RayActorError)
+            except (ChannelClosed, RemoteError) as error:
+                lost = isinstance(error, ChannelClosed)
                 if not lost or sent.target.role not in self.peers.replaceable:
                     raise failure(sent.target.name, error) from None
-                handle, incarnation = self.peers.successor(sent, self.name)
-                ref = handle.call.remote(self._sent(sent.message))
-                sent = Sent(ref, sent.target, sent.message, incarnation)
+                endpoint, incarnation = self.peers.successor(sent, self.name)
+                ticket = state.connection(endpoint).request(self._sent(sent.message))
+                sent = Sent(ticket, sent.target, sent.message, incarnation)
 
-    def _get_each(self, calls: list[Sent]) -> list[Any]:
+    def _get_each(self, state: _LoopState, calls: list[Sent]) -> list[Any]:
         """The replies of calls made together, in order."""
-        return [self._get(sent) for sent in calls]
+        return [self._get(state, sent) for sent in calls]
 
-    def _remote(self, target: Address, message: Message) -> Sent:
-        handle, incarnation = self.peers[target]
-        return Sent(handle.call.remote(self._sent(message)), target, message, incarnation)
+    def _wait(self, calls: list[Sent], need: int) -> None:
+        """Until `need` of `calls` are answered (a peer that never answers is named)."""
+        if not channel.wait([sent.ticket for sent in calls], need, REPLY_WAIT_S):
+            waiting = sorted({str(s.target) for s in calls if not s.ticket.done})
+            raise NodeFailure(f"{self.name}: no answer from {', '.join(waiting)}")
+
+    def _remote(self, state: _LoopState, target: Address, message: Message) -> Sent:
+        endpoint, incarnation = self.peers[target]
+        ticket = state.connection(endpoint).request(self._sent(message))
+        return Sent(ticket, target, message, incarnation)
 
     def _call(self, state: _LoopState, effect: Call) -> Any:
         target, message = effect.target, effect.message
         sent = state.prefetched.pop(target, None) if message.prefetchable else None
         if sent is None:
-            sent = self._remote(target, message)
-        reply = wire.decode(self._get(sent))
+            sent = self._remote(state, target, message)
+        reply = wire.decode(self._get(state, sent))
         if message.prefetchable and not reply.last:
-            state.prefetched[target] = self._remote(target, message)
+            state.prefetched[target] = self._remote(state, target, message)
         return reply
 
     def _call_each(self, state: _LoopState, effect: CallEach) -> list[Any]:
-        calls = [self._remote(t, m) for t, m in effect.calls]
+        calls = [self._remote(state, t, m) for t, m in effect.calls]
         quorum = effect.quorum
         if quorum is None:
-            return [wire.decode(reply) for reply in self._get_each(calls)]
-        refs = [sent.ref for sent in calls]
+            return [wire.decode(reply) for reply in self._get_each(state, calls)]
         started = time.perf_counter()
-        ray.wait(refs, num_returns=quorum.need)
+        self._wait(calls, quorum.need)
         left = started + quorum.wait_s - time.perf_counter()
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=max(left, 0.0))
-        arrived = set(ready)
-        return [wire.decode(self._get(sent)) if sent.ref in arrived else None for sent in calls]
+        channel.wait([sent.ticket for sent in calls], len(calls), max(left, 0.0))
+        return [wire.decode(self._get(state, sent)) if sent.ticket.done else None for sent in calls]
 
     def _send(self, state: _LoopState, effect: Send) -> None:
-        state.pending.extend(self._remote(t, m) for t, m in effect.calls)
+        state.pending.extend(self._remote(state, t, m) for t, m in effect.calls)
         bound = 2 * len(effect.calls)  # at most about two steps of sends in flight
         if len(state.pending) > bound:
-            refs = [sent.ref for sent in state.pending]
-            done, _ = ray.wait(refs, num_returns=len(refs) - bound)
-            finished = set(done)
-            self._get_each([sent for sent in state.pending if sent.ref in finished])
-            state.pending = [sent for sent in state.pending if sent.ref not in finished]
+            self._wait(state.pending, len(state.pending) - bound)
+            self._get_each(state, [sent for sent in state.pending if sent.ticket.done])
+            state.pending = [sent for sent in state.pending if not sent.ticket.done]
 
     def _drain(self, state: _LoopState, effect: Drain) -> None:
         if state.pending:
-            self._get_each(state.pending)
+            self._get_each(state, state.pending)
             state.pending = []
 
     def _compute(self, state: _LoopState, effect: Compute) -> None:
