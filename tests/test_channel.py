@@ -55,6 +55,22 @@ def test_a_frame_carries_arrays_of_every_layout():
     right.close()
 
 
+def test_each_frames_arrays_are_writable_buffers_of_their_own():
+    """What lets a server keep a message's tensors without copying them (`NodeActor.call`,
+    `owned`): writing to one frame's array changes neither the sender's nor the next's."""
+    left, right = socket.socketpair()
+    sent = np.arange(1_000, dtype=np.float32)
+    write_frame(left, {"grads": sent})
+    write_frame(left, {"grads": sent})
+    first, second = read_frame(right)[1]["grads"], read_frame(right)[1]["grads"]
+    first += 1.0
+    np.testing.assert_array_equal(second, sent)
+    np.testing.assert_array_equal(sent, np.arange(1_000, dtype=np.float32))
+    assert not np.shares_memory(first, second)
+    left.close()
+    right.close()
+
+
 def test_a_message_crosses_as_the_wire_encodes_it():
     server = ChannelServer(_echo, "127.0.0.1")
     connection = Connection(server.endpoint)

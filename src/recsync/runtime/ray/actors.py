@@ -90,7 +90,7 @@ class NodeActor:
         """Where peers' loops send this node messages (its channel, started on first ask)."""
         if self.server is None:
             host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
-            self.server = ChannelServer(self.call, host)
+            self.server = ChannelServer(self._call_owned, host)
         return self.server.endpoint
 
     def connect(
@@ -104,10 +104,12 @@ class NodeActor:
         """Node `address` was lost and runs in a new actor now, reached at `endpoint`."""
         self.peers.replace(address, endpoint)
 
-    def call(self, wired: Message) -> Any:
+    def call(self, wired: Message, owned: bool = False) -> Any:
         """The node's (encoded) reply to an (encoded) message; a fused one's push is
-        applied first, then its request answered."""
-        message = wire.decode(wired, copy=wired.retained)
+        applied first, then its request answered. `owned`: the message's arrays are its
+        own writable buffers (read off the channel), kept without a copy; else (a Ray
+        call's read-only views) a message the node keeps (`retained`) is copied."""
+        message = wire.decode(wired, copy=wired.retained and not owned)
         if isinstance(message, Fused):
             self._handle(message.push)
             message = message.request
@@ -116,6 +118,10 @@ class NodeActor:
             with self.counting:
                 self.measures.bytes_sent[message.kind] += wire_bytes(reply)
         return wire.encode(reply)
+
+    def _call_owned(self, wired: Message) -> Any:
+        """`call` for a message read off the channel (its arrays fresh buffers of its own)."""
+        return self.call(wired, owned=True)
 
     def _handle(self, message: Message) -> Any:
         """The node's reply, once it is `ready` for the message (serialized nodes: under
