@@ -239,3 +239,20 @@ def test_a_diverging_worker_stops_the_run_with_an_error_naming_it():
     spec = JobSpec(MODEL, train, CLUSTER, strategy_config("async"), SYNTHETIC)
     with pytest.raises(ValueError, match=r"worker \d+: NaN or infinite gradient"):
         SimJob(spec, plan_for(spec), CostModel()).run()
+
+
+def test_a_gradient_worker_is_not_charged_the_dense_optimizer_step_it_leaves_to_servers():
+    """`apply_share` of a step is the dense optimizer's: a worker that pushes its gradient
+    (async) is charged the rest, one that applies to its own replica (S-EASGD) all of it."""
+
+    def trainers_cpu(name: str, cluster: ClusterSpec, apply_share: float) -> float:
+        cost = CostModel(worker_flops=2e8, shared_cpus=2, apply_share=apply_share)
+        return simulate(name, cost, cluster)[1]["cpu_seconds"]["trainers"]
+
+    pushing = [trainers_cpu("async", CLUSTER, share) for share in (0.0, 0.25)]
+    assert pushing[1] == pytest.approx(0.75 * pushing[0], rel=1e-9)
+    replica = ClusterSpec(2, 2, 2, 1)
+    applying = [trainers_cpu("easgd", replica, share) for share in (0.0, 0.25)]
+    assert applying[1] == applying[0] > 0
+    with pytest.raises(ValueError, match="apply_share"):
+        CostModel(apply_share=1.0)

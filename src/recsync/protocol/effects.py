@@ -83,10 +83,13 @@ class Drain:
 @dataclass(slots=True, eq=False)
 class Compute:
     """-> None. The dense forward/backward of `examples` examples took place (costs time):
-    `flops` of math (None: the whole dense part's, per example)."""
+    `flops` of math (None: the whole dense part's, per example). `applies`: the step also
+    applied the dense optimizer to the worker's own replica (False: a worker that pushes its
+    dense gradient to servers instead, which apply it)."""
 
     examples: int
     flops: float | None = None
+    applies: bool = True
     label: str = "Compute"
 
 

@@ -210,7 +210,7 @@ class GradientWorker:
                 f"worker {self.worker}: NaN or infinite gradient (loss {float(loss):g}); the "
                 "batch holds NaN or training diverged"
             )
-        yield Compute(batch.batch_size)
+        yield Compute(batch.batch_size, applies=False)
         sparse = row_gradient_messages(layout, requests, replies, grad_pooled, self.worker, token)
         tags = self.pull.push_versions(self.versions)
         dense = [

@@ -250,8 +250,13 @@ def calibrate(
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():
-        factor = key.endswith("_fitted")
-        table.add_row(key, f"x {value:.3f}" if factor else f"{value * 1e6:.4g} us")
+        if key.endswith("_fitted"):
+            shown = f"x {value:.3f}"
+        elif key.endswith("_share"):
+            shown = f"{value:.1%}"
+        else:
+            shown = f"{value * 1e6:.4g} us"
+        table.add_row(key, shown)
     Console(emoji=False).print(table)
     if rows:
         checks = Table(title="simulator vs Ray engine (examples/s)")

@@ -49,7 +49,8 @@ def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
 
 
 def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dict[str, float]:
-    """Seconds per batch of the worker math, the reader, a shard's rows, a Ray message."""
+    """Seconds per batch of the worker math (and the share of it its dense optimizer's step
+    takes), the reader, a shard's rows, a message between nodes."""
     torch.set_num_threads(1)
     task = SyntheticTask(dataclasses.replace(synthetic, num_train=train.batch_size * 40))
     batches = list(task.train_batches(train.batch_size))
@@ -63,11 +64,15 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         for r in requests[id(b)]
     }
 
+    applying: list[float] = []  # seconds of each step's dense optimizer step
+
     def worker_math(batch: Batch) -> None:
         request = requests[id(batch)][0]
         dense_in = layout.combine(batch.batch_size, [request], [pooled[id(batch)]])
         _, flat_grad, grad_pooled = replica.gradients(batch, dense_in)
+        start = time.perf_counter()
         replica.apply(flat_grad)
+        applying.append(time.perf_counter() - start)
         row_gradients(request.rows, request.offsets, layout.bag_gradients(grad_pooled, request))
 
     def server_rows(batch: Batch) -> None:
@@ -81,8 +86,10 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     empty = round_trip_seconds(0)
     loaded = round_trip_seconds(PAYLOAD_BYTES)
     caller_cpu_s, callee_cpu_s = call_cpu_seconds(0)
+    worker_s = _median_seconds(worker_math, batches)
     return {
-        "worker_s": _median_seconds(worker_math, batches),
+        "worker_s": worker_s,
+        "apply_share": statistics.median(applying) / worker_s,
         "reader_s": _median_seconds(lambda _: next(stream), range(40)),
         "server_row_s": _median_seconds(server_rows, batches) / rows_per_batch,
         "message_s": empty / 2,
@@ -99,6 +106,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
         worker_flops=flops / measured["worker_s"],
+        apply_share=measured["apply_share"],
         latency_s=0.0,
         bandwidth_bytes_s=1e12,
         request_s=0.0,

@@ -102,7 +102,10 @@ class Faults:
 class CostModel:
     """Seconds for every kind of work, in virtual time.
 
-    compute: a worker computes `worker_flops` dense FLOP/s; each worker's speed is that
+    compute: a worker computes `worker_flops` dense FLOP/s (a step's whole dense part:
+    forward, backward and the dense optimizer's step on its replica, of which the optimizer
+    takes `apply_share`; a worker that pushes its dense gradient instead, a gradient
+    strategy's, is charged the rest); each worker's speed is that
     times a log-normal factor (sigma `speed_spread`), each batch times another (sigma
     `batch_noise`); stragglers multiply the time. network: a message costs `latency_s` plus
     its bytes over `bandwidth_bytes_s`, queued on the sender's and the receiver's NIC
@@ -117,6 +120,7 @@ class CostModel:
     """
 
     worker_flops: float = 2.0e10
+    apply_share: float = 0.0
     speed_spread: float = 0.0
     batch_noise: float = 0.0
     latency_s: float = 1.0e-4
@@ -146,6 +150,8 @@ class CostModel:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.apply_share < 1.0:
+            raise ValueError(f"cost.apply_share must be in [0, 1), got {self.apply_share}")
 
     def server_s(self, work: Work) -> float:
         """Seconds a server spends on a request: per request, per row, per element, per

@@ -67,7 +67,11 @@ class EffectDispatch:
 
     def _compute(self, runner: LoopRunner, effect: Compute) -> None:
         assert runner.worker is not None, "only a worker's loop computes"
-        flops = effect.examples * self.flops_per_example if effect.flops is None else effect.flops
+        flops = effect.flops
+        if flops is None:
+            flops = effect.examples * self.flops_per_example
+            if not effect.applies:
+                flops *= 1.0 - self.speeds.cost.apply_share
         seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
         if runner.host.slowdown_at is not None:  # cluster.trainer_slowdown
             seconds *= runner.host.slowdown_at(self.clock.now)
