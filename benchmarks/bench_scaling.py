@@ -19,7 +19,7 @@ no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
 does (app/runs/calibrate.py): the messages' CPU measured at both ends of a call between
 two actors (a channel round trip), a worker speed and a per-message factor fitted to the
-engine on two jobs outside the grid.
+engine on two jobs outside the grid (each the median of `--repeats` runs, as the points).
 """
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ def main() -> None:
 
     started = time.perf_counter()
     connect(None, args.num_cpus)
-    cost, measured, fits = fitted_cost(args.fit_examples, args.num_cpus, tolerance=None)
+    cost, measured, fits = fitted_cost(
+        args.fit_examples, args.num_cpus, tolerance=None, repeats=args.repeats
+    )
     print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
     rows = []
     for point in grid(args.num_cpus, args.threads, args.server_trainers):

@@ -242,11 +242,14 @@ def calibrate(
         bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
     ] = True,
     examples: Annotated[int, typer.Option(help="Examples per check run.")] = 100_000,
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Runs of each fit job (their median EPS is fitted).")
+    ] = 1,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
     with steps_bar("calibrate", calibration_steps(check), progress) as announce:
-        cost, measured, rows = run_calibration(examples, check, announce)
+        cost, measured, rows = run_calibration(examples, check, announce, repeats)
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():

@@ -249,12 +249,18 @@ FIT_STEPS = 4  # steps `fitted_cost` announces
 
 
 def fitted_cost(
-    examples: int, num_cpus: int, step: Step = _quiet, tolerance: float | None = FIT_TOLERANCE
+    examples: int,
+    num_cpus: int,
+    step: Step = _quiet,
+    tolerance: float | None = FIT_TOLERANCE,
+    repeats: int = 1,
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
     """This machine's profile (`num_cpus` shared cores), fitted to the engine's EPS on the
-    fit jobs (`examples` each): the profile, what was measured and fitted, and a row of
-    engine vs simulated EPS per fit job. Needs a connected Ray. `step(what)` is told of
-    each of its FIT_STEPS steps before it starts."""
+    fit jobs (`examples` each, the median of `repeats` runs): the profile, what was
+    measured and fitted, and a row of engine vs simulated EPS per fit job. Needs a
+    connected Ray. `step(what)` is told of each of its FIT_STEPS steps before it starts."""
+    if repeats < 1:
+        raise ValueError(f"calibration repeats must be >= 1, got {repeats}")
     model, train = ModelSpec(), TrainSpec()
     step("measuring the math, a call between nodes and its CPU")
     measured = measure(model, train, SyntheticSpec())
@@ -262,9 +268,9 @@ def fitted_cost(
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
     few, many = fit_configs(synthetic)
     step(f"engine: {fit_name(few)}")
-    few_run = run_job(few)
+    few_run = _median_run(few, repeats)
     step(f"engine: {fit_name(many)}")
-    many_run = run_job(many)
+    many_run = _median_run(many, repeats)
     few_eps, many_eps = few_run["eps"], many_run["eps"]
     step("fitting the simulator to both")
     small = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
@@ -285,19 +291,27 @@ def fitted_cost(
     return fitted, measured, rows
 
 
+def _median_run(spec: JobSpec, repeats: int) -> dict[str, Any]:
+    """The summary of the run with the median EPS of `repeats` runs of `spec` (on a shared
+    machine one run can be far off, and a fit to it is off everywhere)."""
+    runs = sorted((run_job(spec) for _ in range(repeats)), key=lambda run: run["eps"])
+    return runs[len(runs) // 2]
+
+
 def calibration_steps(with_check: bool) -> int:
     """How many steps `calibrate` announces."""
     return FIT_STEPS + (len(check_configs(SyntheticSpec())) if with_check else 0)
 
 
 def calibrate(
-    examples: int, with_check: bool, step: Step = _quiet
+    examples: int, with_check: bool, step: Step = _quiet, repeats: int = 1
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
-    """Measure and fit this machine's profile, and (optionally) predict the engine's EPS on
-    other jobs: rows of measured vs predicted EPS, the fitted ones marked. `step(what)` is
-    told of each of its `calibration_steps` steps before it starts."""
+    """Measure and fit this machine's profile (each fit job the median of `repeats` runs),
+    and (optionally) predict the engine's EPS on other jobs: rows of measured vs predicted
+    EPS, the fitted ones marked. `step(what)` is told of each of its `calibration_steps`
+    steps before it starts."""
     connect(None, os.cpu_count())
-    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1, step)
+    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1, step, repeats=repeats)
     if with_check:
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
         for name, spec in check_configs(synthetic):
