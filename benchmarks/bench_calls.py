@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from typing import Any
 
@@ -25,6 +24,7 @@ from recsync.protocol.messages import Lookup, Pooled
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.channel import ChannelServer, Connection, Endpoint
 from recsync.runtime.ray.job import connect
+from recsync.runtime.ray.probe import per_call
 
 IDS = 256 * 26 // 8
 DIM = 16
@@ -50,23 +50,11 @@ class Callee:
 
 
 def _measure(callee: Any, round_of_calls, calls: int, repeats: int) -> dict[str, float]:
-    for _ in range(5):
-        round_of_calls()
-    wall, caller, served = [], [], []
-    for _ in range(repeats):
-        cpu, callee_cpu = time.process_time(), ray.get(callee.cpu_seconds.remote())
-        started = time.perf_counter()
-        done = 0
-        while done < calls:
-            done += round_of_calls()
-        wall.append((time.perf_counter() - started) / done)
-        caller.append((time.process_time() - cpu) / done)
-        served.append((ray.get(callee.cpu_seconds.remote()) - callee_cpu) / done)
-    median = statistics.median
+    wall, caller, served = per_call(callee, round_of_calls, calls, repeats)
     return {
-        "wall_us": round(median(wall) * 1e6, 1),
-        "caller_cpu_us": round(median(caller) * 1e6, 1),
-        "callee_cpu_us": round(median(served) * 1e6, 1),
+        "wall_us": round(wall * 1e6, 1),
+        "caller_cpu_us": round(caller * 1e6, 1),
+        "callee_cpu_us": round(served * 1e6, 1),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,27 @@ def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
     return statistics.median(times)
 
 
+def per_call(
+    callee: Any, round_of_calls: Callable[[], int], calls: int, repeats: int
+) -> tuple[float, float, float]:
+    """Wall seconds, the caller's CPU seconds and the callee's (its `cpu_seconds` actor
+    method: its whole process) per call, medians of `repeats` runs of at least `calls`
+    calls; `round_of_calls()` makes some calls and says how many."""
+    for _ in range(3):
+        round_of_calls()
+    wall, caller, callee_cpu = [], [], []
+    for _ in range(repeats):
+        started, served = time.process_time(), ray.get(callee.cpu_seconds.remote())
+        clock, done = time.perf_counter(), 0
+        while done < calls:
+            done += round_of_calls()
+        wall.append((time.perf_counter() - clock) / done)
+        caller.append((time.process_time() - started) / done)
+        callee_cpu.append((ray.get(callee.cpu_seconds.remote()) - served) / done)
+    median = statistics.median
+    return median(wall), median(caller), median(callee_cpu)
+
+
 def call_cpu_seconds(payload_bytes: int, calls: int = 400) -> tuple[float, float]:
     """CPU seconds one call (`payload_bytes` each way) costs the caller's process and the
     callee's process (Ray's threads included), medians of 5 runs of `calls` calls,
@@ -67,19 +89,12 @@ def call_cpu_seconds(payload_bytes: int, calls: int = 400) -> tuple[float, float
     actor, connections = _echo()
     payload = _payload(payload_bytes)
 
-    def round_of_calls() -> None:
+    def round_of_calls() -> int:
         tickets = [c.request(payload) for c in connections]
         for ticket in tickets:
             ticket.result(60.0)
+        return len(tickets)
 
-    for _ in range(3):
-        round_of_calls()
-    caller, callee = [], []
-    for _ in range(5):
-        started, served = time.process_time(), ray.get(actor.cpu_seconds.remote())
-        for _ in range(calls // IN_FLIGHT):
-            round_of_calls()
-        caller.append((time.process_time() - started) / calls)
-        callee.append((ray.get(actor.cpu_seconds.remote()) - served) / calls)
+    _, caller, callee = per_call(actor, round_of_calls, calls, repeats=5)
     _close(actor, connections)
-    return statistics.median(caller), statistics.median(callee)
+    return caller, callee
