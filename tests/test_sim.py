@@ -139,18 +139,40 @@ def test_a_sent_message_holds_its_sender_while_its_end_is_spent():
     assert costly["examples_trained"] == SYNTHETIC.num_train
 
 
-def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():
-    from recsync.app.runs.calibrate import fit_configs, fit_engine, simulated_eps
+def _fit_jobs(num_train: int) -> tuple[JobSpec, JobSpec]:
+    from recsync.app.runs.calibrate import fit_configs
 
-    synthetic = SyntheticSpec(num_train=1_500, num_test=500, num_dense=4, table_rows=(50,) * 6)
-    few, many = (dataclasses.replace(s, model=MODEL, train=TRAIN) for s in fit_configs(synthetic))
-    truth = CostModel(worker_flops=3e8, message_cpu_s=6e-4, shared_cpus=2)
-    guess = CostModel(worker_flops=1e9, message_cpu_s=2e-4, shared_cpus=2)
-    fitted = fit_engine(few, many, simulated_eps(few, truth), simulated_eps(many, truth), guess)
+    synthetic = SyntheticSpec(num_train=num_train, num_test=500, num_dense=4, table_rows=(50,) * 6)
+    few, many = fit_configs(synthetic)
+    return tuple(dataclasses.replace(s, model=MODEL, train=TRAIN) for s in (few, many))
+
+
+FIT_TRUTH = CostModel(worker_flops=3e8, message_cpu_s=6e-4, shared_cpus=2)
+FIT_GUESS = CostModel(worker_flops=1e9, message_cpu_s=2e-4, shared_cpus=2)
+
+
+def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():
+    from recsync.app.runs.calibrate import fit_engine, simulated_eps
+
+    few, many = _fit_jobs(600)
+    few_eps, many_eps = simulated_eps(few, FIT_TRUTH), simulated_eps(many, FIT_TRUTH)
+    fitted = fit_engine(few, many, few_eps, many_eps, FIT_GUESS)
     assert fitted.worker_flops == pytest.approx(3e8, rel=0.05)
     assert fitted.message_cpu_s == pytest.approx(6e-4, rel=0.05)
+
+
+def test_calibration_fit_refuses_a_factor_its_jobs_do_not_pin_or_a_fit_that_misses():
+    from recsync.app.runs.calibrate import fit_engine, simulated_eps
+
+    few, many = _fit_jobs(256)
+    few_eps, many_eps = simulated_eps(few, FIT_TRUTH), simulated_eps(many, FIT_TRUTH)
+    with pytest.raises(ValueError, match="worker speed was still running to the edge"):
+        fit_engine(few, many, 1e12, many_eps, FIT_GUESS)
+    messages_free = simulated_eps(many, dataclasses.replace(FIT_TRUTH, message_cpu_s=0.0))
+    with pytest.raises(ValueError, match="per-message CPU was still running to the edge"):
+        fit_engine(few, many, few_eps, 1.5 * messages_free, FIT_GUESS)
     with pytest.raises(ValueError, match="reproduce the engine"):
-        fit_engine(few, many, 1e12, simulated_eps(many, truth), guess)
+        fit_engine(few, many, few_eps, many_eps, FIT_GUESS, tolerance=0.0)
 
 
 def test_steady_eps_leaves_out_ramp_up_and_tail():

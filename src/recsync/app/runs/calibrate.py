@@ -155,13 +155,14 @@ def cpu_per_example(summary: dict[str, Any]) -> dict[str, float]:
 def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
     """The jobs the cost model is fitted on (no strategy's sync in them), independent: 1
     trainer x 2 workers (in processes of their own, as by default) with 1 embedding server
-    (few messages a step, a process a core on 2 cores), and 3 trainers x 2 workers with 3
-    (more messages, amid more processes than cores on a small machine, where a message
-    costs its ends more than alone)."""
+    (one call a step, a process a core on 2 cores), and 2 trainers x 2 workers with 8 (eight
+    calls a step, amid more processes than cores on a small machine, where a message costs
+    its ends more than alone). The second must make several times the first's calls an
+    example: a difference within the engine's run-to-run noise cannot tell a message's cost."""
     model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
     return (
         JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
-        JobSpec(model, train, ClusterSpec(3, 2, 3, 0), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(2, 2, 8, 0), strategy, synthetic),
     )
 
 
@@ -187,15 +188,30 @@ def fit_engine(
     the worker speed (a worker's math runs slower inside the engine, amid Ray's threads and
     the other processes on its cores) mostly from the job with few messages, a factor
     of the per-message CPU (a call costs more amid other work than alone) mostly from the
-    job with many; in turns, until both settle. Raises where the fit misses either job by
-    more than `tolerance` (None: returns the closest fit, for a benchmark to report)."""
+    job with many; in turns, until both settle. Raises where a factor still runs to the
+    edge of its search in the last turn (the two jobs do not pin it) or the fit misses
+    either job by more than `tolerance` (None: returns the closest fit, for a benchmark to
+    report)."""
     spread = FIT_RANGE
     for _ in range(FIT_ROUNDS):
         speed = _log_bisect(_eps_of(few, cost, True), few_eps, True, spread)
         cost = _scaled(cost, speed, 1.0)
         message = _log_bisect(_eps_of(many, cost, False), many_eps, False, spread)
         cost = _scaled(cost, 1.0, message)
+        last_spread = spread
         spread = max(math.sqrt(spread), FIT_LAST_RANGE)  # later turns only correct a little
+    unsettled = [
+        name
+        for name, factor in (("worker speed", speed), ("per-message CPU", message))
+        if abs(math.log(factor)) > math.log(last_spread) - 2 * FIT_PRECISION
+    ]
+    if tolerance is not None and unsettled:
+        raise ValueError(
+            f"calibration: the fit of the {' and '.join(unsettled)} was still running to the "
+            f"edge of its search in its last turn (the engine's {few_eps:,.0f} and "
+            f"{many_eps:,.0f} examples/s on the fit jobs do not pin it); is the machine busy "
+            "with other work?"
+        )
     for spec, target in ((few, few_eps), (many, many_eps)):
         predicted = simulated_eps(spec, cost)
         if tolerance is not None and abs(predicted / target - 1.0) > tolerance:
