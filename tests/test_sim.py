@@ -175,6 +175,28 @@ def test_calibration_fit_refuses_a_factor_its_jobs_do_not_pin_or_a_fit_that_miss
         fit_engine(few, many, few_eps, many_eps, FIT_GUESS, tolerance=0.0)
 
 
+def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
+    from recsync.app.runs.calibrate import profile
+
+    measured = {
+        "worker_s": 0.02,
+        "apply_share": 0.1,
+        "reader_s": 3e-4,
+        "server_row_s": 2e-7,
+        "server_element_s": 6e-10,  # a dense element: not a row's per-element share
+        "call_caller_cpu_s": 5e-5,
+        "call_callee_cpu_s": 3e-5,
+        "byte_s": 3e-10,
+    }
+    cost = profile(MODEL, TRAIN, measured)
+    assert cost.worker_flops == pytest.approx(
+        MODEL.dense_flops_per_example() * TRAIN.batch_size / 0.02
+    )
+    assert (cost.row_s, cost.element_s) == (2e-7, 6e-10)
+    assert cost.message_cpu_s == pytest.approx(2e-5)  # a call is four message ends
+    assert (cost.byte_cpu_s, cost.reader_batch_s, cost.apply_share) == (3e-10, 3e-4, 0.1)
+
+
 def test_steady_eps_leaves_out_ramp_up_and_tail():
     from recsync.runtime.sim.job import steady_eps
 

@@ -25,6 +25,7 @@ from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.sync.easgd import EasgdCenter, EasgdConfig
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.replica import DenseReplica
@@ -50,7 +51,8 @@ def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
 
 def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dict[str, float]:
     """Seconds per batch of the worker math (and the share of it its dense optimizer's step
-    takes), the reader, a shard's rows, a message between nodes."""
+    takes), the reader, a shard's rows, a dense element on a server, a message between
+    nodes."""
     torch.set_num_threads(1)
     task = SyntheticTask(dataclasses.replace(synthetic, num_train=train.batch_size * 40))
     batches = list(task.train_batches(train.batch_size))
@@ -92,11 +94,27 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         "apply_share": statistics.median(applying) / worker_s,
         "reader_s": _median_seconds(lambda _: next(stream), range(40)),
         "server_row_s": _median_seconds(server_rows, batches) / rows_per_batch,
+        "server_element_s": _dense_element_seconds(model, train),
         "message_s": empty / 2,
         "call_caller_cpu_s": caller_cpu_s,
         "call_callee_cpu_s": callee_cpu_s,
         "byte_s": max(loaded - empty, 0.0) / (4 * PAYLOAD_BYTES),
     }
+
+
+def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
+    """Seconds per dense parameter of the two server requests that touch them: a dense
+    server's optimizer step on a pushed gradient, a sync server's elastic exchange (their
+    mean; vectorized, they cost a few percent of an embedding row's element)."""
+    replica = DenseReplica(model, train.seed, train.dense_optimizer)
+    values = replica.flat.detach().clone()
+    optimizer = train.dense_optimizer.build(values.numel())
+    grad = torch.full_like(values, 1e-3)
+    center = EasgdCenter(EasgdConfig(), values.clone())
+    rounds = range(20)
+    push_s = _median_seconds(lambda _: optimizer.updated(values, grad), rounds)
+    exchange_s = _median_seconds(lambda _: center.exchange(values), rounds)
+    return (push_s + exchange_s) / 2 / values.numel()
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
@@ -111,7 +129,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
         bandwidth_bytes_s=1e12,
         request_s=0.0,
         row_s=measured["server_row_s"],
-        element_s=measured["server_row_s"] / model.embedding_dim,
+        element_s=measured["server_element_s"],
         reader_batch_s=measured["reader_s"],
         message_cpu_s=(measured["call_caller_cpu_s"] + measured["call_callee_cpu_s"]) / 4,
         byte_cpu_s=measured["byte_s"],
