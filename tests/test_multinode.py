@@ -55,9 +55,14 @@ def test_a_removed_machine_rolls_the_job_back_onto_the_machines_left(three_nodes
     cluster = ClusterSpec(2, 2, 2, num_sync_servers=1)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("easgd"), synthetic)
     jobs: list = []
+    cuts: list = []
+    cut_before_loss: list[int] = []
 
     def on_progress(done, total, eps):
-        if done >= 25_000 and len(three_nodes.worker_nodes) == 2:
+        # after a cut: on a loaded machine the driver's polls can be far enough apart that
+        # none fell between 8,000 and 25,000 examples
+        if cuts and done >= 25_000 and len(three_nodes.worker_nodes) == 2:
+            cut_before_loss.append(cuts[-1].data_position)
             hosts = jobs[0].hosts
             machine = hosts.machines[hosts.machine_of[Address(Role.TRAINER, 1)]]
             three_nodes.remove_node(
@@ -70,10 +75,12 @@ def test_a_removed_machine_rolls_the_job_back_onto_the_machines_left(three_nodes
         on_progress=on_progress,
         on_start=jobs.append,
         checkpoint_every=CheckpointEvery(examples=8_000),
+        on_checkpoint=cuts.append,
         recovery=RecoveryPolicy(),
     )
     (loss,) = summary["recovery"]["losses"]
     assert loss["node"] == "trainer-1" and 0 < loss["back_to"] <= loss["position"]
+    assert [loss["back_to"]] == cut_before_loss
     assert summary["machines"] == 2 and summary["examples_trained"] == 60_000
     assert {m for name, m in summary["placement"].items() if name.startswith("trainer")} == {1}
     assert summary["test_auc"] > 0.6
