@@ -187,6 +187,7 @@ def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
         "call_caller_cpu_s": 5e-5,
         "call_callee_cpu_s": 3e-5,
         "byte_s": 3e-10,
+        "process_idle_cpus": 0.012,
     }
     cost = profile(MODEL, TRAIN, measured)
     assert cost.worker_flops == pytest.approx(
@@ -195,6 +196,7 @@ def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
     assert (cost.row_s, cost.element_s) == (2e-7, 6e-10)
     assert cost.message_cpu_s == pytest.approx(2e-5)  # a call is four message ends
     assert (cost.byte_cpu_s, cost.reader_batch_s, cost.apply_share) == (3e-10, 3e-4, 0.1)
+    assert cost.process_idle_cpus == 0.012
 
 
 def test_steady_eps_leaves_out_ramp_up_and_tail():
@@ -281,3 +283,30 @@ def test_delays_hit_dense_pulls_and_lookups_unless_lookups_are_spared():
     both, dense_only = Faults(), Faults(delay_lookups=False)
     assert both.may_delay(lookup) and both.may_delay(PullDense(0))
     assert not dense_only.may_delay(lookup) and dense_only.may_delay(PullDense(0))
+
+
+def test_each_process_idling_on_the_shared_cores_leaves_the_work_the_rest():
+    """On one machine (shared cores) every process's idle share slows all work alike: a
+    1 x 2 job of 5 processes (reader, shard, trainer and its 2 worker processes), each
+    idling at 0.1 of one of 2 cores, leaves 1.5 cores; on a cluster it changes nothing."""
+    cluster = ClusterSpec(1, 2, 1, 0, worker_processes=True)
+    machine = CostModel(worker_flops=2e8, latency_s=0.0, bandwidth_bytes_s=1e15, shared_cpus=2)
+    idling = dataclasses.replace(machine, process_idle_cpus=0.1)
+    sim = job("independent", cluster, idling)
+    assert sim.topology.num_processes() == 5
+    assert idling.shared_stretch(5) == pytest.approx(2 / 1.5)
+    assert job("independent", cluster, machine).run()["eps"] == pytest.approx(
+        sim.run()["eps"] * 2 / 1.5, rel=1e-3
+    )
+    threads = dataclasses.replace(cluster, worker_processes=False)
+    assert job("independent", threads, idling).topology.num_processes() == 3
+    own_cores = dataclasses.replace(machine, shared_cpus=0)
+    idling_elsewhere = dataclasses.replace(own_cores, process_idle_cpus=0.1)
+    assert (
+        job("independent", cluster, idling_elsewhere).run()
+        == job("independent", cluster, own_cores).run()
+    )
+    with pytest.raises(
+        ValueError, match="5 processes idling at that would leave almost none of cost.shared_cpus"
+    ):
+        job("independent", cluster, dataclasses.replace(machine, process_idle_cpus=0.4))

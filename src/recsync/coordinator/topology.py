@@ -109,6 +109,14 @@ class Topology:
     def of_role(self, role: Role) -> list[NodeSpec]:
         return [n for n in self.nodes if n.address.role is role]
 
+    def num_processes(self) -> int:
+        """Processes the engine runs the job in: one a node, and one more a worker of a
+        trainer whose workers run in processes of their own."""
+        return sum(
+            1 + (len(n.workers) if isinstance(n, TrainerSpec) and n.worker_processes else 0)
+            for n in self.nodes
+        )
+
     @property
     def layout(self) -> EmbeddingLayout:
         return self.plan.embeddings.layout

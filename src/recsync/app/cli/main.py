@@ -257,6 +257,8 @@ def calibrate(
             shown = f"x {value:.3f}"
         elif key.endswith("_share"):
             shown = f"{value:.1%}"
+        elif key.endswith("_cpus"):
+            shown = f"{value:.4f} of a core"
         elif value < 1e-8:  # a dense element's or a byte's seconds
             shown = f"{value * 1e9:.4g} ns"
         else:

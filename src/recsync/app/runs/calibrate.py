@@ -22,7 +22,7 @@ from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import build_shards
 from recsync.ps.shard import row_gradients
 from recsync.runtime.ray.job import connect, run_job
-from recsync.runtime.ray.probe import call_cpu_seconds, round_trip_seconds
+from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.easgd import EasgdCenter, EasgdConfig
@@ -52,7 +52,7 @@ def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
 def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dict[str, float]:
     """Seconds per batch of the worker math (and the share of it its dense optimizer's step
     takes), the reader, a shard's rows, a dense element on a server, a message between
-    nodes."""
+    nodes; the cores an idle node process takes."""
     torch.set_num_threads(1)
     task = SyntheticTask(dataclasses.replace(synthetic, num_train=train.batch_size * 40))
     batches = list(task.train_batches(train.batch_size))
@@ -98,6 +98,7 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         "message_s": empty / 2,
         "call_caller_cpu_s": caller_cpu_s,
         "call_callee_cpu_s": callee_cpu_s,
+        "process_idle_cpus": idle_cpus(),
         "byte_s": max(loaded - empty, 0.0) / (4 * PAYLOAD_BYTES),
     }
 
@@ -118,9 +119,10 @@ def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
-    """The cost model of this machine: every node shares its cores; a call between two
-    nodes (a loop's message over its channel) costs the CPU both processes spent on it (a
-    call is four message ends: request and reply, each sent and received)."""
+    """The cost model of this machine: every node shares its cores, each of its processes
+    taking what one takes idle; a call between two nodes (a loop's message over its
+    channel) costs the CPU both processes spent on it (a call is four message ends: request
+    and reply, each sent and received)."""
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
         worker_flops=flops / measured["worker_s"],
@@ -134,6 +136,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
         message_cpu_s=(measured["call_caller_cpu_s"] + measured["call_callee_cpu_s"]) / 4,
         byte_cpu_s=measured["byte_s"],
         shared_cpus=os.cpu_count() or 1,
+        process_idle_cpus=measured["process_idle_cpus"],
     )
 
 

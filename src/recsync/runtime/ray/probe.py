@@ -61,6 +61,19 @@ def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
     return statistics.median(times)
 
 
+def idle_cpus(seconds: float = 2.0) -> float:
+    """Cores one node process takes while it serves nothing (Ray's threads waking, its
+    channel's connections open), measured over `seconds` once it settled."""
+    actor, connections = _echo()
+    time.sleep(0.5)
+    started, clock = ray.get(actor.cpu_seconds.remote()), time.perf_counter()
+    time.sleep(seconds)
+    used = ray.get(actor.cpu_seconds.remote()) - started
+    cores = float(used) / (time.perf_counter() - clock)
+    _close(actor, connections)
+    return cores
+
+
 def per_call(
     callee: Any, round_of_calls: Callable[[], int], calls: int, repeats: int
 ) -> tuple[float, float, float]:

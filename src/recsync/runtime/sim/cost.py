@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recsync.errors import ConfigError
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Lookup, Message, Work
 
@@ -116,7 +117,9 @@ class CostModel:
     messaging CPU: each end of a message spends `message_cpu_s` plus `byte_cpu_s` per byte
     (serialization, RPC stack). shared_cpus: 0 = every node has CPUs of its own (a cluster);
     C > 0 = all nodes share C cores (one machine, as `recsync calibrate` measures it), so
-    compute, server work, reading and messaging queue for the same cores.
+    compute, server work, reading and messaging queue for the same cores, of which each of
+    the job's processes takes `process_idle_cpus` whatever it does (its runtime's threads
+    waking), leaving the work the rest.
     """
 
     worker_flops: float = 2.0e10
@@ -132,6 +135,7 @@ class CostModel:
     message_cpu_s: float = 0.0
     byte_cpu_s: float = 0.0
     shared_cpus: int = 0
+    process_idle_cpus: float = 0.0
     stragglers: Stragglers = field(default_factory=Stragglers)
     faults: Faults = field(default_factory=Faults)
 
@@ -147,11 +151,26 @@ class CostModel:
             "row_s",
             "element_s",
             "reader_batch_s",
+            "process_idle_cpus",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.apply_share < 1.0:
             raise ValueError(f"cost.apply_share must be in [0, 1), got {self.apply_share}")
+
+    def shared_stretch(self, num_processes: int) -> float:
+        """How much longer work takes on the shared cores than on cores of its own, while
+        `num_processes` processes each take `process_idle_cpus` of them (1.0 on a cluster)."""
+        if not self.shared_cpus:
+            return 1.0
+        idle = num_processes * self.process_idle_cpus
+        if idle >= 0.9 * self.shared_cpus:
+            raise ConfigError(
+                f"cost.process_idle_cpus = {self.process_idle_cpus}: the job's "
+                f"{num_processes} processes idling at that would leave almost none of "
+                f"cost.shared_cpus = {self.shared_cpus}"
+            )
+        return self.shared_cpus / (self.shared_cpus - idle)
 
     def server_s(self, work: Work) -> float:
         """Seconds a server spends on a request: per request, per row, per element, per

@@ -69,10 +69,10 @@ class SimJob:
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster
-        self.topology = topology = build_topology(spec, plan)
+        self.topology = topology = build_topology(spec, plan, cost.shared_cpus or None)
         self.clock = clock = Clock()
         self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, spec.train.seed)
-        self.network = Network(clock, cost, self.speeds.delayed)
+        self.network = Network(clock, cost, self.speeds.delayed, topology.num_processes())
         context = BuildContext(one_at_a_time=True)
         self.hosts: dict[Address, SimHost] = {}
         for node_spec in topology.nodes:

@@ -72,13 +72,21 @@ class Machine:
 class Network:
     """Messages cost latency plus bytes over bandwidth on the sender's and receiver's NIC."""
 
-    def __init__(self, clock: Clock, cost: CostModel, delayed: Callable[[], float]):
-        """`delayed()`: extra seconds fault injection adds to one reply (0.0: none)."""
+    def __init__(
+        self,
+        clock: Clock,
+        cost: CostModel,
+        delayed: Callable[[], float],
+        num_processes: int = 0,
+    ):
+        """`delayed()`: extra seconds fault injection adds to one reply (0.0: none).
+        `num_processes`: the job's processes, each idling on the shared cores (if any)."""
         self.clock = clock
         self.cost = cost
         self.delayed = delayed
         self.delays = bool(cost.faults.delay_fraction)
         self.shared_cpu = Slots(cost.shared_cpus) if cost.shared_cpus else None
+        self.stretch = cost.shared_stretch(num_processes)
         self.handles_messages = bool(cost.message_cpu_s or cost.byte_cpu_s)
         self.latency_s = cost.latency_s
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
@@ -155,7 +163,7 @@ class Network:
         """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
         cpu = self.shared_cpu or node.cpu
         node.cpu_s += seconds
-        done = cpu.finish_time(self.clock.now, seconds)
+        done = cpu.finish_time(self.clock.now, seconds * self.stretch)
         if len(cpu.free_at) == 1:  # one slot: jobs finish in the order they were booked
             lane = cpu.lane or self._lane(cpu)
             lane.at(done, then, arg)
