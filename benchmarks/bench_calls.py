@@ -8,6 +8,12 @@ connection (or Ray call) of its own on one callee process, as a worker's lookups
 Per path: wall seconds per call, and CPU seconds per call of the caller's process and of
 the callee's (Ray's threads included); medians of `--repeats` runs. Prints one JSON object
 with the ratios channel / Ray.
+
+`channel_paced`: the channel's calls again, the caller sleeping `--pause-ms` after each
+round (as a worker computes between its steps' calls), so the callee's threads sleep
+between requests as in a running job: its CPU per call, and the same less what each
+process spends idle over that time (each measured alone over `--idle-s`);
+`paced_callee_cpu_ratio` sets that beside the back-to-back figure calibration uses.
 """
 
 from __future__ import annotations
@@ -58,11 +64,23 @@ def _measure(callee: Any, round_of_calls, calls: int, repeats: int) -> dict[str,
     }
 
 
+def _idle_cpus(callee: Any, seconds: float) -> tuple[float, float]:
+    """Cores this (caller) process and the callee's take while no call is made."""
+    caller, served = time.process_time(), ray.get(callee.cpu_seconds.remote())
+    clock = time.perf_counter()
+    time.sleep(seconds)
+    wall = time.perf_counter() - clock
+    served = ray.get(callee.cpu_seconds.remote()) - served
+    return (time.process_time() - caller) / wall, served / wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=800)
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pause-ms", type=float, default=5.0)
+    parser.add_argument("--idle-s", type=float, default=3.0)
     args = parser.parse_args()
 
     connect(None, 2)
@@ -82,9 +100,26 @@ def main() -> None:
             ticket.result(60.0)
         return args.in_flight
 
+    def paced() -> int:
+        done = by_channel()
+        time.sleep(args.pause_ms / 1e3)
+        return done
+
     results = {}
-    for name, round_of_calls in (("ray", by_ray), ("channel", by_channel)):
+    for name, round_of_calls in (("ray", by_ray), ("channel", by_channel), ("paced", paced)):
         results[name] = _measure(callee, round_of_calls, args.calls, args.repeats)
+    caller_idle, callee_idle = _idle_cpus(callee, args.idle_s)
+    paced_ = results["paced"]
+    wall_s = paced_["wall_us"] / 1e6
+    paced_["pause_ms"] = args.pause_ms
+    paced_["caller_idle_cores"] = round(caller_idle, 4)
+    paced_["callee_idle_cores"] = round(callee_idle, 4)
+    paced_["caller_cpu_less_idle_us"] = round(
+        paced_["caller_cpu_us"] - caller_idle * wall_s * 1e6, 1
+    )
+    paced_["callee_cpu_less_idle_us"] = round(
+        paced_["callee_cpu_us"] - callee_idle * wall_s * 1e6, 1
+    )
     for connection in connections:
         connection.close()
     ray.shutdown()
@@ -97,9 +132,13 @@ def main() -> None:
                 "in_flight": args.in_flight,
                 "ray": ray_,
                 "channel": chan,
+                "channel_paced": paced_,
                 "wall_ratio": round(chan["wall_us"] / ray_["wall_us"], 3),
                 "caller_cpu_ratio": round(chan["caller_cpu_us"] / ray_["caller_cpu_us"], 3),
                 "callee_cpu_ratio": round(chan["callee_cpu_us"] / ray_["callee_cpu_us"], 3),
+                "paced_callee_cpu_ratio": round(
+                    paced_["callee_cpu_less_idle_us"] / chan["callee_cpu_us"], 3
+                ),
             }
         )
     )
