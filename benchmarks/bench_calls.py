@@ -30,7 +30,7 @@ from recsync.protocol.messages import Lookup, Pooled
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.channel import ChannelServer, Connection, Endpoint
 from recsync.runtime.ray.job import connect
-from recsync.runtime.ray.probe import per_call
+from recsync.runtime.ray.probe import idle_cores, per_call
 
 IDS = 256 * 26 // 8
 DIM = 16
@@ -62,16 +62,6 @@ def _measure(callee: Any, round_of_calls, calls: int, repeats: int) -> dict[str,
         "caller_cpu_us": round(caller * 1e6, 1),
         "callee_cpu_us": round(served * 1e6, 1),
     }
-
-
-def _idle_cpus(callee: Any, seconds: float) -> tuple[float, float]:
-    """Cores this (caller) process and the callee's take while no call is made."""
-    caller, served = time.process_time(), ray.get(callee.cpu_seconds.remote())
-    clock = time.perf_counter()
-    time.sleep(seconds)
-    wall = time.perf_counter() - clock
-    served = ray.get(callee.cpu_seconds.remote()) - served
-    return (time.process_time() - caller) / wall, served / wall
 
 
 def main() -> None:
@@ -108,7 +98,7 @@ def main() -> None:
     results = {}
     for name, round_of_calls in (("ray", by_ray), ("channel", by_channel), ("paced", paced)):
         results[name] = _measure(callee, round_of_calls, args.calls, args.repeats)
-    caller_idle, callee_idle = _idle_cpus(callee, args.idle_s)
+    caller_idle, callee_idle = idle_cores(callee, args.idle_s)
     paced_ = results["paced"]
     wall_s = paced_["wall_us"] / 1e6
     paced_["pause_ms"] = args.pause_ms

@@ -1,5 +1,5 @@
 """How a hierarchical-training job is assembled (Huang et al. 2021): its group PSs and global
-sync servers, and which group PSs each trainer talks to. Registered in topology.FAMILIES."""
+sync servers, and which group PSs each trainer talks to. Registered in families.FAMILIES."""
 
 from __future__ import annotations
 

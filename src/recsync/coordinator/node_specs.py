@@ -1,6 +1,6 @@
 """How to build each server node of a job (the reader, embedding shards, sync and dense
 servers): small picklable specs; a driver builds the node where it runs, in its own
-process (the simulator) or inside a Ray actor (the engine). Trainers: topology.py."""
+process (the simulator) or inside a Ray actor (the engine). Trainers: families.py."""
 
 from __future__ import annotations
 

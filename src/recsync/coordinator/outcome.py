@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from recsync.coordinator.checkpoint import JobState, join_optimizer_states, layout_slices
+from recsync.coordinator.families import family_of
 from recsync.coordinator.measures import (
     check_one_pass,
     gradient_measures,
@@ -20,7 +21,7 @@ from recsync.coordinator.measures import (
 )
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.spec import JobSpec, group_plan_for
-from recsync.coordinator.topology import Topology, family_of
+from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions

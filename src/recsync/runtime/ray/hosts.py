@@ -9,10 +9,11 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from recsync.coordinator.families import TrainerSpec
 from recsync.coordinator.machines import assign_machines
 from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
-from recsync.coordinator.topology import Topology, TrainerSpec
+from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.channel import Endpoint

@@ -16,6 +16,7 @@ import ray
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
+from recsync.coordinator.families import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.recovery import (
     Recoveries,
@@ -23,7 +24,7 @@ from recsync.coordinator.recovery import (
     account,
 )
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.topology import TrainerSpec, build_topology
+from recsync.coordinator.topology import build_topology
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import (

@@ -61,15 +61,23 @@ def round_trip_seconds(payload_bytes: int, calls: int = 200) -> float:
     return statistics.median(times)
 
 
+def idle_cores(actor: Any, seconds: float) -> tuple[float, float]:
+    """Cores this process and `actor`'s (its `cpu_seconds` method: its whole process) take
+    over `seconds` in which no call is made."""
+    own, served = time.process_time(), ray.get(actor.cpu_seconds.remote())
+    clock = time.perf_counter()
+    time.sleep(seconds)
+    served = ray.get(actor.cpu_seconds.remote()) - served
+    wall = time.perf_counter() - clock
+    return (time.process_time() - own) / wall, float(served) / wall
+
+
 def idle_cpus(seconds: float = 2.0) -> float:
     """Cores one node process takes while it serves nothing (Ray's threads waking, its
     channel's connections open), measured over `seconds` once it settled."""
     actor, connections = _echo()
     time.sleep(0.5)
-    started, clock = ray.get(actor.cpu_seconds.remote()), time.perf_counter()
-    time.sleep(seconds)
-    used = ray.get(actor.cpu_seconds.remote()) - started
-    cores = float(used) / (time.perf_counter() - clock)
+    _, cores = idle_cores(actor, seconds)
     _close(actor, connections)
     return cores
 

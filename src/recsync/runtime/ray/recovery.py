@@ -15,6 +15,7 @@ import torch
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.evaluation import Evaluations
+from recsync.coordinator.families import TrainerSpec
 from recsync.coordinator.node_specs import ShardSpec
 from recsync.coordinator.recovery import (
     ONE_NODE,
@@ -24,7 +25,7 @@ from recsync.coordinator.recovery import (
     restart_spec,
 )
 from recsync.coordinator.spec import JobSpec
-from recsync.coordinator.topology import Topology, TrainerSpec, build_topology
+from recsync.coordinator.topology import Topology, build_topology
 from recsync.optim.state import copy_state
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
