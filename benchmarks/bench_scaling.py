@@ -3,9 +3,9 @@ the simulator's prediction for the same jobs (calibrated on this machine, in thi
 
 Grid (each point capped by --num-cpus, oversubscribed points on a small machine included):
   - S-EASGD and async over trainers in {1, 2, 4, 6, 8}, `--threads` workers each;
+  - S-EASGD at `--server-trainers` trainers over embedding servers in {1, 2, 4, 8};
   - S-EASGD at 1 trainer over workers in {1, 2, 4, 8}: as processes of their own (the
-    default, group "workers") and as threads of one process (group "threads");
-  - S-EASGD at `--server-trainers` trainers over embedding servers in {1, 2, 4, 8}.
+    default, group "workers") and as threads of one process (group "threads").
 Every group but "threads" runs the default: a trainer's workers in processes of their own
 where the cluster has a CPU per worker, else threads (each point's `worker_processes`).
 Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) sync servers
@@ -17,9 +17,14 @@ CPU per example by role from its first run beside the CPU the simulator charged)
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
-does (app/runs/calibrate.py): the messages' CPU measured at both ends of a call between
-two actors (a channel round trip), a worker speed and a per-message factor fitted to the
-engine on two jobs outside the grid (each the median of `--repeats` runs, as the points).
+does (app/runs/calibrate.py): the math measured alone, a call's CPU at both ends and the
+worker speed as the engine spent them on two jobs outside the grid (each the median of
+`--repeats` runs, as the points).
+
+The simulator is deterministic, so its side can run on another machine: `--engine-only`
+prints the engine's figures (calibration's and each point's) as JSON lines, and
+`--simulate FILE` reads such a file and prints what a whole run would have (the
+simulator's side for the machine that ran the engine: its `num_cpus` shared cores).
 """
 
 from __future__ import annotations
@@ -31,11 +36,12 @@ import json
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import ray
 
-from recsync.app.runs.calibrate import cpu_per_example, fitted_cost, simulated
+from recsync.app.runs.calibrate import cost_from, cpu_per_example, engine_figures, simulated
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -87,32 +93,40 @@ def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
         for n in TRAINERS
         if n <= max_trainers
     ]
+    points += [Point("servers", "easgd", server_trainers, threads, s) for s in SERVERS]
     points += [
         Point(group, "easgd", 1, m, 2)
         for group in ("workers", "threads")
         for m in THREADS
         if m <= max_threads
     ]
-    points += [Point("servers", "easgd", server_trainers, threads, s) for s in SERVERS]
     return points
 
 
-def run_point(point: Point, cost: CostModel, examples: int, repeats: int) -> dict[str, Any]:
-    spec = point.spec(examples)
-    real = [run_job(spec) for _ in range(repeats)]
-    real_eps = statistics.median(r["eps"] for r in real)
-    sim = simulated(spec, cost)
-    calls = real[0]["calls_per_batch"].get("trainers", {}).get("total")
+def engine_point(point: Point, examples: int, repeats: int) -> dict[str, Any]:
+    """The engine's figures on one point: its median EPS over `repeats` runs, and the first
+    run's calls a batch and CPU an example by role."""
+    real = [run_job(point.spec(examples)) for _ in range(repeats)]
     return {
         **dataclasses.asdict(point),
         "examples": examples,
-        "real_eps": round(real_eps),
+        "real_eps": round(statistics.median(r["eps"] for r in real)),
         "real_eps_each": [round(r["eps"]) for r in real],
-        "sim_eps": round(sim["eps"]),
-        "sim_error": round(sim["eps"] / real_eps - 1.0, 3),
         "worker_processes": real[0]["worker_processes"],
-        "trainer_calls_per_batch": calls,
+        "trainer_calls_per_batch": real[0]["calls_per_batch"].get("trainers", {}).get("total"),
         "cpu_us_per_example": cpu_per_example(real[0]),
+    }
+
+
+def simulated_point(row: dict[str, Any], cost: CostModel) -> dict[str, Any]:
+    """An engine point's row with the simulator's EPS, its error and the CPU it charged."""
+    fields = {f.name for f in dataclasses.fields(Point)}
+    point = Point(**{k: v for k, v in row.items() if k in fields})
+    sim = simulated(point.spec(row["examples"]), cost)
+    return {
+        **row,
+        "sim_eps": round(sim["eps"]),
+        "sim_error": round(sim["eps"] / row["real_eps"] - 1.0, 3),
         "sim_cpu_us_per_example": cpu_per_example(sim),
     }
 
@@ -138,25 +152,50 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--fit-examples", type=int, default=60_000)
     parser.add_argument(
-        "--only", choices=("trainers", "workers", "threads", "servers"), default=None
+        "--only",
+        nargs="+",
+        choices=("trainers", "servers", "workers", "threads"),
+        default=None,
+        help="Run these groups of the grid only.",
+    )
+    parser.add_argument(
+        "--engine-only", action="store_true", help="The engine's figures only (JSON lines)."
+    )
+    parser.add_argument(
+        "--simulate", type=Path, default=None, help="The simulator's side of an --engine-only file."
     )
     args = parser.parse_args()
 
     started = time.perf_counter()
-    connect(None, args.num_cpus)
-    cost, measured, fits = fitted_cost(
-        args.fit_examples, args.num_cpus, tolerance=None, repeats=args.repeats
-    )
-    print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
+    num_cpus = args.num_cpus
+    if args.simulate:
+        lines = [json.loads(line) for line in args.simulate.read_text().splitlines() if line]
+        figures, num_cpus = lines[0]["engine_figures"], lines[0]["num_cpus"]
+        engine_rows = [line for line in lines[1:] if "group" in line]
+    else:
+        connect(None, num_cpus)
+        figures = engine_figures(args.fit_examples, repeats=args.repeats)
+        engine_rows = []
+    cost = None
+    if args.engine_only:
+        print(json.dumps({"engine_figures": figures, "num_cpus": num_cpus}), flush=True)
+    else:
+        cost, measured, fits = cost_from(figures, num_cpus)
+        print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
     rows = []
-    for point in grid(args.num_cpus, args.threads, args.server_trainers):
-        if args.only and point.group != args.only:
-            continue
-        workers = point.trainers * point.threads
-        examples = max(args.min_examples, args.examples_per_worker * workers)
-        rows.append(run_point(point, cost, examples, args.repeats))
+    for row in engine_rows:  # read from --simulate's file
+        rows.append(simulated_point(row, cost) if cost else row)
         print(json.dumps(rows[-1]), flush=True)
-    ray.shutdown()
+    if not args.simulate:
+        for point in grid(num_cpus, args.threads, args.server_trainers):
+            if args.only and point.group not in args.only:
+                continue
+            workers = point.trainers * point.threads
+            examples = max(args.min_examples, args.examples_per_worker * workers)
+            row = engine_point(point, examples, args.repeats)
+            rows.append(simulated_point(row, cost) if cost else row)
+            print(json.dumps(rows[-1]), flush=True)
+        ray.shutdown()
 
     def eps(group: str, strategy: str, **match: int) -> float | None:
         found = [
@@ -177,13 +216,23 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "scaling",
-                "num_cpus": args.num_cpus,
+                "num_cpus": num_cpus,
                 "seconds": round(time.perf_counter() - started),
                 "max_sim_error": max(
-                    (abs(r["sim_error"]) for r in rows if r["group"] != "threads"), default=None
+                    (
+                        abs(r["sim_error"])
+                        for r in rows
+                        if "sim_error" in r and r["group"] != "threads"
+                    ),
+                    default=None,
                 ),
                 "max_sim_error_threads": max(
-                    (abs(r["sim_error"]) for r in rows if r["group"] == "threads"), default=None
+                    (
+                        abs(r["sim_error"])
+                        for r in rows
+                        if "sim_error" in r and r["group"] == "threads"
+                    ),
+                    default=None,
                 ),
                 "efficiency_easgd_trainers": efficiencies(rows, "trainers", "trainers", "easgd"),
                 "efficiency_async_trainers": efficiencies(rows, "trainers", "trainers", "async"),

@@ -26,6 +26,7 @@ import torch
 from typer.testing import CliRunner
 
 from recsync.app.cli.main import app
+from recsync.app.runs.checkpoints import load_checkpoint
 
 BASE = [
     "data.synthetic.num_train=6144",
@@ -158,9 +159,11 @@ def _tensor_digests(tree: Any, prefix: str, out: dict[str, Any]) -> None:
 def digest(run: Path) -> dict[str, Any]:
     summary = json.loads((run / "summary.json").read_text())
     summary.pop("run_dir", None)
-    summary.get("checkpoint", {}).pop("path", None)
+    for kept in ("checkpoint", "best"):  # files in this run's directory
+        if isinstance(summary.get(kept), dict):
+            summary[kept].pop("path", None)
     tensors: dict[str, Any] = {}
-    _tensor_digests(torch.load(run / "checkpoint.pt", weights_only=True), "", tensors)
+    _tensor_digests(load_checkpoint(run).to_dict(), "", tensors)
     return {"summary": summary, "checkpoint": tensors}
 
 

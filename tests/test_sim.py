@@ -140,39 +140,75 @@ def test_a_sent_message_holds_its_sender_while_its_end_is_spent():
 
 
 def _fit_jobs(num_train: int) -> tuple[JobSpec, JobSpec]:
-    from recsync.app.runs.calibrate import fit_configs
+    from recsync.app.runs.fit_jobs import fit_configs
 
     synthetic = SyntheticSpec(num_train=num_train, num_test=500, num_dense=4, table_rows=(50,) * 6)
     few, many = fit_configs(synthetic)
     return tuple(dataclasses.replace(s, model=MODEL, train=TRAIN) for s in (few, many))
 
 
-FIT_TRUTH = CostModel(worker_flops=3e8, message_cpu_s=6e-4, shared_cpus=2)
-FIT_GUESS = CostModel(worker_flops=1e9, message_cpu_s=2e-4, shared_cpus=2)
+FIT_TRUTH = CostModel(
+    worker_flops=1e8, message_cpu_s=2e-3, server_message_cpu_s=3e-3, shared_cpus=2
+)
 
 
-def test_calibration_fit_recovers_a_known_worker_speed_and_message_cost():
-    from recsync.app.runs.calibrate import fit_engine, simulated_eps
+def test_calibration_measures_a_message_ends_cpu_on_each_side_and_the_worker_speed():
+    """The fit jobs simulated with a known profile stand for the engine's runs: what a
+    message end costs a trainer's process and a server's comes out of their CPU by role,
+    and the worker speed out of the first's trainers' CPU, from a profile that had all
+    three wrong."""
+    from recsync.app.runs.calibrate import simulated
+    from recsync.app.runs.fit_jobs import message_end_cpu, worker_speed
+
+    few, many = _fit_jobs(1_200)
+    few_run, many_run = simulated(few, FIT_TRUTH), simulated(many, FIT_TRUTH)
+    assert (
+        many_run["calls_per_batch"]["trainers"]["total"]
+        > 4 * (few_run["calls_per_batch"]["trainers"]["total"])
+    )
+    guess = dataclasses.replace(
+        FIT_TRUTH, worker_flops=1e9, message_cpu_s=1e-4, server_message_cpu_s=1e-4
+    )
+    trainer_s, server_s = message_end_cpu(few, many, few_run, many_run, guess)
+    assert trainer_s == pytest.approx(2e-3, rel=0.02)  # the summary rounds CPU to 10 ms
+    assert server_s == pytest.approx(3e-3, rel=0.02)
+    measured = dataclasses.replace(guess, message_cpu_s=trainer_s, server_message_cpu_s=server_s)
+    speed = worker_speed(few, few_run, measured)
+    assert guess.worker_flops * speed == pytest.approx(1e8, rel=0.02)
+
+
+def test_calibration_refuses_fit_jobs_whose_messages_cannot_tell_what_one_costs():
+    from recsync.app.runs.calibrate import simulated
+    from recsync.app.runs.fit_jobs import message_end_cpu
 
     few, many = _fit_jobs(600)
-    few_eps, many_eps = simulated_eps(few, FIT_TRUTH), simulated_eps(many, FIT_TRUTH)
-    fitted = fit_engine(few, many, few_eps, many_eps, FIT_GUESS)
-    assert fitted.worker_flops == pytest.approx(3e8, rel=0.05)
-    assert fitted.message_cpu_s == pytest.approx(6e-4, rel=0.05)
+    few_run = simulated(few, FIT_TRUTH)
+    with pytest.raises(ValueError, match="must put at least 3 times the first's"):
+        message_end_cpu(few, few, few_run, few_run, FIT_TRUTH)
+    cheap = dataclasses.replace(FIT_TRUTH, message_cpu_s=0.0)
+    with pytest.raises(ValueError, match="must cost both ends CPU"):
+        message_end_cpu(few, many, few_run, simulated(many, cheap), FIT_TRUTH)
 
 
-def test_calibration_fit_refuses_a_factor_its_jobs_do_not_pin_or_a_fit_that_misses():
-    from recsync.app.runs.calibrate import fit_engine, simulated_eps
-
-    few, many = _fit_jobs(256)
-    few_eps, many_eps = simulated_eps(few, FIT_TRUTH), simulated_eps(many, FIT_TRUTH)
-    with pytest.raises(ValueError, match="worker speed was still running to the edge"):
-        fit_engine(few, many, 1e12, many_eps, FIT_GUESS)
-    messages_free = simulated_eps(many, dataclasses.replace(FIT_TRUTH, message_cpu_s=0.0))
-    with pytest.raises(ValueError, match="per-message CPU was still running to the edge"):
-        fit_engine(few, many, few_eps, 1.5 * messages_free, FIT_GUESS)
-    with pytest.raises(ValueError, match="reproduce the engine"):
-        fit_engine(few, many, few_eps, many_eps, FIT_GUESS, tolerance=0.0)
+def test_a_servers_message_ends_cost_its_own_price():
+    """Each end of a message at a server (or the reader) costs `server_message_cpu_s`, at a
+    trainer `message_cpu_s`: the trainers' CPU does not move with the servers' price."""
+    cluster = ClusterSpec(1, 1, 1, 0)
+    base = CostModel(message_cpu_s=1e-4, server_message_cpu_s=1e-4)
+    cheap_job = job(cluster=cluster, cost=base)
+    cheap = cheap_job.run()
+    dear = job(cluster=cluster, cost=dataclasses.replace(base, server_message_cpu_s=4e-4)).run()
+    ends = sum(
+        h.machine.message_ends for a, h in cheap_job.hosts.items() if a.role is not Role.TRAINER
+    )
+    assert ends > 2 * SYNTHETIC.num_train // TRAIN.batch_size
+    assert dear["cpu_seconds"]["trainers"] == cheap["cpu_seconds"]["trainers"]
+    servers = ("embedding_servers", "reader")
+    extra = sum(dear["cpu_seconds"][r] - cheap["cpu_seconds"][r] for r in servers)
+    assert extra == pytest.approx(ends * 3e-4, abs=0.011)  # the summary rounds to 10 ms
+    assert CostModel(message_cpu_s=1e-4).message_cpu_at(Role.EMBEDDING_SERVER) == 1e-4
+    with pytest.raises(ValueError, match="server_message_cpu_s must be >= 0"):
+        CostModel(server_message_cpu_s=-1.0)
 
 
 def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():

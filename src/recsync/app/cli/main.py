@@ -243,7 +243,7 @@ def calibrate(
     ] = True,
     examples: Annotated[int, typer.Option(help="Examples per check run.")] = 100_000,
     repeats: Annotated[
-        int, typer.Option(min=1, help="Runs of each fit job (their median EPS is fitted).")
+        int, typer.Option(min=1, help="Runs of each fit job (the one of median EPS is measured).")
     ] = 1,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
@@ -253,7 +253,7 @@ def calibrate(
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():
-        if key.endswith("_fitted"):
+        if key.endswith("_factor"):
             shown = f"x {value:.3f}"
         elif key.endswith("_share"):
             shown = f"{value:.1%}"

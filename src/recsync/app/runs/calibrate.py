@@ -4,7 +4,6 @@ check the simulator's EPS against the Ray engine's on the same configurations.""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import statistics
 import time
@@ -13,6 +12,7 @@ from typing import Any
 
 import torch
 
+from recsync.app.runs.fit_jobs import fit_configs, fit_name, message_end_cpu, worker_speed
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
@@ -32,12 +32,7 @@ from recsync.trainer.replica import DenseReplica
 
 PAYLOAD_BYTES = 512 * 1024
 Row = dict[str, Any]
-FIT_EXAMPLES = 20_000
-FIT_ROUNDS = 8  # turns of the two-factor fit (its two jobs pull both factors: it settles slowly)
-FIT_RANGE = 8.0  # the first turn looks for each factor in [1/8, 8]
-FIT_LAST_RANGE = 1.25
-FIT_PRECISION = 0.01  # of a factor's logarithm
-FIT_TOLERANCE = 0.05  # the fitted profile reproduces both jobs' EPS this closely
+FIT_EXAMPLES = 20_000  # a simulated fit job's (its CPU an example settles well before)
 
 
 def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
@@ -119,10 +114,11 @@ def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
-    """The cost model of this machine: every node shares its cores, each of its processes
-    taking what one takes idle; a call between two nodes (a loop's message over its
-    channel) costs the CPU both processes spent on it (a call is four message ends: request
-    and reply, each sent and received)."""
+    """The cost model of this machine from what was measured alone: every node shares its
+    cores, each of its processes taking what one takes idle; a call between two nodes (a
+    loop's message over its channel) costs the CPU both processes spent on it (a call is
+    four message ends: request and reply, each sent and received). `cost_from` replaces
+    the calls' CPU and the worker speed by what the engine's runs spent."""
     flops = model.dense_flops_per_example() * train.batch_size
     return CostModel(
         worker_flops=flops / measured["worker_s"],
@@ -141,7 +137,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
 
 
 def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
-    """Jobs of benchmarks/bench_engine.py the fitted profile is checked on."""
+    """Jobs of benchmarks/bench_engine.py the profile is checked on."""
     model, train = ModelSpec(), TrainSpec()
     fixed1 = Timing("fixed", every_iterations=1)
     cluster = ClusterSpec(2, 2, 2, 1)
@@ -173,108 +169,6 @@ def cpu_per_example(summary: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
-    """The jobs the cost model is fitted on (no strategy's sync in them), independent: 1
-    trainer x 2 workers (in processes of their own, as by default) with 1 embedding server
-    (one call a step, a process a core on 2 cores), and 2 trainers x 2 workers with 8 (eight
-    calls a step, amid more processes than cores on a small machine, where a message costs
-    its ends more than alone). The second must make several times the first's calls an
-    example: a difference within the engine's run-to-run noise cannot tell a message's cost."""
-    model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
-    return (
-        JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
-        JobSpec(model, train, ClusterSpec(2, 2, 8, 0), strategy, synthetic),
-    )
-
-
-def fit_name(spec: JobSpec) -> str:
-    """A fit job as rows and progress name it: "1x2 independent, 1 embedding server"."""
-    cluster = spec.cluster
-    servers = cluster.num_embedding_servers
-    return (
-        f"{cluster.num_trainers}x{cluster.workers_per_trainer} independent, "
-        f"{servers} embedding server{'s' if servers > 1 else ''}"
-    )
-
-
-def fit_engine(
-    few: JobSpec,
-    many: JobSpec,
-    few_eps: float,
-    many_eps: float,
-    cost: CostModel,
-    tolerance: float | None = FIT_TOLERANCE,
-) -> CostModel:
-    """What the measured profile lacks, fitted to the engine's EPS on two jobs: a factor of
-    the worker speed (a worker's math runs slower inside the engine, amid Ray's threads and
-    the other processes on its cores) mostly from the job with few messages, a factor
-    of the per-message CPU (a call costs more amid other work than alone) mostly from the
-    job with many; in turns, until both settle. Raises where a factor still runs to the
-    edge of its search in the last turn (the two jobs do not pin it) or the fit misses
-    either job by more than `tolerance` (None: returns the closest fit, for a benchmark to
-    report)."""
-    spread = FIT_RANGE
-    for _ in range(FIT_ROUNDS):
-        speed = _log_bisect(_eps_of(few, cost, True), few_eps, True, spread)
-        cost = _scaled(cost, speed, 1.0)
-        message = _log_bisect(_eps_of(many, cost, False), many_eps, False, spread)
-        cost = _scaled(cost, 1.0, message)
-        last_spread = spread
-        spread = max(math.sqrt(spread), FIT_LAST_RANGE)  # later turns only correct a little
-    unsettled = [
-        name
-        for name, factor in (("worker speed", speed), ("per-message CPU", message))
-        if abs(math.log(factor)) > math.log(last_spread) - 2 * FIT_PRECISION
-    ]
-    if tolerance is not None and unsettled:
-        raise ValueError(
-            f"calibration: the fit of the {' and '.join(unsettled)} was still running to the "
-            f"edge of its search in its last turn (the engine's {few_eps:,.0f} and "
-            f"{many_eps:,.0f} examples/s on the fit jobs do not pin it); is the machine busy "
-            "with other work?"
-        )
-    for spec, target in ((few, few_eps), (many, many_eps)):
-        predicted = simulated_eps(spec, cost)
-        if tolerance is not None and abs(predicted / target - 1.0) > tolerance:
-            raise ValueError(
-                f"calibration: no worker speed and per-message CPU reproduce the engine's "
-                f"{target:,.0f} examples/s (the fit predicts {predicted:,.0f}); is the machine "
-                "busy with other work?"
-            )
-    return cost
-
-
-def _eps_of(spec: JobSpec, cost: CostModel, speed: bool) -> Callable[[float], float]:
-    """Simulated EPS of `spec` as a function of a factor of the worker speed (or of the
-    per-message CPU)."""
-    if speed:
-        return lambda factor: simulated_eps(spec, _scaled(cost, factor, 1.0))
-    return lambda factor: simulated_eps(spec, _scaled(cost, 1.0, factor))
-
-
-def _scaled(cost: CostModel, speed: float, message: float) -> CostModel:
-    return dataclasses.replace(
-        cost,
-        worker_flops=cost.worker_flops * speed,
-        message_cpu_s=cost.message_cpu_s * message,
-    )
-
-
-def _log_bisect(
-    eps_at: Callable[[float], float], target: float, rising: bool, spread: float
-) -> float:
-    """The factor in [1/spread, spread] at which `eps_at` (rising or falling with it) meets
-    `target` (bisection on its logarithm, to 1% of a factor's width)."""
-    low, high = -math.log(spread), math.log(spread)
-    for _ in range(math.ceil(math.log2(2 * math.log(spread) / FIT_PRECISION))):
-        mid = (low + high) / 2
-        if (eps_at(math.exp(mid)) > target) == rising:
-            high = mid
-        else:
-            low = mid
-    return math.exp((low + high) / 2)
-
-
 Step = Callable[[str], None]  # told what calibration does next
 
 
@@ -282,55 +176,77 @@ def _quiet(what: str) -> None:
     return None
 
 
-FIT_STEPS = 4  # steps `fitted_cost` announces
+FIT_STEPS = 4  # steps `machine_cost` announces
 
 
-def fitted_cost(
-    examples: int,
-    num_cpus: int,
-    step: Step = _quiet,
-    tolerance: float | None = FIT_TOLERANCE,
-    repeats: int = 1,
+def machine_cost(
+    examples: int, num_cpus: int, step: Step = _quiet, repeats: int = 1
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
-    """This machine's profile (`num_cpus` shared cores), fitted to the engine's EPS on the
+    """This machine's profile (`num_cpus` shared cores), measured alone and in the engine's
     fit jobs (`examples` each, the median of `repeats` runs): the profile, what was
-    measured and fitted, and a row of engine vs simulated EPS per fit job. Needs a
-    connected Ray. `step(what)` is told of each of its FIT_STEPS steps before it starts."""
+    measured, and a row of engine vs simulated EPS per fit job. Needs a connected Ray.
+    `step(what)` is told of each of its FIT_STEPS steps before it starts."""
+    return cost_from(engine_figures(examples, step, repeats), num_cpus, step)
+
+
+def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict[str, Any]:
+    """What calibration measures on this machine (JSON-able; `cost_from` makes it a profile,
+    here or on another machine): the math, a call and an idle process alone, and the
+    engine's runs of the fit jobs (`examples` each, the run of the median EPS of `repeats`).
+    Needs a connected Ray; announces FIT_STEPS - 1 steps."""
     if repeats < 1:
         raise ValueError(f"calibration repeats must be >= 1, got {repeats}")
-    model, train = ModelSpec(), TrainSpec()
     step("measuring the math, a call between nodes and its CPU")
-    measured = measure(model, train, SyntheticSpec())
-    cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
-    few, many = fit_configs(synthetic)
+    measured = measure(ModelSpec(), TrainSpec(), SyntheticSpec())
+    few, many = fit_configs(_fit_synthetic(examples))
     step(f"engine: {fit_name(few)}")
     few_run = _median_run(few, repeats)
     step(f"engine: {fit_name(many)}")
     many_run = _median_run(many, repeats)
-    few_eps, many_eps = few_run["eps"], many_run["eps"]
-    step("fitting the simulator to both")
-    small = dataclasses.replace(synthetic, num_train=FIT_EXAMPLES)
-    fitted = fit_engine(
-        dataclasses.replace(few, synthetic=small),
-        dataclasses.replace(many, synthetic=small),
-        few_eps,
-        many_eps,
-        cost,
-        tolerance,
-    )
-    measured["worker_speed_fitted"] = fitted.worker_flops / cost.worker_flops
-    measured["message_cpu_fitted"] = fitted.message_cpu_s / cost.message_cpu_s
+    kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch")
+    return {
+        "measured": measured,
+        "fit_examples": examples,
+        "fit_runs": [{key: run[key] for key in kept} for run in (few_run, many_run)],
+    }
+
+
+def cost_from(
+    figures: dict[str, Any], num_cpus: int, step: Step = _quiet
+) -> tuple[CostModel, dict[str, float], list[Row]]:
+    """The profile of the machine `engine_figures` measured (`num_cpus` shared cores): what
+    a message end costs a trainer's process and a server's, and the worker speed, as the
+    fit jobs' runs spent them; with what was measured and a row of engine vs simulated EPS
+    per fit job (a check: nothing is fitted to their EPS)."""
+    step("a message's CPU and the worker speed in the engine's runs")
+    model, train = ModelSpec(), TrainSpec()
+    measured = dict(figures["measured"])
+    few_run, many_run = figures["fit_runs"]
+    few, many = fit_configs(_fit_synthetic(figures["fit_examples"]))
+    small = _fit_synthetic(FIT_EXAMPLES)
+    few_small, many_small = (dataclasses.replace(s, synthetic=small) for s in (few, many))
+    cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
+    caller_s, callee_s = message_end_cpu(few_small, many_small, few_run, many_run, cost)
+    cost = dataclasses.replace(cost, message_cpu_s=caller_s, server_message_cpu_s=callee_s)
+    speed = worker_speed(few_small, few_run, cost)
+    cost = dataclasses.replace(cost, worker_flops=cost.worker_flops * speed)
+    measured["job_message_end_trainer_cpu_s"] = caller_s
+    measured["job_message_end_server_cpu_s"] = callee_s
+    measured["worker_speed_factor"] = speed
     rows = [
-        _row(f"{fit_name(few)} (fitted)", few_run, simulated(few, fitted)),
-        _row(f"{fit_name(many)} (fitted)", many_run, simulated(many, fitted)),
+        _row(f"{fit_name(few)} (calibrated on)", few_run, simulated(few, cost)),
+        _row(f"{fit_name(many)} (calibrated on)", many_run, simulated(many, cost)),
     ]
-    return fitted, measured, rows
+    return cost, measured, rows
+
+
+def _fit_synthetic(examples: int) -> SyntheticSpec:
+    return dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
 
 
 def _median_run(spec: JobSpec, repeats: int) -> dict[str, Any]:
     """The summary of the run with the median EPS of `repeats` runs of `spec` (on a shared
-    machine one run can be far off, and a fit to it is off everywhere)."""
+    machine one run can be far off, and a profile measured in it is off everywhere)."""
     runs = sorted((run_job(spec) for _ in range(repeats)), key=lambda run: run["eps"])
     return runs[len(runs) // 2]
 
@@ -343,12 +259,12 @@ def calibration_steps(with_check: bool) -> int:
 def calibrate(
     examples: int, with_check: bool, step: Step = _quiet, repeats: int = 1
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
-    """Measure and fit this machine's profile (each fit job the median of `repeats` runs),
-    and (optionally) predict the engine's EPS on other jobs: rows of measured vs predicted
-    EPS, the fitted ones marked. `step(what)` is told of each of its `calibration_steps`
+    """Measure this machine's profile (each fit job the median of `repeats` runs), and
+    (optionally) predict the engine's EPS on other jobs: rows of measured vs predicted
+    EPS, the fit jobs' marked. `step(what)` is told of each of its `calibration_steps`
     steps before it starts."""
     connect(None, os.cpu_count())
-    cost, measured, rows = fitted_cost(examples, os.cpu_count() or 1, step, repeats=repeats)
+    cost, measured, rows = machine_cost(examples, os.cpu_count() or 1, step, repeats=repeats)
     if with_check:
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
         for name, spec in check_configs(synthetic):

@@ -114,12 +114,14 @@ class CostModel:
     `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
     its FLOPs (a group PS's FC parts) at `worker_flops`.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
-    messaging CPU: each end of a message spends `message_cpu_s` plus `byte_cpu_s` per byte
-    (serialization, RPC stack). shared_cpus: 0 = every node has CPUs of its own (a cluster);
-    C > 0 = all nodes share C cores (one machine, as `recsync calibrate` measures it), so
-    compute, server work, reading and messaging queue for the same cores, of which each of
-    the job's processes takes `process_idle_cpus` whatever it does (its runtime's threads
-    waking), leaving the work the rest.
+    messaging CPU: each end of a message spends `byte_cpu_s` per byte (serialization, RPC
+    stack) plus, at a trainer's node (a worker's or the trainer's process: the caller),
+    `message_cpu_s`, at any other node (a server, the reader: the callee)
+    `server_message_cpu_s` (None: the same). shared_cpus: 0 = every node has CPUs of its
+    own (a cluster); C > 0 = all nodes share C cores (one machine, as `recsync calibrate`
+    measures it), so compute, server work, reading and messaging queue for the same cores,
+    of which each of the job's processes takes `process_idle_cpus` whatever it does (its
+    runtime's threads waking), leaving the work the rest.
     """
 
     worker_flops: float = 2.0e10
@@ -133,6 +135,7 @@ class CostModel:
     element_s: float = 2.0e-9
     reader_batch_s: float = 1.0e-4
     message_cpu_s: float = 0.0
+    server_message_cpu_s: float | None = None
     byte_cpu_s: float = 0.0
     shared_cpus: int = 0
     process_idle_cpus: float = 0.0
@@ -155,8 +158,23 @@ class CostModel:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
+        if self.server_message_cpu_s is not None and not self.server_message_cpu_s >= 0:
+            raise ValueError(
+                f"cost.server_message_cpu_s must be >= 0, got {self.server_message_cpu_s}"
+            )
         if not 0.0 <= self.apply_share < 1.0:
             raise ValueError(f"cost.apply_share must be in [0, 1), got {self.apply_share}")
+
+    def message_cpu_at(self, role: Role) -> float:
+        """Seconds of CPU one end of a message takes at a node of `role`, bytes apart."""
+        if role is Role.TRAINER or self.server_message_cpu_s is None:
+            return self.message_cpu_s
+        return self.server_message_cpu_s
+
+    @property
+    def charges_messages(self) -> bool:
+        """Whether a message's ends cost CPU at all."""
+        return bool(self.message_cpu_s or self.server_message_cpu_s or self.byte_cpu_s)
 
     def shared_stretch(self, num_processes: int) -> float:
         """How much longer work takes on the shared cores than on cores of its own, while

@@ -77,7 +77,11 @@ class SimJob:
         self.hosts: dict[Address, SimHost] = {}
         for node_spec in topology.nodes:
             address = node_spec.address
-            machine = Machine(address.name, node_spec.threads or server_threads)
+            machine = Machine(
+                address.name,
+                node_spec.threads or server_threads,
+                cost.message_cpu_at(address.role),
+            )
             host = SimHost(address, node_spec.build(context), machine)
             if node_spec.slowdown > 1.0:
                 host.slowdown_at = node_spec.slowdown_at

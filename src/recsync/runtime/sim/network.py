@@ -55,10 +55,14 @@ class Nic:
 
 class Machine:
     """A simulated machine: one NIC and `threads` CPU slots; `cpu_s`, the seconds of work
-    charged to it (on its slots or on the cores it shares)."""
+    charged to it (on its slots or on the cores it shares); `message_cpu_s`, the CPU each
+    end of a message takes there, its bytes apart; `message_ends`, the messages it sent and
+    received."""
 
-    def __init__(self, name: str, threads: int = 1):
+    def __init__(self, name: str, threads: int = 1, message_cpu_s: float = 0.0):
         self.name = name
+        self.message_cpu_s = message_cpu_s
+        self.message_ends = 0
         self.nic = Nic()
         self.cpu = Slots(threads)
         self.cpu_s = 0.0
@@ -87,7 +91,7 @@ class Network:
         self.delays = bool(cost.faults.delay_fraction)
         self.shared_cpu = Slots(cost.shared_cpus) if cost.shared_cpus else None
         self.stretch = cost.shared_stretch(num_processes)
-        self.handles_messages = bool(cost.message_cpu_s or cost.byte_cpu_s)
+        self.handles_messages = cost.charges_messages
         self.latency_s = cost.latency_s
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
 
@@ -101,11 +105,17 @@ class Network:
         left: Callback | None = None,
     ) -> None:
         """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
-        so messages queue there in arrival order); each end spends messaging CPU. `left(None)`
+        so messages queue there in arrival order); each end spends its messaging CPU. `left(None)`
         (if given) once src spent its end's CPU and the message is on its way."""
+        src.message_ends += 1
         if self.handles_messages:
-            handling = self.cost.message_cpu_s + self.cost.byte_cpu_s * nbytes
-            self.work(src, handling, self._transmit, (src, dst, nbytes, handling, then, arg, left))
+            handling = self.cost.byte_cpu_s * nbytes
+            self.work(
+                src,
+                src.message_cpu_s + handling,
+                self._transmit,
+                (src, dst, nbytes, handling, then, arg, left),
+            )
         else:
             self._leave(src, dst, nbytes, 0.0, then, arg)
             if left is not None:
@@ -150,8 +160,9 @@ class Network:
     def _arrive(self, message: tuple[Machine, float, float, Callback, Any]) -> None:
         dst, hold, handling, then, arg = message
         received = dst.nic.book(self.clock.now, hold)
-        if handling:
-            self.clock.at(received, self._handle, (dst, handling, then, arg))
+        dst.message_ends += 1
+        if self.handles_messages:
+            self.clock.at(received, self._handle, (dst, dst.message_cpu_s + handling, then, arg))
         else:
             self.clock.at(received, then, arg)
 

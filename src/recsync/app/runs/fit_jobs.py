@@ -1,0 +1,128 @@
+"""The engine jobs calibration runs, and what their runs spent: a message end's CPU on a
+trainer's process and on a server's, and the worker speed inside the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
+from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
+from recsync.runtime.sim.network import Machine
+from recsync.sync.registry import strategy_config
+
+MIN_MORE_ENDS = 2.0  # the second fit job's message ends beyond the first's, in its multiples
+
+
+def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
+    """The engine jobs calibration measures a call's CPU and the worker speed in (no
+    strategy's sync in them), independent: 1 trainer x 2 workers (in processes of their
+    own, as by default) with 1 embedding server (one call a step to it, one to the reader),
+    and 2 trainers x 2 workers with 8 (eight calls a step to them: the same rows in seven
+    more calls a batch). The second must make several times the first's calls: a
+    difference within the engine's run-to-run noise cannot tell a call's cost."""
+    model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
+    return (
+        JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(2, 2, 8, 0), strategy, synthetic),
+    )
+
+
+def fit_name(spec: JobSpec) -> str:
+    """A fit job as rows and progress name it: "1x2 independent, 1 embedding server"."""
+    cluster = spec.cluster
+    servers = cluster.num_embedding_servers
+    return (
+        f"{cluster.num_trainers}x{cluster.workers_per_trainer} independent, "
+        f"{servers} embedding server{'s' if servers > 1 else ''}"
+    )
+
+
+def message_end_cpu(
+    few: JobSpec,
+    many: JobSpec,
+    few_run: dict[str, Any],
+    many_run: dict[str, Any],
+    cost: CostModel,
+) -> tuple[float, float]:
+    """CPU seconds one end of a message takes in a running job at a trainer's process (the
+    caller's end) and at a server's or the reader's (the callee's): the difference of the
+    engine's runs of the two fit jobs (`few_run`, `many_run`) in CPU an example on either
+    side over the difference in message ends an example there (counted by the simulator,
+    which runs the same nodes, under `cost`: the two jobs train the same rows and batches,
+    the second in several times the first's calls). Raises where the second job's ends
+    are too few more to tell, or did not cost more."""
+    few_ends, many_ends = _message_ends(few, cost), _message_ends(many, cost)
+    few_cpu, many_cpu = _cpu_by_side(few_run), _cpu_by_side(many_run)
+    prices = []
+    for side, name in enumerate(("the trainers'", "the other nodes'")):
+        more = many_ends[side] - few_ends[side]
+        if more < MIN_MORE_ENDS * few_ends[side]:
+            raise ValueError(
+                f"calibration: the fit jobs put {few_ends[side]:.3f} and {many_ends[side]:.3f} "
+                f"message ends an example on {name} processes; the second must put at least "
+                f"{1 + MIN_MORE_ENDS:.0f} times the first's to tell what one costs"
+            )
+        price = (many_cpu[side] - few_cpu[side]) / more
+        if price <= 0:
+            raise ValueError(
+                f"calibration: {more:.3f} more message ends an example cost {name} processes "
+                f"{(many_cpu[side] - few_cpu[side]) * 1e6:+.1f} us of CPU an example (a message "
+                "must cost both ends CPU); is the machine busy with other work?"
+            )
+        prices.append(price)
+    return prices[0], prices[1]
+
+
+def _message_ends(spec: JobSpec, cost: CostModel) -> tuple[float, float]:
+    """Message ends an example a job puts on its trainers' processes and on its other
+    nodes', in the simulator."""
+    return _simulated_by_side(spec, cost, lambda machine: machine.message_ends)
+
+
+def _simulated_by_side(
+    spec: JobSpec, cost: CostModel, count: Callable[[Machine], float]
+) -> tuple[float, float]:
+    """`count` of the simulated job's machines an example, summed over its trainers and
+    over its other nodes (unrounded, unlike the summary's)."""
+    job = SimJob(spec, plan_for(spec), cost)
+    examples = job.run()["examples_trained"]
+    trainers = sum(count(h.machine) for h in job.hosts_of(Role.TRAINER))
+    others = sum(count(h.machine) for h in job.hosts.values()) - trainers
+    return trainers / examples, others / examples
+
+
+def _cpu_by_side(run: dict[str, Any]) -> tuple[float, float]:
+    """A run's CPU seconds an example on its trainers' processes and on its other nodes'."""
+    assert run.get("cpu_seconds"), "the run's summary has no CPU by role"
+    cpu, examples = run["cpu_seconds"], run["examples_trained"]
+    others = sum(seconds for role, seconds in cpu.items() if role != "trainers")
+    return cpu["trainers"] / examples, others / examples
+
+
+def worker_speed(few: JobSpec, few_run: dict[str, Any], cost: CostModel) -> float:
+    """The factor of the measured worker speed at which the simulated trainers of `few`
+    spend the CPU an example its engine run's spent (a worker's math runs at another speed
+    inside the engine, amid Ray's threads and the other processes, than alone): the
+    engine's trainer CPU less what the simulator charges their messages, against the
+    simulator's worker math."""
+    free = dataclasses.replace(cost, message_cpu_s=0.0, server_message_cpu_s=0.0, byte_cpu_s=0.0)
+    math_s = _simulated_by_side(few, free, _cpu_seconds)[0]
+    messages_s = _simulated_by_side(few, cost, _cpu_seconds)[0] - math_s
+    engine_s = _cpu_by_side(few_run)[0]
+    if engine_s <= messages_s:
+        raise ValueError(
+            f"calibration: the engine's trainers spent {engine_s * 1e6:.1f} us of CPU an "
+            f"example, no more than their messages' {messages_s * 1e6:.1f} us alone"
+        )
+    return math_s / (engine_s - messages_s)
+
+
+def _cpu_seconds(machine: Machine) -> float:
+    return machine.cpu_s
