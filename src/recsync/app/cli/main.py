@@ -261,8 +261,10 @@ def calibrate(
             shown = f"{value:.4f} of a core"
         elif value < 1e-8:  # a dense element's or a byte's seconds
             shown = f"{value * 1e9:.4g} ns"
-        else:
+        elif value < 1e-3:
             shown = f"{value * 1e6:.4g} us"
+        else:
+            shown = f"{value * 1e3:.4g} ms"
         table.add_row(key, shown)
     Console(emoji=False).print(table)
     if rows:
