@@ -36,6 +36,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,16 @@ def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str
     return {str(n): round(eps / (n * base), 3) for n, eps in sorted(sweep.items())}
 
 
+def run_grid(args: argparse.Namespace, num_cpus: int) -> Iterator[dict[str, Any]]:
+    """The engine's figures on each point of the grid `args` selects, as each is run."""
+    for point in grid(num_cpus, args.threads, args.server_trainers):
+        if args.only and point.group not in args.only:
+            continue
+        workers = point.trainers * point.threads
+        examples = max(args.min_examples, args.examples_per_worker * workers)
+        yield engine_point(point, examples, args.repeats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count() or 2)
@@ -171,11 +182,11 @@ def main() -> None:
     if args.simulate:
         lines = [json.loads(line) for line in args.simulate.read_text().splitlines() if line]
         figures, num_cpus = lines[0]["engine_figures"], lines[0]["num_cpus"]
-        engine_rows = [line for line in lines[1:] if "group" in line]
+        engine_rows: Iterable[dict[str, Any]] = (line for line in lines[1:] if "group" in line)
     else:
         connect(None, num_cpus)
         figures = engine_figures(args.fit_examples, repeats=args.repeats)
-        engine_rows = []
+        engine_rows = run_grid(args, num_cpus)
     cost = None
     if args.engine_only:
         print(json.dumps({"engine_figures": figures, "num_cpus": num_cpus}), flush=True)
@@ -183,18 +194,10 @@ def main() -> None:
         cost, measured, fits = cost_from(figures, num_cpus)
         print(json.dumps({"calibration": measured, "fits": fits}), flush=True)
     rows = []
-    for row in engine_rows:  # read from --simulate's file
+    for row in engine_rows:
         rows.append(simulated_point(row, cost) if cost else row)
         print(json.dumps(rows[-1]), flush=True)
     if not args.simulate:
-        for point in grid(num_cpus, args.threads, args.server_trainers):
-            if args.only and point.group not in args.only:
-                continue
-            workers = point.trainers * point.threads
-            examples = max(args.min_examples, args.examples_per_worker * workers)
-            row = engine_point(point, examples, args.repeats)
-            rows.append(simulated_point(row, cost) if cost else row)
-            print(json.dumps(rows[-1]), flush=True)
         ray.shutdown()
 
     def eps(group: str, strategy: str, **match: int) -> float | None:

@@ -155,10 +155,6 @@ def simulated(spec: JobSpec, cost: CostModel) -> dict[str, Any]:
     return SimJob(spec, plan_for(spec), cost).run()
 
 
-def simulated_eps(spec: JobSpec, cost: CostModel) -> float:
-    return float(simulated(spec, cost)["eps"])
-
-
 def cpu_per_example(summary: dict[str, Any]) -> dict[str, float]:
     """A run's CPU microseconds per trained example, by role (the engine's measured, the
     simulator's charged; none where the summary has no `cpu_seconds`)."""
@@ -198,7 +194,7 @@ def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict
         raise ValueError(f"calibration repeats must be >= 1, got {repeats}")
     step("measuring the math, a call between nodes and its CPU")
     measured = measure(ModelSpec(), TrainSpec(), SyntheticSpec())
-    few, many = fit_configs(_fit_synthetic(examples))
+    few, many = fit_configs(_engine_synthetic(examples))
     step(f"engine: {fit_name(few)}")
     few_run = _median_run(few, repeats)
     step(f"engine: {fit_name(many)}")
@@ -222,8 +218,8 @@ def cost_from(
     model, train = ModelSpec(), TrainSpec()
     measured = dict(figures["measured"])
     few_run, many_run = figures["fit_runs"]
-    few, many = fit_configs(_fit_synthetic(figures["fit_examples"]))
-    small = _fit_synthetic(FIT_EXAMPLES)
+    few, many = fit_configs(_engine_synthetic(figures["fit_examples"]))
+    small = _engine_synthetic(FIT_EXAMPLES)
     few_small, many_small = (dataclasses.replace(s, synthetic=small) for s in (few, many))
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
     caller_s, callee_s = message_end_cpu(few_small, many_small, few_run, many_run, cost)
@@ -240,7 +236,8 @@ def cost_from(
     return cost, measured, rows
 
 
-def _fit_synthetic(examples: int) -> SyntheticSpec:
+def _engine_synthetic(examples: int) -> SyntheticSpec:
+    """The data of calibration's engine runs: `examples` to train on."""
     return dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
 
 
@@ -266,8 +263,7 @@ def calibrate(
     connect(None, os.cpu_count())
     cost, measured, rows = machine_cost(examples, os.cpu_count() or 1, step, repeats=repeats)
     if with_check:
-        synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
-        for name, spec in check_configs(synthetic):
+        for name, spec in check_configs(_engine_synthetic(examples)):
             step(f"engine and simulator: {name}")
             rows.append(_row(name, run_job(spec), simulated(spec, cost)))
     return cost, measured, rows
