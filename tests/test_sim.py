@@ -177,6 +177,25 @@ def test_calibration_measures_a_message_ends_cpu_on_each_side_and_the_worker_spe
     assert guess.worker_flops * speed == pytest.approx(1e8, rel=0.02)
 
 
+def test_calibration_measures_a_bytes_cpu_on_each_side_beyond_what_is_charged():
+    """The bytes job (async: the dense gradient and model each step) simulated with a
+    known profile stands for the engine's run: a byte's price on either side comes out of
+    the CPU the run spent beyond what the profile charges with bytes free; a side whose run
+    spent less than that is charged nothing for its bytes."""
+    from recsync.app.runs.calibrate import simulated
+    from recsync.app.runs.fit_jobs import byte_cpu, bytes_config
+
+    synthetic = SyntheticSpec(num_train=1_200, num_test=500, num_dense=4, table_rows=(50,) * 6)
+    spec = dataclasses.replace(bytes_config(synthetic), model=MODEL, train=TRAIN)
+    truth = dataclasses.replace(FIT_TRUTH, byte_cpu_s=4e-6, server_byte_cpu_s=6e-6)
+    run = simulated(spec, truth)
+    trainer_s, server_s = byte_cpu(spec, run, dataclasses.replace(truth, byte_cpu_s=1e-9))
+    assert trainer_s == pytest.approx(4e-6, rel=0.03)  # the summary rounds CPU to 10 ms
+    assert server_s == pytest.approx(6e-6, rel=0.03)
+    dearer = dataclasses.replace(FIT_TRUTH, message_cpu_s=3e-3, server_message_cpu_s=4e-3)
+    assert byte_cpu(spec, simulated(spec, FIT_TRUTH), dearer) == (0.0, 0.0)
+
+
 def test_calibration_refuses_fit_jobs_whose_messages_cannot_tell_what_one_costs():
     from recsync.app.runs.calibrate import simulated
     from recsync.app.runs.fit_jobs import message_end_cpu
@@ -209,6 +228,31 @@ def test_a_servers_message_ends_cost_its_own_price():
     assert CostModel(message_cpu_s=1e-4).message_cpu_at(Role.EMBEDDING_SERVER) == 1e-4
     with pytest.raises(ValueError, match="server_message_cpu_s must be >= 0"):
         CostModel(server_message_cpu_s=-1.0)
+
+
+def test_a_servers_bytes_cost_its_own_price():
+    """Each byte a server (or the reader) sends or receives costs `server_byte_cpu_s`
+    there, at a trainer `byte_cpu_s`: the trainers' CPU does not move with the servers'
+    price, and the servers' moves by their bytes at it."""
+    cluster = ClusterSpec(1, 1, 1, 0)
+    base = CostModel(byte_cpu_s=1e-8, server_byte_cpu_s=1e-8)
+    cheap_job = job(cluster=cluster, cost=base)
+    cheap = cheap_job.run()
+    dear = job(cluster=cluster, cost=dataclasses.replace(base, server_byte_cpu_s=1e-7)).run()
+    carried = sum(
+        h.machine.message_bytes for a, h in cheap_job.hosts.items() if a.role is not Role.TRAINER
+    )
+    trained = sum(h.machine.message_bytes for h in cheap_job.hosts_of(Role.TRAINER))
+    assert carried == trained  # every message has a trainer at one end here
+    assert dear["cpu_seconds"]["trainers"] == cheap["cpu_seconds"]["trainers"]
+    servers = ("embedding_servers", "reader")
+    extra = sum(dear["cpu_seconds"][r] - cheap["cpu_seconds"][r] for r in servers)
+    assert extra == pytest.approx(carried * 9e-8, abs=0.011)  # the summary rounds to 10 ms
+    assert CostModel(byte_cpu_s=1e-9).byte_cpu_at(Role.READER) == 1e-9
+    with pytest.raises(ValueError, match="server_byte_cpu_s must be >= 0"):
+        CostModel(server_byte_cpu_s=-1.0)
+    with pytest.raises(ValueError, match="byte_cpu_s must be >= 0"):
+        CostModel(byte_cpu_s=-1.0)
 
 
 def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():

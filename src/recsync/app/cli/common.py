@@ -121,7 +121,7 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
 
 def cpu_table(rows: list[dict[str, Any]]) -> Table:
     """Per job, each role's CPU per example: what the engine spent / what the simulator
-    charged."""
+    charged ("-" where the job has no node of the role)."""
     roles = sorted({role for row in rows for role in row["cpu_us_per_example"]})
     table = Table(title="CPU per example, microseconds: engine / simulated")
     table.add_column("config")
@@ -131,6 +131,6 @@ def cpu_table(rows: list[dict[str, Any]]) -> Table:
         engine, charged = row["cpu_us_per_example"], row["predicted_cpu_us_per_example"]
         table.add_row(
             row["config"],
-            *(f"{engine.get(r, 0.0):g} / {charged.get(r, 0.0):g}" for r in roles),
+            *(f"{engine[r]:g} / {charged.get(r, 0.0):g}" if r in engine else "-" for r in roles),
         )
     return table

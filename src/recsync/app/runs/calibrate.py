@@ -12,7 +12,14 @@ from typing import Any
 
 import torch
 
-from recsync.app.runs.fit_jobs import fit_configs, fit_name, message_end_cpu, worker_speed
+from recsync.app.runs.fit_jobs import (
+    byte_cpu,
+    bytes_config,
+    fit_configs,
+    fit_name,
+    message_end_cpu,
+    worker_speed,
+)
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
@@ -172,7 +179,7 @@ def _quiet(what: str) -> None:
     return None
 
 
-FIT_STEPS = 4  # steps `machine_cost` announces
+FIT_STEPS = 5  # steps `machine_cost` announces
 
 
 def machine_cost(
@@ -194,16 +201,16 @@ def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict
         raise ValueError(f"calibration repeats must be >= 1, got {repeats}")
     step("measuring the math, a call between nodes and its CPU")
     measured = measure(ModelSpec(), TrainSpec(), SyntheticSpec())
-    few, many = fit_configs(_engine_synthetic(examples))
-    step(f"engine: {fit_name(few)}")
-    few_run = _median_run(few, repeats)
-    step(f"engine: {fit_name(many)}")
-    many_run = _median_run(many, repeats)
+    synthetic = _engine_synthetic(examples)
+    runs = []
+    for spec in (*fit_configs(synthetic), bytes_config(synthetic)):
+        step(f"engine: {fit_name(spec)}")
+        runs.append(_median_run(spec, repeats))
     kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch")
     return {
         "measured": measured,
         "fit_examples": examples,
-        "fit_runs": [{key: run[key] for key in kept} for run in (few_run, many_run)],
+        "fit_runs": [{key: run[key] for key in kept} for run in runs],
     }
 
 
@@ -211,27 +218,35 @@ def cost_from(
     figures: dict[str, Any], num_cpus: int, step: Step = _quiet
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
     """The profile of the machine `engine_figures` measured (`num_cpus` shared cores): what
-    a message end costs a trainer's process and a server's, and the worker speed, as the
-    fit jobs' runs spent them; with what was measured and a row of engine vs simulated EPS
-    per fit job (a check: nothing is fitted to their EPS)."""
+    a message end costs a trainer's process and a server's, the worker speed, and what a
+    byte costs either side, as the fit jobs' runs spent them (figures of old, without the
+    bytes job's run: a byte as the probe measured it); with what was measured and a row of
+    engine vs simulated EPS per fit job (a check: nothing is fitted to their EPS)."""
     step("a message's CPU and the worker speed in the engine's runs")
     model, train = ModelSpec(), TrainSpec()
     measured = dict(figures["measured"])
-    few_run, many_run = figures["fit_runs"]
-    few, many = fit_configs(_engine_synthetic(figures["fit_examples"]))
-    small = _engine_synthetic(FIT_EXAMPLES)
-    few_small, many_small = (dataclasses.replace(s, synthetic=small) for s in (few, many))
+    runs = figures["fit_runs"]
+    synthetic = _engine_synthetic(figures["fit_examples"])
+    specs = [*fit_configs(synthetic), bytes_config(synthetic)][: len(runs)]
+    few, many, *_ = small = [
+        dataclasses.replace(s, synthetic=_engine_synthetic(FIT_EXAMPLES)) for s in specs
+    ]
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
-    caller_s, callee_s = message_end_cpu(few_small, many_small, few_run, many_run, cost)
+    caller_s, callee_s = message_end_cpu(few, many, runs[0], runs[1], cost)
     cost = dataclasses.replace(cost, message_cpu_s=caller_s, server_message_cpu_s=callee_s)
-    speed = worker_speed(few_small, few_run, cost)
+    speed = worker_speed(few, runs[0], cost)
     cost = dataclasses.replace(cost, worker_flops=cost.worker_flops * speed)
     measured["job_message_end_trainer_cpu_s"] = caller_s
     measured["job_message_end_server_cpu_s"] = callee_s
     measured["worker_speed_factor"] = speed
+    if len(runs) > 2:
+        trainer_byte_s, server_byte_s = byte_cpu(small[2], runs[2], cost)
+        cost = dataclasses.replace(cost, byte_cpu_s=trainer_byte_s, server_byte_cpu_s=server_byte_s)
+        measured["job_byte_trainer_cpu_s"] = trainer_byte_s
+        measured["job_byte_server_cpu_s"] = server_byte_s
     rows = [
-        _row(f"{fit_name(few)} (calibrated on)", few_run, simulated(few, cost)),
-        _row(f"{fit_name(many)} (calibrated on)", many_run, simulated(many, cost)),
+        _row(f"{fit_name(spec)} (calibrated on)", run, simulated(spec, cost))
+        for spec, run in zip(specs, runs, strict=True)
     ]
     return cost, measured, rows
 

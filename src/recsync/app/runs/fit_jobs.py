@@ -1,5 +1,6 @@
 """The engine jobs calibration runs, and what their runs spent: a message end's CPU on a
-trainer's process and on a server's, and the worker speed inside the engine."""
+trainer's process and on a server's, the worker speed inside the engine, and a byte's CPU
+on either side."""
 
 from __future__ import annotations
 
@@ -34,12 +35,20 @@ def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
     )
 
 
+def bytes_config(synthetic: SyntheticSpec) -> JobSpec:
+    """The engine job calibration measures a byte's CPU in: the first fit job's cluster
+    under async with one dense server (each step pushes the dense gradient to it and pulls
+    the dense model back: megabytes a step, where the first job's messages carry ids)."""
+    cluster = ClusterSpec(1, 2, 1, 0, num_dense_servers=1)
+    return JobSpec(ModelSpec(), TrainSpec(), cluster, strategy_config("async"), synthetic)
+
+
 def fit_name(spec: JobSpec) -> str:
     """A fit job as rows and progress name it: "1x2 independent, 1 embedding server"."""
     cluster = spec.cluster
     servers = cluster.num_embedding_servers
     return (
-        f"{cluster.num_trainers}x{cluster.workers_per_trainer} independent, "
+        f"{cluster.num_trainers}x{cluster.workers_per_trainer} {spec.strategy.name}, "
         f"{servers} embedding server{'s' if servers > 1 else ''}"
     )
 
@@ -126,3 +135,25 @@ def worker_speed(few: JobSpec, few_run: dict[str, Any], cost: CostModel) -> floa
 
 def _cpu_seconds(machine: Machine) -> float:
     return machine.cpu_s
+
+
+def byte_cpu(spec: JobSpec, run: dict[str, Any], cost: CostModel) -> tuple[float, float]:
+    """CPU seconds each byte of a message takes at either end in a running job, at a
+    trainer's process and at a server's or the reader's: what the engine's run of `spec`
+    (`bytes_config`'s) spent an example on either side beyond what the simulator charges
+    there under `cost` with bytes free (the math, the servers' work, the message ends at
+    their measured prices), over the bytes an example its messages carry there. A side
+    whose run spent no more than that is charged nothing for its bytes (0.0)."""
+    free = dataclasses.replace(cost, byte_cpu_s=0.0, server_byte_cpu_s=0.0)
+    charged = _simulated_by_side(spec, free, _cpu_seconds)
+    carried = _simulated_by_side(spec, free, _message_bytes)
+    spent = _cpu_by_side(run)
+    prices = []
+    for side in range(2):
+        assert carried[side] > 0, "the bytes job's messages carry no bytes"
+        prices.append(max(spent[side] - charged[side], 0.0) / carried[side])
+    return prices[0], prices[1]
+
+
+def _message_bytes(machine: Machine) -> float:
+    return machine.message_bytes

@@ -114,14 +114,15 @@ class CostModel:
     `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
     its FLOPs (a group PS's FC parts) at `worker_flops`.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
-    messaging CPU: each end of a message spends `byte_cpu_s` per byte (serialization, RPC
-    stack) plus, at a trainer's node (a worker's or the trainer's process: the caller),
-    `message_cpu_s`, at any other node (a server, the reader: the callee)
-    `server_message_cpu_s` (None: the same). shared_cpus: 0 = every node has CPUs of its
-    own (a cluster); C > 0 = all nodes share C cores (one machine, as `recsync calibrate`
-    measures it), so compute, server work, reading and messaging queue for the same cores,
-    of which each of the job's processes takes `process_idle_cpus` whatever it does (its
-    runtime's threads waking), leaving the work the rest.
+    messaging CPU: each end of a message spends, at a trainer's node (a worker's or the
+    trainer's process: the caller), `message_cpu_s` plus `byte_cpu_s` per byte (pickling,
+    the socket's copies), at any other node (a server, the reader: the callee)
+    `server_message_cpu_s` plus `server_byte_cpu_s` per byte (None: the trainer's price).
+    shared_cpus: 0 = every node has CPUs of its own (a cluster); C > 0 = all nodes share C
+    cores (one machine, as `recsync calibrate` measures it), so compute, server work,
+    reading and messaging queue for the same cores, of which each of the job's processes
+    takes `process_idle_cpus` whatever it does (its runtime's threads waking), leaving the
+    work the rest.
     """
 
     worker_flops: float = 2.0e10
@@ -137,6 +138,7 @@ class CostModel:
     message_cpu_s: float = 0.0
     server_message_cpu_s: float | None = None
     byte_cpu_s: float = 0.0
+    server_byte_cpu_s: float | None = None
     shared_cpus: int = 0
     process_idle_cpus: float = 0.0
     stragglers: Stragglers = field(default_factory=Stragglers)
@@ -154,14 +156,16 @@ class CostModel:
             "row_s",
             "element_s",
             "reader_batch_s",
+            "message_cpu_s",
+            "byte_cpu_s",
             "process_idle_cpus",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"cost.{name} must be >= 0, got {getattr(self, name)}")
-        if self.server_message_cpu_s is not None and not self.server_message_cpu_s >= 0:
-            raise ValueError(
-                f"cost.server_message_cpu_s must be >= 0, got {self.server_message_cpu_s}"
-            )
+        for name in ("server_message_cpu_s", "server_byte_cpu_s"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"cost.{name} must be >= 0, got {value}")
         if not 0.0 <= self.apply_share < 1.0:
             raise ValueError(f"cost.apply_share must be in [0, 1), got {self.apply_share}")
 
@@ -171,10 +175,17 @@ class CostModel:
             return self.message_cpu_s
         return self.server_message_cpu_s
 
+    def byte_cpu_at(self, role: Role) -> float:
+        """Seconds of CPU each byte of a message takes at either end at a node of `role`."""
+        if role is Role.TRAINER or self.server_byte_cpu_s is None:
+            return self.byte_cpu_s
+        return self.server_byte_cpu_s
+
     @property
     def charges_messages(self) -> bool:
         """Whether a message's ends cost CPU at all."""
-        return bool(self.message_cpu_s or self.server_message_cpu_s or self.byte_cpu_s)
+        prices = (self.message_cpu_s, self.server_message_cpu_s, self.byte_cpu_s)
+        return any(prices) or bool(self.server_byte_cpu_s)
 
     def shared_stretch(self, num_processes: int) -> float:
         """How much longer work takes on the shared cores than on cores of its own, while

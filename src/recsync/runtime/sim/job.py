@@ -81,6 +81,7 @@ class SimJob:
                 address.name,
                 node_spec.threads or server_threads,
                 cost.message_cpu_at(address.role),
+                cost.byte_cpu_at(address.role),
             )
             host = SimHost(address, node_spec.build(context), machine)
             if node_spec.slowdown > 1.0:

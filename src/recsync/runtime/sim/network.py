@@ -55,14 +55,18 @@ class Nic:
 
 class Machine:
     """A simulated machine: one NIC and `threads` CPU slots; `cpu_s`, the seconds of work
-    charged to it (on its slots or on the cores it shares); `message_cpu_s`, the CPU each
-    end of a message takes there, its bytes apart; `message_ends`, the messages it sent and
-    received."""
+    charged to it (on its slots or on the cores it shares); `message_cpu_s` and
+    `byte_cpu_s`, the CPU each end of a message takes there and each of its bytes;
+    `message_ends` and `message_bytes`, the messages it sent and received and their bytes."""
 
-    def __init__(self, name: str, threads: int = 1, message_cpu_s: float = 0.0):
+    def __init__(
+        self, name: str, threads: int = 1, message_cpu_s: float = 0.0, byte_cpu_s: float = 0.0
+    ):
         self.name = name
         self.message_cpu_s = message_cpu_s
+        self.byte_cpu_s = byte_cpu_s
         self.message_ends = 0
+        self.message_bytes = 0
         self.nic = Nic()
         self.cpu = Slots(threads)
         self.cpu_s = 0.0
@@ -108,16 +112,16 @@ class Network:
         so messages queue there in arrival order); each end spends its messaging CPU. `left(None)`
         (if given) once src spent its end's CPU and the message is on its way."""
         src.message_ends += 1
+        src.message_bytes += nbytes
         if self.handles_messages:
-            handling = self.cost.byte_cpu_s * nbytes
             self.work(
                 src,
-                src.message_cpu_s + handling,
+                src.message_cpu_s + src.byte_cpu_s * nbytes,
                 self._transmit,
-                (src, dst, nbytes, handling, then, arg, left),
+                (src, dst, nbytes, then, arg, left),
             )
         else:
-            self._leave(src, dst, nbytes, 0.0, then, arg)
+            self._leave(src, dst, nbytes, then, arg)
             if left is not None:
                 left(None)
 
@@ -140,29 +144,29 @@ class Network:
             then(arg)
 
     def _transmit(
-        self, message: tuple[Machine, Machine, int, float, Callback, Any, Callback | None]
+        self, message: tuple[Machine, Machine, int, Callback, Any, Callback | None]
     ) -> None:
-        src, dst, nbytes, handling, then, arg, left = message
-        self._leave(src, dst, nbytes, handling, then, arg)
+        src, dst, nbytes, then, arg, left = message
+        self._leave(src, dst, nbytes, then, arg)
         if left is not None:
             left(None)
 
-    def _leave(
-        self, src: Machine, dst: Machine, nbytes: int, handling: float, then: Callback, arg: Any
-    ) -> None:
+    def _leave(self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any) -> None:
         """Book the message on src's NIC (and count it on dst's); it arrives a latency later."""
         hold = nbytes / self.bandwidth_bytes_s
         done = src.nic.book(self.clock.now, hold)
         src.nic.busy_s += hold
         dst.nic.busy_s += hold
-        self.clock.at(done + self.latency_s, self._arrive, (dst, hold, handling, then, arg))
+        self.clock.at(done + self.latency_s, self._arrive, (dst, nbytes, hold, then, arg))
 
-    def _arrive(self, message: tuple[Machine, float, float, Callback, Any]) -> None:
-        dst, hold, handling, then, arg = message
+    def _arrive(self, message: tuple[Machine, int, float, Callback, Any]) -> None:
+        dst, nbytes, hold, then, arg = message
         received = dst.nic.book(self.clock.now, hold)
         dst.message_ends += 1
+        dst.message_bytes += nbytes
         if self.handles_messages:
-            self.clock.at(received, self._handle, (dst, dst.message_cpu_s + handling, then, arg))
+            handling = dst.message_cpu_s + dst.byte_cpu_s * nbytes
+            self.clock.at(received, self._handle, (dst, handling, then, arg))
         else:
             self.clock.at(received, then, arg)
 
