@@ -222,7 +222,7 @@ def cost_from(
     byte costs either side, as the fit jobs' runs spent them (figures of old, without the
     bytes job's run: a byte as the probe measured it); with what was measured and a row of
     engine vs simulated EPS per fit job (a check: nothing is fitted to their EPS)."""
-    step("a message's CPU and the worker speed in the engine's runs")
+    step("a message's CPU, a byte's and the worker speed in the engine's runs")
     model, train = ModelSpec(), TrainSpec()
     measured = dict(figures["measured"])
     runs = figures["fit_runs"]
@@ -234,16 +234,22 @@ def cost_from(
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
     caller_s, callee_s = message_end_cpu(few, many, runs[0], runs[1], cost)
     cost = dataclasses.replace(cost, message_cpu_s=caller_s, server_message_cpu_s=callee_s)
-    speed = worker_speed(few, runs[0], cost)
-    cost = dataclasses.replace(cost, worker_flops=cost.worker_flops * speed)
     measured["job_message_end_trainer_cpu_s"] = caller_s
     measured["job_message_end_server_cpu_s"] = callee_s
-    measured["worker_speed_factor"] = speed
-    if len(runs) > 2:
-        trainer_byte_s, server_byte_s = byte_cpu(small[2], runs[2], cost)
-        cost = dataclasses.replace(cost, byte_cpu_s=trainer_byte_s, server_byte_cpu_s=server_byte_s)
-        measured["job_byte_trainer_cpu_s"] = trainer_byte_s
-        measured["job_byte_server_cpu_s"] = server_byte_s
+    alone = cost.worker_flops
+    # the worker speed takes the first job's bytes at their price, a byte's price the math
+    # at the worker speed: a second pass settles both (the first job carries few bytes)
+    for _ in range(2 if len(runs) > 2 else 1):
+        speed = worker_speed(few, runs[0], dataclasses.replace(cost, worker_flops=alone))
+        cost = dataclasses.replace(cost, worker_flops=alone * speed)
+        measured["worker_speed_factor"] = speed
+        if len(runs) > 2:
+            trainer_byte_s, server_byte_s = byte_cpu(small[2], runs[2], cost)
+            cost = dataclasses.replace(
+                cost, byte_cpu_s=trainer_byte_s, server_byte_cpu_s=server_byte_s
+            )
+            measured["job_byte_trainer_cpu_s"] = trainer_byte_s
+            measured["job_byte_server_cpu_s"] = server_byte_s
     rows = [
         _row(f"{fit_name(spec)} (calibrated on)", run, simulated(spec, cost))
         for spec, run in zip(specs, runs, strict=True)
