@@ -106,7 +106,7 @@ def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
 
 def engine_point(point: Point, examples: int, repeats: int) -> dict[str, Any]:
     """The engine's figures on one point: its median EPS over `repeats` runs, and the first
-    run's calls a batch and CPU an example by role."""
+    run's calls a batch and CPU an example by role (and by kind of thread)."""
     real = [run_job(point.spec(examples)) for _ in range(repeats)]
     return {
         **dataclasses.asdict(point),
@@ -116,6 +116,10 @@ def engine_point(point: Point, examples: int, repeats: int) -> dict[str, Any]:
         "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": real[0]["calls_per_batch"].get("trainers", {}).get("total"),
         "cpu_us_per_example": cpu_per_example(real[0]),
+        "thread_cpu_us_per_example": {
+            role: {kind: round(s / real[0]["examples_trained"] * 1e6, 1) for kind, s in k.items()}
+            for role, k in real[0].get("thread_cpu_seconds", {}).items()
+        },
     }
 
 

@@ -108,6 +108,12 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     assert set(cpu) == {"trainers", "reader", "embedding_servers", "sync_servers"}, cpu
     assert all(seconds > 0 for seconds in cpu.values()), cpu
     assert cpu["trainers"] > cpu["reader"], cpu  # the reader's batches are made elsewhere
+    threads = summary["thread_cpu_seconds"]  # of that, the node's own threads' by kind
+    assert set(threads["trainers"]) == {"worker_loops", "other_loops"}, threads  # + shadow
+    assert set(threads["embedding_servers"]) == {"channel"}, threads
+    for role, kinds in threads.items():
+        assert 0 < sum(kinds.values()) <= cpu[role] + 0.02, (role, kinds, cpu)
+    assert threads["trainers"]["worker_loops"] > 0.5 * cpu["trainers"], threads
     deadline = time.perf_counter() + 10
     while _batch_producers() and time.perf_counter() < deadline:
         time.sleep(0.2)

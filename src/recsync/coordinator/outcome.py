@@ -50,6 +50,9 @@ MEASURED = (
 )
 
 
+THREADS = "threads:"  # a `NodeMeasures.cpu_s` key's prefix: CPU of one kind of thread
+
+
 @dataclass
 class NodeMeasures:
     """What a driver measured of one node: bytes it sent (its requests and its replies) and
@@ -57,7 +60,8 @@ class NodeMeasures:
     yielded, by effect label; and per worker (its global index) the seconds it computed and
     the steps it computed (`Compute` effects: the math of a step, stragglers' slowdown
     included); and the CPU seconds its processes spent (`cpu_s["process"]`, Ray's own threads
-    in them included; a driver that cannot tell leaves it empty)."""
+    in them included; a driver that cannot tell leaves it empty), and of that, where a
+    driver tells, its threads' by what they run (`cpu_s[THREADS + kind]`)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -280,11 +284,15 @@ def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
     blocked: dict[str, float] = defaultdict(float)
     effects: dict[str, int] = defaultdict(int)
     cpu: dict[str, float] = defaultdict(float)
+    threads: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for address, measures in end.measures.items():
         role = address.role.plural
         sent[role] += sum(measures.bytes_sent.values())
         if measures.cpu_s:
             cpu[role] += measures.cpu_s["process"]
+        for key, seconds in measures.cpu_s.items():
+            if key.startswith(THREADS):
+                threads[role][key.removeprefix(THREADS)] += seconds
         for kind in set(measures.bytes_sent) | set(measures.calls):
             entry = traffic[role].setdefault(kind, {"calls": 0, "bytes": 0})
             entry["calls"] += measures.calls.get(kind, 0)
@@ -311,6 +319,14 @@ def _traffic(end: JobEnd, batches: int) -> dict[str, Any]:
         "blocked_seconds": {k: round(v, 3) for k, v in blocked.items()},
         "effects": dict(effects),
         **({"cpu_seconds": {role: round(s, 2) for role, s in sorted(cpu.items())}} if cpu else {}),
+        **({"thread_cpu_seconds": _rounded(threads)} if threads else {}),
+    }
+
+
+def _rounded(threads: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    return {
+        role: {kind: round(s, 2) for kind, s in sorted(kinds.items())}
+        for role, kinds in sorted(threads.items())
     }
 
 

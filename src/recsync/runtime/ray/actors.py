@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
-from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.outcome import THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.protocol.node import LoopSpec
@@ -29,6 +29,7 @@ from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
+from recsync.runtime.ray.thread_cpu import cpu_by_kind
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
 
@@ -215,7 +216,10 @@ class NodeActor:
                 dict(measures.effects),
                 dict(measures.worker_compute_s),
                 dict(measures.worker_steps),
-                {"process": _process_cpu_s() - self.cpu_at_start},
+                {
+                    "process": _process_cpu_s() - self.cpu_at_start,
+                    **{f"{THREADS}{kind}": s for kind, s in cpu_by_kind().items()},
+                },
             )
 
 

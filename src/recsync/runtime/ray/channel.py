@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from recsync.runtime.ray.thread_cpu import CHANNEL, counted
+
 _HEADER = struct.Struct("<BIQ")  # status, number of out-of-band buffers, pickle bytes
 _OK, _ERROR = 0, 1
 CONNECT_TIMEOUT_S = 30.0
@@ -117,7 +119,9 @@ class ChannelServer:
             except OSError:
                 return
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(
+                target=counted(CHANNEL, self._serve), args=(conn,), daemon=True
+            ).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

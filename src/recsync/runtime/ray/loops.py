@@ -36,6 +36,7 @@ from recsync.runtime.ray import channel, wire
 from recsync.runtime.ray.channel import ChannelClosed, Connection, Endpoint, RemoteError
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.peers import Peers, Sent
+from recsync.runtime.ray.thread_cpu import OTHER_LOOPS, WORKER_LOOPS, counted
 
 REPLY_WAIT_S = 1_000.0  # the longest a call waits for its reply (servers bound their waits)
 POLL_S = 0.05  # an Await of the next notification re-checks at least this often
@@ -112,7 +113,10 @@ class LoopDriver:
                     self.failed = True
                     self.cond.notify_all()
 
-        threads = [threading.Thread(target=guarded, args=(s,), daemon=True) for s in specs]
+        threads = [
+            threading.Thread(target=counted(_thread_kind(s), guarded), args=(s,), daemon=True)
+            for s in specs
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -276,3 +280,7 @@ class LoopDriver:
 
 class _PeerFailed(NodeFailure):
     """A wait ended because another loop of the same node failed (not the first error)."""
+
+
+def _thread_kind(spec: LoopSpec) -> str:
+    return WORKER_LOOPS if spec.worker is not None else OTHER_LOOPS
