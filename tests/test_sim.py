@@ -209,50 +209,37 @@ def test_calibration_refuses_fit_jobs_whose_messages_cannot_tell_what_one_costs(
         message_end_cpu(few, many, few_run, simulated(many, cheap), FIT_TRUTH)
 
 
-def test_a_servers_message_ends_cost_its_own_price():
-    """Each end of a message at a server (or the reader) costs `server_message_cpu_s`, at a
-    trainer `message_cpu_s`: the trainers' CPU does not move with the servers' price."""
+@pytest.mark.parametrize(
+    ("price", "counter", "cheap", "dear"),
+    [("message_cpu_s", "message_ends", 1e-4, 4e-4), ("byte_cpu_s", "message_bytes", 1e-8, 1e-7)],
+)
+def test_a_servers_message_ends_and_bytes_cost_its_own_price(price, counter, cheap, dear):
+    """Each end of a message at a server (or the reader) costs `server_message_cpu_s`, and
+    each byte it carries there `server_byte_cpu_s`; at a trainer `message_cpu_s` and
+    `byte_cpu_s`: the trainers' CPU does not move with the servers' price, and the servers'
+    moves by what they counted at it."""
     cluster = ClusterSpec(1, 1, 1, 0)
-    base = CostModel(message_cpu_s=1e-4, server_message_cpu_s=1e-4)
+    base = CostModel(**{price: cheap, f"server_{price}": cheap})
     cheap_job = job(cluster=cluster, cost=base)
-    cheap = cheap_job.run()
-    dear = job(cluster=cluster, cost=dataclasses.replace(base, server_message_cpu_s=4e-4)).run()
-    ends = sum(
-        h.machine.message_ends for a, h in cheap_job.hosts.items() if a.role is not Role.TRAINER
+    cheap_run = cheap_job.run()
+    dear_run = job(cluster=cluster, cost=dataclasses.replace(base, **{f"server_{price}": dear}))
+    dear_run = dear_run.run()
+    counted = sum(
+        getattr(h.machine, counter)
+        for a, h in cheap_job.hosts.items()
+        if a.role is not Role.TRAINER
     )
-    assert ends > 2 * SYNTHETIC.num_train // TRAIN.batch_size
-    assert dear["cpu_seconds"]["trainers"] == cheap["cpu_seconds"]["trainers"]
+    at_trainers = sum(getattr(h.machine, counter) for h in cheap_job.hosts_of(Role.TRAINER))
+    assert counted == at_trainers > 2 * SYNTHETIC.num_train // TRAIN.batch_size  # all reach one
+    assert dear_run["cpu_seconds"]["trainers"] == cheap_run["cpu_seconds"]["trainers"]
     servers = ("embedding_servers", "reader")
-    extra = sum(dear["cpu_seconds"][r] - cheap["cpu_seconds"][r] for r in servers)
-    assert extra == pytest.approx(ends * 3e-4, abs=0.011)  # the summary rounds to 10 ms
-    assert CostModel(message_cpu_s=1e-4).message_cpu_at(Role.EMBEDDING_SERVER) == 1e-4
-    with pytest.raises(ValueError, match="server_message_cpu_s must be >= 0"):
-        CostModel(server_message_cpu_s=-1.0)
-
-
-def test_a_servers_bytes_cost_its_own_price():
-    """Each byte a server (or the reader) sends or receives costs `server_byte_cpu_s`
-    there, at a trainer `byte_cpu_s`: the trainers' CPU does not move with the servers'
-    price, and the servers' moves by their bytes at it."""
-    cluster = ClusterSpec(1, 1, 1, 0)
-    base = CostModel(byte_cpu_s=1e-8, server_byte_cpu_s=1e-8)
-    cheap_job = job(cluster=cluster, cost=base)
-    cheap = cheap_job.run()
-    dear = job(cluster=cluster, cost=dataclasses.replace(base, server_byte_cpu_s=1e-7)).run()
-    carried = sum(
-        h.machine.message_bytes for a, h in cheap_job.hosts.items() if a.role is not Role.TRAINER
-    )
-    trained = sum(h.machine.message_bytes for h in cheap_job.hosts_of(Role.TRAINER))
-    assert carried == trained  # every message has a trainer at one end here
-    assert dear["cpu_seconds"]["trainers"] == cheap["cpu_seconds"]["trainers"]
-    servers = ("embedding_servers", "reader")
-    extra = sum(dear["cpu_seconds"][r] - cheap["cpu_seconds"][r] for r in servers)
-    assert extra == pytest.approx(carried * 9e-8, abs=0.011)  # the summary rounds to 10 ms
-    assert CostModel(byte_cpu_s=1e-9).byte_cpu_at(Role.READER) == 1e-9
-    with pytest.raises(ValueError, match="server_byte_cpu_s must be >= 0"):
-        CostModel(server_byte_cpu_s=-1.0)
-    with pytest.raises(ValueError, match="byte_cpu_s must be >= 0"):
-        CostModel(byte_cpu_s=-1.0)
+    extra = sum(dear_run["cpu_seconds"][r] - cheap_run["cpu_seconds"][r] for r in servers)
+    assert extra == pytest.approx(counted * (dear - cheap), abs=0.011)  # rounded to 10 ms
+    at = CostModel.message_cpu_at if price == "message_cpu_s" else CostModel.byte_cpu_at
+    assert at(CostModel(**{price: 1e-9}), Role.EMBEDDING_SERVER) == 1e-9  # None: the same
+    for name in (price, f"server_{price}"):
+        with pytest.raises(ValueError, match=f"{name} must be >= 0"):
+            CostModel(**{name: -1.0})
 
 
 def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
