@@ -17,9 +17,10 @@ CPU per example by role from its first run beside the CPU the simulator charged)
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
-does (app/runs/calibrate.py): the math measured alone, a call's CPU at both ends and the
-worker speed as the engine spent them on two jobs outside the grid (each the median of
-`--repeats` runs, as the points).
+does (app/runs/calibrate.py): the math measured alone, a call's CPU at both ends, the
+worker speed and a byte's CPU at both ends as the engine spent them on three jobs outside
+the grid (each the median of `--repeats` runs, as the points). Every engine row also
+carries the CPU its nodes' own threads spent, by kind (`thread_cpu_us_per_example`).
 
 The simulator is deterministic, so its side can run on another machine: `--engine-only`
 prints the engine's figures (calibration's and each point's) as JSON lines, and
