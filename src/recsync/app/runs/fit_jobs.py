@@ -92,19 +92,23 @@ def message_end_cpu(
 def _message_ends(spec: JobSpec, cost: CostModel) -> tuple[float, float]:
     """Message ends an example a job puts on its trainers' processes and on its other
     nodes', in the simulator."""
-    return _simulated_by_side(spec, cost, lambda machine: machine.message_ends)
+    return _simulated_by_side(spec, cost, _message_ends_of)[0]
 
 
 def _simulated_by_side(
-    spec: JobSpec, cost: CostModel, count: Callable[[Machine], float]
-) -> tuple[float, float]:
-    """`count` of the simulated job's machines an example, summed over its trainers and
-    over its other nodes (unrounded, unlike the summary's)."""
+    spec: JobSpec, cost: CostModel, *counts: Callable[[Machine], float]
+) -> list[tuple[float, float]]:
+    """Each of `counts` of one simulated run's machines an example, summed over its
+    trainers and over its other nodes (unrounded, unlike the summary's)."""
     job = SimJob(spec, plan_for(spec), cost)
     examples = job.run()["examples_trained"]
-    trainers = sum(count(h.machine) for h in job.hosts_of(Role.TRAINER))
-    others = sum(count(h.machine) for h in job.hosts.values()) - trainers
-    return trainers / examples, others / examples
+    trainer_machines = [h.machine for h in job.hosts_of(Role.TRAINER)]
+    sides = []
+    for count in counts:
+        trainers = sum(count(m) for m in trainer_machines)
+        others = sum(count(h.machine) for h in job.hosts.values()) - trainers
+        sides.append((trainers / examples, others / examples))
+    return sides
 
 
 def _cpu_by_side(run: dict[str, Any]) -> tuple[float, float]:
@@ -121,9 +125,11 @@ def worker_speed(few: JobSpec, few_run: dict[str, Any], cost: CostModel) -> floa
     inside the engine, amid Ray's threads and the other processes, than alone): the
     engine's trainer CPU less what the simulator charges their messages, against the
     simulator's worker math."""
-    free = dataclasses.replace(cost, message_cpu_s=0.0, server_message_cpu_s=0.0, byte_cpu_s=0.0)
-    math_s = _simulated_by_side(few, free, _cpu_seconds)[0]
-    messages_s = _simulated_by_side(few, cost, _cpu_seconds)[0] - math_s
+    free = dataclasses.replace(
+        cost, message_cpu_s=0.0, server_message_cpu_s=0.0, byte_cpu_s=0.0, server_byte_cpu_s=0.0
+    )
+    math_s = _simulated_by_side(few, free, _cpu_seconds)[0][0]
+    messages_s = _simulated_by_side(few, cost, _cpu_seconds)[0][0] - math_s
     engine_s = _cpu_by_side(few_run)[0]
     if engine_s <= messages_s:
         raise ValueError(
@@ -145,8 +151,7 @@ def byte_cpu(spec: JobSpec, run: dict[str, Any], cost: CostModel) -> tuple[float
     their measured prices), over the bytes an example its messages carry there. A side
     whose run spent no more than that is charged nothing for its bytes (0.0)."""
     free = dataclasses.replace(cost, byte_cpu_s=0.0, server_byte_cpu_s=0.0)
-    charged = _simulated_by_side(spec, free, _cpu_seconds)
-    carried = _simulated_by_side(spec, free, _message_bytes)
+    charged, carried = _simulated_by_side(spec, free, _cpu_seconds, _message_bytes)
     spent = _cpu_by_side(run)
     prices = []
     for side in range(2):
@@ -157,3 +162,7 @@ def byte_cpu(spec: JobSpec, run: dict[str, Any], cost: CostModel) -> tuple[float
 
 def _message_bytes(machine: Machine) -> float:
     return machine.message_bytes
+
+
+def _message_ends_of(machine: Machine) -> float:
+    return machine.message_ends
