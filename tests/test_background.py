@@ -42,6 +42,20 @@ def test_the_background_stream_is_the_in_process_stream():
             assert torch.equal(getattr(mine, name), getattr(theirs, name)), name
 
 
+def test_the_producers_cpu_is_told_while_it_runs_and_kept_once_it_ended():
+    spec = dataclasses.replace(SPEC, num_train=60_000)
+    stream = SyntheticData(spec, TrainSpec(batch_size=128), background=True).train_batches()
+    assert isinstance(stream, BackgroundBatches)
+    for _ in range(200):
+        next(stream)
+    running = stream.cpu_seconds()
+    assert running > 0.0
+    assert sum(1 for _ in stream) == 60_000 // 128 + 1 - 200
+    ended = stream.cpu_seconds()
+    assert ended >= running
+    assert stream.cpu_seconds() == ended  # its process is gone: the figure stays
+
+
 def test_a_producer_error_is_raised_in_the_reader_after_the_batches_before_it():
     batches = BackgroundBatches(_failing_after_two)
     assert [b.batch_size for b in (next(batches), next(batches))] == [100, 100]

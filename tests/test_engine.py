@@ -111,6 +111,7 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     threads = summary["thread_cpu_seconds"]  # of that, the node's own threads' by kind
     assert set(threads["trainers"]) == {"worker_loops", "other_loops"}, threads  # + shadow
     assert set(threads["embedding_servers"]) == {"channel"}, threads
+    assert threads["reader"]["helper_processes"] > 0, threads  # its batch producer's
     for role, kinds in threads.items():
         assert 0 < sum(kinds.values()) <= cpu[role] + 0.02, (role, kinds, cpu)
     assert threads["trainers"]["worker_loops"] > 0.5 * cpu["trainers"], threads

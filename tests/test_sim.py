@@ -196,6 +196,20 @@ def test_calibration_measures_a_bytes_cpu_on_each_side_beyond_what_is_charged():
     assert byte_cpu(spec, simulated(spec, FIT_TRUTH), dearer) == (0.0, 0.0)
 
 
+def test_calibration_prices_a_batch_at_what_the_readers_producer_spent_in_the_runs():
+    """Summed over the fit runs that tell the producer's CPU (among the reader's), over the
+    batches they made; runs of old, which do not tell, price nothing."""
+    from recsync.app.runs.fit_jobs import reader_batch_cpu
+
+    def run(examples: int, producer: float | None) -> dict:
+        told = {} if producer is None else {"helper_processes": producer}
+        return {"examples_trained": examples, "thread_cpu_seconds": {"reader": told}}
+
+    runs = [run(25_600, 0.2), run(51_200, 0.4), run(12_800, None)]
+    assert reader_batch_cpu(runs, 256) == pytest.approx(0.6 / 300)
+    assert reader_batch_cpu([run(25_600, None), {"examples_trained": 1}], 256) is None
+
+
 def test_calibration_refuses_fit_jobs_whose_messages_cannot_tell_what_one_costs():
     from recsync.app.runs.calibrate import simulated
     from recsync.app.runs.fit_jobs import message_end_cpu

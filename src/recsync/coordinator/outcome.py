@@ -60,8 +60,9 @@ class NodeMeasures:
     yielded, by effect label; and per worker (its global index) the seconds it computed and
     the steps it computed (`Compute` effects: the math of a step, stragglers' slowdown
     included); and the CPU seconds its processes spent (`cpu_s["process"]`, Ray's own threads
-    in them included; a driver that cannot tell leaves it empty), and of that, where a
-    driver tells, its threads' by what they run (`cpu_s[THREADS + kind]`)."""
+    in them and its helper processes, such as the reader's batch producer, included; a
+    driver that cannot tell leaves it empty), and of that, where a driver tells, its
+    threads' by what they run and its helpers' (`cpu_s[THREADS + kind]`)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
+from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
@@ -195,6 +196,11 @@ class ReaderNode(Node):
 
     def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
         return self.total_examples, self.source.total_examples
+
+    def helper_cpu_seconds(self) -> float:
+        """What its background producer spent making the stream (0.0 reading inline)."""
+        batches = self._batches
+        return batches.cpu_seconds() if isinstance(batches, BackgroundBatches) else 0.0
 
     def report(self) -> ReaderReport:
         source = self.source

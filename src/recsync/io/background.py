@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import fcntl
 import multiprocessing as mp
+import os
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,6 +27,7 @@ from recsync.errors import DataError
 
 PIPE_BYTES = 1 << 20  # the pipe holds this much made ahead (8 batches of the default task)
 F_SETPIPE_SZ = 1031  # Linux's fcntl to resize a pipe (default 64 KiB: half a batch)
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 POLL_S = 1.0  # how often a blocked read checks the producer is alive
 START_WAIT_S = 300.0  # a producer starts a Python with torch: slow on a busy machine
 
@@ -88,6 +90,25 @@ class BackgroundBatches(Iterator[Batch]):
         writer.close()  # the producer holds the only writer: its end is the pipe's end
         self._done = False
         self._first: Any = self._get(START_WAIT_S)
+        self._cpu_at_first = self._cpu_now()
+        self._cpu_at_close: float | None = None
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the producer spent since it made its first item (its start, a Python
+        importing torch, left out): what making the stream costs. 0.0 where the system
+        does not tell another process's CPU (Linux's /proc does)."""
+        now = self._cpu_at_close if self._cpu_at_close is not None else self._cpu_now()
+        return max(now - self._cpu_at_first, 0.0)
+
+    def _cpu_now(self) -> float:
+        """The producer's CPU seconds so far (user and system), from /proc (a producer
+        that ended and was not yet reaped still tells; 0.0 where nothing does)."""
+        try:
+            with open(f"/proc/{self._process.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
     def __next__(self) -> Batch:
         while not self._done:
@@ -127,6 +148,7 @@ class BackgroundBatches(Iterator[Batch]):
 
     def _close(self) -> None:
         self._done = True
+        self._cpu_at_close = self._cpu_now()  # before it is reaped: its CPU is gone then
         if self._process.is_alive():
             self._process.terminate()
         self._process.join(timeout=POLL_S)

@@ -89,6 +89,11 @@ class Node:
         """Keep the state `shared_tensors` names in `tensors` (same shapes and values)."""
         raise AssertionError(f"{self.name} shares no state")
 
+    def helper_cpu_seconds(self) -> float:
+        """CPU seconds the node's helper processes spent (the reader's batch producer),
+        which a driver adds to the node's own."""
+        return 0.0
+
     def report(self) -> Any:
         """What the node did and holds at the end: stats, and its state for a checkpoint."""
         raise NotImplementedError

@@ -18,11 +18,12 @@ from recsync.app.runs.fit_jobs import (
     fit_configs,
     fit_name,
     message_end_cpu,
+    reader_batch_cpu,
     worker_speed,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.ps.layout import EmbeddingLayout
@@ -85,7 +86,6 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         rows, grads = row_gradients(r.rows, r.offsets, pooled[id(batch)], r.weights)
         shards[0].apply_gradients(rows, grads)
 
-    stream = iter(SyntheticTask(synthetic).train_batches(train.batch_size))
     rows_per_batch = statistics.median(int(b.ids.numel()) for b in batches)
     empty = round_trip_seconds(0)
     loaded = round_trip_seconds(PAYLOAD_BYTES)
@@ -94,7 +94,7 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     return {
         "worker_s": worker_s,
         "apply_share": statistics.median(applying) / worker_s,
-        "reader_s": _median_seconds(lambda _: next(stream), range(40)),
+        "reader_s": _batch_making_seconds(synthetic, train.batch_size),
         "server_row_s": _median_seconds(server_rows, batches) / rows_per_batch,
         "server_element_s": _dense_element_seconds(model, train),
         "message_s": empty / 2,
@@ -103,6 +103,18 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         "process_idle_cpus": idle_cpus(),
         "byte_s": max(loaded - empty, 0.0) / (4 * PAYLOAD_BYTES),
     }
+
+
+def _batch_making_seconds(synthetic: SyntheticSpec, batch_size: int) -> float:
+    """Seconds the reader spends making a batch of the synthetic stream: the mean over
+    whole chunks (it makes CHUNK examples at once and slices batches off them: the median
+    batch would take the slicing alone, a sixth of it on the default task)."""
+    count = 4 * max(CHUNK // batch_size, 1)
+    stream = iter(SyntheticTask(synthetic).train_batches(batch_size))
+    start = time.perf_counter()
+    for _ in range(count):
+        next(stream)
+    return (time.perf_counter() - start) / count
 
 
 def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
@@ -206,11 +218,11 @@ def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict
     for spec in (*fit_configs(synthetic), bytes_config(synthetic)):
         step(f"engine: {fit_name(spec)}")
         runs.append(_median_run(spec, repeats))
-    kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch")
+    kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch", "thread_cpu_seconds")
     return {
         "measured": measured,
         "fit_examples": examples,
-        "fit_runs": [{key: run[key] for key in kept} for run in runs],
+        "fit_runs": [{key: run[key] for key in kept if key in run} for run in runs],
     }
 
 
@@ -218,10 +230,11 @@ def cost_from(
     figures: dict[str, Any], num_cpus: int, step: Step = _quiet
 ) -> tuple[CostModel, dict[str, float], list[Row]]:
     """The profile of the machine `engine_figures` measured (`num_cpus` shared cores): what
-    a message end costs a trainer's process and a server's, the worker speed, and what a
-    byte costs either side, as the fit jobs' runs spent them (figures of old, without the
-    bytes job's run: a byte as the probe measured it); with what was measured and a row of
-    engine vs simulated EPS per fit job (a check: nothing is fitted to their EPS)."""
+    a message end costs a trainer's process and a server's, the worker speed, what a byte
+    costs either side and what making a batch costs the reader's producer, as the fit jobs'
+    runs spent them (figures of old, without the bytes job's run or the producer's CPU: a
+    byte as the probe measured it, a batch as made alone); with what was measured and a row
+    of engine vs simulated EPS per fit job (a check: nothing is fitted to their EPS)."""
     step("a message's CPU, a byte's and the worker speed in the engine's runs")
     model, train = ModelSpec(), TrainSpec()
     measured = dict(figures["measured"])
@@ -232,6 +245,10 @@ def cost_from(
         dataclasses.replace(s, synthetic=_engine_synthetic(FIT_EXAMPLES)) for s in specs
     ]
     cost = dataclasses.replace(profile(model, train, measured), shared_cpus=num_cpus)
+    reader_s = reader_batch_cpu(runs, train.batch_size)
+    if reader_s is not None:
+        cost = dataclasses.replace(cost, reader_batch_s=reader_s)
+        measured["job_reader_batch_s"] = reader_s
     caller_s, callee_s = message_end_cpu(few, many, runs[0], runs[1], cost)
     cost = dataclasses.replace(cost, message_cpu_s=caller_s, server_message_cpu_s=callee_s)
     measured["job_message_end_trainer_cpu_s"] = caller_s

@@ -1,6 +1,6 @@
 """The engine jobs calibration runs, and what their runs spent: a message end's CPU on a
-trainer's process and on a server's, the worker speed inside the engine, and a byte's CPU
-on either side."""
+trainer's process and on a server's, the worker speed inside the engine, a byte's CPU on
+either side, and a batch's at the reader's producer."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
+from recsync.runtime.ray.thread_cpu import HELPER_PROCESSES
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.network import Machine
@@ -51,6 +52,19 @@ def fit_name(spec: JobSpec) -> str:
         f"{cluster.num_trainers}x{cluster.workers_per_trainer} {spec.strategy.name}, "
         f"{servers} embedding server{'s' if servers > 1 else ''}"
     )
+
+
+def reader_batch_cpu(runs: list[dict[str, Any]], batch_size: int) -> float | None:
+    """CPU seconds the reader's background producer spent making a batch in the engine's
+    runs (their summaries tell it among the reader's CPU), over every run that tells; None
+    where none does (figures of old)."""
+    spent = made = 0.0
+    for run in runs:
+        producer = run.get("thread_cpu_seconds", {}).get("reader", {}).get(HELPER_PROCESSES)
+        if producer:
+            spent += producer
+            made += run["examples_trained"] / batch_size
+    return spent / made if made else None
 
 
 def message_end_cpu(

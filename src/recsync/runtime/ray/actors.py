@@ -29,7 +29,7 @@ from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
-from recsync.runtime.ray.thread_cpu import cpu_by_kind
+from recsync.runtime.ray.thread_cpu import HELPER_PROCESSES, cpu_by_kind
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
 
@@ -207,6 +207,10 @@ class NodeActor:
         return self.node.report()
 
     def node_measures(self) -> NodeMeasures:
+        helpers = self.node.helper_cpu_seconds()
+        threads = {f"{THREADS}{kind}": s for kind, s in cpu_by_kind().items()}
+        if helpers:
+            threads[f"{THREADS}{HELPER_PROCESSES}"] = helpers
         with self.counting:
             measures = self.measures
             return NodeMeasures(
@@ -216,10 +220,7 @@ class NodeActor:
                 dict(measures.effects),
                 dict(measures.worker_compute_s),
                 dict(measures.worker_steps),
-                {
-                    "process": _process_cpu_s() - self.cpu_at_start,
-                    **{f"{THREADS}{kind}": s for kind, s in cpu_by_kind().items()},
-                },
+                {"process": _process_cpu_s() - self.cpu_at_start + helpers, **threads},
             )
 
 
