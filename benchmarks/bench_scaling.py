@@ -18,9 +18,12 @@ JSON object: `max_sim_error` over the grid (the "threads" group apart: the simul
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
 the ratios the scaling targets name. The simulator is calibrated first as `recsync calibrate`
 does (app/runs/calibrate.py): the math measured alone, a call's CPU at both ends, the
-worker speed and a byte's CPU at both ends as the engine spent them on three jobs outside
-the grid (each the median of `--repeats` runs, as the points). Every engine row also
-carries the CPU its nodes' own threads spent, by kind (`thread_cpu_us_per_example`).
+worker speed, a byte's CPU at both ends and a batch's at the reader's producer as the
+engine spent them on three jobs outside the grid (each the median of `--repeats` runs). A
+point's EPS is the median of `--repeats` runs made in rounds over the grid (each round runs
+every point once), so a slow spell of the shared machine does not take all of one point's
+runs. Every engine row also carries the CPU its nodes' own threads spent, by kind
+(`thread_cpu_us_per_example`; the reader's producer under `helper_processes`).
 
 The simulator is deterministic, so its side can run on another machine: `--engine-only`
 prints the engine's figures (calibration's and each point's) as JSON lines, and
@@ -105,10 +108,9 @@ def grid(num_cpus: int, threads: int, server_trainers: int) -> list[Point]:
     return points
 
 
-def engine_point(point: Point, examples: int, repeats: int) -> dict[str, Any]:
-    """The engine's figures on one point: its median EPS over `repeats` runs, and the first
-    run's calls a batch and CPU an example by role (and by kind of thread)."""
-    real = [run_job(point.spec(examples)) for _ in range(repeats)]
+def engine_row(point: Point, examples: int, real: list[dict[str, Any]]) -> dict[str, Any]:
+    """The engine's figures on one point from its runs `real`: the median EPS, and the
+    first run's calls a batch and CPU an example by role (and by kind of thread)."""
     return {
         **dataclasses.asdict(point),
         "examples": examples,
@@ -149,13 +151,24 @@ def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str
 
 
 def run_grid(args: argparse.Namespace, num_cpus: int) -> Iterator[dict[str, Any]]:
-    """The engine's figures on each point of the grid `args` selects, as each is run."""
-    for point in grid(num_cpus, args.threads, args.server_trainers):
-        if args.only and point.group not in args.only:
-            continue
-        workers = point.trainers * point.threads
-        examples = max(args.min_examples, args.examples_per_worker * workers)
-        yield engine_point(point, examples, args.repeats)
+    """The engine's figures on each point of the grid `args` selects, in `repeats` rounds
+    over the points (a slow spell of the shared machine spreads over all of them instead of
+    taking every run of one), each point's row as its last run ends."""
+    points = [
+        point
+        for point in grid(num_cpus, args.threads, args.server_trainers)
+        if not args.only or point.group in args.only
+    ]
+    examples = {
+        point: max(args.min_examples, args.examples_per_worker * point.trainers * point.threads)
+        for point in points
+    }
+    runs: dict[Point, list[dict[str, Any]]] = {point: [] for point in points}
+    for round_ in range(args.repeats):
+        for point in points:
+            runs[point].append(run_job(point.spec(examples[point])))
+            if round_ == args.repeats - 1:
+                yield engine_row(point, examples[point], runs[point])
 
 
 def main() -> None:
