@@ -51,6 +51,7 @@ MEASURED = (
 
 
 THREADS = "threads:"  # a `NodeMeasures.cpu_s` key's prefix: CPU of one kind of thread
+HELPER_PROCESSES = "helper_processes"  # the kind (after THREADS) of a node's helper processes
 
 
 @dataclass

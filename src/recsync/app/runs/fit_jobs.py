@@ -8,12 +8,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from recsync.coordinator.outcome import HELPER_PROCESSES
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
-from recsync.runtime.ray.thread_cpu import HELPER_PROCESSES
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.network import Machine

@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
-from recsync.coordinator.outcome import THREADS, NodeMeasures
+from recsync.coordinator.outcome import HELPER_PROCESSES, THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Fused, Message, wire_bytes
 from recsync.protocol.node import LoopSpec
@@ -29,7 +29,7 @@ from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
-from recsync.runtime.ray.thread_cpu import HELPER_PROCESSES, cpu_by_kind
+from recsync.runtime.ray.thread_cpu import cpu_by_kind
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
 

@@ -2,7 +2,7 @@
 other loops (a shadow sync, a server's timers), its channel's connections (receiving a
 request, handling it, sending the reply). What the process spent beyond them went to
 Ray's threads and the actor's main thread; a node's helper processes (the reader's batch
-producer) are told apart under HELPER_PROCESSES.
+producer) are told apart by the driver (coordinator/outcome.py's HELPER_PROCESSES).
 
 Linux and macOS give one thread's CPU clock (`time.pthread_getcpuclockid`); where it is
 missing, nothing is counted and `cpu_by_kind` is empty."""
@@ -16,8 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 WORKER_LOOPS, OTHER_LOOPS, CHANNEL = "worker_loops", "other_loops", "channel"
-HELPER_PROCESSES = "helper_processes"  # not a thread: a node's helper processes (its CPU
-# is added to the node's process CPU and told under this kind)
 
 _counting = threading.Lock()
 _ended: dict[str, float] = defaultdict(float)  # CPU of the threads that ended, by kind
