@@ -256,6 +256,24 @@ def test_a_servers_message_ends_and_bytes_cost_its_own_price(price, counter, che
             CostModel(**{name: -1.0})
 
 
+def test_a_workers_next_batch_is_asked_for_as_its_last_one_comes_back():
+    """As the engine's loops do, a worker's request for its next batch leaves again as the
+    reply to its last one arrives: a reader slower than a round trip but faster than a step
+    holds no worker up beyond each one's first batch, every example is trained once and no
+    batch more is asked for (the last reply, no batch, asks for none)."""
+    cluster = ClusterSpec(1, 2, 1, 0)
+    quick = CostModel(worker_flops=1e8, reader_batch_s=1e-4)
+    slow = dataclasses.replace(quick, reader_batch_s=2e-3)
+    quick_run, slow_run = job(cluster=cluster, cost=quick).run(), job(cluster=cluster, cost=slow)
+    slow_run = slow_run.run()
+    assert slow_run["examples_trained"] == quick_run["examples_trained"] == SYNTHETIC.num_train
+    asked = slow_run["calls_per_batch"]["trainers"]["NextBatch"]
+    assert asked == quick_run["calls_per_batch"]["trainers"]["NextBatch"]
+    assert asked == pytest.approx(1 + 2 / (SYNTHETIC.num_train / TRAIN.batch_size), abs=1e-3)
+    assert slow_run["blocked_seconds"]["NextBatch"] <= (1 + 2) * 2e-3  # the two first asks
+    assert slow_run["eps"] > 0.98 * quick_run["eps"]
+
+
 def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
     from recsync.app.runs.calibrate import profile
 

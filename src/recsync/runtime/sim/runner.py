@@ -46,6 +46,7 @@ class LoopRunner:
         self._dispatching = False
         self._answered = False
         self._result: Any = None
+        self.ahead: dict[Any, Any] = {}  # the transport's requests sent ahead of the loop
 
     def start(self) -> None:
         self.clock.soon(self._run)

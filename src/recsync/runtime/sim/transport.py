@@ -4,7 +4,9 @@ server node's `handle`, and its reply on the way back.
 
 A request its server cannot answer yet (`ready` says no) waits until a message that
 mutates some server was handled, then is re-checked. Coordination messages (`control`) cost
-no network or CPU here. Every handler ends in the caller's continuation (see clock.py).
+no network or CPU here. A `prefetchable` request (a worker's next batch) is sent again as its
+reply comes back, as the engine's loops do, so the loop's next ask finds it on its way or
+answered. Every handler ends in the caller's continuation (see clock.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,30 @@ class Departures:
         self.missing -= 1
         if not self.missing:
             self.resume(None)
+
+
+class Ahead:
+    """A request sent ahead of its loop's asking: its reply once it came, or who waits for it."""
+
+    __slots__ = ("came", "reply", "then")
+
+    def __init__(self) -> None:
+        self.came = False
+        self.reply: Any = None
+        self.then: Callback | None = None
+
+    def deliver(self, reply: Any) -> None:
+        then, self.then = self.then, None
+        if then is None:
+            self.came, self.reply = True, reply
+        else:
+            then(reply)
+
+    def wait(self, then: Callback) -> None:
+        if self.came:
+            then(self.reply)
+        else:
+            self.then = then
 
 
 class PartialGather:
@@ -85,11 +111,30 @@ class Transport:
 
     def call(self, runner: LoopRunner, effect: Call) -> None:
         src, message = runner.host, effect.message
+        if message.prefetchable:
+            target = effect.target
+            ahead = runner.ahead.pop(target, None) or self._ask(src, target, message)
+            ahead.wait(lambda reply: self._answered(runner, target, message, reply))
+            return
         item = self._delivery(src, effect.target, message, runner.resume, None)
         if message.control:
             self._control(item)
         else:
             self.network.send(src.machine, item[1].machine, item[3], self._arrived, item)
+
+    def _ask(self, src: SimHost, target: Address, message: Message) -> Ahead:
+        assert not message.control, "a coordination message is never asked for ahead"
+        ahead = Ahead()
+        item = self._delivery(src, target, message, ahead.deliver, None)
+        self.network.send(src.machine, item[1].machine, item[3], self._arrived, item)
+        return ahead
+
+    def _answered(self, runner: LoopRunner, target: Address, message: Message, reply: Any) -> None:
+        """A prefetchable call's reply: the same request leaves again (unless this was the
+        last), then the loop goes on with the reply."""
+        if not reply.last:
+            runner.ahead[target] = self._ask(runner.host, target, message)
+        runner.resume(reply)
 
     def call_each(self, runner: LoopRunner, effect: CallEach) -> None:
         calls, quorum, src = effect.calls, effect.quorum, runner.host
