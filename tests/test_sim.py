@@ -210,6 +210,27 @@ def test_calibration_prices_a_batch_at_what_the_readers_producer_spent_in_the_ru
     assert reader_batch_cpu([run(25_600, None), {"examples_trained": 1}], 256) is None
 
 
+def test_calibration_runs_its_fit_jobs_in_rounds_and_keeps_each_ones_median_run():
+    """Each round runs every fit job once (a slow spell of the machine spreads over all of
+    them); each job keeps its run of median EPS; the progress bar counts every run."""
+    from recsync.app.runs.calibrate import calibration_steps, median_runs
+
+    few, many = _fit_jobs(600)
+    eps = iter([10, 50, 30, 20, 40, 60])
+    order, told = [], []
+
+    def run(spec):
+        order.append(id(spec))
+        return {"eps": next(eps)}
+
+    kept = median_runs([few, many], 3, run, told.append)
+    assert order == [id(few), id(many)] * 3
+    assert [r["eps"] for r in kept] == [30, 50]
+    assert len(told) == 6 and told[0].endswith("(run 1 of 3)")
+    assert calibration_steps(False, 3) == calibration_steps(False) + 2 * 3
+    assert calibration_steps(True, 3) > calibration_steps(False, 3)
+
+
 def test_calibration_refuses_fit_jobs_whose_messages_cannot_tell_what_one_costs():
     from recsync.app.runs.calibrate import simulated
     from recsync.app.runs.fit_jobs import message_end_cpu

@@ -248,7 +248,7 @@ def calibrate(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
-    with steps_bar("calibrate", calibration_steps(check), progress) as announce:
+    with steps_bar("calibrate", calibration_steps(check, repeats), progress) as announce:
         cost, measured, rows = run_calibration(examples, check, announce, repeats)
     out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)

@@ -191,7 +191,12 @@ def _quiet(what: str) -> None:
     return None
 
 
-FIT_STEPS = 5  # steps `machine_cost` announces
+FIT_JOBS = 3  # the engine jobs calibration runs: `fit_configs`' two and `bytes_config`
+
+
+def fit_steps(repeats: int) -> int:
+    """Steps `machine_cost` announces: the math alone, each run of each fit job, the profile."""
+    return 2 + FIT_JOBS * repeats
 
 
 def machine_cost(
@@ -200,7 +205,7 @@ def machine_cost(
     """This machine's profile (`num_cpus` shared cores), measured alone and in the engine's
     fit jobs (`examples` each, the median of `repeats` runs): the profile, what was
     measured, and a row of engine vs simulated EPS per fit job. Needs a connected Ray.
-    `step(what)` is told of each of its FIT_STEPS steps before it starts."""
+    `step(what)` is told of each of its `fit_steps(repeats)` steps before it starts."""
     return cost_from(engine_figures(examples, step, repeats), num_cpus, step)
 
 
@@ -208,16 +213,15 @@ def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict
     """What calibration measures on this machine (JSON-able; `cost_from` makes it a profile,
     here or on another machine): the math, a call and an idle process alone, and the
     engine's runs of the fit jobs (`examples` each, the run of the median EPS of `repeats`).
-    Needs a connected Ray; announces FIT_STEPS - 1 steps."""
+    Needs a connected Ray; announces `fit_steps(repeats) - 1` steps."""
     if repeats < 1:
         raise ValueError(f"calibration repeats must be >= 1, got {repeats}")
     step("measuring the math, a call between nodes and its CPU")
     measured = measure(ModelSpec(), TrainSpec(), SyntheticSpec())
     synthetic = _engine_synthetic(examples)
-    runs = []
-    for spec in (*fit_configs(synthetic), bytes_config(synthetic)):
-        step(f"engine: {fit_name(spec)}")
-        runs.append(_median_run(spec, repeats))
+    specs = [*fit_configs(synthetic), bytes_config(synthetic)]
+    assert len(specs) == FIT_JOBS
+    runs = median_runs(specs, repeats, run_job, step)
     kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch", "thread_cpu_seconds")
     return {
         "measured": measured,
@@ -279,16 +283,28 @@ def _engine_synthetic(examples: int) -> SyntheticSpec:
     return dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
 
 
-def _median_run(spec: JobSpec, repeats: int) -> dict[str, Any]:
-    """The summary of the run with the median EPS of `repeats` runs of `spec` (on a shared
-    machine one run can be far off, and a profile measured in it is off everywhere)."""
-    runs = sorted((run_job(spec) for _ in range(repeats)), key=lambda run: run["eps"])
-    return runs[len(runs) // 2]
+def median_runs(
+    specs: list[JobSpec],
+    repeats: int,
+    run: Callable[[JobSpec], dict[str, Any]],
+    step: Step = _quiet,
+) -> list[dict[str, Any]]:
+    """Per job of `specs`, the summary of its run of median EPS among `repeats` runs (on a
+    shared machine one run can be far off, and a profile measured in it is off everywhere),
+    made in rounds over the jobs (a slow spell of the machine spreads over all of them
+    instead of taking every run of one); `step` told of each run before it starts."""
+    tried: list[list[dict[str, Any]]] = [[] for _ in specs]
+    for round_ in range(repeats):
+        for spec, runs in zip(specs, tried, strict=True):
+            of = f" (run {round_ + 1} of {repeats})" if repeats > 1 else ""
+            step(f"engine: {fit_name(spec)}{of}")
+            runs.append(run(spec))
+    return [sorted(runs, key=lambda r: r["eps"])[len(runs) // 2] for runs in tried]
 
 
-def calibration_steps(with_check: bool) -> int:
+def calibration_steps(with_check: bool, repeats: int = 1) -> int:
     """How many steps `calibrate` announces."""
-    return FIT_STEPS + (len(check_configs(SyntheticSpec())) if with_check else 0)
+    return fit_steps(repeats) + (len(check_configs(SyntheticSpec())) if with_check else 0)
 
 
 def calibrate(
