@@ -50,6 +50,12 @@ class Message:
     def work(self) -> Work:
         return Work()
 
+    def asks_again(self, reply: Any) -> bool:
+        """Whether a driver sends this request again as `reply` to it comes back, ahead of
+        the loop's next ask: a prefetchable one, unless that reply was the last (no batch
+        left, or a cut began)."""
+        return self.prefetchable and not reply.last
+
     @property
     def awaited(self) -> str:
         """The kind of request whose reply a caller waits for (its label in blocked time)."""

@@ -205,7 +205,7 @@ class LoopDriver:
         if sent is None:
             sent = self._remote(state, target, message)
         reply = wire.decode(self._get(state, sent))
-        if message.prefetchable and not reply.last:
+        if message.asks_again(reply):
             state.prefetched[target] = self._remote(state, target, message)
         return reply
 

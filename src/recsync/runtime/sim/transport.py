@@ -130,9 +130,9 @@ class Transport:
         return ahead
 
     def _answered(self, runner: LoopRunner, target: Address, message: Message, reply: Any) -> None:
-        """A prefetchable call's reply: the same request leaves again (unless this was the
-        last), then the loop goes on with the reply."""
-        if not reply.last:
+        """A prefetchable call's reply: the same request leaves again (as `asks_again`
+        says), then the loop goes on with the reply."""
+        if message.asks_again(reply):
             runner.ahead[target] = self._ask(runner.host, target, message)
         runner.resume(reply)
 
