@@ -99,6 +99,9 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     assert summary["worker_processes"] and summary["examples_trained"] == SYNTHETIC.num_train
     assert len(set(pids)) == 3, pids  # the trainer's home and one process per worker
     assert summary["syncs"] > 0
+    # the workers' progress wakes the home's shadow sync at once, as with threads (about one
+    # iteration a worker a sync; waking only at the home's poll made it ~15)
+    assert summary["average_sync_gap_per_thread"] < 2.5, summary["average_sync_gap_per_thread"]
     # the home's replica is what both worker processes trained: untrained it would be ~0.5
     assert summary["test_auc"] >= reference_auc - 0.03, (summary["test_auc"], reference_auc)
     calls = summary["calls_per_batch"]["trainers"]

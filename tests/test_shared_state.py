@@ -1,10 +1,13 @@
-"""A trainer's state in shared memory: the file layout, a second process's writes, and two
-trainer nodes (as two worker processes would build them) training one replica."""
+"""A trainer's state in shared memory: the file layout, a second process's writes, two
+trainer nodes (as two worker processes would build them) training one replica, and a worker
+process waking the node's home."""
 
 from __future__ import annotations
 
 import glob
 import multiprocessing
+import os
+import threading
 
 import pytest
 import torch
@@ -17,6 +20,7 @@ from recsync.runtime.ray.shared_memory import (
     release_shared,
     shared_path,
 )
+from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats
 
@@ -37,11 +41,18 @@ def _child(path: str) -> None:
     mapped["stats"][1, 0] = 99.0
 
 
+def _ring(path: str, times: int) -> None:
+    bell = Bell(path)
+    for _ in range(times):
+        bell.ring()
+
+
 @pytest.fixture
 def path():
     name = shared_path("test")
     yield name
     release_shared(name)
+    release_shared(wake_path(name))
 
 
 def test_created_tensors_hold_the_values_and_another_process_writes_them(path):
@@ -115,3 +126,30 @@ def test_trainer_stats_add_up_per_worker_and_detach():
     copy = stats.detached()
     stats.count_step(0, 1, 0.0)
     assert copy.total_examples == 210 and stats.total_examples == 211
+
+
+def test_a_worker_process_ringing_wakes_the_home_at_once(path):
+    woken = threading.Event()
+    listener = WakeListener(wake_path(path), woken.set)
+    try:
+        assert not woken.wait(0.2)  # nothing rang yet
+        child = multiprocessing.get_context("spawn").Process(
+            target=_ring, args=(wake_path(path), 3)
+        )
+        child.start()
+        child.join(timeout=60)
+        assert child.exitcode == 0
+        assert woken.wait(5)
+    finally:
+        listener.close()
+
+
+def test_ringing_never_blocks_on_a_full_pipe_and_a_missing_one_is_named(path):
+    os.mkfifo(wake_path(path))
+    unread = os.open(wake_path(path), os.O_RDWR | os.O_NONBLOCK)  # a home that never reads
+    try:
+        _ring(wake_path(path), 200_000)  # more bytes than a pipe holds
+    finally:
+        os.close(unread)
+    with pytest.raises(FileNotFoundError, match="wake pipe .*home is gone"):
+        Bell(wake_path(shared_path("nobody")))

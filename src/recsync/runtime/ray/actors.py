@@ -30,6 +30,7 @@ from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
 from recsync.runtime.ray.thread_cpu import cpu_by_kind
+from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
 
 READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
 
@@ -45,6 +46,10 @@ class Part:
 
     def runs(self, loop: LoopSpec) -> bool:
         return loop.worker == self.worker
+
+    @property
+    def wake_path(self) -> str:
+        return wake_path(self.path)
 
 
 @ray.remote(num_cpus=0)
@@ -65,6 +70,12 @@ class NodeActor:
             assert tensors, f"{self.name} shares no state: its loops need one process"
             share = create_shared if part.worker is None else attach_shared
             self.node.share(share(part.path, tensors))
+        self.listener = (
+            WakeListener(part.wake_path, self._wake)
+            if part is not None and part.worker is None
+            else None
+        )
+        self.bell = Bell(part.wake_path) if part is not None and part.worker is not None else None
         self.cond = threading.Condition() if spec.serialized else None
         self.measures = NodeMeasures()
         self.counting = threading.Lock()
@@ -86,6 +97,7 @@ class NodeActor:
         """Every process of the node has mapped its shared state: unlink its file."""
         assert self.part is not None
         release_shared(self.part.path)
+        release_shared(self.part.wake_path)
 
     def endpoint(self) -> Endpoint:
         """Where peers' loops send this node messages (its channel, started on first ask)."""
@@ -197,11 +209,18 @@ class NodeActor:
             self.spec.slowdown_at,
             self.measures,
             self.counting,
+            ring=self.bell.ring if self.bell is not None else None,
         )
         driver.group = self.group
         self.driver = driver
         part, loops = self.part, self.node.loops()
         driver.run(loops if part is None else [loop for loop in loops if part.runs(loop)])
+
+    def _wake(self) -> None:
+        """A worker process of this node notified: the loops here re-check their waits."""
+        driver = self.driver
+        if driver is not None:
+            driver.wake()
 
     def report(self) -> Any:
         return self.node.report()

@@ -20,6 +20,7 @@ from recsync.runtime.ray.channel import Endpoint
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
+from recsync.runtime.ray.wakeup import wake_path
 
 PING_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 300.0  # actors start their processes and import torch: slow on a busy machine
@@ -199,7 +200,8 @@ class JobActors:
             try:
                 ray.get(self.actors[address].release_shared.remote(), timeout=PING_TIMEOUT_S)
             except (ray.exceptions.RayError, KeyError):
-                release_shared(path)  # the home is gone: the file is here, if anywhere
+                release_shared(path)  # the home is gone: the files are here, if anywhere
+                release_shared(wake_path(path))
         for address in self.actors:
             for actor in self.actors_of(address):
                 ray.kill(actor, no_restart=True)

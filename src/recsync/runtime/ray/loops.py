@@ -78,9 +78,11 @@ class LoopDriver:
         slowdown: Callable[[float], float],
         measures: NodeMeasures,
         counting: threading.Lock,
+        ring: Callable[[], None] | None = None,
     ):
         self.name, self.peers, self.start, self.slowdown = name, peers, start, slowdown
         self.measures, self.counting = measures, counting
+        self.ring = ring  # wakes the node's loops in its other processes (wakeup.py)
         self.cond = threading.Condition()
         self.generation: dict[str, int] = defaultdict(int)
         self.failed = False
@@ -276,6 +278,8 @@ class LoopDriver:
         with self.cond:
             self.generation[effect.channel] += 1
             self.cond.notify_all()
+        if self.ring is not None:
+            self.ring()
 
 
 class _PeerFailed(NodeFailure):
