@@ -29,7 +29,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.reading import NextBatch, Requeue
 from recsync.runtime.ray.errors import NodeFailure
-from recsync.runtime.ray.job import run_job
+from recsync.runtime.ray.job import RayJob, run_job
 from recsync.sync.registry import strategy_config
 from test_cli import config_file, invoke
 from test_engine import TRAIN, reference_auc, spec  # noqa: F401
@@ -195,6 +195,36 @@ def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last
     summary = json.loads((tmp_path / "runs" / "resumed" / "summary.json").read_text())
     first_position = LONG.num_train - summary["examples_trained"]
     assert 15_000 <= first_position <= 60_000 + 15_000
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("local_ray")
+def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_reports(
+    monkeypatch,
+):
+    # the loss falls between the end of training and the nodes' last reports (a machine
+    # taken away as a short job ends): the job rolls back as for any loss, not crash
+    killed: list[float] = []
+    final_reports = RayJob._final_reports
+
+    def kill_then_report(job):
+        if not killed:
+            trainer = job.hosts.actors[Address(Role.TRAINER, 1)]
+            os.kill(ray.get(trainer.ping.remote()), signal.SIGKILL)
+            killed.append(time.perf_counter())
+        return final_reports(job)
+
+    monkeypatch.setattr(RayJob, "_final_reports", kill_then_report)
+    job = spec("easgd", ClusterSpec(2, 2, 2, 1))
+    summary = run_job(
+        job, checkpoint_every=CheckpointEvery(examples=10_000), recovery=RecoveryPolicy()
+    )
+    recovery = summary["recovery"]
+    (loss,) = recovery["losses"]
+    assert loss["node"] == "trainer-1" and loss["action"] == "rollback"
+    assert loss["position"] == job.synthetic.num_train  # everything was handed out
+    assert recovery["examples_replayed"] == loss["position"] - loss["back_to"] > 0
+    assert summary["examples_trained"] == job.synthetic.num_train
 
 
 @pytest.mark.engine

@@ -196,6 +196,17 @@ class RayJob(Recovering):
         if self.evaluations.stop_now:
             self.request_stop("early stopping")
 
+    def _final_reports(self) -> dict[Address, Any]:
+        """Every node's report once the loops ended; a node that died meanwhile is named, as
+        lost (NodeFailure), for the job to recover from as from any loss."""
+        addresses = list(self.hosts.actors)
+        try:
+            reports = ray.get([self.hosts.actors[a].report.remote() for a in addresses])
+        except ray.exceptions.RayActorError:
+            self.hosts.check_alive()
+            raise
+        return dict(zip(addresses, reports, strict=True))
+
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
         looping = self._start()
@@ -203,18 +214,18 @@ class RayJob(Recovering):
         while True:
             try:
                 self._watch(looping, on_progress, started)
+                train_seconds = time.perf_counter() - started
+                reports = self._final_reports()
                 break
-            except NodeFailure as error:
+            except NodeFailure as error:  # also a node lost after its loops ended
                 self._recover(error, started)
                 looping = self._start()
-        train_seconds = time.perf_counter() - started
         self._scored(wait=True)  # a record under way is still written
         actors = self.hosts
         addresses = list(actors.actors)
-        reports = ray.get([actors.actors[a].report.remote() for a in addresses])
         end = JobEnd(
             "ray",
-            dict(zip(addresses, reports, strict=True)),
+            reports,
             {a: actors.measures(a) for a in addresses},
             train_seconds,
         )
