@@ -232,6 +232,19 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
             ]
     text = q.report(results | {"rows": rows})
     assert "Shape holds (every seed's S-EASGD increase below every seed's of the others)." in text
+    gaps = {"S-EASGD": 7.0, "FR-EASGD-5": 5.0, "FR-EASGD-10": 10.0}
+    for r in rows:
+        if r["table"] == "gap":
+            r["average_sync_gap"] = gaps.get(r["variant"], 30.0)
+    text = q.report(results | {"rows": rows})
+    assert "S-EASGD's gap 7.00 lies between FR-EASGD-5's (5.00) and FR-EASGD-10's (10.00)" in text
+    assert "does not lie between theirs (0.50105, 0.50205): here the gap alone does not " in text
+    assert "S-EASGD's loss is below both." in text
+    for r in rows:
+        if r["table"] == "gap" and r["variant"] == "S-EASGD":
+            r["test_logloss"] += 0.0015
+    text = q.report(results | {"rows": rows})
+    assert "0.50155 lies between theirs (0.50105, 0.50205): here the loss follows the gap" in text
 
 
 def test_swap_days_report_compares_late_gains():

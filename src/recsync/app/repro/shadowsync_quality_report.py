@@ -224,12 +224,17 @@ def _gap_reading(rows: Rows, gap_trainers: int, fixed: list[str], scale: list[in
         evals = {v: _mean_of(rows, "gap", v, gap_trainers, "test_logloss") for v in (low, high)}
         shadow = _mean_of(rows, "gap", "S-EASGD", gap_trainers, "test_logloss")
         inside = min(evals.values()) <= shadow <= max(evals.values())
+        reading = (
+            "here the loss follows the gap, whichever thread syncs"
+            if inside
+            else f"here the gap alone does not explain it: S-EASGD's loss is "
+            f"{'above' if shadow > max(evals.values()) else 'below'} both"
+        )
         lines.append(
             f"- Table 2(a), read by gap: S-EASGD's gap {shadow_gap:.2f} lies between "
             f"{low}'s ({gaps[low]:.2f}) and {high}'s ({gaps[high]:.2f}); its eval logloss "
             f"{shadow:.5f} {'lies' if inside else 'does not lie'} between theirs "
-            f"({evals[low]:.5f}, {evals[high]:.5f}): here the loss follows the gap, "
-            "whichever thread syncs."
+            f"({evals[low]:.5f}, {evals[high]:.5f}): {reading}."
         )
     most = scale[-1]
     shadow_gaps = ", ".join(
