@@ -167,13 +167,9 @@ class RayJob(Recovering):
         handed = self._reader_reply(at_cut)
         state = None
         if handed is not None:
-            nodes = Evaluations.nodes(self.topology)
-            try:
-                reports = ray.get([self.hosts.actors[a].report.remote() for a in nodes])
-            except ray.exceptions.RayActorError:
-                self.hosts.check_alive()  # names the node that died meanwhile
-                raise
-            state = cut_state(self.topology, dict(zip(nodes, reports, strict=True)), handed)
+            state = cut_state(
+                self.topology, self._reports(Evaluations.nodes(self.topology)), handed
+            )
         self._ask_reader(ResumeReading())
         self.cut_seconds += time.perf_counter() - paused
         if state is not None:
@@ -196,16 +192,19 @@ class RayJob(Recovering):
         if self.evaluations.stop_now:
             self.request_stop("early stopping")
 
-    def _final_reports(self) -> dict[Address, Any]:
-        """Every node's report once the loops ended; a node that died meanwhile is named, as
-        lost (NodeFailure), for the job to recover from as from any loss."""
-        addresses = list(self.hosts.actors)
+    def _reports(self, addresses: list[Address]) -> dict[Address, Any]:
+        """The reports of nodes `addresses`; a node that died meanwhile is named, as lost
+        (NodeFailure), for the job to recover from as from any loss."""
         try:
             reports = ray.get([self.hosts.actors[a].report.remote() for a in addresses])
         except ray.exceptions.RayActorError:
             self.hosts.check_alive()
             raise
         return dict(zip(addresses, reports, strict=True))
+
+    def _final_reports(self) -> dict[Address, Any]:
+        """Every node's report once the loops ended (also a node lost after them is a loss)."""
+        return self._reports(list(self.hosts.actors))
 
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
