@@ -10,7 +10,11 @@ Every group but "threads" runs the default: a trainer's workers in processes of 
 where the cluster has a CPU per worker, else threads (each point's `worker_processes`).
 Trainer points use max(2, trainers) embedding servers, max(1, trainers // 4) sync servers
 (S-EASGD) and max(1, trainers // 2) dense servers (async). Every point trains
-`--examples-per-worker` x its workers examples (at least `--min-examples`).
+`--examples-per-worker` x its workers examples (at least `--min-examples`), and each fit job
+`--fit-examples`: on 2 cores runs of 4-8 s, since a run's first steps and its
+last (connections opening, the reader's producer filling its pipe, workers ending apart)
+cost the engine's EPS a share the simulator does not model (0-7% in runs of 3-6 s: see
+docs/perf-log.md).
 
 Prints one JSON line per point (real and simulated EPS, the simulator's error, the engine's
 CPU per example by role from its first run beside the CPU the simulator charged), then one
@@ -176,10 +180,10 @@ def main() -> None:
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--server-trainers", type=int, default=2)
-    parser.add_argument("--examples-per-worker", type=int, default=15_000)
-    parser.add_argument("--min-examples", type=int, default=40_000)
+    parser.add_argument("--examples-per-worker", type=int, default=45_000)
+    parser.add_argument("--min-examples", type=int, default=120_000)
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--fit-examples", type=int, default=60_000)
+    parser.add_argument("--fit-examples", type=int, default=180_000)
     parser.add_argument(
         "--only",
         nargs="+",

@@ -319,6 +319,45 @@ def test_the_profile_charges_what_calibration_measured_each_at_its_own_price():
     assert cost.process_idle_cpus == 0.012
 
 
+def test_calibration_prices_a_shard_row_at_its_lookup_and_update_over_the_rows_charged(
+    monkeypatch,
+):
+    """A shard serves a batch's lookup and applies the coalesced row gradients its push
+    carries; computing those gradients is the worker's math (timed there), so the price
+    leaves it out, and it is per row as the simulator counts a lookup's and a push's rows."""
+    from recsync.app.runs import calibrate
+    from recsync.ps.layout import EmbeddingLayout
+    from recsync.ps.local import build_shards
+    from recsync.ps.shard import row_gradients
+
+    layout = EmbeddingLayout.single_shard(MODEL.tables)
+    shard = build_shards(layout, TRAIN.sparse_optimizer, TRAIN.seed)[0]
+    served = []
+    for batch in list(SyntheticTask(SYNTHETIC).train_batches(TRAIN.batch_size))[:4]:
+        (request,) = layout.route(batch)
+        pooled = shard.lookup(request.rows, request.offsets, request.weights)
+        push = calibrate.PushRows(*row_gradients(request.rows, request.offsets, pooled))
+        served.append((calibrate.Lookup(request.rows, request.offsets, None), push))
+        assert push.rows.numel() < request.rows.numel()  # duplicates coalesced
+
+    def no_row_gradients(*_: object) -> None:
+        raise AssertionError("the shard's price timed the worker's row gradients")
+
+    monkeypatch.setattr(calibrate, "row_gradients", no_row_gradients)
+    calls = []
+    for name in ("lookup", "apply_gradients"):
+        method = getattr(shard, name)
+        monkeypatch.setattr(
+            shard, name, lambda *a, _m=method, _n=name, **k: calls.append(_n) or _m(*a, **k)
+        )
+    monkeypatch.setattr(
+        calibrate, "_median_seconds", lambda fn, items: [fn(i) for i in items] and 1.0
+    )
+    rows = sorted(lookup.rows.numel() + push.rows.numel() for lookup, push in served)
+    assert calibrate.shard_row_seconds(shard, served) == pytest.approx(2 / (rows[1] + rows[2]))
+    assert calls == ["lookup", "apply_gradients"] * len(served)
+
+
 def test_steady_eps_leaves_out_ramp_up_and_tail():
     from recsync.runtime.sim.job import steady_eps
 

@@ -241,7 +241,9 @@ def calibrate(
     check: Annotated[
         bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
     ] = True,
-    examples: Annotated[int, typer.Option(help="Examples per check run.")] = 100_000,
+    examples: Annotated[
+        int, typer.Option(help="Examples per engine run (each fit job and each check).")
+    ] = 180_000,
     repeats: Annotated[
         int, typer.Option(min=1, help="Runs of each fit job (the one of median EPS is measured).")
     ] = 1,
