@@ -326,6 +326,7 @@ def test_calibration_prices_a_shard_row_at_its_lookup_and_update_over_the_rows_c
     carries; computing those gradients is the worker's math (timed there), so the price
     leaves it out, and it is per row as the simulator counts a lookup's and a push's rows."""
     from recsync.app.runs import calibrate
+    from recsync.protocol.messages import Lookup, PushRows
     from recsync.ps.layout import EmbeddingLayout
     from recsync.ps.local import build_shards
     from recsync.ps.shard import row_gradients
@@ -336,8 +337,8 @@ def test_calibration_prices_a_shard_row_at_its_lookup_and_update_over_the_rows_c
     for batch in list(SyntheticTask(SYNTHETIC).train_batches(TRAIN.batch_size))[:4]:
         (request,) = layout.route(batch)
         pooled = shard.lookup(request.rows, request.offsets, request.weights)
-        push = calibrate.PushRows(*row_gradients(request.rows, request.offsets, pooled))
-        served.append((calibrate.Lookup(request.rows, request.offsets, None), push))
+        push = PushRows(*row_gradients(request.rows, request.offsets, pooled))
+        served.append((Lookup(request.rows, request.offsets, request.weights), push))
         assert push.rows.numel() < request.rows.numel()  # duplicates coalesced
 
     def no_row_gradients(*_: object) -> None:
