@@ -127,7 +127,8 @@ def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(tmp_path, si
     signalled = time.monotonic()
     rest, _ = process.communicate(timeout=180)
     output = "".join(lines) + rest
-    assert time.monotonic() - signalled < 30
+    # a hang guard, not a speed bound: that the run was cut is asserted below (examples)
+    assert time.monotonic() - signalled < 90
     name = signal.Signals(signum).name
     assert process.returncode == status, output
     assert f"interrupted ({name})" in output and "--resume" in output
