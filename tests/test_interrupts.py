@@ -105,8 +105,13 @@ def ray_processes() -> set[int]:
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(tmp_path, signum, status):
+@pytest.mark.parametrize(
+    ("signum", "status", "delay_s"),
+    [(signal.SIGINT, 130, 1.0), (signal.SIGTERM, 143, 0.0)],  # SIGTERM: while Ray connects
+)
+def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(
+    tmp_path, signum, status, delay_s
+):
     path = config_file(tmp_path)
     run = tmp_path / "runs" / "cut"
     command = [sys.executable, "-c", "from recsync.app.cli import main; main()", "train"]
@@ -122,7 +127,7 @@ def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(tmp_path, si
         lines.append(line)
         if "Started a local Ray instance" in line:
             break
-    time.sleep(1.0)  # the job is starting, or running
+    time.sleep(delay_s)  # Ray's driver is connecting, the job is starting, or running
     process.send_signal(signum)
     signalled = time.monotonic()
     rest, _ = process.communicate(timeout=180)

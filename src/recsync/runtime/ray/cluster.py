@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import ray
+from ray._private import ray_constants
+from ray._private import utils as ray_utils
 
 CONNECT_TIMEOUT_S = 10.0
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
@@ -16,20 +20,31 @@ INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients sk
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
     """Join the cluster at `address`, or start a local one. True if we started it. The
-    caller's SIGTERM handler stays (Ray's own would exit at once, with no checkpoint)."""
+    caller's SIGTERM handler stays in force throughout, so a SIGTERM while Ray starts is the
+    caller's to handle (a run stops as soon as its job starts, with a checkpoint)."""
     if ray.is_initialized():
         return False
-    main = threading.current_thread() is threading.main_thread()
-    handler = signal.getsignal(signal.SIGTERM) if main else None
-    try:
+    if threading.current_thread() is not threading.main_thread():
         return _connect(address, num_cpus)
-    except SystemExit as exit_:  # Ray's handler, for a SIGTERM while it started
-        if main and exit_.code == signal.SIGTERM:
-            raise KeyboardInterrupt("SIGTERM") from None
-        raise
+    with _caller_keeps_sigterm():
+        return _connect(address, num_cpus)
+
+
+@contextlib.contextmanager
+def _caller_keeps_sigterm() -> Iterator[None]:
+    """While Ray starts: its driver would take SIGTERM twice, with a handler that exits from
+    wherever the signal lands (a half-connected core worker then crashes at exit) and with
+    abseil's crash handler (which aborts). Neither is installed; Ray's other processes keep
+    their own."""
+    handler = signal.getsignal(signal.SIGTERM)
+    replace = ray_utils.set_sigterm_handler
+    ray_utils.set_sigterm_handler = lambda sigterm_handler: None
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    try:
+        yield
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, handler)
+        ray_utils.set_sigterm_handler = replace
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _connect(address: str | None, num_cpus: int | None) -> bool:
