@@ -38,12 +38,14 @@ def _caller_keeps_sigterm() -> Iterator[None]:
     their own."""
     handler = signal.getsignal(signal.SIGTERM)
     replace = ray_utils.set_sigterm_handler
+    disabled = ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER
     ray_utils.set_sigterm_handler = lambda sigterm_handler: None
     ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
     try:
         yield
     finally:
         ray_utils.set_sigterm_handler = replace
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = disabled
         signal.signal(signal.SIGTERM, handler)
 
 
