@@ -181,14 +181,17 @@ table_rows = 100
     assert [t.name for t in specs.model.tables] == ["u", "v", "w"]
 
 
-def test_file_data_needs_a_path_a_held_out_set_and_table_rows(tmp_path):
+def test_file_data_needs_a_path_a_held_out_set_and_fixed_tables_their_rows(tmp_path):
     assert "data.path: required" in config_error(tmp_path, '[data]\nsource = "criteo"\n')
     no_test = '[data]\nsource = "criteo"\npath = "x"\n[model]\ntable_rows = 10\n'
     assert "data.test_path: file data needs a held-out set" in config_error(tmp_path, no_test)
     no_rows = '[data]\nsource = "criteo"\npath = "x"\ntest_fraction = 0.1\n'
+    fixed = no_rows + '[model]\ntable_kind = "fixed"\n'
     assert "model.table_rows: required when data.source is 'criteo'" in config_error(
-        tmp_path, no_rows
+        tmp_path, fixed
     )
+    hashed = load_config(write(tmp_path, no_rows)).to_specs()  # hash tables need no rows
+    assert hashed.model.hash_tables is not None and hashed.files.schema.keyed
 
 
 def test_criteo_defaults_to_13_dense_and_26_tables(tmp_path):

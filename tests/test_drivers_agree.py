@@ -10,11 +10,14 @@ which of a replica worker's row gradients ride on its next lookup and which leav
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
@@ -47,15 +50,22 @@ FIELDS = {"psp": {"push_count": 2, "pull_fraction": 0.5}, "gba": {"iota": 1}}
 CASES = {
     **{name: (name, FIELDS.get(name, {})) for name in sorted(STRATEGIES)},
     "hierarchical-bmuf-topk": ("hierarchical", {"cross_group": "bmuf", "topk_fraction": 0.25}),
+    # hash tables keyed by raw ids, under a replica and a gradient strategy
+    "easgd-hash-tables": ("easgd", {}, True),
+    "sync-hash-tables": ("sync", {}, True),
 }
 
 
-def job(name: str, fields: dict[str, object]) -> JobSpec:
+def job(name: str, fields: dict[str, object], hashed: bool = False) -> JobSpec:
     strategy = strategy_config(name, **fields)
     if isinstance(strategy, AllReduceStrategy):
         cluster = ClusterSpec(2, 1, 2)
     else:
         cluster = ClusterSpec(2, 2, 2, num_sync_servers=2, num_dense_servers=2)
+    if hashed:
+        model = dataclasses.replace(MODEL, hash_tables=HashTables())
+        synthetic = dataclasses.replace(SYNTHETIC, keyed=True)
+        return JobSpec(model, TRAIN, cluster, strategy, synthetic)
     return JobSpec(MODEL, TRAIN, cluster, strategy, SYNTHETIC)
 
 

@@ -128,7 +128,11 @@ def test_a_table_with_no_declared_columns_trains_on_its_headers_columns(tmp_path
     ("header", "keys", "says"),
     [
         ("clicked,age", {"data.schema.label": "clicked"}, "no categorical feature"),
-        ("clicked,age,city", {"data.schema.label": "clicked"}, "model.table_rows: required"),
+        (
+            "clicked,age,city",
+            {"data.schema.label": "clicked", "model.table_kind": "fixed"},
+            "model.table_rows: required",
+        ),
         ("clicked,age,city", {}, "no label column 'label'"),
     ],
 )

@@ -28,12 +28,13 @@ def walkthrough() -> list[list[str]]:
 
 
 def libfm_file(path: Path, count: int, seed: int) -> None:
-    """Users 0-99 and items 100-399 (global indices); clicks from a user x item affinity."""
+    """100 users and 300 items with raw 12-digit ids; clicks from a user x item affinity."""
     lines = []
     for i in range(count):
-        user, item = (i * 7 + seed) % 100, 100 + (i * 13 + seed * 3) % 300
+        user, item = (i * 7 + seed) % 100, (i * 13 + seed * 3) % 300
         label = int((user % 3 == 0) != (item % 4 == 0)) if i % 5 else i % 2
-        lines.append(f"{label} {user}:1 {item}:1 400:{(i % 9) / 9:.2f}\n")
+        raw_user, raw_item = 310_000_000_000 + user * 7_919, 920_000_000_000 + item * 104_729
+        lines.append(f"{label} {raw_user}:1 {raw_item}:1 400:{(i % 9) / 9:.2f}\n")
     path.write_text("".join(lines))
 
 
@@ -50,5 +51,6 @@ def test_every_walkthrough_command_runs(tmp_path, monkeypatch):
     records = (tmp_path / "runs" / "first" / "metrics.jsonl").read_text().splitlines()
     assert len(records) >= 2
     assert (tmp_path / "compare.png").stat().st_size > 0
-    assert (tmp_path / "model_dir" / "model.pt").exists()
+    assert (tmp_path / "model_dir" / "dense.pt2").exists()  # hash tables: raw ids
+    assert pq.read_table(tmp_path / "model_dir" / "tables" / "C1.parquet").num_rows == 401
     assert pq.read_table(tmp_path / "scores.parquet").num_rows == 500

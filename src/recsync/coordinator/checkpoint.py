@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.layout import TableLayout
 
 FORMAT = 1
 
@@ -27,7 +27,7 @@ class JobState:
     dense: torch.Tensor
     dense_optimizer: dict[str, Any]
     shards: list[dict[str, Any]]
-    slices: list[tuple[int, int, int, int, int]]
+    slices: list[tuple[int, ...]]
     data_position: int
     global_step: int
     in_flight_examples: int
@@ -55,7 +55,7 @@ class JobState:
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise ValueError(f"{name} holds NaN or infinite values")
 
-    def check_layout(self, layout: EmbeddingLayout) -> None:
+    def check_layout(self, layout: TableLayout) -> None:
         """The resumed job must place the tables on shards as the checkpointed one did."""
         if layout_slices(layout) != self.slices:
             raise ValueError(
@@ -91,8 +91,8 @@ def _tensors(value: Any, name: str) -> list[tuple[str, torch.Tensor]]:
     return [found for key, item in items for found in _tensors(item, key)]
 
 
-def layout_slices(layout: EmbeddingLayout) -> list[tuple[int, int, int, int, int]]:
-    return [(s.table, s.row_start, s.row_end, s.shard, s.shard_row) for s in layout.slices]
+def layout_slices(layout: TableLayout) -> list[tuple[int, ...]]:
+    return layout.signature()
 
 
 def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:

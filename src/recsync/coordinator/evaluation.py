@@ -93,7 +93,7 @@ def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) 
         spec,
         topology.layout,
         final_dense(spec, now),
-        [s.state["weight"] for s in now.of_role(Role.EMBEDDING_SERVER)],
+        [s.state for s in now.of_role(Role.EMBEDDING_SERVER)],
         test,
     )
 

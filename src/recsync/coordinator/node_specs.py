@@ -23,9 +23,7 @@ from recsync.ps.embedding_server import EmbeddingServerNode
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
 from recsync.ps.group_plan import GroupPlan
 from recsync.ps.group_server import GroupServerNode
-from recsync.ps.layout import EmbeddingLayout
-from recsync.ps.local import shard_weight
-from recsync.ps.shard import EmbeddingShard
+from recsync.ps.layout import TableLayout
 from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.gradient import GradientStrategy, Tokens
@@ -131,7 +129,7 @@ class ReaderSpec(NodeSpec):
 class ShardSpec(NodeSpec):
     """An embedding shard: Hogwild (`strategy` None) or run by the strategy's policy."""
 
-    layout: EmbeddingLayout
+    layout: TableLayout
     optimizer: RowOptimizerSpec
     seed: int
     state: dict[str, Any] | None
@@ -140,8 +138,7 @@ class ShardSpec(NodeSpec):
 
     def build(self, context: BuildContext) -> EmbeddingServerNode | SparseShardServer:
         index = self.address.index
-        weight = shard_weight(self.layout, index, self.seed)
-        shard = EmbeddingShard(weight, self.optimizer.build(*weight.shape))
+        shard = self.layout.new_shard(index, self.optimizer, self.seed)
         if self.state is not None:
             shard.load_state_dict(self.state)
         if self.strategy is None:

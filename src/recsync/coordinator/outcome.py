@@ -29,9 +29,8 @@ from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
 from recsync.ps.gradient_servers import DenseBlockReport, GradientServerStats
 from recsync.ps.group_server import GroupServerReport
-from recsync.ps.layout import EmbeddingLayout
-from recsync.ps.local import LocalEmbeddings
-from recsync.ps.shard import EmbeddingShard
+from recsync.ps.layout import TableLayout
+from recsync.ps.local import loaded_embeddings
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import ReplicaStrategy
@@ -153,17 +152,20 @@ def two_classes(test: Batch) -> bool:
 
 def evaluate_model(
     spec: JobSpec,
-    layout: EmbeddingLayout,
+    layout: TableLayout,
     dense_flat: torch.Tensor,
-    shard_weights: list[torch.Tensor],
+    shard_states: list[dict[str, Any]],
     test: Batch,
 ) -> Quality:
-    """Held-out quality of a dense vector and shard rows (read-only: nothing is trained)."""
+    """Held-out quality of a dense vector and shards' states (read-only: nothing is
+    trained, no hash table row is added)."""
     dense = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
     dense.load_flat(dense_flat)
-    row_opt = spec.train.sparse_optimizer
-    shards = [EmbeddingShard(w, row_opt.build(w.shape[0], w.shape[1])) for w in shard_weights]
-    probs = predict(dense.module, LocalEmbeddings(layout, shards), test)
+    probs = predict(
+        dense.module,
+        loaded_embeddings(spec.train.sparse_optimizer, spec.train.seed, layout, shard_states),
+        test,
+    )
     return evaluate_predictions(test.labels, probs)
 
 
@@ -195,9 +197,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
             "NE are undefined (is the label column right? is the test data a sample of both?)"
         )
     dense = final_dense(spec, end)
-    quality = evaluate_model(
-        spec, topology.layout, dense, [s.state["weight"] for s in shards], reader.test
-    )
+    quality = evaluate_model(spec, topology.layout, dense, [s.state for s in shards], reader.test)
     examples = sum(trained)
     summary: dict[str, Any] = {
         "engine": end.engine,
@@ -223,6 +223,9 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "teacher_auc": reader.teacher_auc,
         "skipped": reader.skipped,
     }
+    rows = topology.layout.rows_summary([s.state for s in shards])
+    if rows is not None:
+        summary["embedding_rows"] = rows
     state = _checkpoint(topology, end, dense)
     summary["checkpoint"] = {
         "data_position": state.data_position,

@@ -24,7 +24,7 @@ from recsync.coordinator.node_specs import (
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
-from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
 from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.family import StrategyFamily
@@ -59,7 +59,7 @@ class Topology:
         )
 
     @property
-    def layout(self) -> EmbeddingLayout:
+    def layout(self) -> TableLayout:
         return self.plan.embeddings.layout
 
 
@@ -117,7 +117,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
             Address(Role.EMBEDDING_SERVER, i),
             threads=None,
             max_calls=calls,
-            serialized=family.policy_shards,
+            serialized=family.policy_shards or not layout.lock_free,
             layout=layout,
             optimizer=train.sparse_optimizer,
             seed=train.seed,

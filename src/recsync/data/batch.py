@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from recsync.data.keys import table_of
+
 
 @dataclass
 class Batch:
@@ -14,7 +16,8 @@ class Batch:
 
     dense:   B x num_dense float32 (already transformed, e.g. log(1+x)).
     ids:     N int64 ids, bags in feature-major order: bag (f, b) is ids[offsets[f*B+b]:
-             offsets[f*B+b+1]]. Ids are local to feature f's table, in [0, rows_f).
+             offsets[f*B+b+1]]. Ids are local to feature f's table, in [0, rows_f); in
+             keyed mode they are feature-prefixed keys whose top 8 bits are f (data/keys.py).
     offsets: F*B+1 int64, non-decreasing, offsets[0] = 0, offsets[-1] = N.
     labels:  B float32 in {0, 1}.
     """
@@ -74,8 +77,9 @@ class Batch:
         ids = self.ids[shift + torch.arange(total)]
         return Batch(self.dense[order], ids, offsets, self.labels[order])
 
-    def validate(self, table_rows: list[int]) -> None:
-        """Raise ValueError naming the feature if any id is out of its table's range."""
+    def validate(self, table_rows: list[int], keyed: bool = False) -> None:
+        """Raise ValueError naming the feature if any id is out of its table's range; with
+        `keyed`, if any key's prefix is not its feature (table_rows only counts features)."""
         B = self.batch_size
         if len(table_rows) != self.num_features:
             raise ValueError(
@@ -86,13 +90,24 @@ class Batch:
         for f, (n, rows) in enumerate(zip(lengths, table_rows, strict=True)):
             chunk = self.ids[start : start + n]
             start += n
-            if n and (int(chunk.min()) < 0 or int(chunk.max()) >= rows):
+            if keyed:
+                _check_prefix(chunk, f)
+            elif n and (int(chunk.min()) < 0 or int(chunk.max()) >= rows):
                 raise ValueError(
                     f"feature {f}: id out of range [0, {rows}) (min {int(chunk.min())}, "
                     f"max {int(chunk.max())})"
                 )
         if not torch.isfinite(self.dense).all():
             raise ValueError("dense features contain NaN or infinity")
+
+
+def _check_prefix(keys: torch.Tensor, feature: int) -> None:
+    """ValueError unless every key's top 8 bits (its table) are `feature`."""
+    tables = table_of(keys)
+    wrong = tables != feature
+    if bool(wrong.any()):
+        found = sorted(set(tables[wrong].tolist()))[:5]
+        raise ValueError(f"feature {feature}: keys of other tables {found} (keyed batch)")
 
 
 def collate(

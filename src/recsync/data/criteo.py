@@ -8,7 +8,8 @@ fields count as empty. The line terminator (\\n or \\r\\n) is removed, nothing e
 - label: exactly "0" or "1" ("missing_label" if empty, else "bad_label").
 - integer I_j: a decimal integer ("bad_integer" otherwise); negatives are clipped to 0; the
   dense feature is log(1 + x) as float32.
-- categorical C_f: a hexadecimal string ("bad_hex" otherwise); id = int(x, 16) % table_rows[f].
+- categorical C_f: a hexadecimal string ("bad_hex" otherwise); id = int(x, 16) % table_rows[f],
+  or with `keyed` the key of int(x, 16) for feature f (data/keys.py).
 - more than 40 fields: "too_many_fields". An empty line: "empty_line".
 
 Field names in messages follow the Criteo convention: "label", "I1".."I13", "C1".."C26".
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from recsync.data.batch import Batch
+from recsync.data.keys import check_features, integer_id, key
 from recsync.data.records import Example, parse_lines
 from recsync.data.skips import Rejected, SkipReport
 
@@ -40,10 +42,15 @@ def count_feature(count: int) -> float:
 
 @dataclass(frozen=True)
 class CriteoSchema:
-    """Table sizes of the categorical features (one per feature) and the integer count."""
+    """Table sizes of the categorical features (one per feature) and the integer count.
+
+    keyed: emit feature-prefixed keys (data/keys.py) instead of int(x, 16) % table_rows[f];
+    table_rows then only gives the number of categorical features.
+    """
 
     table_rows: tuple[int, ...]
     num_integer: int = 13
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table_rows", tuple(int(r) for r in self.table_rows))
@@ -51,6 +58,8 @@ class CriteoSchema:
             raise ValueError(f"criteo table_rows must be non-empty and >= 1: {self.table_rows}")
         if self.num_integer < 0:
             raise ValueError(f"criteo num_integer must be >= 0, got {self.num_integer}")
+        if self.keyed:
+            check_features(len(self.table_rows), "criteo schema")
 
     @property
     def num_fields(self) -> int:
@@ -98,7 +107,10 @@ class CriteoLineParser:
                 continue
             if not HEX.fullmatch(value):
                 raise Rejected("bad_hex", f"C{f + 1}", f"{value!r} is not hexadecimal")
-            bags[f].append(int(value, 16) % schema.table_rows[f])
+            if schema.keyed:
+                bags[f].append(key(f, integer_id(int(value, 16))))
+            else:
+                bags[f].append(int(value, 16) % schema.table_rows[f])
         return dense, bags, label
 
 

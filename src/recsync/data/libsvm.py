@@ -20,6 +20,9 @@ num_fields = len(table_rows) + len(dense_fields).
   len(table_rows): id = idx % table_rows[f]; several tokens of one field form a multi-hot
   bag; a value of 0 means absent; the same (field, idx) twice is "duplicate_index".
 - a field number outside [0, num_fields): "bad_field".
+
+With `keyed` on either schema, an id is the key of idx for its categorical feature
+(data/keys.py) instead of idx % table_rows; table_rows then only counts the features.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from recsync.data.batch import Batch
+from recsync.data.keys import check_features, integer_id, key
 from recsync.data.records import Example, parse_lines
 from recsync.data.skips import Rejected, SkipReport
 
@@ -39,10 +43,12 @@ _LABELS = {1.0: 1.0, 0.0: 0.0, -1.0: 0.0}
 
 @dataclass(frozen=True)
 class LibSVMSchema:
-    """Which libSVM indices are dense features; the rest hash into one table of table_rows."""
+    """Which libSVM indices are dense features; the rest hash into one table of table_rows
+    (or, `keyed`, become keys of feature 0: data/keys.py)."""
 
     table_rows: int
     dense_indices: tuple[int, ...] = ()
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dense_indices", tuple(int(i) for i in self.dense_indices))
@@ -54,10 +60,12 @@ class LibSVMSchema:
 
 @dataclass(frozen=True)
 class LibFFMSchema:
-    """Rows of each categorical field's table, and which field numbers are dense instead."""
+    """Rows of each categorical field's table, and which field numbers are dense instead
+    (`keyed`: ids are feature-prefixed keys, data/keys.py; table_rows only counts them)."""
 
     table_rows: tuple[int, ...]
     dense_fields: tuple[int, ...] = ()
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table_rows", tuple(int(r) for r in self.table_rows))
@@ -67,6 +75,8 @@ class LibFFMSchema:
         fields = self.dense_fields
         if len(set(fields)) != len(fields) or any(not 0 <= f < self.num_fields for f in fields):
             raise ValueError(f"libffm dense_fields must be distinct, in [0, {self.num_fields})")
+        if self.keyed:
+            check_features(len(self.table_rows), "libffm schema")
 
     @property
     def num_fields(self) -> int:
@@ -118,7 +128,7 @@ class LibSVMLineParser:
         dense = [0.0] * len(self._dense_slot)
         bag: list[int] = []
         seen: set[int] = set()
-        rows = self.schema.table_rows
+        rows, keyed = self.schema.table_rows, self.schema.keyed
         for position, token in enumerate(tokens, start=1):
             field = f"token {position} {token!r}"
             parts = token.split(":")
@@ -133,7 +143,7 @@ class LibSVMLineParser:
             if slot is not None:
                 dense[slot] = value
             elif value != 0.0:
-                bag.append(index % rows)
+                bag.append(key(0, integer_id(index)) if keyed else index % rows)
         return dense, [bag], label
 
 
@@ -152,7 +162,7 @@ class LibFFMLineParser:
         bags: list[list[int]] = [[] for _ in self._feature]
         seen: set[tuple[int, int]] = set()
         dense_seen: set[int] = set()
-        rows = self.schema.table_rows
+        rows, keyed = self.schema.table_rows, self.schema.keyed
         for position, token in enumerate(tokens, start=1):
             where = f"token {position} {token!r}"
             parts = token.split(":")
@@ -177,7 +187,7 @@ class LibFFMLineParser:
             seen.add((field, index))
             if value != 0.0:
                 f = self._feature[field]
-                bags[f].append(index % rows[f])
+                bags[f].append(key(f, integer_id(index)) if keyed else index % rows[f])
         return dense, bags, label
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from recsync.data.batch import Batch, concat, rebatch
+from recsync.data.keys import check_features, prefixes
 from recsync.metrics.quality import auc
 
 CHUNK = 4096
@@ -28,6 +29,8 @@ class SyntheticSpec:
     The teacher's logit has three parts whose standard deviations are set here: the sum of
     the first-order id weights (first_order_std), the sum of pairwise factor products
     (pairwise_std) and the dense linear term (dense_std per unit-variance feature).
+    Feature f's ids are in [0, table_rows[f]); `keyed` emits them as feature-prefixed keys
+    (data/keys.py) instead, so the same data trains fixed or hash tables.
     """
 
     num_train: int = 1_000_000
@@ -43,6 +46,7 @@ class SyntheticSpec:
     num_days: int = 1
     drift: float = 0.0
     seed: int = 0
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         if self.num_train < 1 or self.num_test < 1:
@@ -57,6 +61,8 @@ class SyntheticSpec:
             raise ValueError("synthetic num_days must be >= 1 and drift >= 0")
         if min(self.first_order_std, self.pairwise_std, self.dense_std) < 0 or self.teacher_dim < 1:
             raise ValueError("synthetic teacher stds must be >= 0 and teacher_dim >= 1")
+        if self.keyed:
+            check_features(len(self.table_rows), "synthetic spec")
 
     def day_sizes(self) -> list[int]:
         """Training examples of each day, in the stream's order."""
@@ -148,7 +154,10 @@ class SyntheticTask:
         labels = (torch.rand(size, generator=gen) < prob).to(torch.float32)
         F = ids.shape[1]
         offsets = torch.arange(F * size + 1, dtype=torch.int64)
-        batch = Batch(dense, ids.t().reshape(-1).contiguous(), offsets, labels)
+        by_feature = ids.t()
+        if spec.keyed:
+            by_feature = by_feature | prefixes(F).unsqueeze(1)
+        batch = Batch(dense, by_feature.reshape(-1).contiguous(), offsets, labels)
         return batch, prob.to(torch.float32)
 
     def _chunks(self, total: int, days: range, stream: int) -> Iterator[Batch]:

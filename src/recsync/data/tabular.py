@@ -13,6 +13,8 @@ numbers, bools, strings (CSV text) or None (null); an empty string counts as nul
   text); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
 - categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
   id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
+- `keyed`: an id is instead the feature-prefixed key of the integer, or of the string hashed
+  with mmh3's 64-bit hash and hash_seed (data/keys.py); table_rows only counts the features.
 - null categorical: an empty bag. A row whose declared columns are all null: "empty_line".
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import mmh3
 
 from recsync.data.batch import Batch
+from recsync.data.keys import check_features, hashed_id, integer_id, key
 from recsync.data.records import Example, batch_examples, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.errors import DataError
@@ -38,7 +41,8 @@ class TabularSchema:
     """Declared columns of a table: label, dense features, categorical features.
 
     table_rows[f] is the table size of categorical[f]; `hashed` lists the categorical
-    columns holding strings (hashed with mmh3), the others hold integer ids.
+    columns holding strings (hashed with mmh3), the others hold integer ids. `keyed`: ids
+    are feature-prefixed keys (data/keys.py), table_rows never reduces them.
     """
 
     label: str
@@ -49,6 +53,7 @@ class TabularSchema:
     null_dense: float | None = 0.0
     hash_seed: int = 0
     delimiter: str = ","  # CSV/TSV text only
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         if len(self.delimiter) != 1 or self.delimiter in '\r\n"':
@@ -70,6 +75,8 @@ class TabularSchema:
             raise ValueError("tabular schema: hashed columns must be categorical columns")
         if self.null_dense is not None and not math.isfinite(self.null_dense):
             raise ValueError(f"tabular schema: null_dense must be finite, got {self.null_dense}")
+        if self.keyed:
+            check_features(len(self.categorical), "tabular schema")
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -170,6 +177,8 @@ class TabularRowParser:
         ):
             if _is_null(value):
                 bags.append([])
+            elif schema.keyed:
+                bags.append([key(f, self._keyed_id(value, column, self._is_hashed[f]))])
             elif self._is_hashed[f]:
                 bags.append([self._hash(value, column) % schema.table_rows[f]])
             else:
@@ -177,10 +186,19 @@ class TabularRowParser:
         return dense, bags, label
 
     def _hash(self, value: object, column: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, str | bytes | int):
-            raise Rejected("bad_id", column, f"{value!r} is not a string to hash")
-        key = str(value) if isinstance(value, int) else value
-        return mmh3.hash(key, self.schema.hash_seed, signed=False)
+        return mmh3.hash(_hash_text(value, column), self.schema.hash_seed, signed=False)
+
+    def _keyed_id(self, value: object, column: str, hashed: bool) -> int:
+        if hashed:
+            return hashed_id(_hash_text(value, column), self.schema.hash_seed)
+        return integer_id(_integer_id(value, column))
+
+
+def _hash_text(value: object, column: str) -> str | bytes:
+    """What a hashed column's value hashes: a string or bytes, an int's decimal text."""
+    if isinstance(value, bool) or not isinstance(value, str | bytes | int):
+        raise Rejected("bad_id", column, f"{value!r} is not a string to hash")
+    return str(value) if isinstance(value, int) else value
 
 
 def tabular_batches(

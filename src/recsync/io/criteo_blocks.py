@@ -7,8 +7,9 @@ parser's pattern (each distinct one turned into its dense value once, by the row
 own rule), hexadecimal ids (each distinct one converted once); empty integers and empty
 categoricals as the row parser reads them. Any other block (an empty line, stripped
 trailing fields, a bad value) goes line by line through `CriteoLineParser`: both paths
-give the same examples, skips and messages (tested). A strict run stops at the same line
-with the same error, only without training the good lines of that block before it.
+give the same examples, skips and messages (tested), in fixed and in keyed mode. A strict
+run stops at the same line with the same error, only without training the good lines of
+that block before it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from recsync.data.batch import Batch
 from recsync.data.criteo import HEX, INTEGER, CriteoLineParser, CriteoSchema, count_feature
+from recsync.data.keys import integer_id, integer_ids, key, make_keys
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
 from recsync.io.table_blocks import all_true
@@ -32,12 +34,14 @@ _INTEGER = f"^{INTEGER.pattern}$"  # the row parser's patterns, anchored
 _HEX = f"^{HEX.pattern}$"
 
 
-def _distinct_mapped(column: pa.Array, convert: Callable[[str], float]) -> np.ndarray:
+def _distinct_mapped(
+    column: pa.Array, convert: Callable[[str], float], dtype: type = np.float64
+) -> np.ndarray:
     """`convert` applied once to each distinct value of `column`, spread back to its rows."""
     encoded = pc.dictionary_encode(column)
-    table = np.array([convert(v) for v in encoded.dictionary.to_pylist()], dtype=np.float64)
+    table: np.ndarray = np.array([convert(v) for v in encoded.dictionary.to_pylist()], dtype=dtype)
     indices: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False)
-    return table[indices] if table.size else np.zeros(0)
+    return table[indices] if table.size else np.zeros(0, dtype=dtype)
 
 
 _NIBBLE = np.zeros(256, dtype=np.uint64)
@@ -46,9 +50,13 @@ for _digit, _char in enumerate("0123456789abcdef"):
 HEX_DIGITS = 16  # hex ids of at most 16 digits convert in numpy (uint64), longer ones in Python
 
 
-def _hex_ids(present: pa.Array, rows: int) -> np.ndarray:
-    """int(v, 16) % rows of every (validated) hex string."""
+def _hex_ids(present: pa.Array, rows: int, keyed_feature: int | None = None) -> np.ndarray:
+    """int(v, 16) % rows of every (validated) hex string; with `keyed_feature`, the key of
+    int(v, 16) for that feature instead (data/keys.py)."""
     if (pc.max(pc.utf8_length(present)).as_py() or 0) > HEX_DIGITS:
+        if keyed_feature is not None:
+            f = keyed_feature
+            return _distinct_mapped(present, lambda v: key(f, integer_id(int(v, 16))), np.int64)
         return _distinct_mapped(present, lambda v: int(v, 16) % rows).astype(np.int64)
     padded = pc.utf8_lpad(present, HEX_DIGITS, "0")  # every value HEX_DIGITS bytes long
     n = len(padded)
@@ -58,6 +66,8 @@ def _hex_ids(present: pa.Array, rows: int) -> np.ndarray:
     value = np.zeros(n, dtype=np.uint64)
     for position in range(HEX_DIGITS):
         value = (value << np.uint64(4)) | _NIBBLE[digits[position::HEX_DIGITS]]
+    if keyed_feature is not None:
+        return make_keys(keyed_feature, integer_ids(value))
     return (value % np.uint64(rows)).astype(np.int64)
 
 
@@ -89,7 +99,7 @@ def columnar_block(lines: list[str], schema: CriteoSchema) -> Batch | None:
         present = pc.filter(column, given_mask)
         if not all_true(pc.match_substring_regex(present, _HEX)):
             return None
-        ids.append(_hex_ids(present, rows))
+        ids.append(_hex_ids(present, rows, f if schema.keyed else None))
         lengths.append(given.astype(np.int64))
     offsets = torch.zeros(len(schema.table_rows) * n + 1, dtype=torch.int64)
     if lengths:

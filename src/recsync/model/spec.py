@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
+from recsync.model.hash_spec import HashTables
+
 Pooling = Literal["sum", "mean"]
 
 
@@ -36,13 +38,16 @@ def default_tables(
 @dataclass(frozen=True)
 class ModelSpec:
     """A DLRM. Defaults are the reference Criteo-Kaggle shape: dim 16, bottom MLP
-    13-512-256-64-16, dot interaction without self-interaction, top MLP 367-512-256-1."""
+    13-512-256-64-16, dot interaction without self-interaction, top MLP 367-512-256-1.
+    `hash_tables`: the tables are hash tables keyed by raw ids (their `num_rows` then only
+    sizes plans and fixed baselines), else fixed R x D tables."""
 
     num_dense: int = 13
     tables: tuple[TableSpec, ...] = field(default_factory=default_tables)
     bottom_mlp: tuple[int, ...] = (512, 256, 64)
     top_mlp: tuple[int, ...] = (512, 256)
     data_norm: bool = False
+    hash_tables: HashTables | None = None  # None: fixed tables of `num_rows` rows
 
     def __post_init__(self) -> None:
         if not self.tables:
@@ -50,6 +55,10 @@ class ModelSpec:
         dims = {t.dim for t in self.tables}
         if len(dims) != 1:
             raise ValueError(f"dot interaction needs one embedding dim for all tables, got {dims}")
+        if self.hash_tables is not None and len(self.tables) > 256:
+            raise ValueError(
+                f"hash tables: at most 256 tables (8-bit feature prefix), got {len(self.tables)}"
+            )
         if self.num_dense < 0:
             raise ValueError(f"num_dense must be >= 0, got {self.num_dense}")
         for name, sizes in (("bottom_mlp", self.bottom_mlp), ("top_mlp", self.top_mlp)):

@@ -48,6 +48,24 @@ class RowOptimizer:
         for name, value in state.items():
             getattr(self, name).copy_(value)
 
+    def initial_value(self, name: str) -> float:
+        """The value every entry of per-row state `name` starts from."""
+        return 0.0
+
+    def resize(self, num_rows: int) -> None:
+        """Grow every per-row state tensor to `num_rows` rows, new rows at their initial value."""
+        assert num_rows >= self.num_rows
+        for name, old in self.state_dict().items():
+            new = old.new_full((num_rows, *old.shape[1:]), self.initial_value(name))
+            new[: self.num_rows] = old
+            setattr(self, name, new)
+        self.num_rows = num_rows
+
+    def reset_rows(self, rows: torch.Tensor) -> None:
+        """Put the state of `rows` (slots about to hold new rows) back to its initial value."""
+        for name, state in self.state_dict().items():
+            state.index_fill_(0, rows, self.initial_value(name))
+
     def _swap_factor(self, rows: torch.Tensor, global_step: int) -> torch.Tensor | None:
         """U x 1 decay to apply to the touched rows' accumulators before adding g^2."""
         if self.swap is None:
@@ -100,6 +118,7 @@ class RowAdagrad(RowOptimizer):
         self.lr = lr
         self.eps = eps
         self.rowwise = rowwise
+        self.initial_accumulator = initial_accumulator
         self.accumulator = torch.full((num_rows, 1 if rowwise else dim), initial_accumulator)
 
     def apply(
@@ -124,6 +143,9 @@ class RowAdagrad(RowOptimizer):
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {**super().state_dict(), "accumulator": self.accumulator}
+
+    def initial_value(self, name: str) -> float:
+        return self.initial_accumulator if name == "accumulator" else 0.0
 
 
 class RowAdam(RowOptimizer):

@@ -12,7 +12,7 @@ from recsync.optim.checks import all_finite
 from recsync.optim.state import copy_state
 from recsync.protocol.messages import Lookup, Message, Pooled, PushRows
 from recsync.protocol.node import Node
-from recsync.ps.shard import EmbeddingShard
+from recsync.ps.shard import RowShard
 
 
 @dataclass
@@ -31,7 +31,7 @@ def rows_in_range(rows: torch.Tensor, num_rows: int) -> bool:
     return int(low) >= 0 and int(high) < num_rows
 
 
-def checked_lookup(shard: EmbeddingShard, message: Lookup, name: str) -> torch.Tensor:
+def checked_lookup(shard: RowShard, message: Lookup, name: str) -> torch.Tensor:
     """The shard's pooled lookup; an id out of the shard's rows is named as a user error."""
     try:
         return shard.lookup(message.rows, message.offsets, message.weights)
@@ -49,7 +49,7 @@ class EmbeddingServerNode(Node):
         PushRows: "apply",
     }
 
-    def __init__(self, index: int, shard: EmbeddingShard):
+    def __init__(self, index: int, shard: RowShard):
         self.index = index
         self.name = f"embedding-server-{index}"
         self.shard = shard
@@ -63,4 +63,7 @@ class EmbeddingServerNode(Node):
         self.shard.apply_gradients(message.rows, message.grads)
 
     def report(self) -> ShardReport:
+        """The shard's state at a cut or the end, after the eviction due there (both drivers
+        report at the same points, so a run and its resumed twin evict the same rows)."""
+        self.shard.evict_at_cut()
         return ShardReport(copy_state(self.shard.state_dict()))

@@ -36,7 +36,7 @@ from recsync.protocol.messages import (
 )
 from recsync.protocol.node import Node, StartTimer
 from recsync.ps.embedding_server import ShardReport, checked_lookup
-from recsync.ps.shard import EmbeddingShard
+from recsync.ps.shard import RowShard
 from recsync.sync.gradient import Action, Apply, Drop, GradientPolicy, Push
 from recsync.sync.staleness_norm import StalenessNorm
 
@@ -254,7 +254,7 @@ class SparseShardServer(GradientServer):
     def __init__(
         self,
         index: int,
-        shard: EmbeddingShard,
+        shard: RowShard,
         policy: GradientPolicy,
         staleness_norm: StalenessNorm | None = None,
         check_finite: bool = True,
@@ -268,7 +268,7 @@ class SparseShardServer(GradientServer):
         shard's version."""
         pooled = checked_lookup(self.shard, message, self.name)
         self.stats.pulls += 1
-        return Pooled(pooled, self.shard.versions.index_select(0, message.rows), self.version)
+        return Pooled(pooled, self.shard.versions_of(message.rows), self.version)
 
     def push(self, message: PushRowGradients) -> None:
         """Row gradients of a worker's step; `rows` come from this shard's range-checked
@@ -279,12 +279,12 @@ class SparseShardServer(GradientServer):
         self._receive(message.worker, message.version, message.token, item)
 
     def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
-        versions, norm = self.shard.versions, self.staleness_norm
+        norm = self.staleness_norm
         all_rows, all_grads = [], []
         for (rows, grads, pulled), weight in items:
             if not rows.numel():
                 continue
-            tau = versions.index_select(0, rows) - pulled
+            tau = self.shard.versions_of(rows) - pulled
             self.stats.count_row_staleness(tau)
             if norm is not None:
                 grads = grads * (norm.scale_rows(tau, 0.0) * weight).unsqueeze(1)
@@ -305,4 +305,5 @@ class SparseShardServer(GradientServer):
         self.shard.apply_gradients(rows, grads if divisor == 1.0 else grads / divisor, lr_scale)
 
     def report(self) -> ShardReport:
+        self.shard.evict_at_cut()
         return ShardReport(copy_state(self.shard.state_dict()), self.stats)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from recsync.data.batch import Batch
 from recsync.model.spec import TableSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.shard import EmbeddingShard, RowShard, init_table
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,59 @@ class ShardRequest:
     one_per_bag: bool = False  # every bag holds exactly one id (offsets = arange)
 
 
-class EmbeddingLayout:
-    """Tables placed on shards as slices of rows. Built by the placement planner, or
+class TableLayout:
+    """Where a job's embedding rows live: how a batch's bags become one request per shard,
+    how the shards' partial pools combine, and how each shard is built. `EmbeddingLayout`
+    places fixed tables as row slices; `HashLayout` (hash_layout.py) spreads hash tables
+    over every shard by a hash of the key."""
+
+    tables: tuple[TableSpec, ...]
+    num_shards: int
+    lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
+
+    def route(self, batch: Batch) -> list[ShardRequest]:
+        """Split a batch's bags into one request per shard that owns any of its rows."""
+        raise NotImplementedError
+
+    def combine(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """Sum per-shard partial pools into B x F x D pooled embeddings."""
+        raise NotImplementedError
+
+    def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
+        """Shard `shard` with its initial rows (from `seed`) and its row-wise optimizer."""
+        raise NotImplementedError
+
+    def signature(self) -> list[tuple[int, ...]]:
+        """What a checkpoint records of the layout, to resume only onto the same one."""
+        raise NotImplementedError
+
+    def rows_summary(self, states: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Rows live, inserted and evicted, and lookups admitted and refused, in all and per
+        table, from the shards' states (None: fixed tables, whose rows never change)."""
+        return None
+
+    @staticmethod
+    def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:
+        """The part of a B x F x D pooled gradient that belongs to one request's bags."""
+        return TableLayout.requests_gradients(grad_pooled, [request])[0]
+
+    @staticmethod
+    def requests_gradients(
+        grad_pooled: torch.Tensor, requests: list[ShardRequest]
+    ) -> list[torch.Tensor]:
+        """Per request, the part of a B x F x D pooled gradient that belongs to its bags."""
+        B, F, D = grad_pooled.shape
+        flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
+        return [
+            flat if r.bag_index.numel() == F * B else flat.index_select(0, r.bag_index)
+            for r in requests
+        ]
+
+
+class EmbeddingLayout(TableLayout):
+    """Fixed tables placed on shards as slices of rows. Built by the placement planner, or
     `single_shard` for the reference trainer (every table whole on shard 0)."""
 
     def __init__(self, tables: tuple[TableSpec, ...], slices: list[TableSlice], num_shards: int):
@@ -253,19 +307,20 @@ class EmbeddingLayout:
             for r, s in zip(requests, owners, strict=True)
         )
 
-    @staticmethod
-    def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:
-        """The part of a B x F x D pooled gradient that belongs to one request's bags."""
-        return EmbeddingLayout.requests_gradients(grad_pooled, [request])[0]
+    def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> EmbeddingShard:
+        weight = self.shard_weight(shard, seed)
+        return EmbeddingShard(weight, optimizer.build(*weight.shape))
 
-    @staticmethod
-    def requests_gradients(
-        grad_pooled: torch.Tensor, requests: list[ShardRequest]
-    ) -> list[torch.Tensor]:
-        """Per request, the part of a B x F x D pooled gradient that belongs to its bags."""
-        B, F, D = grad_pooled.shape
-        flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
-        return [
-            flat if r.bag_index.numel() == F * B else flat.index_select(0, r.bag_index)
-            for r in requests
-        ]
+    def shard_weight(self, shard: int, seed: int) -> torch.Tensor:
+        """Initial rows of one shard: each table's rows come from (seed, table) whatever the
+        sharding, so every layout of the same tables starts from the same model."""
+        weight = torch.empty(self.shard_rows[shard], self.tables[0].dim)
+        for s in self.slices:
+            if s.shard == shard:
+                spec = self.tables[s.table]
+                table = init_table(spec.num_rows, spec.dim, seed * 1000 + s.table)
+                weight[s.shard_row : s.shard_row + s.num_rows] = table[s.row_start : s.row_end]
+        return weight
+
+    def signature(self) -> list[tuple[int, ...]]:
+        return [(s.table, s.row_start, s.row_end, s.shard, s.shard_row) for s in self.slices]

@@ -2,38 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from recsync.data.batch import Batch
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.ps.layout import EmbeddingLayout, ShardRequest
-from recsync.ps.shard import EmbeddingShard, init_table, row_gradients
+from recsync.ps.layout import ShardRequest, TableLayout
+from recsync.ps.shard import RowShard, row_gradients
 
 
-def shard_weight(layout: EmbeddingLayout, shard: int, seed: int) -> torch.Tensor:
-    """Initial rows of one shard: each table's rows come from (seed, table) whatever the
-    sharding, so every layout of the same tables starts from the same model."""
-    weight = torch.empty(layout.shard_rows[shard], layout.tables[0].dim)
-    for s in layout.slices:
-        if s.shard == shard:
-            spec = layout.tables[s.table]
-            table = init_table(spec.num_rows, spec.dim, seed * 1000 + s.table)
-            weight[s.shard_row : s.shard_row + s.num_rows] = table[s.row_start : s.row_end]
-    return weight
-
-
-def build_shards(
-    layout: EmbeddingLayout, optimizer: RowOptimizerSpec, seed: int
-) -> list[EmbeddingShard]:
+def build_shards(layout: TableLayout, optimizer: RowOptimizerSpec, seed: int) -> list[RowShard]:
     """The shards of a layout with their initial rows and optimizers."""
-    weights = [shard_weight(layout, shard, seed) for shard in range(layout.num_shards)]
-    return [EmbeddingShard(w, optimizer.build(w.shape[0], w.shape[1])) for w in weights]
+    return [layout.new_shard(shard, optimizer, seed) for shard in range(layout.num_shards)]
 
 
 class LocalEmbeddings:
     """Pooled lookup and sparse update over shards in this process."""
 
-    def __init__(self, layout: EmbeddingLayout, shards: list[EmbeddingShard]):
+    def __init__(self, layout: TableLayout, shards: list[RowShard]):
         assert len(shards) == layout.num_shards
         self.layout = layout
         self.shards = shards
@@ -44,9 +31,26 @@ class LocalEmbeddings:
         partials = [self.shards[r.shard].lookup(r.rows, r.offsets, r.weights) for r in requests]
         return self.layout.combine(batch.batch_size, requests, partials), requests
 
+    def peek(self, batch: Batch) -> torch.Tensor:
+        """B x F x D pooled embeddings read without changing a shard (evaluation, serving:
+        a hash table neither counts nor inserts the ids it reads)."""
+        requests = self.layout.route(batch)
+        partials = [self.shards[r.shard].peek(r.rows, r.offsets, r.weights) for r in requests]
+        return self.layout.combine(batch.batch_size, requests, partials)
+
     def apply(self, grad_pooled: torch.Tensor, requests: list[ShardRequest]) -> None:
         """Turn a B x F x D pooled gradient into row updates on every shard involved."""
         grad_bags_of = self.layout.requests_gradients(grad_pooled, requests)
         for r, grad_bags in zip(requests, grad_bags_of, strict=True):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
             self.shards[r.shard].apply_gradients(rows, grads)
+
+
+def loaded_embeddings(
+    optimizer: RowOptimizerSpec, seed: int, layout: TableLayout, states: list[dict[str, Any]]
+) -> LocalEmbeddings:
+    """The shards of a layout holding checkpointed states (to evaluate or serve)."""
+    shards = build_shards(layout, optimizer, seed)
+    for shard, state in zip(shards, states, strict=True):
+        shard.load_state_dict(state)
+    return LocalEmbeddings(layout, shards)

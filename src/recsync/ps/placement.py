@@ -18,7 +18,8 @@ import torch
 
 from recsync.data.batch import Batch
 from recsync.model.spec import ModelSpec, TableSpec
-from recsync.ps.layout import EmbeddingLayout, TableSlice
+from recsync.ps.hash_layout import HashLayout
+from recsync.ps.layout import EmbeddingLayout, TableLayout, TableSlice
 
 BYTES_PER_FLOAT = 4
 
@@ -57,7 +58,7 @@ class EmbeddingPlan:
     server_bytes: float32 weights plus row-wise optimizer state per server.
     """
 
-    layout: EmbeddingLayout
+    layout: TableLayout
     server_load: list[float]
     server_rows: list[int]
     server_bytes: list[int]
@@ -136,6 +137,27 @@ def plan_embeddings(
     return EmbeddingPlan(layout, load, rows, size)
 
 
+def plan_hash_tables(
+    model: ModelSpec, costs: list[float], num_servers: int, state_floats_per_row: int | None
+) -> EmbeddingPlan:
+    """Hash tables spread over every server by hash of the key: each server takes an equal
+    share of every table's load and rows. A server's rows are its share of the tables'
+    `num_rows` (the ids expected), capped by `max_rows`."""
+    if num_servers < 1:
+        raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+    config = model.hash_tables
+    assert config is not None
+    dim = model.embedding_dim
+    state = dim if state_floats_per_row is None else state_floats_per_row
+    rows = -(-sum(t.num_rows for t in model.tables) // num_servers)
+    if config.max_rows is not None:
+        rows = min(rows, config.max_rows)
+    load = sum(costs) / num_servers
+    layout = HashLayout(model.tables, num_servers, config)
+    size = rows * (dim + state) * BYTES_PER_FLOAT
+    return EmbeddingPlan(layout, [load] * num_servers, [rows] * num_servers, [size] * num_servers)
+
+
 @dataclass(frozen=True)
 class DensePlan:
     """The flat dense parameter vector cut into one contiguous [start, stop) per server."""
@@ -176,7 +198,12 @@ def plan_job(
     """Embedding placement from measured costs, plus the dense split when the job has sync
     (or dense) servers (`num_sync_servers` >= 1, which then needs `num_dense_params`)."""
     costs = table_costs(model.tables, list(sample_batches or []))
-    embeddings = plan_embeddings(model.tables, costs, num_embedding_servers, state_floats_per_row)
+    if model.hash_tables is not None:
+        embeddings = plan_hash_tables(model, costs, num_embedding_servers, state_floats_per_row)
+    else:
+        embeddings = plan_embeddings(
+            model.tables, costs, num_embedding_servers, state_floats_per_row
+        )
     if num_sync_servers < 0:
         raise ValueError(f"num_sync_servers must be >= 0, got {num_sync_servers}")
     dense = None
@@ -185,3 +212,10 @@ def plan_job(
             raise ValueError("num_dense_params is required when num_sync_servers >= 1")
         dense = plan_dense(num_dense_params, num_sync_servers)
     return JobPlan(embeddings, dense)
+
+
+def single_shard_layout(model: ModelSpec) -> TableLayout:
+    """Every table on one shard (the reference trainer, calibration)."""
+    if model.hash_tables is not None:
+        return HashLayout(model.tables, 1, model.hash_tables)
+    return EmbeddingLayout.single_shard(model.tables)

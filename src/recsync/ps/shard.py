@@ -8,7 +8,7 @@ updates applied to it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F_
@@ -16,6 +16,39 @@ import torch.nn.functional as F_
 from recsync.optim.rowwise import RowOptimizer
 
 ONE = torch.ones((), dtype=torch.int64)
+
+
+class RowShard(Protocol):
+    """What an embedding server asks of its shard, fixed (`EmbeddingShard`, rows addressed
+    by index) or hash (`HashEmbeddingShard`, rows addressed by 64-bit key)."""
+
+    global_step: int
+
+    @property
+    def num_rows(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def lookup(
+        self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
+    ) -> torch.Tensor: ...
+
+    def peek(
+        self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
+    ) -> torch.Tensor: ...
+
+    def apply_gradients(
+        self, rows: torch.Tensor, grads: torch.Tensor, lr_scale: float = 1.0
+    ) -> None: ...
+
+    def versions_of(self, rows: torch.Tensor) -> torch.Tensor: ...
+
+    def evict_at_cut(self) -> int: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 class EmbeddingShard:
@@ -53,6 +86,20 @@ class EmbeddingShard:
             per_sample_weights=weights,
             include_last_offset=True,
         )
+
+    def peek(
+        self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """`lookup`: a fixed table reads its rows without changing them."""
+        return self.lookup(rows, offsets, weights)
+
+    def versions_of(self, rows: torch.Tensor) -> torch.Tensor:
+        """Each row's version (updates applied to it)."""
+        return self.versions.index_select(0, rows)
+
+    def evict_at_cut(self) -> int:
+        """A fixed table keeps every row."""
+        return 0
 
     def apply_gradients(
         self, rows: torch.Tensor, grads: torch.Tensor, lr_scale: float = 1.0

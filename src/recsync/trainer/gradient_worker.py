@@ -38,7 +38,7 @@ from recsync.protocol.messages import (
     WorkerDone,
 )
 from recsync.protocol.reading import HandedBatch, NextBatch
-from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.layout import TableLayout
 from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
@@ -79,7 +79,7 @@ class GradientWorker:
         worker: int,
         trainer: int,
         thread: int,
-        layout: EmbeddingLayout,
+        layout: TableLayout,
         strategy: GradientStrategy,
         wiring: Wiring,
         stats: TrainerStats,

@@ -13,8 +13,8 @@ from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.model.dlrm import DenseArch
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import LocalEmbeddings, build_shards
+from recsync.ps.placement import single_shard_layout
 from recsync.trainer.replica import DenseReplica
 
 EVAL_CHUNK = 16384
@@ -26,7 +26,7 @@ def predict(dense: DenseArch, embeddings: LocalEmbeddings, batch: Batch) -> torc
     with torch.no_grad():
         for start in range(0, batch.batch_size, EVAL_CHUNK):
             part = batch.slice(start, min(start + EVAL_CHUNK, batch.batch_size))
-            pooled, _ = embeddings.lookup(part)
+            pooled = embeddings.peek(part)
             probs.append(torch.sigmoid(dense(part.dense, pooled)))
     return torch.cat(probs) if probs else torch.empty(0)
 
@@ -37,7 +37,7 @@ class ReferenceTrainer:
     def __init__(self, model: ModelSpec, train: TrainSpec):
         self.replica = DenseReplica(model, train.seed, train.dense_optimizer)
         self.dense = self.replica.module
-        layout = EmbeddingLayout.single_shard(model.tables)
+        layout = single_shard_layout(model)
         self.embeddings = LocalEmbeddings(
             layout, build_shards(layout, train.sparse_optimizer, train.seed)
         )

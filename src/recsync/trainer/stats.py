@@ -10,7 +10,7 @@ import torch
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address
-from recsync.ps.layout import EmbeddingLayout
+from recsync.ps.layout import TableLayout
 from recsync.trainer.replica import DenseReplica
 
 ITERATIONS, EXAMPLES, LOSS_SUM, DONE, SYNCS, DRY = range(6)  # the columns of TrainerStats
@@ -126,7 +126,7 @@ class TrainerSetup:
     num_workers: int
     model: ModelSpec
     train: TrainSpec
-    layout: EmbeddingLayout
+    layout: TableLayout
     wiring: Wiring
     initial: tuple[torch.Tensor, dict[str, Any]] | None = None
     incarnation: int = 0

@@ -14,7 +14,7 @@ from recsync.protocol.address import Address
 from recsync.protocol.effects import Call, CallEach, Drain, Effect, Send, Target
 from recsync.protocol.messages import Fused, Lookup, Message, Pooled, PushRowGradients, PushRows
 from recsync.protocol.reading import HandedBatch, NextBatch, Park
-from recsync.ps.layout import EmbeddingLayout, ShardRequest
+from recsync.ps.layout import ShardRequest, TableLayout
 from recsync.ps.shard import row_gradients_with_inverse
 
 EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
@@ -95,7 +95,7 @@ def unique_row_versions(versions: torch.Tensor, inverse: torch.Tensor, count: in
 
 
 def versioned_lookup(
-    layout: EmbeddingLayout,
+    layout: TableLayout,
     shards: tuple[Address, ...],
     batch: Batch,
     min_versions: list[int] | None = None,
@@ -117,7 +117,7 @@ def versioned_lookup(
 
 
 def row_gradient_pushes(
-    layout: EmbeddingLayout,
+    layout: TableLayout,
     shards: tuple[Address, ...],
     requests: list[ShardRequest],
     replies: list[Pooled],
@@ -131,7 +131,7 @@ def row_gradient_pushes(
 
 
 def row_gradient_messages(
-    layout: EmbeddingLayout,
+    layout: TableLayout,
     requests: list[ShardRequest],
     replies: list[Pooled],
     grad_pooled: torch.Tensor,

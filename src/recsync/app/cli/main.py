@@ -40,7 +40,7 @@ from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.distributed import job_spec, run_distributed
-from recsync.app.runs.export import DESCRIPTION_FILE, MODEL_FILE, export_run, predict_file
+from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import group_table, plan_table
 from recsync.app.runs.progress import steps_bar, warn
 from recsync.app.runs.reference import run_training
@@ -310,16 +310,24 @@ BestOption = Annotated[
 @app.command()
 def export(
     run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
-    out: Annotated[Path, typer.Argument(help="Directory to write model.pt and model.json to.")],
+    out: Annotated[Path, typer.Argument(help="Directory to write the model to.")],
     best: BestOption = False,
+    delta_from: Annotated[
+        Path | None,
+        typer.Option(help="An earlier export: also write each table's changed rows since it."),
+    ] = None,
 ) -> None:
-    """Write a run's model as one plain PyTorch module's state dict (model.pt) and its
-    description (model.json: architecture, data format, schema); README shows how to load it."""
+    """Write a run's model for serving, with its description (model.json).
+
+    Fixed tables: one plain PyTorch module's state dict (model.pt). Hash tables: one
+    Parquet file of id and vector per table and the dense part as a torch.export program
+    (dense.pt2). The README shows how to score with them."""
     try:
-        written = export_run(run, out, best)
+        written = export_run(run, out, best, delta_from)
     except (RecsyncError, OSError) as error:
         fail(error)
-    Console(emoji=False).print(f"exported {run} to {written}/{MODEL_FILE}, {DESCRIPTION_FILE}")
+    shown = ", ".join(written if len(written) <= 4 else [*written[:3], "..."])
+    Console(emoji=False).print(f"exported {run} to {out}: {shown}")
 
 
 @app.command()

@@ -10,6 +10,7 @@ fields, so they follow it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -27,6 +28,7 @@ from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
 from recsync.io.readers import format_of_name
 from recsync.io.sources import FileData
+from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -47,11 +49,13 @@ if TYPE_CHECKING:  # the generated sections, as far as this module reads them
         table_rows: list[int] = []
 
     CostSection: TypeAlias = Section
+    HashTablesSection: TypeAlias = Section
     DenseOptimizerSection: TypeAlias = Section
     SparseOptimizerSection: TypeAlias = Section
 else:
     SyntheticSection = section_from_dataclass(SyntheticSpec)
     CostSection = section_from_dataclass(CostModel)
+    HashTablesSection = section_from_dataclass(HashTables)
     DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
@@ -116,11 +120,16 @@ class DataSection(Section):
 
 
 class ModelSection(Section):
-    """[model]: the DLRM's shape; num_dense, num_tables and table_rows default to the data's."""
+    """[model]: the DLRM's shape; num_dense, num_tables and table_rows default to the data's.
+    `table_kind`: "hash" tables keyed by raw ids ([model.hash_tables]: admission, eviction,
+    max_rows), or "fixed" tables of table_rows rows; "auto": hash for file data that sets
+    no table_rows, fixed otherwise."""
 
     num_dense: int | None = None
     num_tables: int | None = None
     table_rows: list[int] | int | None = None
+    table_kind: Literal["auto", "hash", "fixed"] = "auto"
+    hash_tables: HashTablesSection = Field(default_factory=HashTablesSection)
     embedding_dim: int = _DEFAULT_MODEL.embedding_dim
     pooling: Literal["sum", "mean"] = "sum"
     bottom_mlp: list[int] = list(_DEFAULT_MODEL.bottom_mlp)
@@ -169,6 +178,8 @@ class Config(Section):
             if self.data.source == "synthetic"
             else None
         )
+        if synthetic is not None:  # the synthetic ids are keys exactly when tables hash
+            synthetic = dataclasses.replace(synthetic, keyed=self.hashed_tables)
         if synthetic is None:
             self._check_file_keys()
         model = self._model_spec()
@@ -229,6 +240,15 @@ class Config(Section):
             return len(data.libffm.dense_fields), None, None
         return len(data.table_schema.dense), len(data.table_schema.categorical), None
 
+    @property
+    def hashed_tables(self) -> bool:
+        """Whether the tables are hash tables (model.table_kind, "auto" resolved)."""
+        kind = self.model.table_kind
+        if kind == "auto":
+            fixed = self.data.source == "synthetic" or self.model.table_rows is not None
+            return not fixed
+        return kind == "hash"
+
     def _model_spec(self) -> ModelSpec:
         m, source = self.model, self.data.source
         data_dense, data_tables, data_rows = self._data_shape()
@@ -246,6 +266,13 @@ class Config(Section):
                 "learns from embedding tables, which need at least one categorical column "
                 "(an id, or a bucketized value); list it in data.schema.categorical"
             )
+        if rows is None and data_rows is None and self.hashed_tables:
+            if num_tables is None:
+                raise ConfigError(
+                    f"model.num_tables: required when data.source is {source!r}: the number "
+                    "of categorical features (libffm: its categorical fields)"
+                )
+            rows = [1] * num_tables  # hash tables grow; the expected rows are unknown
         if rows is None:
             if data_rows is None:
                 listed = f"a list of {num_tables}" if num_tables else "a list, one per table"
@@ -274,12 +301,18 @@ class Config(Section):
                 TableSpec(name, r, m.embedding_dim, m.pooling)
                 for name, r in zip(names, rows, strict=True)
             )
+            hash_tables = (
+                build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
+                if self.hashed_tables
+                else None
+            )
             return ModelSpec(
                 num_dense=num_dense or 0,
                 tables=tables,
                 bottom_mlp=tuple(m.bottom_mlp),
                 top_mlp=tuple(m.top_mlp),
                 data_norm=m.data_norm,
+                hash_tables=hash_tables,
             )
         except ValueError as error:
             raise ConfigError(f"model: {error}") from None
@@ -320,12 +353,13 @@ class Config(Section):
 def _reader_schema(
     data: DataSection, model: ModelSpec, rows: tuple[int, ...]
 ) -> CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema:
+    keyed = model.hash_tables is not None
     if data.source == "criteo":
-        return CriteoSchema(rows, num_integer=model.num_dense)
+        return CriteoSchema(rows, num_integer=model.num_dense, keyed=keyed)
     if data.source == "libsvm":
-        return LibSVMSchema(rows[0], dense_indices=tuple(data.libsvm.dense_indices))
+        return LibSVMSchema(rows[0], dense_indices=tuple(data.libsvm.dense_indices), keyed=keyed)
     if data.source == "libffm":
-        return LibFFMSchema(rows, dense_fields=tuple(data.libffm.dense_fields))
+        return LibFFMSchema(rows, dense_fields=tuple(data.libffm.dense_fields), keyed=keyed)
     s = data.table_schema
     return TabularSchema(
         label=s.label,
@@ -336,6 +370,7 @@ def _reader_schema(
         null_dense=None if s.null_dense == "skip" else s.null_dense,
         hash_seed=s.hash_seed,
         delimiter=s.delimiter,
+        keyed=keyed,
     )
 
 

@@ -27,9 +27,9 @@ from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.messages import Lookup, PushRows
-from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import build_shards
-from recsync.ps.shard import EmbeddingShard, row_gradients
+from recsync.ps.placement import single_shard_layout
+from recsync.ps.shard import RowShard, row_gradients
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
@@ -53,7 +53,7 @@ def _median_seconds(fn: Callable[[Any], object], items: Iterable[Any]) -> float:
     return statistics.median(times)
 
 
-def shard_row_seconds(shard: EmbeddingShard, served: list[tuple[Lookup, PushRows]]) -> float:
+def shard_row_seconds(shard: RowShard, served: list[tuple[Lookup, PushRows]]) -> float:
     """Seconds a shard spends a row on a batch's lookup and the update of the rows its push
     carries, per row the simulator charges for the two (`Work.rows`: the ids looked up and
     the rows pushed). Computing the row gradients is the worker's math, not timed here."""
@@ -74,7 +74,7 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
     torch.set_num_threads(1)
     task = SyntheticTask(dataclasses.replace(synthetic, num_train=train.batch_size * 40))
     batches = list(task.train_batches(train.batch_size))
-    layout = EmbeddingLayout.single_shard(model.tables)
+    layout = single_shard_layout(model)
     shards = build_shards(layout, train.sparse_optimizer, train.seed)
     replica = DenseReplica(model, train.seed, train.dense_optimizer)
     requests = {id(b): layout.route(b) for b in batches}

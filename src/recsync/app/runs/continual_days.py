@@ -86,9 +86,8 @@ class SyntheticDays:
     ) -> dict[str, float]:
         spec = job_spec(config)
         test, _ = self.task.day_test_set(day + 1, NEXT_DAY_TEST)
-        weights = [shard["weight"] for shard in end.shards]
         layout = plan_for(spec).embeddings.layout
-        quality = evaluate_model(spec, layout, end.dense, weights, test)
+        quality = evaluate_model(spec, layout, end.dense, end.shards, test)
         return {"auc": quality.auc, "logloss": quality.logloss, "ne": quality.ne}
 
 

@@ -5,6 +5,7 @@ state dict with a JSON description (architecture, data format, schema and hashin
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,17 @@ import torch
 from recsync.app.config.load import load_config
 from recsync.app.config.schema import Config
 from recsync.app.runs.checkpoints import BEST, load_checkpoint, load_run_checkpoint
+from recsync.app.runs.export_keyed import DENSE_PROGRAM, TABLES_DIR, dense_module, export_keyed
 from recsync.app.runs.run_dir import CONFIG_TOML
+from recsync.coordinator.checkpoint import JobState
+from recsync.data.batch import Batch
 from recsync.data.skips import SkipReport
 from recsync.errors import ConfigError
 from recsync.io.readers import open_dataset
 from recsync.io.sources import prepared
 from recsync.model.exported import ExportedDLRM
+from recsync.model.spec import ModelSpec
+from recsync.ps.serving_tables import KeyedRows
 from recsync.trainer.replica import DenseReplica
 
 EXPORT_FORMAT = "recsync-export-1"
@@ -35,9 +41,9 @@ def run_config(run: Path) -> Config:
     return load_config(path)
 
 
-def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]:
-    """The run's final model (from its checkpoint; `best`: its best evaluated model, best.pt)
-    as one module, and the run's config."""
+def run_state(run: Path, best: bool = False) -> tuple[JobState, Config]:
+    """The run's final state (its checkpoint; `best`: its best evaluated model, best.pt) and
+    its config."""
     config = run_config(run)
     if best and not (Path(run) / BEST).exists():
         raise ConfigError(
@@ -45,7 +51,15 @@ def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]
             "or run.keep_best = false)"
         )
     state = load_checkpoint(Path(run) / BEST) if best else load_run_checkpoint(Path(run))[0]
+    return state, config
+
+
+def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]:
+    """The run's final model (fixed tables) as one module, and the run's config."""
+    state, config = run_state(run, best)
     specs = config.to_specs()
+    if specs.model.hash_tables is not None:
+        raise ConfigError(f"{run}: its tables are hash tables (exported as key -> vector files)")
     model = ExportedDLRM(specs.model)
     replica = DenseReplica(specs.model, specs.train.seed, specs.train.dense_optimizer)
     state.check_dense(replica.flat.numel())
@@ -72,21 +86,38 @@ def description(config: Config, model: ExportedDLRM) -> dict[str, Any]:
     }
 
 
-def export_run(run: Path, out_dir: Path, best: bool = False) -> Path:
-    """Write DIR/model.pt (the state dict) and DIR/model.json; returns DIR."""
+def export_run(
+    run: Path, out_dir: Path, best: bool = False, delta_from: Path | None = None
+) -> list[str]:
+    """Write the run's model into `out_dir`: fixed tables as DIR/model.pt (the state dict),
+    hash tables as key -> vector files and a dense program (export_keyed.py); and
+    DIR/model.json. Returns the files written, relative to DIR."""
+    state, config = run_state(run, best)
+    if config.to_specs().model.hash_tables is not None:
+        content = export_keyed(config, state, out_dir, delta_from)
+        names = [f"{TABLES_DIR}/{t['name']}.parquet" for t in content["tables"]]
+        _write_description(out_dir, content)
+        return [DENSE_PROGRAM, *names, DESCRIPTION_FILE]
+    if delta_from is not None:
+        raise ConfigError("--delta-from: only for hash tables (a fixed table's export is whole)")
     model, config = exported_model(run, best)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), out_dir / MODEL_FILE)
-    text = json.dumps(description(config, model), indent=2) + "\n"
+    _write_description(out_dir, description(config, model))
+    return [MODEL_FILE, DESCRIPTION_FILE]
+
+
+def _write_description(out_dir: Path, content: dict[str, Any]) -> None:
+    text = json.dumps(content, indent=2) + "\n"
     (out_dir / DESCRIPTION_FILE).write_text(text, encoding="utf-8")
-    return out_dir
 
 
 def predict_file(run: Path, data: Path, out: Path, best: bool = False) -> tuple[int, SkipReport]:
     """Scores of every good line of `data` (the run's format and schema) into a Parquet
     file of `label` and `score` columns; returns the rows scored and the lines skipped."""
-    model, config = exported_model(run, best)
-    files = config.to_specs().files
+    state, config = run_state(run, best)
+    specs = config.to_specs()
+    files = specs.files
     if files is None:
         raise ConfigError(
             f"{run} trained on the synthetic task: predict reads files of a run's format "
@@ -96,12 +127,13 @@ def predict_file(run: Path, data: Path, out: Path, best: bool = False) -> tuple[
     reader = open_dataset(
         [data], files.fmt, files.schema, batch_size=PREDICT_ROWS, strict=False, skips=skips
     )
+    score = _scorer(run, best, specs.model, state)
     labels, scores = [], []
     with torch.no_grad():
         for batch in reader:
             batch = prepared(batch, files.dense_log1p)
             labels.append(batch.labels)
-            scores.append(model(batch.dense, batch.ids, batch.offsets))
+            scores.append(score(batch))
     table = pa.table(
         {
             "label": torch.cat(labels).numpy() if labels else [],
@@ -110,3 +142,18 @@ def predict_file(run: Path, data: Path, out: Path, best: bool = False) -> tuple[
     )
     pq.write_table(table, out)
     return table.num_rows, skips
+
+
+def _scorer(
+    run: Path, best: bool, model: ModelSpec, state: JobState
+) -> Callable[[Batch], torch.Tensor]:
+    """Click probabilities of a batch: the exported module (fixed tables), or the key ->
+    vector rows and the dense part an export of hash tables holds."""
+    if model.hash_tables is None:
+        exported, _ = exported_model(run, best)
+        return lambda batch: exported(batch.dense, batch.ids, batch.offsets)
+    rows = KeyedRows.from_shards(state.shards)
+    dense = dense_module(run_config(run), state)
+    return lambda batch: torch.sigmoid(
+        dense(batch.dense, rows.pooled(model.tables, batch.ids, batch.offsets))
+    )

@@ -8,6 +8,7 @@ from rich.table import Table
 from recsync.model.spec import TableSpec
 from recsync.ps.group_placement import TRAINER, Utilisation
 from recsync.ps.group_plan import GroupPlan
+from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.placement import EmbeddingPlan, JobPlan
 
 MB = 1024 * 1024
@@ -21,8 +22,11 @@ def imbalance(plan: JobPlan | EmbeddingPlan) -> float:
 
 
 def _holdings(plan: EmbeddingPlan, tables: tuple[TableSpec, ...], server: int) -> str:
+    layout = plan.layout
+    if not isinstance(layout, EmbeddingLayout):  # hash tables: every server a share of each
+        return f"1/{layout.num_shards} of every table's ids (hash tables, by hash of id)"
     parts = []
-    for s in plan.layout.slices:  # sorted by (table, row_start)
+    for s in layout.slices:  # sorted by (table, row_start)
         if s.shard != server:
             continue
         name = tables[s.table].name

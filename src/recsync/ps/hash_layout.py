@@ -1,0 +1,140 @@
+"""Hash tables spread over every embedding shard by a hash of the key.
+
+Each id of a batch is a 64-bit key (the feature in its top 8 bits, data/keys.py), so one
+shard's map holds the rows of every table without two features sharing a row. A key's shard
+is a multiplicative hash of it, taken from other bits than the shard's own index uses, so
+keys stay spread within a shard. A shard gets the bags that hold any of its ids and pools
+its part of each; the partial pools sum to the bag's pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from recsync.data.batch import Batch
+from recsync.model.hash_spec import HashTables
+from recsync.model.spec import TableSpec
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig
+from recsync.ps.layout import ShardRequest, TableLayout
+from recsync.ps.shard import RowShard
+
+# an odd 64-bit multiplier (as a signed int64); a key's shard reads bits 32..62 of the product
+SHARD_MIX = -0x29170147799A026D  # 0xD6E8FEB86659FD93
+SHARD_BITS = 32
+
+
+def shard_of_keys(keys: torch.Tensor, num_shards: int) -> torch.Tensor:
+    """Each key's shard in [0, num_shards): deterministic, independent of the batch."""
+    mixed = (keys * SHARD_MIX) >> SHARD_BITS  # int64 products wrap (two's complement)
+    return (mixed & 0x7FFFFFFF) % num_shards
+
+
+class HashLayout(TableLayout):
+    """Hash tables (`HashTables`) on `num_shards` shards, a key's shard by hash of the key.
+    A shard's map changes on lookups (inserts): its requests are served one at a time."""
+
+    lock_free = False
+
+    def __init__(self, tables: tuple[TableSpec, ...], num_shards: int, config: HashTables):
+        assert num_shards >= 1
+        self.tables = tables
+        self.num_shards = num_shards
+        self.config = config
+        self.slices: list[object] = []
+        self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
+        self._any_mean = bool(self._mean_tables.any())
+        self._aranges: dict[int, torch.Tensor] = {}
+
+    def _arange(self, n: int) -> torch.Tensor:
+        cached = self._aranges.get(n)
+        if cached is None:
+            cached = self._aranges[n] = torch.arange(n)
+        return cached
+
+    def _weights(self, batch: Batch, lengths: torch.Tensor) -> torch.Tensor | None:
+        """Per-id weights 1/len for mean-pooled tables (None: all sum-pooled)."""
+        if not self._any_mean:
+            return None
+        B = batch.batch_size
+        table_of_bag = self._arange(len(self.tables)).repeat_interleave(B)
+        inv_len = 1.0 / lengths.clamp(min=1).to(torch.float32)
+        per_bag = torch.where(self._mean_tables[table_of_bag], inv_len, 1.0)
+        return per_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
+
+    def route(self, batch: Batch) -> list[ShardRequest]:
+        F, B = len(self.tables), batch.batch_size
+        bags = self._arange(F * B)
+        lengths = batch.bag_lengths()
+        weights = self._weights(batch, lengths)
+        if self.num_shards == 1:
+            return [ShardRequest(0, batch.ids, batch.offsets, weights, bags)]
+        shard_of_id = shard_of_keys(batch.ids, self.num_shards)
+        bag_of_id = bags.repeat_interleave(lengths, output_size=batch.ids.numel())
+        requests = []
+        for shard in range(self.num_shards):
+            keep = shard_of_id == shard
+            counts = torch.bincount(bag_of_id[keep], minlength=F * B)
+            bag_index = counts.nonzero().squeeze(1)
+            if not bag_index.numel():
+                continue
+            offsets = torch.zeros(bag_index.numel() + 1, dtype=torch.int64)
+            torch.cumsum(counts.index_select(0, bag_index), 0, out=offsets[1:])
+            requests.append(
+                ShardRequest(
+                    shard,
+                    batch.ids[keep],
+                    offsets,
+                    None if weights is None else weights[keep],
+                    bag_index,
+                )
+            )
+        return requests
+
+    def combine(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> torch.Tensor:
+        F, D = len(self.tables), self.tables[0].dim
+        if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
+            return partials[0].reshape(F, batch_size, D).transpose(0, 1)
+        pooled = torch.zeros(F * batch_size, D)
+        for request, partial in zip(requests, partials, strict=True):
+            pooled.index_add_(0, request.bag_index, partial)
+        return pooled.reshape(F, batch_size, D).transpose(0, 1)
+
+    def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
+        config = HashTableConfig(
+            dim=self.tables[0].dim,
+            admission=self.config.admission,
+            eviction=self.config.eviction,
+            max_rows=self.config.max_rows,
+            initial_rows=self.config.initial_rows,
+            seed=seed,
+        )
+        return HashEmbeddingShard(config, optimizer, f"embedding-server-{shard}")
+
+    def signature(self) -> list[tuple[int, ...]]:
+        return [(-1, self.num_shards)]
+
+    def rows_summary(self, states: list[dict[str, Any]]) -> dict[str, Any] | None:
+        F = len(self.tables)
+        counters = {
+            name: sum((state["counters"][name][:F] for state in states), torch.zeros(F))
+            for name in states[0]["counters"]
+        }
+        live = torch.zeros(F, dtype=torch.int64)
+        for state in states:
+            live += torch.bincount((state["keys"] >> 56) & 0xFF, minlength=256)[:F]
+        per_table = {
+            spec.name: {"live": int(live[f])}
+            | {name: int(counts[f]) for name, counts in counters.items()}
+            for f, spec in enumerate(self.tables)
+        }
+        return {
+            "live": int(live.sum()),
+            **{name: int(counts.sum()) for name, counts in counters.items()},
+            "per_shard": [int(state["keys"].numel()) for state in states],
+            "per_table": per_table,
+        }

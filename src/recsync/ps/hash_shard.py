@@ -1,0 +1,435 @@
+"""An expandable embedding shard keyed by raw 64-bit ids (DeepRec's EmbeddingVariable).
+
+Rows live in a growable arena (weight, optimizer state, versions, last_seen) addressed through
+a `HashIndex`. Slot 0 holds the shared default vector (zeros, never trained) that keys not
+(yet) admitted read. Admission counts the sightings of absent keys in a count-min sketch;
+eviction drops rows unseen for long (by `clock`, which every update and `mark` advances), or
+small ones, or the least recently seen when the shard reaches `max_rows` (the policies are
+`model/hash_spec.py`'s). A row starts from values that depend on (seed, key) only. Byte
+`key >> 56` is the key's table, for counters and messages only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F_
+
+from recsync.errors import RecsyncError
+from recsync.model.hash_spec import Admission, Eviction
+from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.hash_index import Array, HashIndex, Int64s, find_slots, mix64, njit
+
+DEFAULT_SLOT = 0
+NUM_TABLES = 256
+COUNTERS = ("inserted", "evicted", "admitted_lookups", "refused_lookups")
+SKETCH_MAX = np.iinfo(np.uint16).max
+
+
+class TableFullError(RecsyncError):
+    """A hash shard at `max_rows` with on_full="error" met a key it has no row for."""
+
+
+@dataclass(frozen=True)
+class HashTableConfig:
+    """A hash shard: row width, admission, eviction (its `on_full` acts at `max_rows` live
+    rows), first arena, the seed of initial rows and coins, the admission sketch's size."""
+
+    dim: int
+    admission: Admission = field(default_factory=Admission)
+    eviction: Eviction = field(default_factory=Eviction)
+    max_rows: int | None = None
+    initial_rows: int = 1024
+    seed: int = 0
+    sketch_depth: int = 4
+    sketch_width: int = 1 << 16
+
+    def __post_init__(self) -> None:
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got {self.dim}")
+        if self.initial_rows < 1:
+            raise ValueError(f"initial_rows must be >= 1, got {self.initial_rows}")
+        if self.max_rows is not None and self.max_rows < 1:
+            raise ValueError(f"max_rows must be >= 1 or None, got {self.max_rows}")
+        if self.admission.min_count > SKETCH_MAX:
+            raise ValueError(f"admission.min_count must be <= {SKETCH_MAX} (the sketch saturates)")
+        if not 1 <= self.sketch_depth <= 16:
+            raise ValueError(f"sketch_depth must be in [1, 16], got {self.sketch_depth}")
+        if self.sketch_width < 2 or self.sketch_width & (self.sketch_width - 1):
+            raise ValueError(f"sketch_width must be a power of two, got {self.sketch_width}")
+
+
+def tables_of(keys: Int64s) -> Int64s:
+    return (keys >> 56) & 0xFF
+
+
+@njit
+def _find_and_touch(
+    table: Array, index_keys: Array, query: Array, out: Array, last_seen: Array, clock: int,
+    admitted: Array,
+) -> int:  # fmt: skip
+    """Slots of present keys (marked seen, counted per table), -1 for absent; how many."""
+    find_slots(table, index_keys, query, out)
+    absent = 0
+    for i in range(query.size):
+        if out[i] < 0:
+            absent += 1
+        else:
+            last_seen[out[i]] = clock
+            admitted[(query[i] >> 56) & 0xFF] += 1
+    return absent
+
+
+@njit
+def _count_and_admit(
+    sketch: Array, query: Array, seed: np.uint64, clock: int, min_count: int,
+    probability: float, admitted: Array,
+) -> None:  # fmt: skip
+    """Count each sighting (saturating); admitted: count reached and the coin came up."""
+    mask = np.uint64(sketch.shape[1] - 1)
+    coin_salt = mix64(mix64(seed) ^ np.uint64(clock))
+    for i in range(query.size):
+        key = np.uint64(query[i])
+        count = SKETCH_MAX
+        for row in range(sketch.shape[0]):
+            col = mix64(key ^ mix64(seed + np.uint64(row + 1))) & mask
+            if sketch[row, col] < SKETCH_MAX:
+                sketch[row, col] += 1
+            count = min(count, sketch[row, col])
+        coin = (mix64(key ^ coin_salt) >> np.uint64(11)) * 2.0**-53
+        admitted[i] = count >= min_count and coin < probability
+
+
+@njit
+def _initial_rows(query: Array, seed: np.uint64, bound: float, out: Array) -> None:
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(query.size):
+        row_hash = mix64(np.uint64(query[i]) ^ mix64(seed))
+        for d in range(out.shape[1]):
+            u = (mix64(row_hash + np.uint64(d) * golden) >> np.uint64(40)) * 2.0**-24
+            out[i, d] = np.float32((u * 2 - 1) * bound)
+
+
+class HashEmbeddingShard:
+    """Rows keyed by int64 keys, created on first admitted sight; `EmbeddingShard`'s interface
+    (requests name KEYS where the fixed shard names row indices) plus admission, eviction,
+    counters and incremental checkpoints (`mark`, `delta_state`, `apply_delta`)."""
+
+    def __init__(
+        self, config: HashTableConfig, optimizer: RowOptimizerSpec, name: str = "hash_shard"
+    ):
+        self.config = config
+        self.name = name
+        self.optimizer_spec = optimizer
+        self.global_step = 0
+        self.clock = 0
+        self.skipped_updates = 0
+        self._seed = np.uint64(config.seed % 2**64)
+        shape = (
+            (0, 0) if config.admission.admits_all else (config.sketch_depth, config.sketch_width)
+        )
+        self.sketch = np.zeros(shape, dtype=np.uint16)
+        self.counters = {counter: np.zeros(NUM_TABLES, dtype=np.int64) for counter in COUNTERS}
+        self._new_arena(config.initial_rows)
+
+    # ------------------------------------------------------------------ arena and index
+    def _new_arena(self, rows: int) -> None:
+        capacity = rows + 1 if self.config.max_rows is None else min(rows, self.config.max_rows) + 1
+        self.index = HashIndex(capacity, first_slot=DEFAULT_SLOT + 1)
+        self.weight = torch.zeros(capacity, self.dim)
+        self.optimizer = self.optimizer_spec.build(capacity, self.dim)
+        self.versions = torch.zeros(capacity, dtype=torch.int64)
+        self.last_seen = np.zeros(capacity, dtype=np.int32)
+        self.mark_clock = self.clock
+        self._evicted: list[Int64s] = []
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.index)
+
+    @property
+    def dim(self) -> int:
+        return self.config.dim
+
+    @property
+    def capacity(self) -> int:
+        return self.index.slot_capacity
+
+    def _reserve(self, rows: int) -> None:
+        """Room for `rows` live rows (doubling the arena, within max_rows)."""
+        if rows + 1 <= self.capacity:
+            return
+        new = max(rows + 1, 2 * self.capacity)
+        if self.config.max_rows is not None:
+            new = min(new, self.config.max_rows + 1)
+        assert rows + 1 <= new
+        old = self.capacity
+        self.index.reserve_slots(new)
+        self.weight = torch.cat([self.weight, self.weight.new_zeros(new - old, self.dim)])
+        self.versions = torch.cat([self.versions, self.versions.new_zeros(new - old)])
+        self.last_seen = np.concatenate([self.last_seen, np.zeros(new - old, np.int32)])
+        self.optimizer.resize(new)
+
+    def initial_rows(self, keys: Int64s) -> torch.Tensor:
+        """len(keys) x D starting rows, uniform in +-0.05/sqrt(D), from (seed, key) only."""
+        out = np.empty((keys.size, self.dim), dtype=np.float32)
+        _initial_rows(keys, self._seed, 0.05 / self.dim**0.5, out)
+        return torch.from_numpy(out)
+
+    def _insert(self, keys: Int64s) -> None:
+        """Rows for absent `keys`, at their initial values."""
+        self._reserve(self.num_rows + keys.size)
+        slots, inserted = self.index.find_or_insert(keys)
+        assert inserted.all()
+        rows = torch.from_numpy(slots)
+        self.weight[rows] = self.initial_rows(keys)
+        self.optimizer.reset_rows(rows)
+        self.versions[rows] = 0
+        self.last_seen[slots] = self.clock
+        self.counters["inserted"] += np.bincount(tables_of(keys), minlength=NUM_TABLES)
+
+    def _remove(self, slots: Int64s) -> None:
+        keys = self.index.keys[slots]
+        self.index.delete(keys)
+        self._evicted.append(keys)
+        self.counters["evicted"] += np.bincount(tables_of(keys), minlength=NUM_TABLES)
+
+    def _make_room(self, keys: Int64s) -> Int64s:
+        """The prefix of `keys` (new rows) that fits under max_rows, evicting first."""
+        bound = self.config.max_rows
+        if bound is None or self.num_rows + keys.size <= bound:
+            return keys
+        room = bound - self.num_rows
+        if self.config.eviction.on_full == "error":
+            key = int(keys[room])
+            raise TableFullError(
+                f"hash shard {self.name!r} is full (max_rows={bound}, on_full='error'): no row"
+                f" for key {key} (table {(key >> 56) & 0xFF}, id {key & (1 << 56) - 1})"
+            )
+        self._evict_least_recent(max(keys.size - room, bound // 64))
+        return keys[: bound - self.num_rows]
+
+    def _evict_least_recent(self, count: int) -> None:
+        """Evict `count` rows seen least recently (ties: smaller key first), sparing the rows
+        seen at the current clock."""
+        slots = self.index.live_slots()
+        slots = slots[self.last_seen[slots] < self.clock]
+        if count < slots.size:
+            seen = self.last_seen[slots]
+            cut = np.partition(seen, count - 1)[count - 1]
+            tied = slots[seen == cut]
+            tied = tied[np.argsort(self.index.keys[tied], kind="stable")]
+            slots = np.concatenate([slots[seen < cut], tied[: count - int((seen < cut).sum())]])
+        self._remove(slots)
+
+    # ------------------------------------------------------------------ requests
+    def lookup(
+        self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """num_bags x D pooled rows of the keys `rows`, for training: absent keys are counted,
+        admitted ones get a row, refused ones read the default vector."""
+        assert rows.dtype == torch.int64
+        keys = rows.numpy()
+        slots = np.empty(keys.size, dtype=np.int64)
+        absent = _find_and_touch(
+            self.index.table, self.index.keys, keys, slots, self.last_seen, self.clock,
+            self.counters["admitted_lookups"],
+        )  # fmt: skip
+        if absent:
+            self._admit_absent(keys, slots)
+        return self._pool(torch.from_numpy(slots), self.weight, offsets, weights)
+
+    def _admit_absent(self, keys: Int64s, slots: Int64s) -> None:
+        where = np.flatnonzero(slots < 0)
+        absent = keys[where]
+        admission = self.config.admission
+        if not admission.admits_all:
+            admitted = np.empty(absent.size, dtype=np.bool_)
+            _count_and_admit(
+                self.sketch, absent, self._seed, self.clock, admission.min_count,
+                admission.probability, admitted,
+            )  # fmt: skip
+            candidates = absent[admitted]
+        else:
+            candidates = absent
+        unique, first = np.unique(candidates, return_index=True)
+        new_keys = self._make_room(unique[np.argsort(first)])
+        if new_keys.size:
+            self._insert(new_keys)
+        found = self.index.find(absent)
+        got = found >= 0
+        slots[where] = np.where(got, found, DEFAULT_SLOT)
+        tables = tables_of(absent)
+        self.counters["admitted_lookups"] += np.bincount(tables[got], minlength=NUM_TABLES)
+        self.counters["refused_lookups"] += np.bincount(tables[~got], minlength=NUM_TABLES)
+
+    def peek(
+        self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """`lookup` for evaluation and serving: changes nothing; an absent key reads its
+        would-be initial row when admission is off, else the default vector."""
+        keys = rows.numpy()
+        slots = self.index.find(keys)
+        absent = slots < 0
+        if not absent.any():
+            return self._pool(torch.from_numpy(slots), self.weight, offsets, weights)
+        slots[absent] = DEFAULT_SLOT
+        if not self.config.admission.admits_all:
+            return self._pool(torch.from_numpy(slots), self.weight, offsets, weights)
+        vectors = self.weight.index_select(0, torch.from_numpy(slots))
+        vectors[torch.from_numpy(absent)] = self.initial_rows(keys[absent])
+        return self._pool(torch.arange(keys.size), vectors, offsets, weights)
+
+    @staticmethod
+    def _pool(
+        slots: torch.Tensor,
+        table: torch.Tensor,
+        offsets: torch.Tensor,
+        weights: torch.Tensor | None,
+    ) -> torch.Tensor:
+        return F_.embedding_bag(
+            slots, table, offsets, mode="sum", per_sample_weights=weights, include_last_offset=True
+        )
+
+    def apply_gradients(
+        self, rows: torch.Tensor, grads: torch.Tensor, lr_scale: float = 1.0
+    ) -> None:
+        """Update the U unique keys `rows` by U x D `grads`; keys with no row (refused, or
+        evicted since their lookup) are skipped and counted. Advances the clock."""
+        slots = self.index.find(rows.numpy())
+        present = slots >= 0
+        if not present.all():
+            self.skipped_updates += int((~present).sum())
+            grads = grads[torch.from_numpy(present)]
+            slots = slots[present]
+        self.optimizer.apply(
+            self.weight, torch.from_numpy(slots), grads, self.global_step, lr_scale
+        )
+        self.versions[torch.from_numpy(slots)] += 1
+        self.last_seen[slots] = self.clock
+        self.global_step += 1
+        self.clock += 1
+
+    def versions_of(self, rows: torch.Tensor) -> torch.Tensor:
+        """Each key's version (updates applied to its row), 0 for absent keys."""
+        slots = self.index.find(rows.numpy())
+        return self.versions[torch.from_numpy(np.maximum(slots, DEFAULT_SLOT))]
+
+    # ------------------------------------------------------------------ eviction, stats
+    def evict(self, day_start_clock: int | None = None) -> int:
+        """Drop the rows the eviction config names, and (days-based TTL) those last seen
+        before `day_start_clock`; returns how many went. Their slots are reused."""
+        slots = self.index.live_slots()
+        seen = self.last_seen[slots]
+        gone = np.zeros(slots.size, dtype=np.bool_)
+        ttl, min_l2 = self.config.eviction.ttl_steps, self.config.eviction.min_l2
+        if ttl is not None:
+            gone |= self.clock - seen > ttl
+        if min_l2 is not None:
+            gone |= (self.weight[torch.from_numpy(slots)].norm(dim=1) < min_l2).numpy()
+        if day_start_clock is not None:
+            gone |= seen < day_start_clock
+        self._remove(slots[gone])
+        return int(gone.sum())
+
+    def evict_at_cut(self) -> int:
+        """The eviction a checkpoint cut (and a job's end) runs, if the config asks for any."""
+        return self.evict() if self.config.eviction.at_cuts else 0
+
+    def bookkeeping_bytes_per_row(self) -> dict[str, float]:
+        """Bytes per live row besides weight and optimizer state (arena slack included)."""
+        rows = max(self.num_rows, 1)
+        parts = {**self.index.nbytes(), "last_seen": self.last_seen.nbytes}
+        out = {name: nbytes / rows for name, nbytes in parts.items()}
+        return {**out, "total": sum(out.values()), "versions": self.versions.nbytes / rows}
+
+    def stats(self) -> dict[str, Any]:
+        """Live rows and counters per table (those with any activity) and in total."""
+        c = self.counters
+        per_table = {
+            int(t): {"rows": int(c["inserted"][t] - c["evicted"][t])}
+            | {name: int(c[name][t]) for name in COUNTERS}
+            for t in np.flatnonzero(sum(c.values()))
+        }
+        return {
+            "num_rows": self.num_rows,
+            "capacity": self.capacity,
+            "skipped_updates": self.skipped_updates,
+            "totals": {name: int(c[name].sum()) for name in COUNTERS},
+            "per_table": per_table,
+            "bookkeeping_bytes_per_row": self.bookkeeping_bytes_per_row(),
+            "sketch_bytes": int(self.sketch.nbytes),
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+    def _rows_state(self, slots: Int64s) -> dict[str, Any]:
+        slots = slots[np.argsort(self.index.keys[slots])]
+        rows = torch.from_numpy(slots)
+        return {
+            "keys": torch.from_numpy(self.index.keys[slots].copy()),
+            "weight": self.weight[rows],
+            "versions": self.versions[rows],
+            "last_seen": torch.from_numpy(self.last_seen[slots]),
+            "optimizer": {n: t[rows] for n, t in self.optimizer.state_dict().items()},
+            "global_step": self.global_step,
+            "clock": self.clock,
+            "mark_clock": self.mark_clock,
+            "skipped_updates": self.skipped_updates,
+            # int32 on the wire: torch pickles no uint16 tensor (Ray, torch.save)
+            "sketch": torch.from_numpy(self.sketch.astype(np.int32)),
+            "counters": {n: torch.from_numpy(c.copy()) for n, c in self.counters.items()},
+        }
+
+    def _load_rows_state(self, state: dict[str, Any]) -> None:
+        keys = state["keys"].numpy()
+        self._reserve(self.num_rows + int((self.index.find(keys) < 0).sum()))
+        slots, _ = self.index.find_or_insert(keys)
+        rows = torch.from_numpy(slots)
+        self.weight[rows] = state["weight"]
+        self.versions[rows] = state["versions"]
+        self.last_seen[slots] = state["last_seen"].numpy()
+        for name, tensor in self.optimizer.state_dict().items():
+            tensor[rows] = state["optimizer"][name]
+        self.global_step = int(state["global_step"])
+        self.clock = int(state["clock"])
+        self.mark_clock = int(state["mark_clock"])
+        self.skipped_updates = int(state["skipped_updates"])
+        self.sketch = state["sketch"].numpy().astype(np.uint16)
+        self.counters = {n: c.numpy().copy() for n, c in state["counters"].items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The live rows, compacted and sorted by key, and every scalar, sketch and counter."""
+        return self._rows_state(self.index.live_slots())
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        rows, bound = int(state["keys"].numel()), self.config.max_rows
+        if bound is not None and rows > bound:
+            raise ValueError(
+                f"hash shard {self.name!r}: checkpoint of {rows} rows > max_rows={bound}"
+            )
+        self._new_arena(max(self.config.initial_rows, rows))
+        self._load_rows_state(state)
+
+    def mark(self) -> None:
+        """Start a new delta: rows touched from now on are seen at a clock past the mark.
+        A full checkpoint (`state_dict`) taken right before a mark is the deltas' base."""
+        self.mark_clock = self.clock
+        self.clock += 1
+        self._evicted = []
+
+    def delta_state(self) -> dict[str, Any]:
+        """The rows touched and the keys evicted since the last `mark` (with every scalar):
+        `apply_delta` of it on the state at that mark gives this shard's state."""
+        slots = self.index.live_slots()
+        delta = self._rows_state(slots[self.last_seen[slots] > self.mark_clock])
+        evicted = np.unique(np.concatenate([np.zeros(0, np.int64), *self._evicted]))
+        return {**delta, "evicted": torch.from_numpy(evicted)}
+
+    def apply_delta(self, delta: dict[str, Any]) -> None:
+        evicted = delta["evicted"].numpy()
+        self.index.delete(evicted)
+        self._load_rows_state(delta)
+        self._evicted = [evicted.copy()]
