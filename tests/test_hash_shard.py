@@ -184,7 +184,9 @@ def test_max_rows_evicts_least_recently_seen() -> None:
 def test_on_full_error_names_shard_table_and_bound() -> None:
     shard = _shard(max_rows=3, eviction=Eviction(on_full="error"))
     shard.lookup(_keys(1, 2), torch.tensor([0, 2]))
-    with pytest.raises(TableFullError, match=r"'s7'.*max_rows=3.*table 131, id 9") as err:
+    with pytest.raises(
+        TableFullError, match=r"'s7'.*max_rows = 3.*table 131 met a new id \(9\)"
+    ) as err:
         shard.lookup(_keys(_key(131, 8), _key(131, 9), 1), torch.tensor([0, 3]))
     assert isinstance(err.value, ValueError) and shard.num_rows == 2
 

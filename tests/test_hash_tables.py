@@ -219,3 +219,61 @@ def test_the_readme_scores_a_keyed_export_as_predict_does(tmp_path, monkeypatch)
         user, item = lines[n].split()[1:]
         got = scope["score"]([[int(user.split(":")[1])], [int(item.split(":")[1])]], [])
         assert float(got[0]) == pytest.approx(scores[n], abs=1e-6)
+
+
+def test_full_and_delta_checkpoints_load_back_as_the_last_cut(tmp_path):
+    from recsync.app.runs.checkpoints import (
+        DELTA_GLOB,
+        CheckpointWriter,
+        load_run_checkpoint,
+    )
+
+    spec = small_job(eviction=Eviction(ttl_steps=2), admission=Admission(min_count=2))
+    synthetic = dataclasses.replace(spec.synthetic, table_rows=(3_000,) * 3)
+    spec = dataclasses.replace(spec, strategy=strategy_config("sync"), synthetic=synthetic)
+    spec = dataclasses.replace(spec, cluster=ClusterSpec(2, 2, 2, 0, num_dense_servers=1))
+    writer = CheckpointWriter(tmp_path, deltas_per_full=2)
+    states: list = []
+
+    def cut(state):
+        states.append(state)
+        writer.write(state)
+        writer.wait()
+        loaded, refused = load_run_checkpoint(tmp_path)  # base + every delta so far
+        assert refused is None
+        for mine, theirs in zip(loaded.shards, state.shards, strict=True):
+            for name in ("keys", "weight", "versions", "last_seen", "sketch"):
+                assert torch.equal(mine[name], theirs[name]), name
+            for name, value in theirs["optimizer"].items():
+                assert torch.equal(mine["optimizer"][name], value), name
+        assert torch.equal(loaded.dense, state.dense)
+
+    every = CheckpointEvery(examples=256)
+    SimJob(spec, plan_for(spec), CostModel(), checkpoint_every=every, on_checkpoint=cut).run()
+    written = writer.stats()
+    assert written["full"]["count"] >= 2 and written["delta"]["count"] >= 4
+    assert written["delta"]["bytes"] / written["delta"]["count"] < (
+        written["full"]["bytes"] / written["full"]["count"]
+    )
+    deltas = sorted(tmp_path.glob(DELTA_GLOB))
+    if deltas:  # a damaged delta: the chain stops before it, and says so
+        deltas[-1].write_bytes(deltas[-1].read_bytes()[:-10])
+        _, refused = load_run_checkpoint(tmp_path)
+        assert refused is not None and "corrupted delta" in refused
+
+
+def test_the_simulator_charges_a_hash_tables_rows_their_own_price():
+    hashed = small_job()
+    hashed = dataclasses.replace(hashed, cluster=ClusterSpec(2, 2, 1, num_sync_servers=1))
+    fixed = dataclasses.replace(
+        hashed,
+        model=dataclasses.replace(hashed.model, hash_tables=None),
+        synthetic=dataclasses.replace(hashed.synthetic, keyed=False),
+    )
+
+    def seconds(spec: JobSpec, hash_row_s: float) -> float:
+        cost = CostModel(row_s=1e-6, hash_row_s=hash_row_s)
+        return SimJob(spec, plan_for(spec), cost).run()["train_seconds"]
+
+    assert seconds(hashed, 0.0) == seconds(fixed, 0.0) == seconds(fixed, 1e-5)
+    assert seconds(hashed, 1e-5) > seconds(hashed, 0.0)

@@ -10,11 +10,13 @@ under any strategy with the same hyper-parameters; its data stream starts at the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
+from recsync.ps.hash_delta import apply_shard_delta, is_hash_state, shard_delta
 from recsync.ps.layout import TableLayout
 
 FORMAT = 1
@@ -103,3 +105,18 @@ def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
         if isinstance(value, torch.Tensor):
             joined[key] = torch.cat([s[key] for s in states])
     return joined
+
+
+def state_delta(base: JobState, new: JobState) -> JobState | None:
+    """`new` with each hash shard's state cut to what changed since `base` (hash_delta.py);
+    None when a shard is not a hash shard (a fixed table's checkpoint is whole)."""
+    if not all(is_hash_state(s) for s in (*base.shards, *new.shards)):
+        return None
+    shards = [shard_delta(b, n) for b, n in zip(base.shards, new.shards, strict=True)]
+    return dataclasses.replace(new, shards=shards)
+
+
+def apply_state_delta(base: JobState, delta: JobState) -> JobState:
+    """The state `delta` was taken from (`state_delta(base, state)`)."""
+    shards = [apply_shard_delta(b, d) for b, d in zip(base.shards, delta.shards, strict=True)]
+    return dataclasses.replace(delta, shards=shards)

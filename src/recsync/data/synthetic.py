@@ -5,7 +5,9 @@ The teacher is a factorization machine over the ids (first-order weights plus pa
 products of small factor vectors) plus a linear term on the dense features. Its own AUC on
 the test split is the best AUC any model can reach. With `drift` > 0 the teacher's weights
 take a random-walk step every day (continual-learning runs); the test split is drawn from
-the last day.
+the last day. With `id_churn` > 0 each day replaces a share of every feature's ids by
+never-seen ones (the teacher has weights for all of them); `bucket_rows` hashes the emitted
+ids into fewer buckets (fixed tables smaller than the id space: collisions).
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ class SyntheticSpec:
     (pairwise_std) and the dense linear term (dense_std per unit-variance feature).
     Feature f's ids are in [0, table_rows[f]); `keyed` emits them as feature-prefixed keys
     (data/keys.py) instead, so the same data trains fixed or hash tables.
+
+    `id_churn`: from the second day on, each day a random share `id_churn` of each
+    feature's table_rows id positions (round(id_churn * table_rows[f]) of them, drawn from
+    the seed) gets a never-seen id, numbered on from the ids before; feature f's ids then
+    lie in [0, id_space()[f]). `bucket_rows`: non-empty, a feature whose id space exceeds
+    bucket_rows[f] emits a hash of each id modulo bucket_rows[f] (a fixed table of that
+    many rows, with collisions; the teacher still sees the true id); the others emit their
+    ids as they are.
     """
 
     num_train: int = 1_000_000
@@ -47,6 +57,8 @@ class SyntheticSpec:
     drift: float = 0.0
     seed: int = 0
     keyed: bool = False
+    id_churn: float = 0.0
+    bucket_rows: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.num_train < 1 or self.num_test < 1:
@@ -61,8 +73,29 @@ class SyntheticSpec:
             raise ValueError("synthetic num_days must be >= 1 and drift >= 0")
         if min(self.first_order_std, self.pairwise_std, self.dense_std) < 0 or self.teacher_dim < 1:
             raise ValueError("synthetic teacher stds must be >= 0 and teacher_dim >= 1")
+        if not 0 <= self.id_churn < 1:
+            raise ValueError(f"synthetic id_churn must be in [0, 1), got {self.id_churn}")
+        if self.bucket_rows:
+            if len(self.bucket_rows) != len(self.table_rows) or min(self.bucket_rows) < 1:
+                raise ValueError(
+                    "synthetic bucket_rows must give one count >= 1 per table, got "
+                    f"{self.bucket_rows}"
+                )
+            if self.keyed:
+                raise ValueError("synthetic bucket_rows hashes fixed tables' ids: not with keyed")
         if self.keyed:
             check_features(len(self.table_rows), "synthetic spec")
+
+    def churned(self) -> tuple[int, ...]:
+        """How many of each feature's ids are replaced by new ones every day after the first."""
+        return tuple(round(self.id_churn * rows) for rows in self.table_rows)
+
+    def id_space(self) -> tuple[int, ...]:
+        """The ids each feature can show over all days (table_rows without churn)."""
+        return tuple(
+            rows + (self.num_days - 1) * new
+            for rows, new in zip(self.table_rows, self.churned(), strict=True)
+        )
 
     def day_sizes(self) -> list[int]:
         """Training examples of each day, in the stream's order."""
@@ -79,18 +112,16 @@ class Teacher:
     """The hidden model: logit = bias + dense . w + sum_f u_f[id] + sum_{f<g} <V_f[id], V_g[id]>."""
 
     def __init__(self, spec: SyntheticSpec, gen: torch.Generator):
-        F, k = len(spec.table_rows), spec.teacher_dim
+        F, k, space = len(spec.table_rows), spec.teacher_dim, spec.id_space()
         self.dense_weight = (
             torch.randn(spec.num_dense, generator=gen)
             * spec.dense_std
             / max(spec.num_dense, 1) ** 0.5
         )
-        self.first = [
-            torch.randn(r, generator=gen) * spec.first_order_std / F**0.5 for r in spec.table_rows
-        ]
+        self.first = [torch.randn(r, generator=gen) * spec.first_order_std / F**0.5 for r in space]
         pairs = max(F * (F - 1) // 2, 1)
         factor_std = (spec.pairwise_std**2 / (pairs * k)) ** 0.25
-        self.factors = [torch.randn(r, k, generator=gen) * factor_std for r in spec.table_rows]
+        self.factors = [torch.randn(r, k, generator=gen) * factor_std for r in space]
         self.bias = torch.log(torch.tensor(spec.base_ctr / (1 - spec.base_ctr)))
 
     def drifted(self, drift: float, gen: torch.Generator) -> Teacher:
@@ -131,6 +162,7 @@ class SyntheticTask:
             self.teachers.append(self.teachers[-1].drifted(spec.drift, gen))
         self.id_probs = [self._zipf(r) for r in spec.table_rows]
         self.id_perms = [torch.randperm(r, generator=gen) for r in spec.table_rows]
+        self.day_ids = churn_maps(spec) if spec.id_churn else None
         self._test: tuple[Batch, torch.Tensor] | None = None
 
     def _zipf(self, rows: int) -> torch.Tensor:
@@ -143,18 +175,22 @@ class SyntheticTask:
         spec = self.spec
         counts = torch.exp(1.0 + 1.5 * torch.randn(size, spec.num_dense, generator=gen)).floor()
         dense = torch.log1p(counts).to(torch.float32)
-        ids = torch.stack(
-            [
-                perm[torch.multinomial(p, size, replacement=True, generator=gen)]
-                for p, perm in zip(self.id_probs, self.id_perms, strict=True)
-            ],
-            dim=1,
-        )
+        positions = [
+            perm[torch.multinomial(p, size, replacement=True, generator=gen)]
+            for p, perm in zip(self.id_probs, self.id_perms, strict=True)
+        ]
+        if self.day_ids is not None:
+            positions = [ids[day][pos] for ids, pos in zip(self.day_ids, positions, strict=True)]
+        ids = torch.stack(positions, dim=1)
         prob = torch.sigmoid(self.teachers[day].logits(dense, ids))
         labels = (torch.rand(size, generator=gen) < prob).to(torch.float32)
         F = ids.shape[1]
         offsets = torch.arange(F * size + 1, dtype=torch.int64)
         by_feature = ids.t()
+        if spec.bucket_rows:
+            buckets = torch.tensor(spec.bucket_rows, dtype=torch.int64).unsqueeze(1)
+            hashed = torch.tensor(spec.id_space()).unsqueeze(1) > buckets
+            by_feature = torch.where(hashed, bucket_of(by_feature) % buckets, by_feature)
         if spec.keyed:
             by_feature = by_feature | prefixes(F).unsqueeze(1)
         batch = Batch(dense, by_feature.reshape(-1).contiguous(), offsets, labels)
@@ -198,6 +234,32 @@ class SyntheticTask:
         """The teacher's own AUC on the test split: the best AUC a model can reach."""
         batch, prob = self.test_set()
         return auc(batch.labels, prob)
+
+
+BUCKET_MIX = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed int64
+
+
+def bucket_of(ids: torch.Tensor) -> torch.Tensor:
+    """A non-negative multiplicative hash of every id (int64 products wrap)."""
+    return ((ids * BUCKET_MIX) >> 32) & 0x7FFFFFFF
+
+
+def churn_maps(spec: SyntheticSpec) -> list[torch.Tensor]:
+    """Per feature, a num_days x table_rows map from id position to the id it shows that day:
+    day 0 the position itself; each later day, the day before's with `churned()` random
+    positions given the next never-seen ids (drawn from the seed, apart from the teacher)."""
+    gen = torch.Generator().manual_seed(hash((spec.seed, 4)) & 0x7FFF_FFFF)
+    maps = []
+    for rows, new in zip(spec.table_rows, spec.churned(), strict=True):
+        days = [torch.arange(rows, dtype=torch.int64)]
+        for day in range(1, spec.num_days):
+            ids = days[-1].clone()
+            ids[torch.randperm(rows, generator=gen)[:new]] = (
+                rows + (day - 1) * new + torch.arange(new)
+            )
+            days.append(ids)
+        maps.append(torch.stack(days))
+    return maps
 
 
 def skip_examples(chunks: Iterator[Batch], count: int) -> Iterator[Batch]:

@@ -42,15 +42,19 @@ class Eviction:
     continual training): rows not seen for `ttl_steps` updates of their shard, and rows whose
     L2 norm fell below `min_l2`. `on_full`: when a shard holds `max_rows` rows and a new id
     arrives, "evict" the least recently seen rows to make room, or stop with an "error"
-    naming the table and its bound."""
+    naming the table and its bound. `ttl_days` (continual training, one job a day): rows not
+    seen for `ttl_days` days go at the start of each day (`ps/hash_days.py`)."""
 
     ttl_steps: int | None = None
     min_l2: float | None = None
     on_full: OnFull = "evict"
+    ttl_days: int | None = None
 
     def __post_init__(self) -> None:
         if self.ttl_steps is not None and self.ttl_steps < 1:
             raise ValueError(f"eviction.ttl_steps must be >= 1, got {self.ttl_steps}")
+        if self.ttl_days is not None and self.ttl_days < 1:
+            raise ValueError(f"eviction.ttl_days must be >= 1, got {self.ttl_days}")
         if self.min_l2 is not None and not self.min_l2 > 0:
             raise ValueError(f"eviction.min_l2 must be > 0, got {self.min_l2}")
         if self.on_full not in ("evict", "error"):

@@ -112,6 +112,7 @@ class HashLayout(TableLayout):
             max_rows=self.config.max_rows,
             initial_rows=self.config.initial_rows,
             seed=seed,
+            table_names=tuple(t.name for t in self.tables),
         )
         return HashEmbeddingShard(config, optimizer, f"embedding-server-{shard}")
 

@@ -46,6 +46,7 @@ class HashTableConfig:
     seed: int = 0
     sketch_depth: int = 4
     sketch_width: int = 1 << 16
+    table_names: tuple[str, ...] = ()  # by table index (a key's top byte), for messages
 
     def __post_init__(self) -> None:
         if self.dim < 1:
@@ -133,6 +134,7 @@ class HashEmbeddingShard:
         )
         self.sketch = np.zeros(shape, dtype=np.uint16)
         self.counters = {counter: np.zeros(NUM_TABLES, dtype=np.int64) for counter in COUNTERS}
+        self.day_starts: torch.Tensor | None = None  # continual training's days (hash_days.py)
         self._new_arena(config.initial_rows)
 
     # ------------------------------------------------------------------ arena and index
@@ -159,10 +161,11 @@ class HashEmbeddingShard:
         return self.index.slot_capacity
 
     def _reserve(self, rows: int) -> None:
-        """Room for `rows` live rows (doubling the arena, within max_rows)."""
+        """Room for `rows` live rows (growing the arena by half, within max_rows: a
+        third of it is slack at most, rows and bookkeeping alike)."""
         if rows + 1 <= self.capacity:
             return
-        new = max(rows + 1, 2 * self.capacity)
+        new = max(rows + 1, self.capacity + self.capacity // 2)
         if self.config.max_rows is not None:
             new = min(new, self.config.max_rows + 1)
         assert rows + 1 <= new
@@ -205,9 +208,13 @@ class HashEmbeddingShard:
         room = bound - self.num_rows
         if self.config.eviction.on_full == "error":
             key = int(keys[room])
+            table = (key >> 56) & 0xFF
+            names = self.config.table_names
+            name = names[table] if table < len(names) else f"table {table}"
             raise TableFullError(
-                f"hash shard {self.name!r} is full (max_rows={bound}, on_full='error'): no row"
-                f" for key {key} (table {(key >> 56) & 0xFF}, id {key & (1 << 56) - 1})"
+                f"hash shard {self.name!r} is full: model.hash_tables.max_rows = {bound} rows "
+                f"a shard, with eviction.on_full = 'error'; table {name} met a new id "
+                f"({key & (1 << 56) - 1}). Raise max_rows, add shards, or let it evict"
             )
         self._evict_least_recent(max(keys.size - room, bound // 64))
         return keys[: bound - self.num_rows]
@@ -378,9 +385,10 @@ class HashEmbeddingShard:
             "clock": self.clock,
             "mark_clock": self.mark_clock,
             "skipped_updates": self.skipped_updates,
-            # int32 on the wire: torch pickles no uint16 tensor (Ray, torch.save)
-            "sketch": torch.from_numpy(self.sketch.astype(np.int32)),
+            # the uint16 counters' bits as int16: torch pickles no uint16 tensor
+            "sketch": torch.from_numpy(self.sketch.view(np.int16).copy()),
             "counters": {n: torch.from_numpy(c.copy()) for n, c in self.counters.items()},
+            **({} if self.day_starts is None else {"day_starts": self.day_starts.clone()}),
         }
 
     def _load_rows_state(self, state: dict[str, Any]) -> None:
@@ -397,8 +405,10 @@ class HashEmbeddingShard:
         self.clock = int(state["clock"])
         self.mark_clock = int(state["mark_clock"])
         self.skipped_updates = int(state["skipped_updates"])
-        self.sketch = state["sketch"].numpy().astype(np.uint16)
+        self.sketch = state["sketch"].numpy().view(np.uint16).copy()
         self.counters = {n: c.numpy().copy() for n, c in state["counters"].items()}
+        starts = state.get("day_starts")
+        self.day_starts = None if starts is None else starts.clone()
 
     def state_dict(self) -> dict[str, Any]:
         """The live rows, compacted and sorted by key, and every scalar, sketch and counter."""

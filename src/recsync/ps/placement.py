@@ -18,7 +18,7 @@ import torch
 
 from recsync.data.batch import Batch
 from recsync.model.spec import ModelSpec, TableSpec
-from recsync.ps.hash_layout import HashLayout
+from recsync.ps.hash_layout import HashLayout, shard_of_keys
 from recsync.ps.layout import EmbeddingLayout, TableLayout, TableSlice
 
 BYTES_PER_FLOAT = 4
@@ -138,24 +138,34 @@ def plan_embeddings(
 
 
 def plan_hash_tables(
-    model: ModelSpec, costs: list[float], num_servers: int, state_floats_per_row: int | None
+    model: ModelSpec,
+    costs: list[float],
+    num_servers: int,
+    state_floats_per_row: int | None,
+    sample_batches: list[Batch],
 ) -> EmbeddingPlan:
     """Hash tables spread over every server by hash of the key: each server takes an equal
-    share of every table's load and rows. A server's rows are its share of the tables'
-    `num_rows` (the ids expected), capped by `max_rows`."""
+    share of every table's load. A server's rows: the distinct keys of the sample batches
+    it would hold, or its share of the tables' `num_rows` (the ids expected) if more,
+    capped by `max_rows` (a lower bound where the data holds more ids than its sample)."""
     if num_servers < 1:
         raise ValueError(f"num_servers must be >= 1, got {num_servers}")
     config = model.hash_tables
     assert config is not None
     dim = model.embedding_dim
     state = dim if state_floats_per_row is None else state_floats_per_row
-    rows = -(-sum(t.num_rows for t in model.tables) // num_servers)
+    share = -(-sum(t.num_rows for t in model.tables) // num_servers)
+    seen = torch.zeros(num_servers, dtype=torch.int64)
+    if sample_batches:
+        keys = torch.unique(torch.cat([b.ids for b in sample_batches]))
+        seen = torch.bincount(shard_of_keys(keys, num_servers), minlength=num_servers)
+    rows = [max(share, int(n)) for n in seen]
     if config.max_rows is not None:
-        rows = min(rows, config.max_rows)
+        rows = [min(r, config.max_rows) for r in rows]
     load = sum(costs) / num_servers
     layout = HashLayout(model.tables, num_servers, config)
-    size = rows * (dim + state) * BYTES_PER_FLOAT
-    return EmbeddingPlan(layout, [load] * num_servers, [rows] * num_servers, [size] * num_servers)
+    size = [r * (dim + state) * BYTES_PER_FLOAT for r in rows]
+    return EmbeddingPlan(layout, [load] * num_servers, rows, size)
 
 
 @dataclass(frozen=True)
@@ -199,7 +209,9 @@ def plan_job(
     (or dense) servers (`num_sync_servers` >= 1, which then needs `num_dense_params`)."""
     costs = table_costs(model.tables, list(sample_batches or []))
     if model.hash_tables is not None:
-        embeddings = plan_hash_tables(model, costs, num_embedding_servers, state_floats_per_row)
+        embeddings = plan_hash_tables(
+            model, costs, num_embedding_servers, state_floats_per_row, sample_batches or []
+        )
     else:
         embeddings = plan_embeddings(
             model.tables, costs, num_embedding_servers, state_floats_per_row

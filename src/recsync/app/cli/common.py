@@ -110,12 +110,22 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         nodes = ", ".join(loss["node"] for loss in losses)
         replayed = summary["recovery"]["examples_replayed"]
         table.add_row("nodes lost", f"{nodes}: rolled back, {replayed:,} examples replayed")
+    rows = summary.get("embedding_rows")
+    if rows is not None:
+        table.add_row(
+            "hash table rows",
+            f"{rows['live']:,} live ({rows['inserted']:,} inserted, {rows['evicted']:,} "
+            f"evicted); lookups refused by admission {rows['refused_lookups']:,}",
+        )
     checkpoint = summary.get("checkpoint")
     if checkpoint and "path" in checkpoint:
+        written = checkpoint.get("written", {})
+        deltas = written.get("delta", {}).get("count", 0)
+        more = f"; {deltas} delta checkpoints while training" if deltas else ""
         table.add_row(
             "checkpoint",
             f"{checkpoint['path']} (position {checkpoint['data_position']:,}, "
-            f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop)",
+            f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop{more})",
         )
 
 

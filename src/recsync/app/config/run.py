@@ -28,10 +28,13 @@ class EarlyStoppingSection(Section):
 class CheckpointSection(Section):
     """[run.checkpoint]: checkpoints while a distributed job trains (consistent cuts,
     coordinator/cuts.py), every `every_examples` examples handed out and/or every
-    `every_seconds` seconds (virtual ones in the simulator); 0 and 0: only at the end."""
+    `every_seconds` seconds (virtual ones in the simulator); 0 and 0: only at the end.
+    `deltas_per_full`: with hash tables, that many checkpoints in a row hold only what
+    changed since the one before, then a full one (0: every checkpoint full)."""
 
     every_examples: int = Field(default=0, ge=0)
     every_seconds: float = Field(default=60.0, ge=0.0)
+    deltas_per_full: int = Field(default=4, ge=0)
 
     def to_spec(self) -> CheckpointEvery:
         return CheckpointEvery(self.every_examples, self.every_seconds)

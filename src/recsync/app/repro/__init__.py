@@ -16,6 +16,7 @@ from typing import Any
 from recsync.app.repro import (
     async_at_scale,
     auto_switching,
+    embeddings,
     failures,
     gba,
     gba_switching,
@@ -116,6 +117,19 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
             f"{r['train_loss']:.5f}, AUC {r['test_auc']:.4f}"
         )
     return f"real engine, {r['label']}: AUC {r['real_auc']:.4f} (simulator {r['sim_auc']:.4f})"
+
+
+def _embeddings_row(r: dict[str, Any]) -> str:
+    if "days" in r:
+        last = r["days"][-1]
+        return (
+            f"{r['variant']:>24}: {len(r['days'])} days, last day {last['rows_live']:,} rows "
+            f"live, next-day AUC {last['next_day_auc']:.4f}"
+        )
+    return (
+        f"{r['variant']:>24}, seed {r['seed']}: AUC {r['test_auc']:.4f}, NE {r['test_ne']:.4f}, "
+        f"{r['rows_live']:,} rows live"
+    )
 
 
 REPRODUCTIONS: dict[str, Reproduction] = {
@@ -221,6 +235,17 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "reports/hierarchical",
             48.0,
             _hierarchical_row,
+        ),
+        Reproduction(
+            "embeddings",
+            "GBA (seed 001) / Liu & Zhao (seed 003): expandable hash tables",
+            "hash vs fixed tables at equal memory (AUC, NE over seeds), rows and next-day AUC "
+            "over 10 days of id churn with and without eviction, examples/s, full vs delta "
+            "checkpoints",
+            embeddings.reproduce,
+            "reports/embeddings",
+            20.0,
+            _embeddings_row,
         ),
     )
 }

@@ -24,11 +24,13 @@ from recsync.app.runs.fit_jobs import (
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
+from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.messages import Lookup, PushRows
+from recsync.ps.hash_layout import HashLayout
+from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.local import build_shards
-from recsync.ps.placement import single_shard_layout
 from recsync.ps.shard import RowShard, row_gradients
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
@@ -67,14 +69,30 @@ def shard_row_seconds(shard: RowShard, served: list[tuple[Lookup, PushRows]]) ->
     return _median_seconds(serve, served) / rows
 
 
+def hash_row_seconds(
+    model: ModelSpec, train: TrainSpec, served: list[tuple[Lookup, PushRows]]
+) -> float:
+    """What a hash table's row costs beyond a fixed table's: the same requests served by a
+    hash shard (the shard rows taken as keys; the first pass inserts them) and by a fixed
+    one (a shard over the same tables), the difference per row, medians of repeats."""
+    layout = EmbeddingLayout.single_shard(model.tables)
+    fixed = layout.new_shard(0, train.sparse_optimizer, train.seed)
+    hashed = HashLayout(model.tables, 1, HashTables()).new_shard(
+        0, train.sparse_optimizer, train.seed
+    )
+    return max(shard_row_seconds(hashed, served) - shard_row_seconds(fixed, served), 0.0)
+
+
 def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dict[str, float]:
     """Seconds per batch of the worker math (and the share of it its dense optimizer's step
     takes), the reader, a shard's rows, a dense element on a server, a message between
     nodes; the cores an idle node process takes."""
     torch.set_num_threads(1)
-    task = SyntheticTask(dataclasses.replace(synthetic, num_train=train.batch_size * 40))
+    task = SyntheticTask(
+        dataclasses.replace(synthetic, num_train=train.batch_size * 40, keyed=False)
+    )
     batches = list(task.train_batches(train.batch_size))
-    layout = single_shard_layout(model)
+    layout = EmbeddingLayout.single_shard(model.tables)
     shards = build_shards(layout, train.sparse_optimizer, train.seed)
     replica = DenseReplica(model, train.seed, train.dense_optimizer)
     requests = {id(b): layout.route(b) for b in batches}
@@ -112,6 +130,7 @@ def measure(model: ModelSpec, train: TrainSpec, synthetic: SyntheticSpec) -> dic
         "apply_share": statistics.median(applying) / worker_s,
         "reader_s": _batch_making_seconds(synthetic, train.batch_size),
         "server_row_s": shard_row_seconds(shards[0], served),
+        "server_hash_row_s": hash_row_seconds(model, train, served),
         "server_element_s": _dense_element_seconds(model, train),
         "message_s": empty / 2,
         "call_caller_cpu_s": caller_cpu_s,
@@ -162,6 +181,7 @@ def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> C
         bandwidth_bytes_s=1e12,
         request_s=0.0,
         row_s=measured["server_row_s"],
+        hash_row_s=measured.get("server_hash_row_s", CostModel.hash_row_s),
         element_s=measured["server_element_s"],
         reader_batch_s=measured["reader_s"],
         message_cpu_s=(measured["call_caller_cpu_s"] + measured["call_callee_cpu_s"]) / 4,

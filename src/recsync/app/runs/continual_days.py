@@ -15,6 +15,8 @@ from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.errors import ConfigError
+from recsync.ps.hash_days import new_day
+from recsync.ps.hash_delta import is_hash_state
 
 NEXT_DAY_TEST = 20_000  # held-out examples of the next day each day's model is scored on
 
@@ -47,11 +49,24 @@ def day_sizes(config: Config) -> tuple[SyntheticSpec, list[int]]:
     return specs.synthetic, sizes
 
 
+def day_started(config: Config, state: JobState) -> JobState:
+    """The state a day starts from (the previous day's end): with hash tables that evict by
+    days (`model.hash_tables.eviction.ttl_days`), each hash shard's new day started, the
+    rows not seen in the last ttl_days days evicted (ps/hash_days.py)."""
+    hash_tables = config.to_specs().model.hash_tables
+    ttl_days = None if hash_tables is None else hash_tables.eviction.ttl_days
+    if ttl_days is None:
+        return state
+    shards = [new_day(s, ttl_days) if is_hash_state(s) else s for s in state.shards]
+    return dataclasses.replace(state, shards=shards)
+
+
 class SyntheticDays:
     """The synthetic task's days: day d is the stream's next `sizes[d]` examples; the next
     day is scored on its own held-out examples."""
 
     def __init__(self, config: Config):
+        self.config = config
         synthetic, self.sizes = day_sizes(config)
         self.batch_size = config.train.batch_size
         self.task = SyntheticTask(synthetic)
@@ -61,7 +76,7 @@ class SyntheticDays:
         return {}
 
     def carried(self, state: JobState) -> JobState:
-        return state
+        return day_started(self.config, state)
 
     def stretches(self, day: int, segments: int) -> list[int | None]:
         """Day `day`'s examples in `segments` stretches of whole batches (each one job)."""
@@ -106,7 +121,7 @@ class FileDays:
                 f"continual: {len(files)} day file(s); it needs >= 2 (each day's model is "
                 "evaluated on the next day)"
             )
-        self.files, self.count = files, len(files)
+        self.config, self.files, self.count = config, files, len(files)
 
     def overrides(self, day: int) -> dict[str, Any]:
         return {
@@ -116,7 +131,7 @@ class FileDays:
         }
 
     def carried(self, state: JobState) -> JobState:
-        return dataclasses.replace(state, data_position=0)
+        return dataclasses.replace(day_started(self.config, state), data_position=0)
 
     def stretches(self, day: int, segments: int) -> list[int | None]:
         if segments != 1:

@@ -54,7 +54,7 @@ def run_distributed(
     run_dir.write_config(config)
     bar = examples_bar(spec.strategy.describe().split()[0], progress)
     jobs: list[RayJob] = []
-    writer = CheckpointWriter(run_dir.path)
+    writer = CheckpointWriter(run_dir.path, config.run.checkpoint.deltas_per_full)
 
     def on_start(job: RayJob) -> None:
         jobs.append(job)
@@ -88,8 +88,8 @@ def run_distributed(
     summary["interrupted"] = signals.received
     job = jobs[0]
     assert job.final_state is not None
-    path = save_checkpoint(run_dir.path, job.final_state, keep_previous=True)
-    summary["checkpoint"]["path"] = str(path)
+    path = writer.save_final(job.final_state)
+    summary["checkpoint"] |= {"path": str(path), "written": writer.stats()}
     return write_run_end(run_dir, summary, job.evaluations.records, job.evaluations.best_state)
 
 

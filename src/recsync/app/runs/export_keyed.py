@@ -13,6 +13,7 @@ true, zero vector), for an online store to apply.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def read_table(path: Path) -> tuple[torch.Tensor, torch.Tensor]:
     vectors = table.column("vector").combine_chunks()
     D = vectors.type.list_size
     flat = vectors.flatten().to_numpy(zero_copy_only=False)
-    return ids, torch.from_numpy(np.ascontiguousarray(flat, dtype=np.float32)).reshape(-1, D)
+    return ids, torch.from_numpy(np.array(flat, dtype=np.float32)).reshape(-1, D)
 
 
 def delta(
@@ -99,7 +100,9 @@ def export_keyed(
     program = torch.export.export(dense, example, dynamic_shapes=({0: batch}, {0: batch}))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / TABLES_DIR).mkdir(exist_ok=True)
-    torch.export.save(program, out_dir / DENSE_PROGRAM)
+    with warnings.catch_warnings():  # torch.export's note on weights not on a CPU
+        warnings.filterwarnings("ignore", message="No complete tensor found")
+        torch.export.save(program, out_dir / DENSE_PROGRAM)
     rows = KeyedRows.from_shards(state.shards)
     tables = []
     for f, spec in enumerate(model.tables):

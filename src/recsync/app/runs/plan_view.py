@@ -24,7 +24,7 @@ def imbalance(plan: JobPlan | EmbeddingPlan) -> float:
 def _holdings(plan: EmbeddingPlan, tables: tuple[TableSpec, ...], server: int) -> str:
     layout = plan.layout
     if not isinstance(layout, EmbeddingLayout):  # hash tables: every server a share of each
-        return f"1/{layout.num_shards} of every table's ids (hash tables, by hash of id)"
+        return f"1/{layout.num_shards} of each hash table, by hash of id"
     parts = []
     for s in layout.slices:  # sorted by (table, row_start)
         if s.shard != server:

@@ -7,6 +7,7 @@ Layout of `runs/<name>/`:
 - curves.png: train loss and test AUC over examples;
 - checkpoint.pt: the job's end state, or its last cut while it runs (app/runs/checkpoints.py);
 - checkpoint.prev.pt: the checkpoint before it;
+- checkpoint.delta-NNNN.pt: hash tables' changes since checkpoint.pt, cut by cut;
 - best.pt: the best evaluated model by run.early_stopping.metric (run.keep_best);
 - tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard.
 """
@@ -22,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import BEST, BEST_TMP, CHECKPOINT, CHECKPOINT_TMP, PREVIOUS
+from recsync.app.runs.checkpoints import (
+    BEST,
+    BEST_TMP,
+    CHECKPOINT,
+    CHECKPOINT_TMP,
+    DELTA_GLOB,
+    PREVIOUS,
+)
 from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"
@@ -130,6 +138,8 @@ class RunDir:
                 )
             for artifact in ARTIFACTS:
                 (path / artifact).unlink(missing_ok=True)
+            for delta in path.glob(DELTA_GLOB):
+                delta.unlink()
             shutil.rmtree(path / TENSORBOARD, ignore_errors=True)
         path.mkdir(parents=True, exist_ok=True)
         return cls(path, tensorboard=tensorboard)

@@ -6,7 +6,7 @@ from typing import Any
 
 from recsync.app.config.base import build_dataclass
 from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import CheckpointWriter, save_checkpoint
+from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.app.runs.distributed import (
     checkpoints_while_training,
     job_spec,
@@ -41,7 +41,7 @@ def run_simulation(
     spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
     bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
-    writer = CheckpointWriter(run_dir.path)
+    writer = CheckpointWriter(run_dir.path, config.run.checkpoint.deltas_per_full)
     cost = cost_model(config)
     every = checkpoints_while_training(config, spec)
     with bar:
@@ -73,6 +73,6 @@ def run_simulation(
             final, evaluations = sim.final_state, sim.evaluations
     writer.wait()
     assert final is not None and evaluations is not None
-    path = save_checkpoint(run_dir.path, final, keep_previous=True)
-    summary["checkpoint"]["path"] = str(path)
+    path = writer.save_final(final)
+    summary["checkpoint"] |= {"path": str(path), "written": writer.stats()}
     return write_run_end(run_dir, summary, evaluations.records, evaluations.best_state)

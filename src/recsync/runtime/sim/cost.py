@@ -6,11 +6,13 @@ are meant to be replaced by a calibrated profile (`recsync calibrate`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from recsync.errors import ConfigError
+from recsync.model.spec import ModelSpec
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Lookup, Message, Work
 
@@ -112,7 +114,8 @@ class CostModel:
     its bytes over `bandwidth_bytes_s`, queued on the sender's and the receiver's NIC
     (one message at a time each, so a busy server saturates). servers: a request costs
     `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
-    its FLOPs (a group PS's FC parts) at `worker_flops`.
+    its FLOPs (a group PS's FC parts) at `worker_flops`; a row of a hash table costs
+    `hash_row_s` more (finding its key's slot, inserting a new one).
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
     messaging CPU: each end of a message spends, at a trainer's node (a worker's or the
     trainer's process: the caller), `message_cpu_s` plus `byte_cpu_s` per byte (pickling,
@@ -133,6 +136,7 @@ class CostModel:
     bandwidth_bytes_s: float = 1.25e9
     request_s: float = 5.0e-5
     row_s: float = 2.0e-8
+    hash_row_s: float = 6.0e-8
     element_s: float = 2.0e-9
     reader_batch_s: float = 1.0e-4
     message_cpu_s: float = 0.0
@@ -154,6 +158,7 @@ class CostModel:
             "latency_s",
             "request_s",
             "row_s",
+            "hash_row_s",
             "element_s",
             "reader_batch_s",
             "message_cpu_s",
@@ -168,6 +173,12 @@ class CostModel:
                 raise ValueError(f"cost.{name} must be >= 0, got {value}")
         if not 0.0 <= self.apply_share < 1.0:
             raise ValueError(f"cost.apply_share must be in [0, 1), got {self.apply_share}")
+
+    def for_model(self, model: ModelSpec) -> CostModel:
+        """The prices a job of `model` pays: a hash table's row costs `hash_row_s` more."""
+        if model.hash_tables is None:
+            return self
+        return dataclasses.replace(self, row_s=self.row_s + self.hash_row_s)
 
     def message_cpu_at(self, role: Role) -> float:
         """Seconds of CPU one end of a message takes at a node of `role`, bytes apart."""

@@ -66,6 +66,7 @@ class SimJob:
         `examples_before`: examples the job trained before this run (a restart from a cut):
         evaluations count from there, into `evaluations` if given (a restarted job's
         records continue the ones before)."""
+        cost = cost.for_model(spec.model)
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster

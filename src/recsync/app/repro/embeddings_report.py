@@ -1,0 +1,308 @@
+"""The hash-embedding reproduction's report and figures, read off its results: every
+number and verdict below is computed from the runs (`embeddings.py`)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from recsync.app.runs.plots import new_figure, save_figure
+
+NOISE = 2.0  # a difference "holds" when it exceeds NOISE x the seed spread
+
+
+def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for run in quality:
+        runs.setdefault(run["variant"], []).append(run)
+    return runs
+
+
+def _sd(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> dict[str, Any]:
+    """`a` minus `b` on `metric`, paired by seed: the mean difference, the seed spread (the
+    largest of either variant's standard deviation over seeds and that of the paired
+    differences) and the verdict."""
+    first = {r["seed"]: r[metric] for r in runs[a]}
+    second = {r["seed"]: r[metric] for r in runs[b]}
+    seeds = sorted(first.keys() & second.keys())
+    diffs = [first[s] - second[s] for s in seeds]
+    spread = max(_sd([first[s] for s in seeds]), _sd([second[s] for s in seeds]), _sd(diffs))
+    mean = statistics.fmean(diffs)
+    holds = len(seeds) > 1 and abs(mean) > NOISE * spread
+    return {
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "seeds": len(seeds),
+        "difference": mean,
+        "spread": spread,
+        "verdict": "holds" if holds else "within noise",
+    }
+
+
+def quality_verdicts(quality: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    runs = by_variant(quality)
+    pairs = (
+        ("hash LRS", "fixed"),
+        ("hash LRS + admission 2", "fixed"),
+        ("hash LRS + admission 2", "hash LRS"),
+        ("hash unbounded", "hash LRS"),
+    )
+    return [
+        compare(runs, a, b, metric)
+        for a, b in pairs
+        if a in runs and b in runs
+        for metric in ("test_auc", "test_ne")
+    ]
+
+
+def write_report(results: dict[str, Any], out_dir: Path) -> None:
+    """report.md, rows_per_day.png and auc_per_day.png in `out_dir`."""
+    results["verdicts"] = quality_verdicts(results["quality"])
+    for name, key, label in (
+        ("rows_per_day.png", "rows_live", "rows live at the day's end"),
+        ("auc_per_day.png", "next_day_auc", "AUC on the next day's held-out data"),
+    ):
+        fig, ax = new_figure(7, 4)
+        for run in results["continual"]:
+            days = run["days"]
+            ax.plot(
+                [d["day"] for d in days], [d[key] for d in days], marker="o", label=run["variant"]
+            )
+        ax.set_xlabel("day trained")
+        ax.set_ylabel(label)
+        ax.set_title(f"Hash tables over continual days: {label} (simulated)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        save_figure(fig, out_dir / name)
+    (out_dir / "report.md").write_text(report(results))
+
+
+def _mean_sd(runs: list[dict[str, Any]], metric: str, digits: int = 4) -> str:
+    values = [r[metric] for r in runs]
+    return f"{statistics.fmean(values):.{digits}f} ± {_sd(values):.{digits}f}"
+
+
+def setting_lines(results: dict[str, Any]) -> list[str]:
+    s, rows = results["setting"], results["table_rows"]
+    teacher = statistics.fmean(r["teacher_auc"] for r in results["quality"])
+    return [
+        "## Setting",
+        "",
+        f"- Data: the synthetic teacher task (a factorization machine over the ids) with "
+        f"Criteo Kaggle's 26 per-feature cardinalities (33.76M ids) divided by {s['scale']:,} "
+        f"(at least {s['floor']} ids each): {sum(rows):,} ids on day 0, "
+        f"`{', '.join(map(str, rows))}`; Zipf-skewed ids, 13 dense features; each day "
+        f"{s['churn']:.0%} of every feature's ids are replaced by never-seen ids (old ones "
+        "fade out, new ones arrive; the teacher has weights for every id that appears).",
+        f"- Model: DLRM, embedding dimension {s['dim']}, bottom MLP {list(s['bottom_mlp'])}, "
+        f"top MLP {list(s['top_mlp'])}, Adagrad; S-EASGD on 2 trainers x 2 workers, "
+        f"2 embedding servers, 1 sync server; batch {s['batch_size']}.",
+        f"- Fixed tables: each table min(its id space over the run, {s['fixed_cap']:,}) rows; "
+        "a feature with more ids reaches its table through a hash of the id modulo the rows "
+        "(collisions share a row). Hash tables: keyed by the raw id (a row per id).",
+        f"- Quality runs: {s['quality_examples']:,} examples over {s['quality_days']} days, "
+        f"scored on {s['test_examples']:,} held-out examples of the last day; seeds "
+        f"{list(s['seeds'])} (each seed is its own task draw and model init; teacher AUC "
+        f"{teacher:.4f} on average).",
+    ]
+
+
+def quality_lines(results: dict[str, Any]) -> list[str]:
+    runs = by_variant(results["quality"])
+    lines = [
+        "## 1. Quality at equal memory",
+        "",
+        "Fixed tables vs hash tables bounded to the same total rows (max_rows a shard = the "
+        "fixed rows / 2 shards; a full shard evicts its least recently seen rows, LRS) vs the "
+        "same with admission at an id's 2nd sighting; unbounded hash tables for reference.",
+        "",
+        "| variant | rows (memory) | test AUC (mean ± sd) | test NE (mean ± sd) | rows live "
+        "| evicted | refused lookups |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for variant, group in runs.items():
+        budget = group[0]["rows_budget"]
+        lines.append(
+            f"| {variant} | {'unbounded' if budget is None else f'{budget:,}'} | "
+            f"{_mean_sd(group, 'test_auc')} | {_mean_sd(group, 'test_ne')} | "
+            f"{statistics.fmean(r['rows_live'] for r in group):,.0f} | "
+            f"{_opt_mean(group, 'evicted')} | {_opt_mean(group, 'refused_lookups')} |"
+        )
+    lines += ["", f"Verdicts (paired by seed; holds when |difference| > {NOISE:g} x spread):", ""]
+    for v in results["verdicts"]:
+        lines.append(
+            f"- {v['a']} minus {v['b']}, {v['metric']}: {v['difference']:+.4f} (spread "
+            f"{v['spread']:.4f}, {v['seeds']} seeds): **{v['verdict']}**"
+        )
+    return lines
+
+
+def _opt_mean(group: list[dict[str, Any]], key: str) -> str:
+    values = [r[key] for r in group if r[key] is not None]
+    return f"{statistics.fmean(values):,.0f}" if values else "-"
+
+
+def continual_lines(results: dict[str, Any]) -> list[str]:
+    runs = {r["variant"]: r for r in results["continual"]}
+    kept, evicting = runs["no eviction"]["days"], runs["ttl eviction"]["days"]
+    ttl = runs["ttl eviction"]["ttl_steps"]
+    s = results["setting"]
+    lines = [
+        f"## 2. Memory over {len(kept)} continual days",
+        "",
+        f"Unbounded hash tables, one job a day ({s['per_day']:,} examples) resumed from the "
+        f"day before's end state, scored on {s['test_examples']:,} held-out examples of the "
+        f"next day; with and without eviction by ttl ({ttl:,} shard updates = "
+        f"{s['ttl_days']} day(s); evicted at each of the {s['cuts_per_day']} cuts a day and at "
+        "the day's end). One seed (0).",
+        "",
+        "![rows per day](rows_per_day.png) ![AUC per day](auc_per_day.png)",
+        "",
+        "| day | rows live, no eviction | rows live, ttl | next-day AUC, no eviction | "
+        "next-day AUC, ttl |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for a, b in zip(kept, evicting, strict=True):
+        lines.append(
+            f"| {a['day']} | {a['rows_live']:,} | {b['rows_live']:,} | "
+            f"{a['next_day_auc']:.4f} | {b['next_day_auc']:.4f} |"
+        )
+    gap = statistics.fmean(
+        b["next_day_auc"] - a["next_day_auc"] for a, b in zip(kept, evicting, strict=True)
+    )
+    spread = max(
+        (_sd([r["test_auc"] for r in g]) for g in by_variant(results["quality"]).values()),
+        default=0.0,
+    )
+    verdict = "within noise" if abs(gap) <= NOISE * spread else "holds"
+    last, last_kept = evicting[-1]["rows_live"], kept[-1]["rows_live"]
+    half = len(kept) // 2
+    lines += [
+        "",
+        f"- Last day: {last:,} rows with eviction vs {last_kept:,} without "
+        f"({last / max(last_kept, 1):.0%}); over the second half of the days rows grew "
+        f"{last_kept - kept[half]['rows_live']:+,} without eviction, "
+        f"{last - evicting[half]['rows_live']:+,} with it.",
+        f"- Next-day AUC, ttl minus no eviction, mean over days: {gap:+.4f}; against "
+        f"{NOISE:g} x the largest seed spread of part 1 ({spread:.4f}, one seed here): "
+        f"**{verdict}**.",
+    ]
+    return lines
+
+
+def engine_lines(results: dict[str, Any]) -> list[str]:
+    runs = by_variant(results["quality"])
+    sim = [
+        h["sim_eps"] / f["sim_eps"]
+        for h, f in zip(runs["hash unbounded"], runs["fixed"], strict=True)
+    ]
+    lines = [
+        "## 3. Examples/s, hash vs fixed",
+        "",
+        f"- Simulator (the cost model's ratio, not a measurement: it charges each looked-up "
+        f"hash row its own price): hash unbounded / fixed = {statistics.median(sim):.3f} "
+        "(median over the quality seeds).",
+    ]
+    engine = results.get("engine")
+    if not engine:
+        return [*lines, "- Ray engine: not run (engine_examples = 0)."]
+    eps = engine["eps"]
+    lines.append(
+        f"- Ray engine (measured; the same job, a local Ray on this 2-core machine, "
+        f"{engine['examples']:,} examples a run, fixed tables holding every id vs unbounded "
+        f"hash tables, runs alternated): fixed {', '.join(f'{e:,.0f}' for e in eps['fixed'])}"
+        f" ex/s, hash {', '.join(f'{e:,.0f}' for e in eps['hash'])} ex/s; ratio median "
+        f"{statistics.median(engine['ratios']):.3f} (range {min(engine['ratios']):.3f}-"
+        f"{max(engine['ratios']):.3f})."
+    )
+    return lines
+
+
+def checkpoint_lines(results: dict[str, Any]) -> list[str]:
+    run = next(r for r in results["continual"] if r["variant"] == "ttl eviction")
+    stats = run["checkpoints"]
+    if not stats:
+        return []
+    s = results["setting"]
+
+    def per(kind: dict[str, Any]) -> str:
+        n = max(kind["count"], 1)
+        return (
+            f"{kind['count']} | {kind['bytes'] / n / 1e6:.3f} MB | "
+            f"{kind['seconds'] / n * 1e3:.1f} ms"
+        )
+
+    full, chained = stats["full"]["full"], stats["delta"]
+    total_full = full["bytes"]
+    total_chain = chained["full"]["bytes"] + chained["delta"]["bytes"]
+    delta_mean = chained["delta"]["bytes"] / max(chained["delta"]["count"], 1)
+    full_mean = full["bytes"] / max(full["count"], 1)
+    return [
+        "## 4. Checkpoints: full vs delta",
+        "",
+        f"Every cut's state of the ttl run (and each day's end) written twice, synchronously: "
+        f"always whole, and as a full checkpoint followed by {s['deltas_per_full']} deltas "
+        "(the rows changed since the cut before, the evicted keys, the dense part whole).",
+        "",
+        "| writer | kind | count | mean size | mean write time |",
+        "| --- | --- | --- | --- | --- |",
+        f"| full only | full | {per(full)} |",
+        f"| full + deltas | full | {per(chained['full'])} |",
+        f"| full + deltas | delta | {per(chained['delta'])} |",
+        "",
+        f"- A delta is {delta_mean / full_mean:.0%} of a full checkpoint's size; over the run "
+        f"the chained writer wrote {total_chain / total_full:.0%} of the bytes the full-only "
+        "one wrote.",
+    ]
+
+
+def reviewer_lines(results: dict[str, Any]) -> list[str]:
+    s = results["setting"]
+    return [
+        "## What a reviewer would still ask",
+        "",
+        "- The ids are a teacher model's, not Criteo's: the cardinalities and the skew are "
+        f"Criteo-like, the churn rate ({s['churn']:.0%} a day) is chosen, and the tables are "
+        f"1/{s['scale']:,} of the real ones.",
+        f"- {len(s['seeds'])} seeds: a difference under {NOISE:g}x their spread is reported as "
+        "within noise, not as an effect; smaller effects need more seeds and longer runs.",
+        f"- One memory budget ({s['fixed_cap']:,} rows a fixed table): the fixed-vs-hash gap "
+        "depends on how much smaller than the id space the tables are; no sweep here.",
+        "- The continual part runs one seed; its AUC comparison borrows the quality runs' spread.",
+        "- Write times are this machine's disk and a busy CPU, not a production store's; "
+        "the Ray examples/s come from short runs on 2 cores.",
+    ]
+
+
+def report(results: dict[str, Any]) -> str:
+    minutes = sum(results["seconds"].values()) / 60
+    head = [
+        "# Expandable hash embedding tables (GBA; Liu & Zhao; simulator)",
+        "",
+        "Papers: GBA (Alibaba, NeurIPS 2022) and Liu & Zhao (AAAI 2021) train their "
+        "production models on expandable hash embedding tables (a row per raw id, created on "
+        "first sight, evicted when stale; DeepRec's EmbeddingVariable, Paddle's sparse "
+        "tables) and rely on them keeping quality at a bounded memory while ids come and go. "
+        "This report checks those premises on a task where it can count every row.",
+        "",
+        f"Measured: {minutes:.1f} minutes of compute for the parts (per part: "
+        + ", ".join(f"{name} {sec / 60:.1f}" for name, sec in results["seconds"].items())
+        + " minutes).",
+        "",
+    ]
+    sections = [
+        setting_lines(results),
+        quality_lines(results),
+        continual_lines(results),
+        engine_lines(results),
+        checkpoint_lines(results),
+        reviewer_lines(results),
+    ]
+    body = [line for section in sections for line in (*section, "")]
+    return "\n".join([*head, *body]).rstrip() + "\n"

@@ -1,0 +1,145 @@
+"""The hash-embedding reproduction on a tiny setting: its report is built from its runs, its
+parts are reused by a rerun; and the synthetic task's id churn and bucketing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from recsync.app.repro import REPRODUCTIONS, embeddings, embeddings_report
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+
+TINY = embeddings.Setting(
+    scale=100_000,
+    fixed_cap=10,
+    churn=0.2,
+    quality_examples=2_048,
+    quality_days=2,
+    seeds=(0, 1),
+    test_examples=512,
+    days=3,
+    per_day=512,
+    cuts_per_day=2,
+    deltas_per_full=2,
+    batch_size=64,
+    bottom_mlp=(8,),
+    top_mlp=(8,),
+    engine_examples=0,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("embeddings")
+    said: list = []
+    return out, embeddings.reproduce(out, said.append, TINY), said
+
+
+def test_the_tiny_reproduction_writes_its_report_and_figures(tiny):
+    out, results, said = tiny
+    for name in ("report.md", "results.json", "rows_per_day.png", "auc_per_day.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert json.loads((out / "results.json").read_text())["quality"] == results["quality"]
+    assert len(results["quality"]) == len(TINY.seeds) * len(embeddings.QUALITY_VARIANTS)
+    assert [r["variant"] for r in results["continual"]] == list(embeddings.CONTINUAL_VARIANTS)
+    assert all(len(r["days"]) == TINY.days for r in results["continual"])
+    assert "quality: running" in said and "continual: running" in said
+    text = (out / "report.md").read_text()
+    for heading in ("## Setting", "## 1.", "## 2.", "## 3.", "## 4.", "What a reviewer"):
+        assert heading in text
+    assert "the cost model's ratio, not a measurement" in text
+    assert "Ray engine: not run" in text
+    assert "embeddings" in REPRODUCTIONS
+
+
+def test_the_reports_numbers_are_the_runs(tiny):
+    out, results, _ = tiny
+    text = (out / "report.md").read_text()
+    fixed = [r["test_auc"] for r in results["quality"] if r["variant"] == "fixed"]
+    assert f"{sum(fixed) / len(fixed):.4f} ± " in text
+    for run in results["continual"]:
+        for day in run["days"]:
+            assert f"{day['next_day_auc']:.4f}" in text
+    for verdict in results["verdicts"]:
+        line = f"{verdict['a']} minus {verdict['b']}, {verdict['metric']}: "
+        assert line + f"{verdict['difference']:+.4f}" in text
+    # one run again, on its own: the simulator is deterministic, the results are its output
+    again = embeddings.quality_run((TINY, "hash LRS", 1))
+    saved = next(r for r in results["quality"] if (r["variant"], r["seed"]) == ("hash LRS", 1))
+    assert again["test_auc"] == saved["test_auc"] and again["evicted"] == saved["evicted"]
+
+
+def test_the_runs_count_what_the_tables_hold(tiny):
+    _, results, _ = tiny
+    for run in results["quality"]:
+        assert run["test_auc"] < run["teacher_auc"]
+        if run["max_rows_per_shard"] is not None:
+            assert run["rows_live"] <= run["rows_budget"] and run["evicted"] > 0
+        if run["variant"] == "hash unbounded":
+            assert run["rows_live"] == run["inserted"] and run["evicted"] == 0
+    kept, evicting = (r["days"] for r in results["continual"])
+    assert [d["rows_live"] for d in kept] == sorted(d["rows_live"] for d in kept)
+    assert kept[-1]["rows_live"] > kept[0]["rows_live"]  # churn: new ids every day
+    assert evicting[-1]["evicted"] > 0 and evicting[-1]["rows_live"] < kept[-1]["rows_live"]
+    stats = results["continual"][1]["checkpoints"]
+    assert stats["full"]["full"]["count"] == sum(stats["delta"][k]["count"] for k in stats["delta"])
+    assert stats["delta"]["delta"]["count"] > 0
+
+
+def test_a_rerun_reuses_the_saved_parts(tiny):
+    out, results, _ = tiny
+    said: list = []
+    again = embeddings.reproduce(out, said.append, TINY)
+    assert again["quality"] == results["quality"] and again["seconds"] == results["seconds"]
+    assert any("quality: reused" in str(s) for s in said)
+
+
+def test_a_verdict_holds_only_beyond_twice_the_seed_spread():
+    def rows(variant, values):
+        return [{"variant": variant, "seed": s, "test_auc": v} for s, v in enumerate(values)]
+
+    runs = embeddings_report.by_variant(rows("a", [0.70, 0.71, 0.72]) + rows("b", [0.60] * 3))
+    assert embeddings_report.compare(runs, "a", "b", "test_auc")["verdict"] == "holds"
+    runs = embeddings_report.by_variant(rows("a", [0.60, 0.64, 0.62]) + rows("b", [0.61] * 3))
+    assert embeddings_report.compare(runs, "a", "b", "test_auc")["verdict"] == "within noise"
+
+
+def test_id_churn_brings_new_ids_each_day():
+    spec = SyntheticSpec(
+        num_train=3 * 4_096, num_test=100, table_rows=(50, 1_000), num_days=3, id_churn=0.1
+    )
+    assert spec.churned() == (5, 100) and spec.id_space() == (60, 1_200)
+    task = SyntheticTask(spec)
+    days = [task.day_test_set(d, 4_096)[0].ids.reshape(2, -1) for d in range(3)]
+    assert int(days[0][1].max()) < 1_000
+    assert int(days[2][1].max()) >= 1_100  # ids first seen on day 2
+    assert set(days[2][1].tolist()) - set(days[0][1].tolist())
+    again = SyntheticTask(spec).day_test_set(2, 4_096)[0].ids
+    assert torch.equal(again, days[2].reshape(-1))
+
+
+def test_bucket_rows_hash_only_the_features_that_do_not_fit():
+    spec = SyntheticSpec(num_train=2_048, num_test=2_048, table_rows=(50, 1_000))
+    bucketed = SyntheticTask(dataclasses.replace(spec, bucket_rows=(50, 64))).test_set()[0]
+    plain = SyntheticTask(spec).test_set()[0]
+    ids, plain_ids = bucketed.ids.reshape(2, -1), plain.ids.reshape(2, -1)
+    assert torch.equal(ids[0], plain_ids[0])
+    assert int(ids[1].max()) < 64 and not torch.equal(ids[1], plain_ids[1])
+    assert torch.equal(bucketed.labels, plain.labels)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"id_churn": 1.0}, {"id_churn": -0.1}, {"bucket_rows": (5,)}, {"bucket_rows": (0, 5)}],
+)
+def test_bad_churn_or_buckets_are_refused(fields):
+    with pytest.raises(ValueError, match="synthetic"):
+        SyntheticSpec(table_rows=(10, 10), **fields)
+
+
+def test_buckets_are_for_fixed_tables_only():
+    with pytest.raises(ValueError, match="not with keyed"):
+        SyntheticSpec(table_rows=(10, 10), bucket_rows=(5, 5), keyed=True)
