@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from recsync.model.hash_spec import Admission, Eviction
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.swap import Swap
+from recsync.ps.hash_delta import apply_shard_delta, shard_delta
 from recsync.ps.hash_index import HashIndex
 from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig, TableFullError
 from recsync.ps.shard import EmbeddingShard, row_gradients
@@ -224,20 +225,19 @@ def test_checkpoint_round_trip_and_deltas_are_bit_identical(opt: RowOptimizerSpe
     config |= {"eviction": Eviction(ttl_steps=20)}
     shard = _shard(**config)
     _train(shard, 15, seed=1)  # 40 keys through 30 rows: evictions
-    base = shard.state_dict()
-    shard.mark()
+    base = previous = shard.state_dict()
     deltas, evicted = [], 0
     for day in range(3):
         _train(shard, 8, seed=10 + day, domain=12)  # the other rows age, then go
         evicted += shard.evict()
-        deltas.append(shard.delta_state())
-        shard.mark()
+        state = shard.state_dict()
+        deltas.append(shard_delta(previous, state))
+        previous = state
     assert evicted > 0 and deltas[0]["keys"].numel() < 30 and deltas[0]["evicted"].numel() > 0
+    for delta in deltas:
+        base = apply_shard_delta(base, delta)
     restored, loaded = _shard(**config), _shard(**config)
     restored.load_state_dict(base)
-    for delta in deltas:
-        restored.apply_delta(delta)
-    restored.mark()
     loaded.load_state_dict(shard.state_dict())
     for other in (restored, loaded):
         _assert_same(other.state_dict(), shard.state_dict())

@@ -21,12 +21,12 @@ import torch.nn.functional as F_
 from recsync.errors import RecsyncError
 from recsync.model.hash_spec import Admission, Eviction
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.ps.hash_index import Array, HashIndex, Int64s, find_slots, mix64, njit
+from recsync.ps.hash_index import HashIndex, Int64s
+from recsync.ps.hash_kernels import SKETCH_MAX, count_and_admit, fill_initial_rows, find_and_touch
 
 DEFAULT_SLOT = 0
 NUM_TABLES = 256
 COUNTERS = ("inserted", "evicted", "admitted_lookups", "refused_lookups")
-SKETCH_MAX = np.iinfo(np.uint16).max
 
 
 class TableFullError(RecsyncError):
@@ -67,57 +67,11 @@ def tables_of(keys: Int64s) -> Int64s:
     return (keys >> 56) & 0xFF
 
 
-@njit
-def _find_and_touch(
-    table: Array, index_keys: Array, query: Array, out: Array, last_seen: Array, clock: int,
-    admitted: Array,
-) -> int:  # fmt: skip
-    """Slots of present keys (marked seen, counted per table), -1 for absent; how many."""
-    find_slots(table, index_keys, query, out)
-    absent = 0
-    for i in range(query.size):
-        if out[i] < 0:
-            absent += 1
-        else:
-            last_seen[out[i]] = clock
-            admitted[(query[i] >> 56) & 0xFF] += 1
-    return absent
-
-
-@njit
-def _count_and_admit(
-    sketch: Array, query: Array, seed: np.uint64, clock: int, min_count: int,
-    probability: float, admitted: Array,
-) -> None:  # fmt: skip
-    """Count each sighting (saturating); admitted: count reached and the coin came up."""
-    mask = np.uint64(sketch.shape[1] - 1)
-    coin_salt = mix64(mix64(seed) ^ np.uint64(clock))
-    for i in range(query.size):
-        key = np.uint64(query[i])
-        count = SKETCH_MAX
-        for row in range(sketch.shape[0]):
-            col = mix64(key ^ mix64(seed + np.uint64(row + 1))) & mask
-            if sketch[row, col] < SKETCH_MAX:
-                sketch[row, col] += 1
-            count = min(count, sketch[row, col])
-        coin = (mix64(key ^ coin_salt) >> np.uint64(11)) * 2.0**-53
-        admitted[i] = count >= min_count and coin < probability
-
-
-@njit
-def _initial_rows(query: Array, seed: np.uint64, bound: float, out: Array) -> None:
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    for i in range(query.size):
-        row_hash = mix64(np.uint64(query[i]) ^ mix64(seed))
-        for d in range(out.shape[1]):
-            u = (mix64(row_hash + np.uint64(d) * golden) >> np.uint64(40)) * 2.0**-24
-            out[i, d] = np.float32((u * 2 - 1) * bound)
-
-
 class HashEmbeddingShard:
     """Rows keyed by int64 keys, created on first admitted sight; `EmbeddingShard`'s interface
     (requests name KEYS where the fixed shard names row indices) plus admission, eviction,
-    counters and incremental checkpoints (`mark`, `delta_state`, `apply_delta`)."""
+    counters; its states (`state_dict`) are what incremental checkpoints diff
+    (hash_delta.py)."""
 
     def __init__(
         self, config: HashTableConfig, optimizer: RowOptimizerSpec, name: str = "hash_shard"
@@ -145,8 +99,6 @@ class HashEmbeddingShard:
         self.optimizer = self.optimizer_spec.build(capacity, self.dim)
         self.versions = torch.zeros(capacity, dtype=torch.int64)
         self.last_seen = np.zeros(capacity, dtype=np.int32)
-        self.mark_clock = self.clock
-        self._evicted: list[Int64s] = []
 
     @property
     def num_rows(self) -> int:
@@ -179,7 +131,7 @@ class HashEmbeddingShard:
     def initial_rows(self, keys: Int64s) -> torch.Tensor:
         """len(keys) x D starting rows, uniform in +-0.05/sqrt(D), from (seed, key) only."""
         out = np.empty((keys.size, self.dim), dtype=np.float32)
-        _initial_rows(keys, self._seed, 0.05 / self.dim**0.5, out)
+        fill_initial_rows(keys, self._seed, 0.05 / self.dim**0.5, out)
         return torch.from_numpy(out)
 
     def _insert(self, keys: Int64s) -> None:
@@ -197,7 +149,6 @@ class HashEmbeddingShard:
     def _remove(self, slots: Int64s) -> None:
         keys = self.index.keys[slots]
         self.index.delete(keys)
-        self._evicted.append(keys)
         self.counters["evicted"] += np.bincount(tables_of(keys), minlength=NUM_TABLES)
 
     def _make_room(self, keys: Int64s) -> Int64s:
@@ -241,7 +192,7 @@ class HashEmbeddingShard:
         assert rows.dtype == torch.int64
         keys = rows.numpy()
         slots = np.empty(keys.size, dtype=np.int64)
-        absent = _find_and_touch(
+        absent = find_and_touch(
             self.index.table, self.index.keys, keys, slots, self.last_seen, self.clock,
             self.counters["admitted_lookups"],
         )  # fmt: skip
@@ -255,7 +206,7 @@ class HashEmbeddingShard:
         admission = self.config.admission
         if not admission.admits_all:
             admitted = np.empty(absent.size, dtype=np.bool_)
-            _count_and_admit(
+            count_and_admit(
                 self.sketch, absent, self._seed, self.clock, admission.min_count,
                 admission.probability, admitted,
             )  # fmt: skip
@@ -383,7 +334,6 @@ class HashEmbeddingShard:
             "optimizer": {n: t[rows] for n, t in self.optimizer.state_dict().items()},
             "global_step": self.global_step,
             "clock": self.clock,
-            "mark_clock": self.mark_clock,
             "skipped_updates": self.skipped_updates,
             # the uint16 counters' bits as int16: torch pickles no uint16 tensor
             "sketch": torch.from_numpy(self.sketch.view(np.int16).copy()),
@@ -403,7 +353,6 @@ class HashEmbeddingShard:
             tensor[rows] = state["optimizer"][name]
         self.global_step = int(state["global_step"])
         self.clock = int(state["clock"])
-        self.mark_clock = int(state["mark_clock"])
         self.skipped_updates = int(state["skipped_updates"])
         self.sketch = state["sketch"].numpy().view(np.uint16).copy()
         self.counters = {n: c.numpy().copy() for n, c in state["counters"].items()}
@@ -422,24 +371,3 @@ class HashEmbeddingShard:
             )
         self._new_arena(max(self.config.initial_rows, rows))
         self._load_rows_state(state)
-
-    def mark(self) -> None:
-        """Start a new delta: rows touched from now on are seen at a clock past the mark.
-        A full checkpoint (`state_dict`) taken right before a mark is the deltas' base."""
-        self.mark_clock = self.clock
-        self.clock += 1
-        self._evicted = []
-
-    def delta_state(self) -> dict[str, Any]:
-        """The rows touched and the keys evicted since the last `mark` (with every scalar):
-        `apply_delta` of it on the state at that mark gives this shard's state."""
-        slots = self.index.live_slots()
-        delta = self._rows_state(slots[self.last_seen[slots] > self.mark_clock])
-        evicted = np.unique(np.concatenate([np.zeros(0, np.int64), *self._evicted]))
-        return {**delta, "evicted": torch.from_numpy(evicted)}
-
-    def apply_delta(self, delta: dict[str, Any]) -> None:
-        evicted = delta["evicted"].numpy()
-        self.index.delete(evicted)
-        self._load_rows_state(delta)
-        self._evicted = [evicted.copy()]
