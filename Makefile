@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint layers types bench clean
+.PHONY: run test test-fast lint layers types bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,10 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 test: lint layers types
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not engine and not long"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_step.py

@@ -8,8 +8,10 @@ dimension 16, and id churn: every day a share of each feature's ids is replaced 
 never-seen ones. Four parts, each saved as it ends (parts/NAME.json, reused by a rerun with
 the same setting): quality at equal memory (several seeds), memory and next-day AUC over
 continual days with and without eviction (with full and delta checkpoints of every cut),
-and examples/s of hash vs fixed tables on the Ray engine (`engine_examples` 0: only the
-cost model's ratio). The report is `embeddings_report.py`'s.
+and examples/s of hash vs fixed tables: the cost model's ratio, and on the Ray engine when
+`engine_examples` > 0 (off by default: it needs a machine where no other Ray session runs;
+a `ray stop` elsewhere kills this one's; once saved, a rerun without it reports it too).
+The report is `embeddings_report.py`'s.
 """
 
 from __future__ import annotations
@@ -24,129 +26,47 @@ from typing import Any
 
 from recsync.app.repro.common import Progress, run_in_processes
 from recsync.app.repro.embeddings_report import write_report
+from recsync.app.repro.embeddings_setting import (
+    CONTINUAL_VARIANTS,
+    ENGINE_FIELDS,
+    UNBOUNDED,
+    Setting,
+    fixed_rows,
+    job,
+    quality_label,
+    quality_variants,
+    synthetic,
+)
 from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.outcome import evaluate_model
-from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
-from recsync.model.hash_spec import Admission, Eviction, HashTables
-from recsync.model.spec import ModelSpec, TableSpec
-from recsync.optim.train_spec import TrainSpec
+from recsync.coordinator.spec import plan_for
+from recsync.data.batch import Batch
+from recsync.data.synthetic import SyntheticTask
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
-
-# Criteo Kaggle (Display Advertising Challenge) distinct values of C1..C26: 33.76M in all
-CRITEO_CARDINALITIES = (
-    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
-    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
-)  # fmt: skip
-QUALITY_VARIANTS = ("fixed", "hash LRS", "hash LRS + admission 2", "hash unbounded")
-CONTINUAL_VARIANTS = ("no eviction", "ttl eviction")
-SHARDS = 2  # embedding servers
 
 
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    """Sizes of the reproduction (the defaults are the reported run)."""
-
-    scale: int = 1000
-    floor: int = 3
-    dim: int = 16
-    fixed_cap: int = 1000  # rows of a fixed table (smaller id spaces keep theirs)
-    churn: float = 0.05  # share of each feature's ids replaced a day
-    quality_examples: int = 120_000
-    quality_days: int = 4
-    seeds: tuple[int, ...] = (0, 1, 2)
-    test_examples: int = 20_000
-    days: int = 10  # continual days trained (and scored on the day after each)
-    per_day: int = 32_768
-    ttl_days: int = 1  # eviction: rows unseen for this many days of updates
-    cuts_per_day: int = 4
-    deltas_per_full: int = 4
-    batch_size: int = 256
-    bottom_mlp: tuple[int, ...] = (64, 32)
-    top_mlp: tuple[int, ...] = (64, 32)
-    engine_examples: int = 60_000  # 0: no Ray runs, the cost model's ratio only
-    engine_repeats: int = 2
-
-    def table_rows(self) -> tuple[int, ...]:
-        return tuple(max(c // self.scale, self.floor) for c in CRITEO_CARDINALITIES)
-
-    def ttl_steps(self) -> int:
-        """Shard updates in ttl_days days (each batch updates every shard once)."""
-        return self.ttl_days * self.per_day // self.batch_size
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def synthetic(setting: Setting, seed: int, days: int, examples: int) -> SyntheticSpec:
-    return SyntheticSpec(
-        num_train=examples,
-        num_test=setting.test_examples,
-        table_rows=setting.table_rows(),
-        num_days=days,
-        id_churn=setting.churn,
-        seed=seed,
-    )
-
-
-def fixed_rows(setting: Setting, task: SyntheticSpec) -> tuple[int, ...]:
-    """Each fixed table's rows: its id space (over all days) up to fixed_cap."""
-    return tuple(min(space, setting.fixed_cap) for space in task.id_space())
-
-
-def job(setting: Setting, variant: str, task: SyntheticSpec, seed: int) -> JobSpec:
-    """The job of a variant: S-EASGD, 2 trainers x 2 workers, 2 embedding servers."""
-    rows = fixed_rows(setting, task)
-    tables = tuple(TableSpec(f"C{f + 1}", r, setting.dim) for f, r in enumerate(rows))
-    bound = sum(rows) // SHARDS
-    hash_tables = {
-        "fixed": None,
-        "hash LRS": HashTables(max_rows=bound),
-        "hash LRS + admission 2": HashTables(max_rows=bound, admission=Admission(min_count=2)),
-        "hash unbounded": HashTables(),
-        "no eviction": HashTables(),
-        "ttl eviction": HashTables(eviction=Eviction(ttl_steps=setting.ttl_steps())),
-    }[variant]
-    if hash_tables is None:
-        data = dataclasses.replace(task, bucket_rows=rows)
-    else:
-        data = dataclasses.replace(task, keyed=True)
-    model = ModelSpec(
-        tables=tables,
-        bottom_mlp=setting.bottom_mlp,
-        top_mlp=setting.top_mlp,
-        hash_tables=hash_tables,
-    )
-    return JobSpec(
-        model,
-        TrainSpec(batch_size=setting.batch_size, seed=seed),
-        ClusterSpec(2, 2, SHARDS, num_sync_servers=1),
-        strategy_config("easgd"),
-        data,
-    )
-
-
-def quality_run(item: tuple[Setting, str, int]) -> dict[str, Any]:
-    """One variant and seed trained on the multi-day task, scored on the last day."""
-    setting, variant, seed = item
-    task = synthetic(setting, seed, setting.quality_days, setting.quality_examples)
-    spec = job(setting, variant, task, seed)
+def quality_run(item: tuple[Setting, str, int, int | None]) -> dict[str, Any]:
+    """One variant, seed and memory budget trained on the multi-day task, scored on the
+    last day."""
+    setting, variant, seed, cap = item
+    task = synthetic(setting, setting.task_seed, setting.quality_days, setting.quality_examples)
+    spec = job(setting, variant, task, seed, cap)
     start = time.perf_counter()
     summary = SimJob(spec, plan_for(spec), CostModel()).run()
     rows = summary.get("embedding_rows") or {}
-    memory = sum(fixed_rows(setting, task))
+    memory = sum(fixed_rows(task, cap))
     bound = spec.model.hash_tables.max_rows if spec.model.hash_tables else None
     return {
-        "variant": variant,
+        "variant": quality_label(variant, cap),
+        "fixed_cap": cap,
         "seed": seed,
         "test_auc": summary["test_auc"],
         "test_ne": summary["test_ne"],
         "teacher_auc": SyntheticTask(task).teacher_auc(),
-        "rows_budget": memory if variant != "hash unbounded" else None,
+        "rows_budget": None if cap is None else memory,
         "max_rows_per_shard": bound,
         "rows_live": rows.get("live", memory),
         "inserted": rows.get("inserted"),
@@ -158,13 +78,23 @@ def quality_run(item: tuple[Setting, str, int]) -> dict[str, Any]:
     }
 
 
+def next_day_test(scorer: SyntheticTask, day: int, size: int) -> Batch:
+    """Held-out examples of the day after `day`, their ids keyed as the hash tables were
+    trained (ValueError for a task that is not keyed)."""
+    if not scorer.spec.keyed:
+        raise ValueError("continual runs train hash tables: score them on keyed ids")
+    return scorer.day_test_set(day + 1, size)[0]
+
+
 def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
     """`days` jobs, each resumed from the day before's end state, scored on the next day;
     with eviction, every cut's state (and each day's end) is also written as full-only and
     as full + delta checkpoints."""
     setting, variant = item
-    task = synthetic(setting, 0, setting.days + 1, (setting.days + 1) * setting.per_day)
-    scorer = SyntheticTask(task)
+    task = synthetic(
+        setting, setting.task_seed, setting.days + 1, (setting.days + 1) * setting.per_day
+    )
+    scorer = SyntheticTask(dataclasses.replace(task, keyed=True))
     writers = {}
     folder = tempfile.TemporaryDirectory(prefix="recsync-embeddings-")
     if variant == "ttl eviction":
@@ -198,7 +128,7 @@ def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
                 for writer in writers.values():
                     writer.write(cut)
                     writer.wait()
-            test = scorer.day_test_set(day + 1, setting.test_examples)[0]
+            test = next_day_test(scorer, day, setting.test_examples)
             layout = sim.plan.embeddings.layout
             quality = evaluate_model(spec, layout, state.dense, state.shards, test)
             rows = summary["embedding_rows"]
@@ -229,13 +159,11 @@ def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
     from recsync.runtime.ray.job import connect, run_job
 
     task = dataclasses.replace(
-        synthetic(setting, 0, 1, setting.engine_examples), id_churn=0.0, num_test=2_000
+        synthetic(setting, setting.task_seed, 1, setting.engine_examples),
+        id_churn=0.0,
+        num_test=2_000,
     )
-    full = dataclasses.replace(setting, fixed_cap=max(task.table_rows))
-    specs = {
-        "fixed": job(full, "fixed", task, 0),
-        "hash": job(full, "hash unbounded", task, 0),
-    }
+    specs = {"fixed": job(setting, "fixed", task, 0), "hash": job(setting, UNBOUNDED, task, 0)}
     eps: dict[str, list[float]] = {name: [] for name in specs}
     connect(None, 2)
     try:
@@ -247,25 +175,41 @@ def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
     finally:
         ray.shutdown()
     ratios = [h / f for h, f in zip(eps["hash"], eps["fixed"], strict=True)]
-    return {"examples": setting.engine_examples, "eps": eps, "ratios": ratios}
+    return {
+        "examples": setting.engine_examples,
+        "repeats": setting.engine_repeats,
+        "eps": eps,
+        "ratios": ratios,
+    }
+
+
+def _key(setting: dict[str, Any], engine: bool) -> dict[str, Any]:
+    """What a saved part must have been run with to be reused: the whole setting for the
+    Ray part, the setting but the Ray runs' sizes for the others."""
+    key: dict[str, Any] = json.loads(json.dumps(setting))
+    return key if engine else {k: v for k, v in key.items() if k not in ENGINE_FIELDS}
 
 
 def _part(
     out_dir: Path,
     name: str,
     setting: Setting,
-    compute: Callable[[], Any],
+    compute: Callable[[], Any] | None,
     progress: Progress | None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """A part's result and the seconds it took: reused from parts/NAME.json if it was saved
-    for this setting, else computed (`compute()`) and saved."""
+    for this setting, else computed (`compute()`) and saved. The Ray part (`compute` None:
+    not asked for) is reused if it was run on the same task and model."""
     path = out_dir / "parts" / f"{name}.json"
     if path.exists():
         saved: dict[str, Any] = json.loads(path.read_text())
-        if saved["setting"] == json.loads(json.dumps(setting.as_dict())):
+        strict = name == "engine" and compute is not None
+        if _key(saved["setting"], strict) == _key(setting.as_dict(), strict):
             if progress:
                 progress(f"{name}: reused {path}")
             return saved
+    if compute is None:
+        return None
     if progress:
         progress(f"{name}: running")
     start = time.perf_counter()
@@ -283,17 +227,19 @@ def reproduce(
     """Run (or reuse) every part, write results.json, report.md and the figures."""
     setting = setting or Setting()
     out_dir.mkdir(parents=True, exist_ok=True)
-    items = [(setting, v, s) for s in setting.seeds for v in QUALITY_VARIANTS]
+    items = [
+        (setting, variant, seed, cap)
+        for seed in setting.seeds
+        for variant, cap in quality_variants(setting)
+    ]
     continual = [(setting, v) for v in CONTINUAL_VARIANTS]
-    computes: dict[str, Callable[[], Any]] = {
+    computes: dict[str, Callable[[], Any] | None] = {
         "quality": lambda: run_in_processes(quality_run, items, progress),
         "continual": lambda: run_in_processes(continual_run, continual, progress),
+        "engine": (lambda: engine_eps(setting, progress)) if setting.engine_examples else None,
     }
-    if setting.engine_examples:
-        computes["engine"] = lambda: engine_eps(setting, progress)
-    parts = {
-        name: _part(out_dir, name, setting, compute, progress) for name, compute in computes.items()
-    }
+    found = {name: _part(out_dir, name, setting, run, progress) for name, run in computes.items()}
+    parts = {name: part for name, part in found.items() if part is not None}
     results = {
         "setting": setting.as_dict(),
         "table_rows": setting.table_rows(),

@@ -7,63 +7,22 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from recsync.app.repro.embeddings_setting import (
+    BOUNDED,
+    NOISE,
+    UNBOUNDED,
+    by_variant,
+    quality_label,
+    quality_verdicts,
+    seed_sd,
+)
 from recsync.app.runs.plots import new_figure, save_figure
-
-NOISE = 2.0  # a difference "holds" when it exceeds NOISE x the seed spread
-
-
-def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for run in quality:
-        runs.setdefault(run["variant"], []).append(run)
-    return runs
-
-
-def _sd(values: list[float]) -> float:
-    return statistics.stdev(values) if len(values) > 1 else 0.0
-
-
-def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> dict[str, Any]:
-    """`a` minus `b` on `metric`, paired by seed: the mean difference, the seed spread (the
-    largest of either variant's standard deviation over seeds and that of the paired
-    differences) and the verdict."""
-    first = {r["seed"]: r[metric] for r in runs[a]}
-    second = {r["seed"]: r[metric] for r in runs[b]}
-    seeds = sorted(first.keys() & second.keys())
-    diffs = [first[s] - second[s] for s in seeds]
-    spread = max(_sd([first[s] for s in seeds]), _sd([second[s] for s in seeds]), _sd(diffs))
-    mean = statistics.fmean(diffs)
-    holds = len(seeds) > 1 and abs(mean) > NOISE * spread
-    return {
-        "a": a,
-        "b": b,
-        "metric": metric,
-        "seeds": len(seeds),
-        "difference": mean,
-        "spread": spread,
-        "verdict": "holds" if holds else "within noise",
-    }
-
-
-def quality_verdicts(quality: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    runs = by_variant(quality)
-    pairs = (
-        ("hash LRS", "fixed"),
-        ("hash LRS + admission 2", "fixed"),
-        ("hash LRS + admission 2", "hash LRS"),
-        ("hash unbounded", "hash LRS"),
-    )
-    return [
-        compare(runs, a, b, metric)
-        for a, b in pairs
-        if a in runs and b in runs
-        for metric in ("test_auc", "test_ne")
-    ]
 
 
 def write_report(results: dict[str, Any], out_dir: Path) -> None:
     """report.md, rows_per_day.png and auc_per_day.png in `out_dir`."""
-    results["verdicts"] = quality_verdicts(results["quality"])
+    caps = results["setting"]["fixed_caps"]
+    results["verdicts"] = quality_verdicts(results["quality"], caps)
     for name, key, label in (
         ("rows_per_day.png", "rows_live", "rows live at the day's end"),
         ("auc_per_day.png", "next_day_auc", "AUC on the next day's held-out data"),
@@ -85,7 +44,7 @@ def write_report(results: dict[str, Any], out_dir: Path) -> None:
 
 def _mean_sd(runs: list[dict[str, Any]], metric: str, digits: int = 4) -> str:
     values = [r[metric] for r in runs]
-    return f"{statistics.fmean(values):.{digits}f} ± {_sd(values):.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {seed_sd(values):.{digits}f}"
 
 
 def setting_lines(results: dict[str, Any]) -> list[str]:
@@ -103,13 +62,15 @@ def setting_lines(results: dict[str, Any]) -> list[str]:
         f"- Model: DLRM, embedding dimension {s['dim']}, bottom MLP {list(s['bottom_mlp'])}, "
         f"top MLP {list(s['top_mlp'])}, Adagrad; S-EASGD on 2 trainers x 2 workers, "
         f"2 embedding servers, 1 sync server; batch {s['batch_size']}.",
-        f"- Fixed tables: each table min(its id space over the run, {s['fixed_cap']:,}) rows; "
-        "a feature with more ids reaches its table through a hash of the id modulo the rows "
+        "- Fixed tables: each table min(its id space over the run, a cap) rows, caps "
+        f"{', '.join(f'{c:,}' for c in s['fixed_caps'])} (one memory budget each); a feature "
+        "with more ids reaches its table through a hash of the id modulo the rows "
         "(collisions share a row). Hash tables: keyed by the raw id (a row per id).",
         f"- Quality runs: {s['quality_examples']:,} examples over {s['quality_days']} days, "
         f"scored on {s['test_examples']:,} held-out examples of the last day; seeds "
-        f"{list(s['seeds'])} (each seed is its own task draw and model init; teacher AUC "
-        f"{teacher:.4f} on average).",
+        f"{list(s['seeds'])} (training seeds: the model's initial weights and rows; the task "
+        f"and its examples are the same for every run, task seed {s['task_seed']}; the "
+        f"teacher's own AUC is {teacher:.4f}).",
     ]
 
 
@@ -134,11 +95,37 @@ def quality_lines(results: dict[str, Any]) -> list[str]:
             f"{statistics.fmean(r['rows_live'] for r in group):,.0f} | "
             f"{_opt_mean(group, 'evicted')} | {_opt_mean(group, 'refused_lookups')} |"
         )
-    lines += ["", f"Verdicts (paired by seed; holds when |difference| > {NOISE:g} x spread):", ""]
+    lines += [
+        "",
+        f"Verdicts, paired by seed ({len(results['setting']['seeds'])} seeds): a difference "
+        f"holds when it exceeds {NOISE:g}x the spread (the largest standard deviation over "
+        "seeds of either variant or of their paired difference); lower NE is better.",
+        "",
+        "| comparison | metric | difference | spread | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for v in results["verdicts"]:
         lines.append(
-            f"- {v['a']} minus {v['b']}, {v['metric']}: {v['difference']:+.4f} (spread "
-            f"{v['spread']:.4f}, {v['seeds']} seeds): **{v['verdict']}**"
+            f"| {v['a']} minus {v['b']} | {v['metric'].removeprefix('test_').upper()} | "
+            f"{v['difference']:+.4f} | {v['spread']:.4f} | **{v['verdict']}** |"
+        )
+    lines += ["", *turnover_lines(runs, results["setting"]["fixed_caps"])]
+    return lines
+
+
+def turnover_lines(runs: dict[str, list[dict[str, Any]]], caps: list[int]) -> list[str]:
+    """How often a bounded hash table replaced its rows at each budget."""
+    lines = []
+    for cap in caps:
+        group = runs.get(quality_label(BOUNDED[1], cap))
+        if not group or not group[0]["rows_budget"]:
+            continue
+        evicted = statistics.fmean(r["evicted"] for r in group)
+        lines.append(
+            f"- At {cap:,} rows a table, LRS evicted {evicted:,.0f} rows over a run, "
+            f"{evicted / group[0]['rows_budget']:.0f} times its {group[0]['rows_budget']:,} "
+            "rows: an evicted id that comes back starts again from its initial row, where a "
+            "fixed table's shared bucket keeps what it learned."
         )
     return lines
 
@@ -160,7 +147,7 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
         f"day before's end state, scored on {s['test_examples']:,} held-out examples of the "
         f"next day; with and without eviction by ttl ({ttl:,} shard updates = "
         f"{s['ttl_days']} day(s); evicted at each of the {s['cuts_per_day']} cuts a day and at "
-        "the day's end). One seed (0).",
+        "the day's end). One training seed (0).",
         "",
         "![rows per day](rows_per_day.png) ![AUC per day](auc_per_day.png)",
         "",
@@ -177,7 +164,7 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
         b["next_day_auc"] - a["next_day_auc"] for a, b in zip(kept, evicting, strict=True)
     )
     spread = max(
-        (_sd([r["test_auc"] for r in g]) for g in by_variant(results["quality"]).values()),
+        (seed_sd([r["test_auc"] for r in g]) for g in by_variant(results["quality"]).values()),
         default=0.0,
     )
     verdict = "within noise" if abs(gap) <= NOISE * spread else "holds"
@@ -196,11 +183,15 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _fixed_label(results: dict[str, Any]) -> str:
+    return quality_label(BOUNDED[0], results["setting"]["fixed_caps"][0])
+
+
 def engine_lines(results: dict[str, Any]) -> list[str]:
     runs = by_variant(results["quality"])
     sim = [
         h["sim_eps"] / f["sim_eps"]
-        for h, f in zip(runs["hash unbounded"], runs["fixed"], strict=True)
+        for h, f in zip(runs[UNBOUNDED], runs[_fixed_label(results)], strict=True)
     ]
     lines = [
         "## 3. Examples/s, hash vs fixed",
@@ -211,11 +202,17 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
     ]
     engine = results.get("engine")
     if not engine:
-        return [*lines, "- Ray engine: not run (engine_examples = 0)."]
+        return [
+            *lines,
+            "- Ray engine: not measured (Setting.engine_examples = 0, the default: a local Ray "
+            "needs a machine where no other Ray session runs; a `ray stop --force` from "
+            "another session kills it).",
+        ]
     eps = engine["eps"]
     lines.append(
         f"- Ray engine (measured; the same job, a local Ray on this 2-core machine, "
-        f"{engine['examples']:,} examples a run, fixed tables holding every id vs unbounded "
+        f"{engine['examples']:,} examples a run, {engine['repeats']} runs each, fixed tables "
+        "holding every id vs unbounded "
         f"hash tables, runs alternated): fixed {', '.join(f'{e:,.0f}' for e in eps['fixed'])}"
         f" ex/s, hash {', '.join(f'{e:,.0f}' for e in eps['hash'])} ex/s; ratio median "
         f"{statistics.median(engine['ratios']):.3f} (range {min(engine['ratios']):.3f}-"
@@ -272,9 +269,11 @@ def reviewer_lines(results: dict[str, Any]) -> list[str]:
         f"1/{s['scale']:,} of the real ones.",
         f"- {len(s['seeds'])} seeds: a difference under {NOISE:g}x their spread is reported as "
         "within noise, not as an effect; smaller effects need more seeds and longer runs.",
-        f"- One memory budget ({s['fixed_cap']:,} rows a fixed table): the fixed-vs-hash gap "
-        "depends on how much smaller than the id space the tables are; no sweep here.",
+        f"- {len(s['fixed_caps'])} memory budgets only: the fixed-vs-hash gap depends on how "
+        "much smaller than the id space the tables are, and on the skew of the ids.",
         "- The continual part runs one seed; its AUC comparison borrows the quality runs' spread.",
+        "- The seeds vary the training only, on one draw of the task: the spread is the "
+        "training's, not the data's.",
         "- Write times are this machine's disk and a busy CPU, not a production store's; "
         "the Ray examples/s come from short runs on 2 cores.",
     ]

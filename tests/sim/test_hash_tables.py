@@ -209,7 +209,7 @@ def test_the_readme_scores_a_keyed_export_as_predict_does(tmp_path, monkeypatch)
     assert invoke("export", "runs/r", "model_dir").exit_code == 0
     predicted = invoke("predict", "runs/r", "clicks.ffm", "--out", "s.parquet")
     assert predicted.exit_code == 0, predicted.output
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     snippet = re.search(r"<!-- keyed-export-snippet -->\n```python\n(.*?)```", readme, re.S)
     assert snippet, "README has no keyed export snippet"
     scope: dict = {}

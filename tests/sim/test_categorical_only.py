@@ -87,6 +87,7 @@ def plain_fm_auc(bag: bool, train: Batch, test: Batch, seed: int) -> float:
         return evaluate_predictions(test.labels, torch.sigmoid(fm(*example_ids(test, bag)))).auc
 
 
+@pytest.mark.long  # trains two models to quality (about 12 s)
 @pytest.mark.parametrize("bag", [False, True], ids=["two-id-columns", "one-bag"])
 def test_categorical_only_data_trains_as_well_as_a_plain_fm(bag):
     train, test = teacher_data(bag, 60_000, seed=1), teacher_data(bag, 10_000, seed=2)

@@ -16,6 +16,8 @@ import time
 
 import pytest
 import ray
+from test_cli import config_file, invoke
+from test_engine import TRAIN, reference_auc, spec  # noqa: F401
 
 from recsync.app.runs import distributed
 from recsync.coordinator.cuts import CheckpointEvery
@@ -24,6 +26,7 @@ from recsync.coordinator.recovery import Loss, Recoveries, RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
+from recsync.model.hash_spec import HashTables
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
@@ -31,8 +34,6 @@ from recsync.protocol.reading import NextBatch, Requeue
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import RayJob, run_job
 from recsync.sync.registry import strategy_config
-from test_cli import config_file, invoke
-from test_engine import TRAIN, reference_auc, spec  # noqa: F401
 
 LONG = SyntheticSpec(num_train=120_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
 
@@ -108,10 +109,10 @@ LOSSES = [
     ("async", READER, "rollback"),
     ("easgd", Address(Role.EMBEDDING_SERVER, 1), "partial"),
     ("easgd", Address(Role.TRAINER, 0), "restart"),
+    ("easgd-hash-tables", Address(Role.EMBEDDING_SERVER, 1), "partial"),
 ]
 
 
-@pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 @pytest.mark.parametrize(
     ("strategy", "target", "action"), LOSSES, ids=[f"{s}-{t.name}-{a}" for s, t, a in LOSSES]
@@ -122,9 +123,14 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
     action,
     reference_auc,  # noqa: F811
 ):
+    hashed = strategy.endswith("-hash-tables")
     job = dataclasses.replace(
-        spec(strategy, ClusterSpec(2, 2, 2, 1, num_dense_servers=1)), synthetic=LONG
+        spec(strategy.removesuffix("-hash-tables"), ClusterSpec(2, 2, 2, 1, num_dense_servers=1)),
+        synthetic=dataclasses.replace(LONG, keyed=hashed),
     )
+    if hashed:  # the lost shard comes back from its cut's rows, keys and sketch
+        model = dataclasses.replace(job.model, hash_tables=HashTables())
+        job = dataclasses.replace(job, model=model)
     kill = SigKill(target, at=60_000)
     role = {Role.TRAINER: "trainer", Role.EMBEDDING_SERVER: "embedding_server"}.get(target.role)
     summary = run_job(
@@ -197,7 +203,6 @@ def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last
     assert 15_000 <= first_position <= 60_000 + 15_000
 
 
-@pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_reports(
     monkeypatch,
@@ -227,7 +232,6 @@ def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_re
     assert summary["examples_trained"] == job.synthetic.num_train
 
 
-@pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 @pytest.mark.parametrize("strategy", ["easgd", "async"])
 def test_a_diverging_worker_ends_the_job_and_is_not_recovered_from(strategy):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from small_jobs import small_continual
 
 from recsync.app.config.load import load_config
 from recsync.app.runs.continual import run_continual
@@ -16,7 +17,6 @@ from recsync.app.runs.scenario import Scenario
 from recsync.app.runs.simulate import run_simulation
 from recsync.errors import ConfigError
 from recsync.sync.controller import ControllerConfig
-from small_jobs import small_continual
 
 SCENARIO = """
 [[change]]

@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 import pytest
+from small_jobs import small_continual
 
 from recsync.app.cli.data import Split, write_synthetic_parquet
 from recsync.app.config.load import load_config
@@ -21,7 +22,6 @@ from recsync.app.runs.continual_days import day_sizes
 from recsync.app.runs.continual_options import ContinualOptions as Options
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
-from small_jobs import small_continual
 
 SMALL = small_continual(3)
 
@@ -79,7 +79,6 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
     assert len((root / "metrics.jsonl").read_text().splitlines()) == 2
 
 
-@pytest.mark.engine
 @pytest.mark.usefixtures("local_ray")
 def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     """Day 1 of the scenario: one of the two trainers 4x slower (its compute sleeps 3x as

@@ -8,9 +8,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import torch
+from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
 
 from recsync.coordinator.evaluation import EarlyStopping, EarlyStopWatch
-from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
 
 
 def watch_stops(rule: EarlyStopping, values: list[float]) -> list[bool]:

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 import ray
-
 from test_cli import config_file, invoke
 
-pytestmark = pytest.mark.engine
 RAY = str(Path(sys.executable).parent / "ray")
 
 

@@ -11,13 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 from sklearn.metrics import roc_auc_score
+from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
 
 from recsync.app.runs.export import exported_model
 from recsync.io.readers import open_dataset
 from recsync.io.sources import prepared
-from test_cli import config_file, invoke, parquet_files, parquet_overrides  # noqa: F401
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_snippet(model_dir: Path) -> str:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 import torch
 
-from recsync.app.repro import REPRODUCTIONS, embeddings, embeddings_report
+from recsync.app.repro import REPRODUCTIONS, embeddings
+from recsync.app.repro import embeddings_setting as setting
+from recsync.data.keys import table_of
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 
-TINY = embeddings.Setting(
+TINY = setting.Setting(
     scale=100_000,
-    fixed_cap=10,
+    fixed_caps=(10, 4),
     churn=0.2,
     quality_examples=2_048,
     quality_days=2,
@@ -31,6 +34,16 @@ TINY = embeddings.Setting(
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread, as the reproduction's worker processes use (two threads on a busy
+    2-core machine spin at every barrier)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("embeddings")
@@ -43,32 +56,35 @@ def test_the_tiny_reproduction_writes_its_report_and_figures(tiny):
     for name in ("report.md", "results.json", "rows_per_day.png", "auc_per_day.png"):
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "results.json").read_text())["quality"] == results["quality"]
-    assert len(results["quality"]) == len(TINY.seeds) * len(embeddings.QUALITY_VARIANTS)
-    assert [r["variant"] for r in results["continual"]] == list(embeddings.CONTINUAL_VARIANTS)
+    assert len(results["quality"]) == len(TINY.seeds) * len(setting.quality_variants(TINY))
+    assert [r["variant"] for r in results["continual"]] == list(setting.CONTINUAL_VARIANTS)
     assert all(len(r["days"]) == TINY.days for r in results["continual"])
     assert "quality: running" in said and "continual: running" in said
     text = (out / "report.md").read_text()
     for heading in ("## Setting", "## 1.", "## 2.", "## 3.", "## 4.", "What a reviewer"):
         assert heading in text
     assert "the cost model's ratio, not a measurement" in text
-    assert "Ray engine: not run" in text
+    assert "Ray engine: not measured" in text
     assert "embeddings" in REPRODUCTIONS
 
 
 def test_the_reports_numbers_are_the_runs(tiny):
     out, results, _ = tiny
     text = (out / "report.md").read_text()
-    fixed = [r["test_auc"] for r in results["quality"] if r["variant"] == "fixed"]
+    fixed = [r["test_auc"] for r in results["quality"] if r["variant"] == "fixed, 10 rows a table"]
     assert f"{sum(fixed) / len(fixed):.4f} ± " in text
     for run in results["continual"]:
         for day in run["days"]:
             assert f"{day['next_day_auc']:.4f}" in text
+    assert len(results["verdicts"]) == 2 * 4 * len(TINY.fixed_caps)
     for verdict in results["verdicts"]:
-        line = f"{verdict['a']} minus {verdict['b']}, {verdict['metric']}: "
-        assert line + f"{verdict['difference']:+.4f}" in text
+        assert f"| {verdict['a']} minus {verdict['b']} | " in text
+        assert f"| {verdict['difference']:+.4f} | {verdict['spread']:.4f} | " in text
     # one run again, on its own: the simulator is deterministic, the results are its output
-    again = embeddings.quality_run((TINY, "hash LRS", 1))
-    saved = next(r for r in results["quality"] if (r["variant"], r["seed"]) == ("hash LRS", 1))
+    again = embeddings.quality_run((TINY, "hash LRS", 1, 4))
+    saved = next(
+        r for r in results["quality"] if (r["variant"], r["seed"]) == (again["variant"], 1)
+    )
     assert again["test_auc"] == saved["test_auc"] and again["evicted"] == saved["evicted"]
 
 
@@ -101,10 +117,10 @@ def test_a_verdict_holds_only_beyond_twice_the_seed_spread():
     def rows(variant, values):
         return [{"variant": variant, "seed": s, "test_auc": v} for s, v in enumerate(values)]
 
-    runs = embeddings_report.by_variant(rows("a", [0.70, 0.71, 0.72]) + rows("b", [0.60] * 3))
-    assert embeddings_report.compare(runs, "a", "b", "test_auc")["verdict"] == "holds"
-    runs = embeddings_report.by_variant(rows("a", [0.60, 0.64, 0.62]) + rows("b", [0.61] * 3))
-    assert embeddings_report.compare(runs, "a", "b", "test_auc")["verdict"] == "within noise"
+    runs = setting.by_variant(rows("a", [0.70, 0.71, 0.72]) + rows("b", [0.60] * 3))
+    assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "holds"
+    runs = setting.by_variant(rows("a", [0.60, 0.64, 0.62]) + rows("b", [0.61] * 3))
+    assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "within noise"
 
 
 def test_id_churn_brings_new_ids_each_day():
@@ -143,3 +159,29 @@ def test_bad_churn_or_buckets_are_refused(fields):
 def test_buckets_are_for_fixed_tables_only():
     with pytest.raises(ValueError, match="not with keyed"):
         SyntheticSpec(table_rows=(10, 10), bucket_rows=(5, 5), keyed=True)
+
+
+def test_continual_days_are_scored_on_keyed_ids():
+    task = setting.synthetic(TINY, 0, 2, 1_024)
+    with pytest.raises(ValueError, match="keyed"):
+        embeddings.next_day_test(SyntheticTask(task), 0, 64)
+    keyed = SyntheticTask(dataclasses.replace(task, keyed=True))
+    ids = embeddings.next_day_test(keyed, 0, 64).ids.reshape(len(task.table_rows), -1)
+    assert torch.equal(
+        table_of(ids), torch.arange(len(task.table_rows)).unsqueeze(1).expand_as(ids)
+    )
+
+
+def test_a_saved_ray_part_is_reported_by_a_rerun_that_does_not_run_ray(tiny, tmp_path):
+    out, _, _ = tiny
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    asked = dataclasses.replace(TINY, engine_examples=4_096, engine_repeats=2)
+    engine = {"examples": 4_096, "repeats": 2, "eps": {"fixed": [100.0, 110.0]}, "ratios": []}
+    engine["eps"]["hash"], engine["ratios"] = [90.0, 99.0], [0.9, 0.9]
+    saved = {"setting": asked.as_dict(), "result": engine, "seconds": 1.0}
+    (copy / "parts" / "engine.json").write_text(json.dumps(saved))
+    said: list = []
+    results = embeddings.reproduce(copy, said.append, TINY)  # Ray not asked for: reused
+    assert results["engine"] == engine and "engine: reused" in " ".join(map(str, said))
+    assert "ratio median 0.900" in (copy / "report.md").read_text()

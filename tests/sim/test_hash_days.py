@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from small_jobs import small_continual
 
 from recsync.app.config.load import load_config
 from recsync.app.runs.checkpoints import load_run_checkpoint
@@ -20,7 +21,6 @@ from recsync.ps.hash_days import new_day
 from recsync.ps.hash_delta import apply_shard_delta, shard_delta
 from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig
 from recsync.ps.shard import row_gradients
-from small_jobs import small_continual
 
 
 def _key(table: int, id56: int) -> int:

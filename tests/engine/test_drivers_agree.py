@@ -27,7 +27,7 @@ from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.registry import STRATEGIES, strategy_config
 
-pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC = SyntheticSpec(num_train=1_024, num_test=256, num_dense=2, table_rows=(20,) * 3)
 MODEL = ModelSpec(

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import ray
 from ray.cluster_utils import Cluster
+from test_engine import MODEL, SYNTHETIC, TRAIN
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
@@ -17,9 +18,6 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
-from test_engine import MODEL, SYNTHETIC, TRAIN
-
-pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.app.repro.hierarchical import traffic_differences
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -13,9 +14,8 @@ from recsync.runtime.ray.job import run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
-from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
-pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
 

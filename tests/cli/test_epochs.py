@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_cli import config_file, invoke
 
 from recsync.data.batch import collate
 from recsync.data.epochs import epochs_of, shuffled_blocks
@@ -15,7 +16,6 @@ from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.optim.train_spec import TrainSpec
-from test_cli import config_file, invoke
 
 
 def numbered(count: int, size: int = 4):

@@ -9,6 +9,7 @@ import statistics
 
 import pytest
 import torch
+from test_cuts import MODEL, SYNTHETIC, TRAIN, one_thread  # noqa: F401
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
@@ -18,7 +19,6 @@ from recsync.runtime.sim.faulty import FaultySimJob, NodeLost
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.timeline import Timeline, run_timeline, young_daly
 from recsync.sync.registry import strategy_config
-from test_cuts import MODEL, SYNTHETIC, TRAIN, one_thread  # noqa: F401
 
 LOSING = Faults(server_mtbf_s=0.15, trainer_mtbf_s=0.15, detect_s=0.5, restart_s=2.0)
 

@@ -7,7 +7,6 @@ import gzip
 import json
 
 import pytest
-
 from test_cli import config_file, invoke
 
 

@@ -9,6 +9,8 @@ import dataclasses
 
 import pytest
 import torch
+from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
+from test_sim import SYNTHETIC as SIM_SYNTHETIC
 
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule
 from recsync.coordinator.reader import ReaderNode
@@ -20,8 +22,6 @@ from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
-from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
-from test_sim import SYNTHETIC as SIM_SYNTHETIC
 
 SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=6_400, num_test=2_000)
 

@@ -15,7 +15,7 @@ from recsync.runtime.ray.job import RayJob
 from recsync.sync.registry import strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
-pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC = SyntheticSpec(num_train=8_192, num_test=4_000, num_dense=4, table_rows=(50,) * 6)
 MODEL = ModelSpec(

@@ -8,6 +8,7 @@ import time
 
 import pytest
 import ray
+from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
@@ -18,9 +19,8 @@ from recsync.runtime.ray.job import run_job
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
-from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
-pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
 TRAIN = TrainSpec(batch_size=128)

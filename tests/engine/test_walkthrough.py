@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from test_cli import invoke
 
-pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("local_ray")]
-README = Path(__file__).resolve().parents[1] / "README.md"
+pytestmark = pytest.mark.usefixtures("local_ray")
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def walkthrough() -> list[list[str]]:

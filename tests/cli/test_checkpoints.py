@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 import torch
+from test_cli import config_file, invoke
 
 from recsync.app.runs.checkpoints import (
     CHECKPOINT,
@@ -18,7 +19,6 @@ from recsync.app.runs.checkpoints import (
     save_checkpoint,
 )
 from recsync.coordinator.checkpoint import JobState
-from test_cli import config_file, invoke
 
 
 def small_state(weight: torch.Tensor | None = None) -> JobState:

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from test_cli import config_file, invoke
 
 from recsync.app.runs.checkpoints import load_checkpoint
 from recsync.app.runs.interrupts import interrupts
@@ -19,7 +20,6 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import SyntheticData
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.reading import NextBatch, StopReading
-from test_cli import config_file, invoke
 
 
 def test_the_first_signal_stops_the_job_and_the_second_aborts():
@@ -104,7 +104,6 @@ def ray_processes() -> set[int]:
     return found
 
 
-@pytest.mark.engine
 @pytest.mark.parametrize(
     ("signum", "status", "delay_s"),
     [(signal.SIGINT, 130, 1.0), (signal.SIGTERM, 143, 0.0)],  # SIGTERM: while Ray connects

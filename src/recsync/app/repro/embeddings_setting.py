@@ -1,0 +1,199 @@
+"""The hash-embedding reproduction's setting: the Criteo-like task with id churn, and the
+job of every variant (fixed tables hashed into buckets; hash tables bounded with LRS
+eviction, with admission, unbounded, with ttl eviction); and the rule by which two
+variants' runs over seeds are compared."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any
+
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.hash_spec import Admission, Eviction, HashTables
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.sync.registry import strategy_config
+
+# Criteo Kaggle (Display Advertising Challenge) distinct values of C1..C26: 33.76M in all
+CRITEO_CARDINALITIES = (
+    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
+    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
+)  # fmt: skip
+BOUNDED = ("fixed", "hash LRS", "hash LRS + admission 2")  # run at each memory budget
+UNBOUNDED = "hash unbounded"
+CONTINUAL_VARIANTS = ("no eviction", "ttl eviction")
+SHARDS = 2  # embedding servers
+ENGINE_FIELDS = ("engine_examples", "engine_repeats")  # the Ray part's own sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """Sizes of the reproduction (the defaults are the reported run)."""
+
+    scale: int = 1000
+    floor: int = 3
+    dim: int = 16
+    fixed_caps: tuple[int, ...] = (1000, 100)  # rows of a fixed table, one budget each
+    churn: float = 0.05  # share of each feature's ids replaced a day
+    quality_examples: int = 120_000
+    quality_days: int = 4
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # training seeds (model init, initial rows)
+    task_seed: int = 0  # the task (teacher, ids, examples): the same for every run
+    test_examples: int = 20_000
+    days: int = 10  # continual days trained (and scored on the day after each)
+    per_day: int = 32_768
+    ttl_days: int = 1  # eviction: rows unseen for this many days of updates
+    cuts_per_day: int = 4
+    deltas_per_full: int = 4
+    batch_size: int = 256
+    bottom_mlp: tuple[int, ...] = (64, 32)
+    top_mlp: tuple[int, ...] = (64, 32)
+    engine_examples: int = 0  # Ray runs of this many examples (0: the cost model's ratio)
+    engine_repeats: int = 2
+
+    def __post_init__(self) -> None:
+        if min(self.scale, self.floor, self.dim, self.batch_size, self.days) < 1:
+            raise ValueError("embeddings: scale, floor, dim, batch_size and days must be >= 1")
+        if not self.seeds or not self.fixed_caps or min(self.fixed_caps) < 1:
+            raise ValueError("embeddings: needs seeds and fixed_caps (each >= 1)")
+        if self.per_day % self.batch_size or self.per_day < self.cuts_per_day * self.batch_size:
+            raise ValueError(
+                f"embeddings: per_day ({self.per_day}) must be whole batches of "
+                f"{self.batch_size}, at least one per cut ({self.cuts_per_day} a day)"
+            )
+
+    def table_rows(self) -> tuple[int, ...]:
+        """Day 0's ids of each feature: Criteo's cardinalities / scale, at least floor."""
+        return tuple(max(c // self.scale, self.floor) for c in CRITEO_CARDINALITIES)
+
+    def ttl_steps(self) -> int:
+        """Shard updates in ttl_days days (each batch updates every shard once)."""
+        return self.ttl_days * self.per_day // self.batch_size
+
+    def as_dict(self) -> dict[str, Any]:
+        """The setting as saved beside every part and in results.json."""
+        return dataclasses.asdict(self)
+
+
+def synthetic(setting: Setting, seed: int, days: int, examples: int) -> SyntheticSpec:
+    """The Criteo-like task with id churn, `examples` over `days` days (ids not keyed)."""
+    return SyntheticSpec(
+        num_train=examples,
+        num_test=setting.test_examples,
+        table_rows=setting.table_rows(),
+        num_days=days,
+        id_churn=setting.churn,
+        seed=seed,
+    )
+
+
+def fixed_rows(task: SyntheticSpec, cap: int | None) -> tuple[int, ...]:
+    """Each fixed table's rows: its id space (over all days) up to `cap` (None: all)."""
+    return tuple(space if cap is None else min(space, cap) for space in task.id_space())
+
+
+def quality_label(variant: str, cap: int | None) -> str:
+    """A quality run's name in the results and the report."""
+    return variant if cap is None else f"{variant}, {cap:,} rows a table"
+
+
+def job(
+    setting: Setting, variant: str, task: SyntheticSpec, seed: int, cap: int | None = None
+) -> JobSpec:
+    """The job of a variant (fixed tables and the bounds of hash tables: each table's id
+    space up to `cap` rows): S-EASGD, 2 trainers x 2 workers, 2 embedding servers."""
+    if variant not in (*BOUNDED, UNBOUNDED, *CONTINUAL_VARIANTS):
+        raise ValueError(f"embeddings: unknown variant {variant!r}")
+    rows = fixed_rows(task, cap)
+    tables = tuple(TableSpec(f"C{f + 1}", r, setting.dim) for f, r in enumerate(rows))
+    bound = sum(rows) // SHARDS
+    hash_tables = {
+        "fixed": None,
+        "hash LRS": HashTables(max_rows=bound),
+        "hash LRS + admission 2": HashTables(max_rows=bound, admission=Admission(min_count=2)),
+        UNBOUNDED: HashTables(),
+        "no eviction": HashTables(),
+        "ttl eviction": HashTables(eviction=Eviction(ttl_steps=setting.ttl_steps())),
+    }[variant]
+    if hash_tables is None:
+        data = dataclasses.replace(task, bucket_rows=rows)
+    else:
+        data = dataclasses.replace(task, keyed=True)
+    model = ModelSpec(
+        tables=tables,
+        bottom_mlp=setting.bottom_mlp,
+        top_mlp=setting.top_mlp,
+        hash_tables=hash_tables,
+    )
+    return JobSpec(
+        model,
+        TrainSpec(batch_size=setting.batch_size, seed=seed),
+        ClusterSpec(2, 2, SHARDS, num_sync_servers=1),
+        strategy_config("easgd"),
+        data,
+    )
+
+
+def quality_variants(setting: Setting) -> list[tuple[str, int | None]]:
+    """(variant, cap) of every quality run of a seed: each bounded variant at each budget,
+    and unbounded hash tables."""
+    bounded = [(v, cap) for cap in setting.fixed_caps for v in BOUNDED]
+    return [*bounded, (UNBOUNDED, None)]
+
+
+NOISE = 2.0  # a difference "holds" when it exceeds NOISE x the seed spread
+
+
+def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The quality runs grouped by variant (their seeds in run order)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for run in quality:
+        runs.setdefault(run["variant"], []).append(run)
+    return runs
+
+
+def seed_sd(values: list[float]) -> float:
+    """The standard deviation over seeds (0 for one seed)."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> dict[str, Any]:
+    """`a` minus `b` on `metric`, paired by seed: the mean difference, the seed spread (the
+    largest of either variant's standard deviation over seeds and that of the paired
+    differences) and the verdict."""
+    first = {r["seed"]: r[metric] for r in runs[a]}
+    second = {r["seed"]: r[metric] for r in runs[b]}
+    seeds = sorted(first.keys() & second.keys())
+    diffs = [first[s] - second[s] for s in seeds]
+    spread = max(
+        seed_sd([first[s] for s in seeds]), seed_sd([second[s] for s in seeds]), seed_sd(diffs)
+    )
+    mean = statistics.fmean(diffs)
+    holds = len(seeds) > 1 and abs(mean) > NOISE * spread
+    return {
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "seeds": len(seeds),
+        "difference": mean,
+        "spread": spread,
+        "verdict": "holds" if holds else "within noise",
+    }
+
+
+def quality_verdicts(quality: list[dict[str, Any]], caps: list[int]) -> list[dict[str, Any]]:
+    """At each memory budget: hash (LRS) vs fixed, admission vs fixed and vs plain LRS, and
+    what the bound costs (unbounded vs LRS); AUC and NE each."""
+    runs = by_variant(quality)
+    pairs = []
+    for cap in caps:
+        fixed, lrs, admit = (quality_label(v, cap) for v in BOUNDED)
+        pairs += [(lrs, fixed), (admit, fixed), (admit, lrs), (UNBOUNDED, lrs)]
+    return [
+        compare(runs, a, b, metric)
+        for a, b in pairs
+        if a in runs and b in runs
+        for metric in ("test_auc", "test_ne")
+    ]
