@@ -184,4 +184,4 @@ def test_a_saved_ray_part_is_reported_by_a_rerun_that_does_not_run_ray(tiny, tmp
     said: list = []
     results = embeddings.reproduce(copy, said.append, TINY)  # Ray not asked for: reused
     assert results["engine"] == engine and "engine: reused" in " ".join(map(str, said))
-    assert "ratio median 0.900" in (copy / "report.md").read_text()
+    assert "hash / fixed median 0.900" in (copy / "report.md").read_text()

@@ -48,7 +48,7 @@ class Batch:
         # only the F x (stop - start + 1) offsets of these examples are read: O(F n), not O(F B)
         bounds = self.offsets[(torch.arange(F) * B).unsqueeze(1) + torch.arange(start, stop + 1)]
         firsts, lasts = bounds[:, 0].tolist(), bounds[:, -1].tolist()
-        ids = torch.cat([self.ids[a:b] for a, b in zip(firsts, lasts, strict=True)])
+        ids = _cat([self.ids[a:b] for a, b in zip(firsts, lasts, strict=True)], torch.int64)
         lengths = (bounds[:, 1:] - bounds[:, :-1]).reshape(-1)
         offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
         torch.cumsum(lengths, 0, out=offsets[1:])
@@ -150,10 +150,15 @@ def concat(batches: list[Batch]) -> Batch:
             B = b.batch_size
             per_feature_ids.append(b.ids[bounds[f] : bounds[f + 1]])
             per_feature_lengths.append(lengths[f * B : (f + 1) * B])
-    lengths = torch.cat(per_feature_lengths)
+    lengths = _cat(per_feature_lengths, torch.int64)
     offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
     torch.cumsum(lengths, 0, out=offsets[1:])
-    return Batch(dense, torch.cat(per_feature_ids), offsets, labels)
+    return Batch(dense, _cat(per_feature_ids, torch.int64), offsets, labels)
+
+
+def _cat(parts: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """torch.cat of 1-D tensors, empty for no parts (a batch with no categorical feature)."""
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=dtype)
 
 
 def rebatch(chunks: Iterable[Batch], batch_size: int) -> Iterator[Batch]:

@@ -1,8 +1,30 @@
-"""The columns of a CSV or Parquet table read from its header (and pyarrow's typing of its
-first block), and which model input each becomes when the config declares none: `label`
-the label, string columns and columns named C<n> categorical (strings hashed), the other
-numeric columns dense. `recsync data inspect` shows it; a config whose [data.schema]
-lists no dense and no categorical column trains on it."""
+"""The columns of a CSV or Parquet table read from its header and a sample of its first rows
+(the first CSV block, or up to SAMPLE_ROWS Parquet rows, typed by pyarrow), and which model
+input each becomes when the config declares none. `recsync data inspect` shows it, column
+by column with the reason; a config whose [data.schema] lists no dense and no categorical
+column trains on it (and the run's config records it). The rule, first match wins:
+
+- the `label` column is the label;
+- strings are categorical (hashed); floats are dense; other types are left out;
+- an integer column whose name says id is categorical: `id`, `*id`, `*_id`, `*Id`, `C<n>`
+  (the last word ending in "id", but not a word such as paid, bid or valid);
+- an integer column named `I<n>` (Criteo's counts) is dense;
+- an integer column whose name says time (`time`, `timestamp`, `time_stamp`, `*_time`,
+  `date`, `ts`) and whose values are Unix times (seconds or milliseconds, 1980-2100) is left
+  out: as an id each second would be a table row seen once, as a number it is nearly the
+  same for every row (log(1 + 1.5e9) moves by 0.001 in a week); derive hour or day columns
+  and declare them to use it;
+- any other integer column is categorical when its sample holds at least MANY_VALUES (100)
+  distinct values that are not ordered like a measure: the rows per value do not change
+  gradually from one value to the next (correlation of neighbours' row counts, values
+  sorted, below SMOOTH = 0.5; a count's, an age's or a price's frequency follows its size,
+  an id's popularity does not) and the rows are not piled at the low end (the median row's
+  value is not in the lowest PILED = 5% of the range, as counts, prices and durations are).
+  Otherwise it is dense (a measure, or a code with few values: declare it categorical if
+  it is one). Limits: a bell-shaped measure seen in a few hundred rows, whose row counts
+  are mostly noise, and an evenly spread integer measure read as ids; ids numbered by
+  popularity (0 the most frequent) read as a count. Declare such columns.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
@@ -18,18 +41,43 @@ from recsync.errors import DataError
 from recsync.io.readers import is_gzip
 
 CATEGORICAL_NAME = re.compile(r"C\d+")
+DENSE_NAME = re.compile(r"I\d+")
+WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # snake_case, camelCase, UPPER
+NOT_ID_WORDS = frozenset(["paid", "unpaid", "prepaid", "bid", "valid", "invalid", "void"])
+TIME_WORDS = frozenset(["time", "timestamp", "date", "datetime", "ts", "epoch"])
+UNIX_TIMES = ((315_532_800, 4_102_444_800), (315_532_800_000, 4_102_444_800_000))  # 1980-2100
+
+SAMPLE_ROWS = 65_536
+MANY_VALUES = 100
+SMOOTH = 0.5
+PILED = 0.05
+
+LABEL, DENSE, CATEGORICAL, LEFT_OUT = "label", "dense", "categorical", "left out"
+
+
+@dataclass(frozen=True)
+class ColumnRole:
+    """What the inference made of one column (`role`: label, dense, categorical or left
+    out) and why, in words."""
+
+    name: str
+    type: str
+    role: str
+    why: str
 
 
 @dataclass(frozen=True)
 class InferredColumns:
     """Which columns of a table are the label, dense and categorical features (and which of
-    those are strings, hashed), and the columns the inference left out (other types)."""
+    those are strings, hashed), the columns the inference left out, and each column's role
+    with its reason (in the file's order)."""
 
     label: str
     dense: tuple[str, ...]
     categorical: tuple[str, ...]
     hashed: tuple[str, ...]
     ignored: tuple[str, ...]
+    roles: tuple[ColumnRole, ...] = ()
 
 
 def table_columns(path: Path, fmt: str, delimiter: str = ",") -> pa.Schema:
@@ -41,27 +89,131 @@ def table_columns(path: Path, fmt: str, delimiter: str = ",") -> pa.Schema:
         return pa_csv.open_csv(stream, parse_options=parse).schema
 
 
-def infer_columns(columns: pa.Schema, label: str, source: str) -> InferredColumns:
-    """The model inputs of a table's columns (the rule above)."""
-    if label not in columns.names:
+def table_sample(path: Path, fmt: str, delimiter: str = ",") -> pa.Table:
+    """A table's first rows, typed as `table_columns` types them: a CSV's first block (as
+    pyarrow reads it, about 1 MiB), or a Parquet file's first SAMPLE_ROWS rows."""
+    if fmt == "parquet":
+        parquet = pq.ParquetFile(path)
+        for batch in parquet.iter_batches(batch_size=SAMPLE_ROWS):
+            return pa.Table.from_batches([batch])
+        return parquet.schema_arrow.empty_table()
+    parse = pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=lambda row: "skip")
+    with pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None) as stream:
+        reader = pa_csv.open_csv(stream, parse_options=parse)
+        try:
+            first = reader.read_next_batch()
+        except StopIteration:
+            return reader.schema.empty_table()
+        return pa.Table.from_batches([first]).slice(0, SAMPLE_ROWS)
+
+
+def infer_columns(sample: pa.Table, label: str, source: str) -> InferredColumns:
+    """The model inputs of a table's columns (the rule above), from a sample of its rows
+    (`table_sample`)."""
+    if label not in sample.column_names:
+        binary = _binary_columns(sample)
+        verb = "holds" if len(binary) == 1 else "hold"
+        hint = f" ({', '.join(binary)} {verb} only 0 and 1)" if binary else ""
         raise DataError(
-            f"no label column {label!r} among {columns.names}: set data.schema.label "
-            "(or --label for inspect)",
+            f"no label column {label!r} among {sample.column_names}{hint}: set "
+            "data.schema.label (or --label for inspect)",
             source=source,
         )
-    dense, categorical, hashed, ignored = [], [], [], []
-    for column in columns:
-        textual = pa.types.is_string(column.type) or pa.types.is_binary(column.type)
-        numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+    roles = []
+    for column in sample.schema:
         if column.name == label:
-            continue
-        if textual or (
-            CATEGORICAL_NAME.fullmatch(column.name) and pa.types.is_integer(column.type)
-        ):
-            categorical.append(column.name)
-            hashed += [column.name] if textual else []
-        elif numeric:
-            dense.append(column.name)
+            role, why = LABEL, "the label (data.schema.label)"
         else:
-            ignored.append(column.name)
-    return InferredColumns(label, tuple(dense), tuple(categorical), tuple(hashed), tuple(ignored))
+            role, why = _role(column, sample.column(column.name))
+        roles.append(ColumnRole(column.name, str(column.type), role, why))
+
+    def named(role: str) -> tuple[str, ...]:
+        return tuple(r.name for r in roles if r.role == role)
+
+    categorical = named(CATEGORICAL)
+    hashed = tuple(c.name for c in sample.schema if c.name in categorical and _textual(c))
+    return InferredColumns(label, named(DENSE), categorical, hashed, named(LEFT_OUT), tuple(roles))
+
+
+def _textual(column: pa.Field) -> bool:
+    return bool(pa.types.is_string(column.type) or pa.types.is_binary(column.type))
+
+
+def _role(column: pa.Field, values: pa.ChunkedArray) -> tuple[str, str]:
+    """(role, why) of a feature column (the rule above)."""
+    kind = column.type
+    if _textual(column):
+        return CATEGORICAL, "text: hashed ids"
+    if pa.types.is_floating(kind):
+        return DENSE, "floating point: a measure"
+    if not pa.types.is_integer(kind):
+        return LEFT_OUT, f"type {kind} is neither a number nor text"
+    words = [w.lower() for w in WORD.findall(column.name)]
+    last = words[-1] if words else ""
+    if CATEGORICAL_NAME.fullmatch(column.name) or (
+        last.endswith(("id", "ids")) and last not in NOT_ID_WORDS
+    ):
+        return CATEGORICAL, "integer named as an id"
+    if DENSE_NAME.fullmatch(column.name):
+        return DENSE, "integer named I<n>: a count"
+    present = values.drop_null().to_numpy()
+    if present.size and _time_named(words) and _unix_times(present):
+        return LEFT_OUT, (
+            "Unix times named as time: each second as an id is seen once, as a number it "
+            "barely moves; derive hour or day columns to use it"
+        )
+    distinct, counts = np.unique(present, return_counts=True)
+    if distinct.size < MANY_VALUES:
+        return DENSE, (
+            f"integer with {distinct.size} distinct values in {present.size:,} rows (under "
+            f"{MANY_VALUES}): a measure or a small code"
+        )
+    smooth = _neighbour_correlation(counts)
+    if smooth >= SMOOTH:
+        return DENSE, (
+            f"integer whose rows per value change gradually with the value (neighbour "
+            f"correlation {smooth:.2f} >= {SMOOTH}): a measure"
+        )
+    low, high = int(distinct[0]), int(distinct[-1])
+    median = float(np.median(present))
+    if median - low < PILED * (high - low):
+        return DENSE, (
+            f"integer whose rows pile at the low end (median {median:g} in the lowest "
+            f"{PILED:.0%} of {low}..{high}): a count or amount"
+        )
+    return CATEGORICAL, (
+        f"integer with {distinct.size:,} distinct values in {present.size:,} rows, not "
+        f"ordered like a measure (neighbour correlation {smooth:.2f}, median {median:g} in "
+        f"{low}..{high}): ids"
+    )
+
+
+def _time_named(words: list[str]) -> bool:
+    """Whether a column's name (its words) says it holds times."""
+    return any(w in TIME_WORDS or w.endswith(("time", "timestamp")) for w in words)
+
+
+def _unix_times(values: np.ndarray) -> bool:
+    """Whether every value is a Unix time in seconds or in milliseconds (1980-2100)."""
+    low, high = int(values.min()), int(values.max())
+    return any(start <= low and high < stop for start, stop in UNIX_TIMES)
+
+
+def _neighbour_correlation(counts: np.ndarray) -> float:
+    """Pearson correlation of the rows per value with the next value's (values sorted); 0
+    when the counts do not vary (every value seen equally often says nothing of order)."""
+    before, after = counts[:-1].astype(np.float64), counts[1:].astype(np.float64)
+    if before.std() == 0 or after.std() == 0:
+        return 0.0
+    return float(np.corrcoef(before, after)[0, 1])
+
+
+def _binary_columns(sample: pa.Table) -> list[str]:
+    """The integer columns of a sample whose values are all 0 or 1 (candidate labels)."""
+    found = []
+    for column in sample.schema:
+        if pa.types.is_integer(column.type):
+            values = sample.column(column.name).drop_null().to_numpy()
+            if values.size and set(np.unique(values).tolist()) <= {0, 1}:
+                found.append(column.name)
+    return found

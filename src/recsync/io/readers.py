@@ -3,6 +3,9 @@
 Formats: "criteo", "libsvm", "libffm" (text, plain or gzip — detected by the gzip magic
 bytes, whatever the file name), "csv" (pyarrow's streaming reader; .gz too) and "parquet"
 (record batches, converted a column at a time where their values allow: table_blocks.py).
+Every format is read a block at a time and converted with vectorised code where its values
+are plain, by its row parser otherwise (criteo_blocks.py, libsvm_blocks.py, table_blocks.py);
+`text_examples` is the row parser alone.
 `open_dataset` returns a `DatasetReader`: an iterator of `Batch`es of `batch_size` (the
 last may be smaller; batches fill across file boundaries) whose `.skips` reports, at any
 time and at the end, the lines skipped in lenient mode. In strict mode the first malformed
@@ -28,11 +31,12 @@ import pyarrow.csv as pa_csv
 from recsync.data.batch import Batch, rebatch
 from recsync.data.criteo import CriteoLineParser, CriteoSchema
 from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
-from recsync.data.records import Example, batch_examples, collated, good_examples
+from recsync.data.records import Example, collated, good_examples
 from recsync.data.skips import Rejected, SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import ConfigError, DataError
 from recsync.io.criteo_blocks import criteo_blocks
+from recsync.io.libsvm_blocks import libsvm_blocks
 from recsync.io.table_blocks import columnar_batch, parquet_blocks, typed_csv
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
@@ -127,13 +131,22 @@ def text_examples(
         yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
 
 
-def _criteo_file_blocks(
-    path: Path, schema: CriteoSchema, *, strict: bool, skips: SkipReport
+def _text_file_blocks(
+    path: Path,
+    schema: CriteoSchema | LibSVMSchema | LibFFMSchema,
+    *,
+    strict: bool,
+    skips: SkipReport,
 ) -> Iterator[Batch]:
-    """Good examples of one Criteo file (plain or gzip), a block of lines at a time."""
+    """Good examples of one Criteo, libSVM or libffm file (plain or gzip), a block of lines
+    at a time (criteo_blocks.py, libsvm_blocks.py)."""
+    where: dict[str, Any] = {"source": str(path), "strict": strict, "skips": skips}
     with open_text(path) as lines:
         numbered = _read_lines(lines, str(path))
-        yield from criteo_blocks(numbered, schema, source=str(path), strict=strict, skips=skips)
+        if isinstance(schema, CriteoSchema):
+            yield from criteo_blocks(numbered, schema, **where)
+        else:
+            yield from libsvm_blocks(numbered, schema, **where)
 
 
 def _numbered_csv_rows(
@@ -254,23 +267,15 @@ class DatasetReader(Iterator[Batch]):
         self.strict = strict
         self.skips = SkipReport() if skips is None else skips
         self._batches: Iterator[Batch]
-        if fmt in ("parquet", "criteo", "csv"):  # blocks at a time, column by column if they can
-            blocks = (self._file_blocks(path) for path in self.paths)
-            self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
-        else:
-            per_file = (self._file_examples(path) for path in self.paths)
-            self._batches = batch_examples(itertools.chain.from_iterable(per_file), batch_size)
+        # every format a block at a time, vectorised where its values allow
+        blocks = (self._file_blocks(path) for path in self.paths)
+        self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
 
     def _file_blocks(self, path: Path) -> Iterator[Batch]:
-        if isinstance(self.schema, CriteoSchema):
-            return _criteo_file_blocks(path, self.schema, strict=self.strict, skips=self.skips)
-        assert isinstance(self.schema, TabularSchema)
+        if not isinstance(self.schema, TabularSchema):
+            return _text_file_blocks(path, self.schema, strict=self.strict, skips=self.skips)
         read = parquet_blocks if self.fmt == "parquet" else csv_blocks
         return read(path, self.schema, strict=self.strict, skips=self.skips)
-
-    def _file_examples(self, path: Path) -> Iterator[Example]:
-        options: dict[str, Any] = {"strict": self.strict, "skips": self.skips}
-        return text_examples(path, self.fmt, self.schema, **options)
 
     def __iter__(self) -> DatasetReader:
         return self

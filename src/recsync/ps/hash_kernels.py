@@ -55,3 +55,21 @@ def fill_initial_rows(query: Array, seed: np.uint64, bound: float, out: Array) -
         for d in range(out.shape[1]):
             u = (mix64(row_hash + np.uint64(d) * golden) >> np.uint64(40)) * 2.0**-24
             out[i, d] = np.float32((u * 2 - 1) * bound)
+
+
+@njit
+def find_and_bump(
+    table: Array, index_keys: Array, query: Array, out: Array, last_seen: Array, clock: int,
+    versions: Array,
+) -> int:  # fmt: skip
+    """Slots of the keys an update touches: present ones get version + 1 and are marked
+    seen; -1 for absent ones; returns how many are absent."""
+    find_slots(table, index_keys, query, out)
+    absent = 0
+    for i in range(query.size):
+        if out[i] < 0:
+            absent += 1
+        else:
+            versions[out[i]] += 1
+            last_seen[out[i]] = clock
+    return absent

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from recsync.data.batch import Batch
@@ -27,9 +28,10 @@ SHARD_BITS = 32
 
 
 def shard_of_keys(keys: torch.Tensor, num_shards: int) -> torch.Tensor:
-    """Each key's shard in [0, num_shards): deterministic, independent of the batch."""
-    mixed = (keys * SHARD_MIX) >> SHARD_BITS  # int64 products wrap (two's complement)
-    return (mixed & 0x7FFFFFFF) % num_shards
+    """Each key's shard in [0, num_shards): deterministic, independent of the batch (31
+    mixed bits scaled to the shards, no division)."""
+    mixed = ((keys * SHARD_MIX) >> SHARD_BITS) & 0x7FFFFFFF  # int64 products wrap
+    return (mixed * num_shards) >> 31
 
 
 class HashLayout(TableLayout):
@@ -69,9 +71,14 @@ class HashLayout(TableLayout):
         bags = self._arange(F * B)
         lengths = batch.bag_lengths()
         weights = self._weights(batch, lengths)
+        one_per_bag = batch.ids.numel() == F * B and torch.equal(
+            batch.offsets, self._arange(F * B + 1)
+        )
         if self.num_shards == 1:
-            return [ShardRequest(0, batch.ids, batch.offsets, weights, bags)]
+            return [ShardRequest(0, batch.ids, batch.offsets, weights, bags, one_per_bag)]
         shard_of_id = shard_of_keys(batch.ids, self.num_shards)
+        if one_per_bag:
+            return self._route_one_per_bag(batch, shard_of_id)
         bag_of_id = bags.repeat_interleave(lengths, output_size=batch.ids.numel())
         requests = []
         for shard in range(self.num_shards):
@@ -93,15 +100,34 @@ class HashLayout(TableLayout):
             )
         return requests
 
+    def _route_one_per_bag(self, batch: Batch, shard_of_id: torch.Tensor) -> list[ShardRequest]:
+        """One id a bag (one-hot features): a shard's bags are those of its ids, each its
+        own bag, no counting needed (sum and mean pooling are the same)."""
+        requests = []
+        shards = shard_of_id.numpy()
+        for shard in range(self.num_shards):
+            bag_index = torch.from_numpy(np.flatnonzero(shards == shard))
+            if bag_index.numel():
+                rows = batch.ids.index_select(0, bag_index)
+                offsets = self._arange(bag_index.numel() + 1)
+                requests.append(ShardRequest(shard, rows, offsets, None, bag_index, True))
+        return requests
+
     def combine(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
         F, D = len(self.tables), self.tables[0].dim
         if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
             return partials[0].reshape(F, batch_size, D).transpose(0, 1)
-        pooled = torch.zeros(F * batch_size, D)
+        disjoint = all(r.one_per_bag for r in requests)  # each bag on one shard: copy it
+        pooled = torch.empty(F * batch_size, D) if disjoint else torch.zeros(F * batch_size, D)
+        if disjoint and sum(r.bag_index.numel() for r in requests) != F * batch_size:
+            pooled.zero_()
         for request, partial in zip(requests, partials, strict=True):
-            pooled.index_add_(0, request.bag_index, partial)
+            if disjoint:
+                pooled.index_copy_(0, request.bag_index, partial)
+            else:
+                pooled.index_add_(0, request.bag_index, partial)
         return pooled.reshape(F, batch_size, D).transpose(0, 1)
 
     def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:

@@ -22,7 +22,13 @@ from recsync.errors import RecsyncError
 from recsync.model.hash_spec import Admission, Eviction
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.ps.hash_index import HashIndex, Int64s
-from recsync.ps.hash_kernels import SKETCH_MAX, count_and_admit, fill_initial_rows, find_and_touch
+from recsync.ps.hash_kernels import (
+    SKETCH_MAX,
+    count_and_admit,
+    fill_initial_rows,
+    find_and_bump,
+    find_and_touch,
+)
 
 DEFAULT_SLOT = 0
 NUM_TABLES = 256
@@ -139,6 +145,10 @@ class HashEmbeddingShard:
         self._reserve(self.num_rows + keys.size)
         slots, inserted = self.index.find_or_insert(keys)
         assert inserted.all()
+        self._start_rows(slots, keys)
+
+    def _start_rows(self, slots: Int64s, keys: Int64s) -> None:
+        """The new rows of `keys` at `slots`: initial values, fresh state, version 0."""
         rows = torch.from_numpy(slots)
         self.weight[rows] = self.initial_rows(keys)
         self.optimizer.reset_rows(rows)
@@ -204,6 +214,17 @@ class HashEmbeddingShard:
         where = np.flatnonzero(slots < 0)
         absent = keys[where]
         admission = self.config.admission
+        bound = self.config.max_rows
+        if admission.admits_all and (bound is None or self.num_rows + absent.size <= bound):
+            # every absent key gets a row and there is room: one pass inserts them all
+            self._reserve(self.num_rows + absent.size)
+            found, inserted = self.index.find_or_insert(absent)
+            self._start_rows(found[inserted], absent[inserted])
+            slots[where] = found
+            self.counters["admitted_lookups"] += np.bincount(
+                tables_of(absent), minlength=NUM_TABLES
+            )
+            return
         if not admission.admits_all:
             admitted = np.empty(absent.size, dtype=np.bool_)
             count_and_admit(
@@ -257,17 +278,20 @@ class HashEmbeddingShard:
     ) -> None:
         """Update the U unique keys `rows` by U x D `grads`; keys with no row (refused, or
         evicted since their lookup) are skipped and counted. Advances the clock."""
-        slots = self.index.find(rows.numpy())
-        present = slots >= 0
-        if not present.all():
-            self.skipped_updates += int((~present).sum())
+        keys = rows.numpy()
+        slots = np.empty(keys.size, dtype=np.int64)
+        absent = find_and_bump(
+            self.index.table, self.index.keys, keys, slots, self.last_seen, self.clock,
+            self.versions.numpy(),
+        )  # fmt: skip
+        if absent:
+            self.skipped_updates += absent
+            present = slots >= 0
             grads = grads[torch.from_numpy(present)]
             slots = slots[present]
         self.optimizer.apply(
             self.weight, torch.from_numpy(slots), grads, self.global_step, lr_scale
         )
-        self.versions[torch.from_numpy(slots)] += 1
-        self.last_seen[slots] = self.clock
         self.global_step += 1
         self.clock += 1
 

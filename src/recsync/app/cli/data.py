@@ -21,7 +21,7 @@ from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, RecsyncError
-from recsync.io.columns import infer_columns, table_columns
+from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
 
 data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
@@ -82,11 +82,10 @@ def synth(
     Console(emoji=False).print(f"wrote {rows:,} {split.value} examples to {out}")
 
 
-def _inferred_tabular_schema(columns: pa.Schema, label: str, source: str) -> TabularSchema:
+def _inferred_tabular_schema(found: InferredColumns) -> TabularSchema:
     """The schema a config with no declared columns trains on (io/columns.py)."""
-    found = infer_columns(columns, label, source)
     rows = (INSPECT_TABLE_ROWS,) * len(found.categorical)
-    return TabularSchema(label, found.dense, found.categorical, rows, hashed=found.hashed)
+    return TabularSchema(found.label, found.dense, found.categorical, rows, hashed=found.hashed)
 
 
 def _describe_schema(schema: Any) -> str:
@@ -106,8 +105,9 @@ def _describe_schema(schema: Any) -> str:
 
 def _inspect_schema(
     path: Path, fmt: str | None, config: Path | None, label: str
-) -> tuple[str, Schema, Any]:
-    """(format, reader schema, the file's own columns or None) to read `path` with."""
+) -> tuple[str, Schema, pa.Schema | None, InferredColumns | None]:
+    """(format, reader schema, the file's own columns or None, what was inferred of them or
+    None) to read `path` with."""
     if not path.is_file():
         raise ConfigError(f"data file not found: {path}")
     if config is not None:
@@ -117,16 +117,39 @@ def _inspect_schema(
         if files is None:
             raise ConfigError(f"{config}: data.source is synthetic; pass --format")
         columns = table_columns(path, files.fmt) if files.fmt in ("csv", "parquet") else None
-        return files.fmt, files.schema, columns
+        return files.fmt, files.schema, columns, None
     fmt = "libsvm" if fmt == "libfm" else fmt or format_of_name(path)
     if fmt == "criteo":
-        return fmt, CriteoSchema((INSPECT_TABLE_ROWS,) * 26), None
+        return fmt, CriteoSchema((INSPECT_TABLE_ROWS,) * 26), None, None
     if fmt == "libsvm":
-        return fmt, LibSVMSchema(INSPECT_TABLE_ROWS), None
+        return fmt, LibSVMSchema(INSPECT_TABLE_ROWS), None, None
     if fmt == "libffm":
         raise ConfigError("libffm: the file does not say which fields are dense; pass --config")
-    columns = table_columns(path, fmt)
-    return fmt, _inferred_tabular_schema(columns, label, str(path)), columns
+    sample = table_sample(path, fmt)
+    found = infer_columns(sample, label, str(path))
+    return fmt, _inferred_tabular_schema(found), sample.schema, found
+
+
+def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
+    """What a user must declare to train on a table read as `found` infers it."""
+    label = f" --set data.schema.label={found.label}" if found.label != "label" else ""
+    needs = []
+    if not found.categorical:
+        needs.append(
+            "no column reads as categorical, and a DLRM needs one (an id): declare the "
+            "columns in [data.schema] (dense = [...], categorical = [...])"
+        )
+    if found.ignored:
+        needs.append(
+            f"left out: {', '.join(found.ignored)}; to use one, declare the columns in "
+            "[data.schema]"
+        )
+    return [
+        *(needs or ["nothing: train reads the columns as above"]),
+        f"train with: --set data.source={fmt} --set data.path={path}{label}",
+        "to change a column's role, list the columns in [data.schema] dense and categorical "
+        "(a declared schema is used as is)",
+    ]
 
 
 @data_app.command("inspect")
@@ -146,17 +169,17 @@ def inspect(
     try:
         if format_ is not None and format_ not in FORMATS:
             raise ConfigError(f"--format {format_!r}: expected one of {list(FORMATS)}")
-        fmt, schema, columns = _inspect_schema(path, format_, config, label)
+        fmt, schema, columns, found = _inspect_schema(path, format_, config, label)
         reader = open_dataset(path, fmt, schema, batch_size=INSPECT_BATCH_ROWS, strict=strict)
         rows = positives = 0
         for batch in reader:
             rows += batch.batch_size
             positives += int(batch.labels.sum())
-    except (RecsyncError, OSError, pa.ArrowException) as error:
+    except (RecsyncError, OSError, pa.ArrowException, ValueError) as error:
         fail(error)
     table = Table(title=str(path), show_header=False)
     table.add_row("format", fmt)
-    if columns is not None:
+    if columns is not None and found is None:
         table.add_row("columns", ", ".join(f"{f.name}: {f.type}" for f in columns))
     table.add_row("schema", escape(_describe_schema(schema)))
     table.add_row("rows", f"{rows:,}")
@@ -164,4 +187,15 @@ def inspect(
     table.add_row("skipped lines", skips_text(reader.skips.as_dict()))
     for reason, where in sorted(reader.skips.first.items()):
         table.add_row(f"  first {reason}", escape(where))
-    Console(emoji=False).print(table)
+    console = Console(emoji=False)
+    console.print(table)
+    if found is not None:
+        roles = Table(title=escape("columns, inferred (no [data.schema] declared)"))
+        for heading in ("column", "type", "read as", "why"):
+            roles.add_column(heading)
+        for role in found.roles:
+            roles.add_row(escape(role.name), escape(role.type), role.role, escape(role.why))
+        console.print(roles)
+        console.print("to declare:")
+        for line in _declare_text(found, path, fmt):
+            console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)

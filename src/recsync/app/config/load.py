@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from recsync.app.config.schema import TABULAR_FORMATS, Config
 from recsync.errors import ConfigError, DataError
-from recsync.io.columns import infer_columns, table_columns
+from recsync.io.columns import infer_columns, table_sample
 
 DEFAULT_SOURCE = "<embedded default.toml>"
 
@@ -133,8 +133,9 @@ def load_config(
 
 def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
     """[data.schema]'s dense, categorical and hashed columns read from a CSV's or Parquet
-    file's header (io/columns.py) when the config lists none; None if it lists some (or the
-    data is not a table, or its file is not there: reading it will say so)."""
+    file's header and first rows (io/columns.py) when the config lists none; None if it
+    lists some (or the data is not a table, or its file is not there: reading it will say
+    so)."""
     data = config.data
     schema = data.table_schema
     if data.source not in TABULAR_FORMATS or schema.dense or schema.categorical:
@@ -144,7 +145,7 @@ def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
         return None
     try:
         found = infer_columns(
-            table_columns(Path(paths[0]), data.source, schema.delimiter), schema.label, paths[0]
+            table_sample(Path(paths[0]), data.source, schema.delimiter), schema.label, paths[0]
         )
     except (DataError, OSError, pa.ArrowException) as error:
         raise ConfigError(f"data.schema: cannot read the columns of {paths[0]}: {error}") from None

@@ -244,7 +244,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "checkpoints",
             embeddings.reproduce,
             "reports/embeddings",
-            20.0,
+            3.0,
             _embeddings_row,
         ),
     )
