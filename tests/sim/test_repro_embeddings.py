@@ -31,6 +31,7 @@ TINY = setting.Setting(
     bottom_mlp=(8,),
     top_mlp=(8,),
     engine_examples=0,
+    capacity_fraction=1e-4,
 )
 
 

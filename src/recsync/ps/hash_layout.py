@@ -131,6 +131,12 @@ class HashLayout(TableLayout):
         return pooled.reshape(F, batch_size, D).transpose(0, 1)
 
     def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
+        return self.new_hash_shard(shard, optimizer, seed)
+
+    def new_hash_shard(
+        self, shard: int, optimizer: RowOptimizerSpec, seed: int
+    ) -> HashEmbeddingShard:
+        """`new_shard`, typed as the hash shard it is."""
         config = HashTableConfig(
             dim=self.tables[0].dim,
             admission=self.config.admission,

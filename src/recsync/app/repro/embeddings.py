@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.app.repro.common import Progress, run_in_processes
+from recsync.app.repro.embeddings_capacity import insert_all
 from recsync.app.repro.embeddings_report import write_report
 from recsync.app.repro.embeddings_setting import (
     CONTINUAL_VARIANTS,
@@ -185,8 +186,10 @@ def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
 
 def _key(setting: dict[str, Any], engine: bool) -> dict[str, Any]:
     """What a saved part must have been run with to be reused: the whole setting for the
-    Ray part, the setting but the Ray runs' sizes for the others."""
+    Ray part, the setting but the Ray runs' sizes for the others (and never the capacity
+    run's share of ids, which only that part reads)."""
     key: dict[str, Any] = json.loads(json.dumps(setting))
+    key.pop("capacity_fraction", None)
     return key if engine else {k: v for k, v in key.items() if k not in ENGINE_FIELDS}
 
 
@@ -204,7 +207,10 @@ def _part(
     if path.exists():
         saved: dict[str, Any] = json.loads(path.read_text())
         strict = name == "engine" and compute is not None
-        if _key(saved["setting"], strict) == _key(setting.as_dict(), strict):
+        same_share = name != "capacity" or (
+            saved["setting"].get("capacity_fraction") == setting.capacity_fraction
+        )
+        if same_share and _key(saved["setting"], strict) == _key(setting.as_dict(), strict):
             if progress:
                 progress(f"{name}: reused {path}")
             return saved
@@ -237,6 +243,7 @@ def reproduce(
         "quality": lambda: run_in_processes(quality_run, items, progress),
         "continual": lambda: run_in_processes(continual_run, continual, progress),
         "engine": (lambda: engine_eps(setting, progress)) if setting.engine_examples else None,
+        "capacity": lambda: insert_all(fraction=setting.capacity_fraction),
     }
     found = {name: _part(out_dir, name, setting, run, progress) for name, run in computes.items()}
     parts = {name: part for name, part in found.items() if part is not None}

@@ -9,6 +9,7 @@ import dataclasses
 import statistics
 from typing import Any
 
+from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.hash_spec import Admission, Eviction, HashTables
@@ -17,10 +18,6 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.sync.registry import strategy_config
 
 # Criteo Kaggle (Display Advertising Challenge) distinct values of C1..C26: 33.76M in all
-CRITEO_CARDINALITIES = (
-    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
-    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
-)  # fmt: skip
 BOUNDED = ("fixed", "hash LRS", "hash LRS + admission 2")  # run at each memory budget
 UNBOUNDED = "hash unbounded"
 CONTINUAL_VARIANTS = ("no eviction", "ttl eviction")
@@ -52,6 +49,7 @@ class Setting:
     top_mlp: tuple[int, ...] = (64, 32)
     engine_examples: int = 0  # Ray runs of this many examples (0: the cost model's ratio)
     engine_repeats: int = 2
+    capacity_fraction: float = 1.0  # share of every Criteo id inserted by the capacity run
 
     def __post_init__(self) -> None:
         if min(self.scale, self.floor, self.dim, self.batch_size, self.days) < 1:
