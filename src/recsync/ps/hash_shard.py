@@ -175,7 +175,7 @@ class HashEmbeddingShard:
             raise TableFullError(
                 f"hash shard {self.name!r} is full: model.hash_tables.max_rows = {bound} rows "
                 f"a shard, with eviction.on_full = 'error'; table {name} met a new id "
-                f"({key & (1 << 56) - 1}). Raise max_rows, add shards, or let it evict"
+                f"({key & (1 << 56) - 1}). Raise max_rows, add shards, or let it evict."
             )
         self._evict_least_recent(max(keys.size - room, bound // 64))
         return keys[: bound - self.num_rows]

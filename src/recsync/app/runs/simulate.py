@@ -18,6 +18,7 @@ from recsync.app.runs.run_dir import RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import plan_for
 from recsync.errors import JobFailed
+from recsync.ps.hash_shard import TableFullError
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.faulty import FaultySimJob, NodeLost
 from recsync.runtime.sim.job import SimJob
@@ -69,7 +70,11 @@ def run_simulation(
                 **options,
             )  # fmt: skip
             bar.update(task, total=sim.reader.source.total_examples)
-            summary = sim.run()
+            try:
+                summary = sim.run()
+            except TableFullError as error:  # as the engine ends: its checkpoints named
+                writer.wait()
+                raise JobFailed(with_checkpoint(str(error), writer, run_dir)) from None
             final, evaluations = sim.final_state, sim.evaluations
     writer.wait()
     assert final is not None and evaluations is not None
