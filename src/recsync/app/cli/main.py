@@ -317,11 +317,8 @@ def export(
         typer.Option(help="An earlier export: also write each table's changed rows since it."),
     ] = None,
 ) -> None:
-    """Write a run's model for serving, with its description (model.json).
-
-    Fixed tables: one plain PyTorch module's state dict (model.pt). Hash tables: one
-    Parquet file of id and vector per table and the dense part as a torch.export program
-    (dense.pt2). The README shows how to score with them."""
+    """Write a run's model for serving and model.json: fixed tables as one PyTorch state
+    dict (model.pt); hash tables as id/vector Parquet files and dense.pt2 (torch.export)."""
     try:
         written = export_run(run, out, best, delta_from)
     except (RecsyncError, OSError) as error:
