@@ -17,6 +17,7 @@ import statistics
 
 import ray
 
+from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.hash_spec import HashTables
@@ -24,12 +25,6 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.sync.registry import strategy_config
-
-# Criteo Kaggle (Display Advertising Challenge) distinct values of C1..C26: 33.76M in all
-CRITEO_CARDINALITIES = (
-    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
-    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
-)  # fmt: skip
 
 
 def criteo_like(scale: int, num_train: int) -> SyntheticSpec:

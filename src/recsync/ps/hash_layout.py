@@ -45,7 +45,6 @@ class HashLayout(TableLayout):
         self.tables = tables
         self.num_shards = num_shards
         self.config = config
-        self.slices: list[object] = []
         self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
         self._any_mean = bool(self._mean_tables.any())
         self._aranges: dict[int, torch.Tensor] = {}
@@ -116,19 +115,7 @@ class HashLayout(TableLayout):
     def combine(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
-        F, D = len(self.tables), self.tables[0].dim
-        if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
-            return partials[0].reshape(F, batch_size, D).transpose(0, 1)
-        disjoint = all(r.one_per_bag for r in requests)  # each bag on one shard: copy it
-        pooled = torch.empty(F * batch_size, D) if disjoint else torch.zeros(F * batch_size, D)
-        if disjoint and sum(r.bag_index.numel() for r in requests) != F * batch_size:
-            pooled.zero_()
-        for request, partial in zip(requests, partials, strict=True):
-            if disjoint:
-                pooled.index_copy_(0, request.bag_index, partial)
-            else:
-                pooled.index_add_(0, request.bag_index, partial)
-        return pooled.reshape(F, batch_size, D).transpose(0, 1)
+        return self._scattered(batch_size, requests, partials)
 
     def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
         return self.new_hash_shard(shard, optimizer, seed)

@@ -87,6 +87,19 @@ class TableLayout:
         table, from the shards' states (None: fixed tables, whose rows never change)."""
         return None
 
+    def _scattered(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """B x F x D: each request's partial pools put at its bags (one request holding
+        every bag as it is), summed where bags meet on several shards."""
+        F, D = len(self.tables), self.tables[0].dim
+        if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
+            return partials[0].reshape(F, batch_size, D).transpose(0, 1)
+        pooled = torch.zeros(F * batch_size, D)
+        for request, partial in zip(requests, partials, strict=True):
+            pooled.index_add_(0, request.bag_index, partial)
+        return pooled.reshape(F, batch_size, D).transpose(0, 1)
+
     @staticmethod
     def bag_gradients(grad_pooled: torch.Tensor, request: ShardRequest) -> torch.Tensor:
         """The part of a B x F x D pooled gradient that belongs to one request's bags."""
@@ -288,16 +301,11 @@ class EmbeddingLayout(TableLayout):
     ) -> torch.Tensor:
         """Sum per-shard partial pools into B x F x D pooled embeddings."""
         F, D = len(self.tables), self.tables[0].dim
-        if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
-            return partials[0].reshape(F, batch_size, D).transpose(0, 1)
         bags = self._bags(batch_size)
-        if bags.shard_order is not None and self._every_shard(requests, bags):
+        if len(requests) > 1 and bags.shard_order is not None and self._every_shard(requests, bags):
             pooled = torch.cat(partials).index_select(0, bags.shard_order)
             return pooled.view(F, batch_size, D).transpose(0, 1)
-        pooled = torch.zeros(F * batch_size, D)
-        for request, partial in zip(requests, partials, strict=True):
-            pooled.index_add_(0, request.bag_index, partial)
-        return pooled.reshape(F, batch_size, D).transpose(0, 1)
+        return self._scattered(batch_size, requests, partials)
 
     def _every_shard(self, requests: list[ShardRequest], bags: BagIndex) -> bool:
         """The requests are each table-owning shard's whole-table request, in shard order."""
