@@ -21,10 +21,10 @@ from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync.registry import strategy_config
 
 DEFAULT_INTERVAL_S = 60.0
 

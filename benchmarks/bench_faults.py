@@ -40,11 +40,11 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.runtime.ray.job import RayJob, connect, run_job
-from recsync.sync.registry import strategy_config
 
 MODEL = ModelSpec(
     num_dense=4,

@@ -20,11 +20,11 @@ import ray
 from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync.registry import strategy_config
 
 
 def criteo_like(scale: int, num_train: int) -> SyntheticSpec:

@@ -53,11 +53,11 @@ import ray
 from recsync.app.runs.calibrate import cost_from, cpu_per_example, engine_figures, simulated
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.cost import CostModel
-from recsync.sync.registry import strategy_config
 
 TRAINERS = (1, 2, 4, 6, 8)
 THREADS = (1, 2, 4, 8)

@@ -24,11 +24,11 @@ import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.asynchronous import AsyncConfig
 from recsync.trainer.reference import ReferenceTrainer
 
 

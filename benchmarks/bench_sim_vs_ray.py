@@ -24,12 +24,12 @@ import torch
 from recsync.app.runs.calibrate import calibrate
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import STRATEGIES, strategy_config
+from recsync.families.allreduce.strategy import AllReduceStrategy
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.allreduce import AllReduceStrategy
-from recsync.sync.registry import STRATEGIES, strategy_config
 
 
 def main() -> None:

@@ -17,15 +17,15 @@ import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import STRATEGIES, strategy_config
+from recsync.families.allreduce.strategy import AllReduceStrategy
+from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.allreduce import AllReduceStrategy
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.registry import STRATEGIES, strategy_config
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 

@@ -12,11 +12,11 @@ from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families import strategy_config
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import run_job
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 

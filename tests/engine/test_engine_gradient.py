@@ -9,10 +9,10 @@ import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import RayJob
-from recsync.sync.registry import strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
 pytestmark = pytest.mark.usefixtures("local_ray")

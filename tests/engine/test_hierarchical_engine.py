@@ -9,11 +9,11 @@ from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.app.repro.hierarchical import traffic_differences
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.families import strategy_config
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 

@@ -15,9 +15,9 @@ from test_engine import MODEL, SYNTHETIC, TRAIN
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.families import strategy_config
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.job import run_job
-from recsync.sync.registry import strategy_config
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.recovery import Loss, Recoveries, RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.io.sources import SyntheticData
 from recsync.model.hash_spec import HashTables
 from recsync.optim.dense import DenseOptimizerSpec
@@ -33,7 +34,6 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.reading import NextBatch, Requeue
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import RayJob, run_job
-from recsync.sync.registry import strategy_config
 
 LONG = SyntheticSpec(num_train=120_000, num_test=10_000, num_dense=4, table_rows=(100,) * 8)
 

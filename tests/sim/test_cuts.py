@@ -15,12 +15,12 @@ from test_sim import SYNTHETIC as SIM_SYNTHETIC
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.families import strategy_config
 from recsync.io.sources import SyntheticData
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.reading import AwaitCut, NextBatch, Park, PauseReading, ResumeReading
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 
 SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=6_400, num_test=2_000)

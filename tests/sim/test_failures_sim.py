@@ -14,11 +14,11 @@ from test_cuts import MODEL, SYNTHETIC, TRAIN, one_thread  # noqa: F401
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.families import strategy_config
 from recsync.runtime.sim.cost import CostModel, Faults
 from recsync.runtime.sim.faulty import FaultySimJob, NodeLost
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.timeline import Timeline, run_timeline, young_daly
-from recsync.sync.registry import strategy_config
 
 LOSING = Faults(server_mtbf_s=0.15, trainer_mtbf_s=0.15, detect_s=0.5, restart_s=2.0)
 

@@ -9,14 +9,14 @@ import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families import STRATEGIES, strategy_config
+from recsync.families.gradient.strategy import GradientStrategy
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.gradient import GradientStrategy
-from recsync.sync.registry import STRATEGIES, strategy_config
 from recsync.trainer.reference import ReferenceTrainer
 
 SYNTHETIC = SyntheticSpec(num_train=6_144, num_test=2_000, num_dense=4, table_rows=(50,) * 6)

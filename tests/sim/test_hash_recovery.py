@@ -13,13 +13,13 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Faults
 from recsync.runtime.sim.faulty import FaultySimJob
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 
 EVERY = CheckpointEvery(examples=640)
 NUM_TRAIN = 2_560

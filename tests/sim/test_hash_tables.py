@@ -16,6 +16,7 @@ from recsync.data.batch import collate
 from recsync.data.keys import make_keys
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
+from recsync.families import strategy_config
 from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -25,7 +26,6 @@ from recsync.ps.local import LocalEmbeddings, build_shards
 from recsync.ps.serving_tables import KeyedRows
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 
 TABLES = tuple(TableSpec(f"C{i}", 50, 4, "mean" if i == 2 else "sum") for i in range(3))
 

@@ -9,12 +9,12 @@ import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.reference import ReferenceTrainer
 

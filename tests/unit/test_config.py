@@ -313,7 +313,7 @@ def test_workers_run_in_processes_where_the_strategy_allows(
 ):
     from recsync.coordinator.spec import ClusterSpec
     from recsync.coordinator.topology import split_workers
-    from recsync.sync.registry import strategy_config
+    from recsync.families import strategy_config
 
     fields = {} if timing is None else {"timing": timing}
     cluster = ClusterSpec(2, workers, 2, 1, worker_processes=asked)

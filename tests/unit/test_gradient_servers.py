@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from recsync.families.gradient.asynchronous import AsyncConfig
+from recsync.families.gradient.psp import PspConfig
+from recsync.families.gradient.synchronous import SyncConfig
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.protocol.effects import UnhandledEffect
@@ -20,9 +23,6 @@ from recsync.protocol.messages import (
 )
 from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
 from recsync.ps.shard import EmbeddingShard
-from recsync.sync.asynchronous import AsyncConfig
-from recsync.sync.psp import PspConfig
-from recsync.sync.synchronous import SyncConfig
 
 ROWS, DIM = 10, 4
 
@@ -116,7 +116,7 @@ def test_psp_rows_take_the_mean_gradient_at_the_learning_rate_times_d():
 
 
 def test_a_gba_step_of_stale_gradients_only_advances_the_version():
-    from recsync.sync.gba import GbaConfig
+    from recsync.families.gradient.gba import GbaConfig
 
     server = dense_server(GbaConfig(num_aggregate=1, iota=0).make_server(2, False))
     server.handle(PushDenseGradient(0, 0, torch.ones(6), token=0))  # step 0 -> 1

@@ -6,9 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recsync.model.fc_split import FcSplit, Split
-from recsync.model.spec import ModelSpec
-from recsync.ps.group_placement import (
+from recsync.families.hierarchical.op_graph import OpKind, default_splits, dense_graph
+from recsync.families.hierarchical.placement import (
     TRAINER,
     GroupShape,
     fc_parts,
@@ -17,7 +16,8 @@ from recsync.ps.group_placement import (
     tag,
     utilisation,
 )
-from recsync.ps.op_graph import OpKind, default_splits, dense_graph
+from recsync.model.fc_split import FcSplit, Split
+from recsync.model.spec import ModelSpec
 
 WIDE = ModelSpec(bottom_mlp=(1024, 256), top_mlp=(2048, 512))
 

@@ -17,6 +17,12 @@ from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
+from recsync.families import strategy_config
+from recsync.families.hierarchical.config import HierarchicalConfig
+from recsync.families.hierarchical.op_graph import part_op
+from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
+from recsync.families.hierarchical.server import GroupServerNode
+from recsync.families.hierarchical.trainer import HierarchicalTrainer
 from recsync.model.fc_split import FcSplit, Split
 from recsync.model.group_model import Join
 from recsync.model.spec import ModelSpec, TableSpec
@@ -25,12 +31,6 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import AllReduce, Await, Call, CallEach
 from recsync.protocol.messages import Center, Exchange, StageForward, WorkerDone, wire_bytes
-from recsync.ps.group_plan import GroupPlan, group_plan_of
-from recsync.ps.group_server import GroupServerNode
-from recsync.ps.op_graph import part_op
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.registry import strategy_config
-from recsync.trainer.hierarchical_trainer import HierarchicalTrainer
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerSetup, Wiring
 

@@ -16,26 +16,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recsync.sync.allreduce import AllReduceConfig, AllReduceStrategy
-from recsync.sync.asynchronous import AsyncConfig
-from recsync.sync.backup_workers import BackupWorkersConfig
-from recsync.sync.bounded_staleness import BoundedStalenessConfig
-from recsync.sync.bsp import BspConfig
+from recsync.families import STRATEGIES, strategy_config
+from recsync.families.allreduce.strategy import AllReduceConfig, AllReduceStrategy
+from recsync.families.gradient.asynchronous import AsyncConfig
+from recsync.families.gradient.backup_workers import BackupWorkersConfig
+from recsync.families.gradient.bounded_staleness import BoundedStalenessConfig
+from recsync.families.gradient.bsp import BspConfig
+from recsync.families.gradient.gba import DECAYS, GbaConfig
+from recsync.families.gradient.psp import PartialPull, PspConfig
+from recsync.families.gradient.strategy import FULL_PULL, GradientStrategy
+from recsync.families.gradient.synchronous import SyncConfig
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gba import DECAYS, GbaConfig
-from recsync.sync.gradient import (
-    FULL_PULL,
-    Apply,
-    Drop,
-    GradientPolicy,
-    GradientStrategy,
-    Push,
-    StartTimer,
-)
-from recsync.sync.psp import PartialPull, PspConfig
-from recsync.sync.registry import STRATEGIES, strategy_config
+from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
 from recsync.sync.staleness_norm import StalenessNorm
-from recsync.sync.synchronous import SyncConfig
 
 # the strategies whose dense part lives on dense servers (allreduce keeps it on the trainers
 # and runs `sync`'s policy on the embedding shards only; test_allreduce_* covers it)

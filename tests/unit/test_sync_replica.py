@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from recsync.sync.bmuf import BmufConfig, BmufReplica
-from recsync.sync.easgd import EasgdCenter, EasgdConfig
-from recsync.sync.independent import IndependentConfig
-from recsync.sync.ma import MaConfig
-from recsync.sync.registry import STRATEGIES, strategy_config
+from recsync.families import STRATEGIES, strategy_config
+from recsync.families.replica.bmuf import BmufConfig, BmufReplica
+from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
+from recsync.families.replica.independent import IndependentConfig
+from recsync.families.replica.ma import MaConfig
 from recsync.sync.replica import (
     CenterStrategy,
     CollectiveStrategy,

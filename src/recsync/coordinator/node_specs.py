@@ -1,6 +1,7 @@
 """How to build each server node of a job (the reader, embedding shards, sync and dense
 servers): small picklable specs; a driver builds the node where it runs, in its own
-process (the simulator) or inside a Ray actor (the engine). Trainers: families.py."""
+process (the simulator) or inside a Ray actor (the engine). Trainers: family.py; a
+family's own servers: its package (recsync/families/)."""
 
 from __future__ import annotations
 
@@ -14,24 +15,18 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
-from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address
 from recsync.protocol.node import Node
 from recsync.ps.embedding_server import EmbeddingServerNode
-from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
-from recsync.ps.group_plan import GroupPlan
-from recsync.ps.group_server import GroupServerNode
+from recsync.ps.gradient_servers import SparseShardServer
 from recsync.ps.layout import TableLayout
 from recsync.ps.sync_server import SyncServerNode
-from recsync.sync.allreduce import AllReduceStrategy
-from recsync.sync.gradient import GradientStrategy, Tokens
-from recsync.sync.hierarchical import HierarchicalConfig
+from recsync.sync.gradient import ServerPolicies, Tokens
 from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
-PolicyServers = GradientStrategy | AllReduceStrategy  # strategies whose servers run policies
 Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
 
@@ -133,7 +128,7 @@ class ShardSpec(NodeSpec):
     optimizer: RowOptimizerSpec
     seed: int
     state: dict[str, Any] | None
-    strategy: PolicyServers | None
+    strategy: ServerPolicies | None
     num_workers: int
 
     def build(self, context: BuildContext) -> EmbeddingServerNode | SparseShardServer:
@@ -158,57 +153,3 @@ class SyncServerSpec(NodeSpec):
 
     def build(self, context: BuildContext) -> SyncServerNode:
         return SyncServerNode(self.address.index, self.strategy.make_center(self.values.clone()))
-
-
-@dataclass(frozen=True)
-class GroupServerSpec(NodeSpec):
-    """Group PS `server` of group `group` (hierarchical training): the FC parts `plan`
-    gives it, and its sync loop against `sync_server` (None: an all-reduce with the group
-    PSs of the other groups that own the same parts)."""
-
-    group: int
-    server: int
-    model: ModelSpec
-    train: TrainSpec
-    plan: GroupPlan
-    strategy: HierarchicalConfig
-    sync_server: Address | None
-    num_workers: int
-    has_loops: ClassVar[bool] = True
-
-    def build(self, context: BuildContext) -> GroupServerNode:
-        return GroupServerNode(
-            self.group,
-            self.server,
-            self.plan.dense(self.model, self.train.seed),
-            self.train.dense_optimizer,
-            self.strategy,
-            self.sync_server,
-            self.num_workers,
-        )
-
-
-@dataclass(frozen=True)
-class DenseServerSpec(NodeSpec):
-    """One block of the dense part of a gradient strategy."""
-
-    values: torch.Tensor
-    optimizer: DenseOptimizerSpec
-    state: dict[str, Any] | None
-    strategy: GradientStrategy
-    num_workers: int
-
-    def build(self, context: BuildContext) -> DenseBlockServer:
-        strategy = self.strategy
-        policy = strategy.make_server(self.num_workers, False)
-        node = DenseBlockServer(
-            self.address.index,
-            self.values.clone(),
-            self.optimizer,
-            policy,
-            strategy.staleness_norm,
-            check_finite=False,
-        )
-        if self.state is not None:
-            node.optimizer.load_state_dict(self.state)
-        return node

@@ -11,29 +11,19 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.checkpoint import JobState, join_optimizer_states, layout_slices
-from recsync.coordinator.families import family_of
-from recsync.coordinator.measures import (
-    check_one_pass,
-    gradient_measures,
-    sync_measures,
-    worker_step_measures,
-)
+from recsync.coordinator.checkpoint import JobState, layout_slices
+from recsync.coordinator.family import family_of
+from recsync.coordinator.measures import check_one_pass, worker_step_measures
 from recsync.coordinator.reader import ReaderReport
-from recsync.coordinator.spec import JobSpec, group_plan_for
+from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
-from recsync.ps.gradient_servers import DenseBlockReport, GradientServerStats
-from recsync.ps.group_server import GroupServerReport
 from recsync.ps.layout import TableLayout
 from recsync.ps.local import loaded_embeddings
-from recsync.sync.allreduce import AllReduceStrategy
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.reference import predict
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerReport
@@ -104,44 +94,9 @@ class JobEnd:
 
 
 def final_dense(spec: JobSpec, end: JobEnd) -> torch.Tensor:
-    """The dense model the job ends with: the dense servers' blocks put together, or the
-    strategy's combination of the trainers' replicas."""
-    blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
-    if blocks:
-        return torch.cat([b.values for b in blocks])
-    strategy = spec.strategy
-    if isinstance(strategy, HierarchicalConfig):
-        return _groups_dense(spec, strategy, end.of_role(Role.GROUP_SERVER))
-    assert isinstance(strategy, ReplicaStrategy | AllReduceStrategy)
-    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
-    replicas = [t.replica for t in trainers if t.replica is not None]
-    return strategy.combine_replicas(replicas)
-
-
-def _groups_dense(
-    spec: JobSpec, strategy: HierarchicalConfig, servers: list[GroupServerReport]
-) -> torch.Tensor:
-    """The average of the groups' models (each put together from its group PSs' parts)."""
-    plan, p = group_plan_for(spec), strategy.group_servers
-    groups = [
-        plan.unsplit(spec.model, spec.train.seed, [s.values for s in servers[g * p : (g + 1) * p]])
-        for g in range(strategy.groups)
-    ]
-    return torch.stack(groups).mean(0)
-
-
-def _group_optimizer(spec: JobSpec, servers: list[GroupServerReport]) -> dict[str, Any]:
-    """Group 0's optimizer state in the unsplit model's layout (each per-parameter tensor
-    put together as the parameters are); its step count: group PS 0's."""
-    strategy = spec.strategy
-    assert isinstance(strategy, HierarchicalConfig)
-    plan, first = group_plan_for(spec), servers[: strategy.group_servers]
-    state: dict[str, Any] = {"steps": int(first[0].optimizer["steps"])}
-    for key, value in first[0].optimizer.items():
-        if isinstance(value, torch.Tensor):
-            parts = [s.optimizer[key] for s in first]
-            state[key] = plan.unsplit(spec.model, spec.train.seed, parts)
-    return state
+    """The dense model the job ends with, as the strategy's family puts it together (the
+    dense servers' blocks, or a combination of the trainers' or groups' replicas)."""
+    return family_of(spec.strategy).final_dense(spec, end.of_role)
 
 
 def two_classes(test: Batch) -> bool:
@@ -214,7 +169,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "train_seconds": end.train_seconds,
         "eps": examples / end.train_seconds,
         "elp": spec.cluster.elp(spec.train.batch_size),
-        **_strategy_measures(topology, end),
+        **family_of(spec.strategy).measures(spec, end.of_role, end.train_seconds),
         "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
         **_traffic(end, sum(s.total_iterations for s in stats)),
         **_worker_steps(end),
@@ -244,28 +199,6 @@ def _dataset(spec: JobSpec) -> int | None:
         batch = spec.train.batch_size
         dataset = min(dataset, spec.stop_after_examples // batch * batch)
     return dataset
-
-
-def _strategy_measures(topology: Topology, end: JobEnd) -> dict[str, Any]:
-    spec = topology.spec
-    stats = [t.stats for t in end.of_role(Role.TRAINER)]
-    if isinstance(spec.strategy, HierarchicalConfig):
-        servers: list[GroupServerReport] = end.of_role(Role.GROUP_SERVER)
-        return {
-            "num_groups": spec.strategy.groups,
-            "num_group_servers": len(servers),
-            "cross_group_syncs": sum(s.syncs for s in servers),
-            "group_server_backward_steps": [s.backward_steps for s in servers],
-        }
-    if not family_of(spec.strategy).policy_shards:
-        assert isinstance(spec.strategy, ReplicaStrategy)
-        return sync_measures(stats, spec.strategy.timing.is_shadow)
-    dense: list[GradientServerStats] = [b.stats for b in end.of_role(Role.DENSE_SERVER)]
-    sparse: list[GradientServerStats] = [s.stats for s in end.of_role(Role.EMBEDDING_SERVER)]
-    iterations = sum(s.total_iterations for s in stats)
-    return gradient_measures(
-        dense, sparse, end.train_seconds, iterations, spec.cluster.hogwild_threads
-    )
 
 
 def _worker_steps(end: JobEnd) -> dict[str, Any]:
@@ -355,19 +288,7 @@ def model_state(
     """The model the reports of `end` hold (embedding shards, dense part, optimizer states,
     global step) as a JobState at `data_position` of the stream."""
     spec = topology.spec
-    trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
-    blocks: list[DenseBlockReport] = end.of_role(Role.DENSE_SERVER)
-    groups: list[GroupServerReport] = end.of_role(Role.GROUP_SERVER)
-    if blocks:
-        optimizer = join_optimizer_states([b.optimizer for b in blocks])
-        steps = blocks[0].stats.steps
-    elif groups:
-        optimizer = _group_optimizer(spec, groups)
-        steps = sum(t.stats.total_iterations for t in trainers)
-    else:
-        assert trainers[0].optimizer is not None
-        optimizer = trainers[0].optimizer
-        steps = sum(t.stats.total_iterations for t in trainers)
+    optimizer, steps = family_of(spec.strategy).final_optimizer(spec, end.of_role)
     return JobState(
         dense=dense.clone(),
         dense_optimizer=optimizer,

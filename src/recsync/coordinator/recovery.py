@@ -18,8 +18,9 @@ The job then, as the policy says for the node's role:
   from the last cut, and the batches it was handed and had not pushed are handed out again
   (counted as replayed).
 
-`partial` and `restart` need the replica family (Hogwild embedding shards, a trainer whose
-replica has a source); a collective one (MA, BMUF) cannot lose a rank. A node's own error
+`partial` and `restart` need a family that allows them (`Family.partial_shards`,
+`Family.restarts_trainer`: the replica family's Hogwild embedding shards, a trainer whose
+replica has a source; a collective one, MA or BMUF, cannot lose a rank). A node's own error
 (a diverged worker, bad data) always ends the job: a restart would repeat it.
 """
 
@@ -30,10 +31,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import JobSpec
 from recsync.protocol.address import Role
 from recsync.sync.family import StrategyFamily
-from recsync.sync.replica import CollectiveStrategy, ReplicaStrategy
 
 ACTIONS: dict[Role, tuple[str, ...]] = {
     Role.TRAINER: ("rollback", "restart", "stop"),
@@ -82,14 +83,14 @@ class RecoveryPolicy:
 
     def check(self, strategy: StrategyFamily) -> None:
         """A ValueError if an action cannot recover a job of `strategy`."""
-        replica = isinstance(strategy, ReplicaStrategy)
-        if self.embedding_server == "partial" and not replica:
+        family = family_of(strategy)
+        if self.embedding_server == "partial" and not family.partial_shards(strategy):
             raise ValueError(
                 f"embedding_server = partial: {strategy.describe()}'s shards run its policy, "
                 "whose versions the workers wait on; a shard restored from a cut would break "
                 "them (use rollback, or a replica strategy)"
             )
-        if self.trainer == "restart" and (not replica or isinstance(strategy, CollectiveStrategy)):
+        if self.trainer == "restart" and not family.restarts_trainer(strategy):
             raise ValueError(
                 f"trainer = restart: {strategy.describe()} cannot lose one trainer (its "
                 "servers or its all-reduce wait for every worker); use rollback"

@@ -12,12 +12,8 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.ps.group_plan import GroupPlan, group_plan_of
 from recsync.ps.placement import JobPlan, plan_job
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gradient import GradientStrategy
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica
 
 PLAN_SAMPLE_BATCHES = 8
@@ -90,13 +86,11 @@ class ClusterSpec:
         return self.hogwild_threads * batch_size
 
     def dense_servers_for(self, strategy: StrategyFamily) -> int:
-        """The servers of the dense part the strategy runs: sync servers (center
-        strategies), dense servers (gradient strategies), or none."""
-        if isinstance(strategy, CenterStrategy):
-            return self.num_sync_servers
-        if isinstance(strategy, GradientStrategy):
-            return self.num_dense_servers
-        return 0
+        """The servers of the dense part the strategy runs: the count its
+        `dense_servers_key` names (sync servers of a center strategy, dense servers of a
+        gradient strategy), or none."""
+        key = strategy.dense_servers_key
+        return 0 if key is None else int(getattr(self, key))
 
 
 @dataclass(frozen=True)
@@ -151,16 +145,3 @@ def initial_dense(spec: JobSpec) -> torch.Tensor:
         return flat
     spec.resume.check_dense(flat.numel())
     return spec.resume.dense.clone()
-
-
-def group_plan_for(spec: JobSpec) -> GroupPlan:
-    """The group plan of a hierarchical-training job (the same for every group)."""
-    strategy, cluster = spec.strategy, spec.cluster
-    assert isinstance(strategy, HierarchicalConfig)
-    return group_plan_of(
-        spec.model,
-        strategy,
-        cluster.num_trainers,
-        cluster.workers_per_trainer,
-        spec.train.batch_size,
-    )

@@ -3,9 +3,8 @@ talks to whom.
 
 `build_topology(spec, plan)` gives the node specs in start order (the reader, the embedding
 shards, the servers of the dense part, the trainers) and its collectives. The
-family of the job's strategy decides the servers and the trainer class (families.py:
-`FAMILIES` is the one registry a new family, or node kind, is added to; no driver changes
-with it).
+family of the job's strategy decides the servers and the trainer class (coordinator/
+family.py: the interface; recsync/families/: the families; no driver changes with one).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from recsync.coordinator.families import TrainerSpec, family_of
+from recsync.coordinator.family import TrainerSpec, family_of
 from recsync.coordinator.node_specs import (
     SERVER_MARGIN,
     Collectives,
@@ -26,9 +25,7 @@ from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
-from recsync.sync.allreduce import AllReduceStrategy
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.stats import TrainerSetup, Wiring
 
 
@@ -109,15 +106,14 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
         num_workers=workers,
         batches_per_step=spec.strategy.batches_per_step(workers),
     )
-    policy = spec.strategy if family.policy_shards else None
-    assert policy is None or isinstance(policy, GradientStrategy | AllReduceStrategy)
-    calls = (2 if family.policy_shards else 1) * workers + SERVER_MARGIN
+    policy = family.shard_policy(spec.strategy)
+    calls = (1 if policy is None else 2) * workers + SERVER_MARGIN
     shards = [
         ShardSpec(
             Address(Role.EMBEDDING_SERVER, i),
             threads=None,
             max_calls=calls,
-            serialized=family.policy_shards or not layout.lock_free,
+            serialized=policy is not None or not layout.lock_free,
             layout=layout,
             optimizer=train.sparse_optimizer,
             seed=train.seed,

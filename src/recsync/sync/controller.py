@@ -36,8 +36,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SYNCHRONOUS = ("sync", "allreduce", "bsp")  # strategies whose workers wait at a barrier
-REPLICA = ("independent", "easgd", "ma", "bmuf")  # ShadowSync's family
+from recsync.sync.registry import STRATEGIES, strategy_class
+
+
+def synchronous(name: str) -> bool:
+    """Strategy `name`'s workers wait for each other at a barrier every step."""
+    return strategy_class(name).barrier
+
+
+def background_dense(name: str) -> bool:
+    """Strategy `name` keeps the dense part in replicas synced apart from the workers'
+    steps (ShadowSync's family)."""
+    return strategy_class(name).background_dense
+
+
+def _named(trait: str) -> list[str]:
+    return sorted(name for name, cls in STRATEGIES.items() if getattr(cls, trait))
 
 
 @dataclass(frozen=True)
@@ -78,15 +92,17 @@ class ControllerConfig:
     probe: bool = True
 
     def __post_init__(self) -> None:
-        if self.balanced not in SYNCHRONOUS:
-            raise ValueError(f"controller.balanced must be one of {SYNCHRONOUS}")
-        if self.stragglers in SYNCHRONOUS or self.stragglers in REPLICA:
+        if not synchronous(self.balanced):
+            raise ValueError(f"controller.balanced must be one of {_named('barrier')}")
+        if synchronous(self.stragglers) or background_dense(self.stragglers):
             raise ValueError(
                 "controller.stragglers must be a strategy whose workers do not wait for "
                 f"each other (gba, async, bounded_staleness, ...), got {self.stragglers!r}"
             )
-        if self.dense_bound is not None and self.dense_bound not in REPLICA:
-            raise ValueError(f"controller.dense_bound must be one of {REPLICA} or unset")
+        if self.dense_bound is not None and not background_dense(self.dense_bound):
+            raise ValueError(
+                f"controller.dense_bound must be one of {_named('background_dense')} or unset"
+            )
         if not 1.0 < self.spread_off <= self.spread_on:
             raise ValueError(
                 "controller: need 1 < spread_off <= spread_on, got "
@@ -118,7 +134,7 @@ class Controller:
         if measured.examples == 0 or spread is None or measured.seconds <= 0:
             return Decision(current, "nothing measured: stay")
         seen = f"slowest worker {spread:.2f}x a typical one"
-        if current in SYNCHRONOUS:
+        if synchronous(current):
             seen += f", {measured.barrier_share:.0%} of worker time at the barrier"
         if measured.dropped_share:
             seen += f", {measured.dropped_share:.1%} of gradients dropped"
@@ -155,6 +171,6 @@ def _switch(current: str, target: str, why: str, day_boundary: bool) -> Decision
     part moves between servers and replicas) within a day."""
     if target == current:
         return Decision(current, f"{why}: stay")
-    if (target in REPLICA) != (current in REPLICA) and not day_boundary:
+    if background_dense(target) != background_dense(current) and not day_boundary:
         return Decision(current, f"{why}: {target} waits for the day's end")
     return Decision(target, why)

@@ -1,15 +1,9 @@
-"""Strategy families: every strategy config is an instance of exactly one family type.
+"""The base of every strategy config, and the traits the kernel reads of a strategy.
 
-- `ReplicaStrategy` (ShadowSync): the dense part replicated on the trainers, synced in the
-  background or at a fixed rate (sync/replica.py: `CenterStrategy` through sync servers,
-  `CollectiveStrategy` through an all-reduce, or no sync at all);
-- `GradientStrategy`: the dense part on dense servers, workers pull parameters and push
-  gradients, a policy on every server decides what to apply (sync/gradient.py);
-- `AllReduceStrategy`: the dense part replicated, gradients all-reduced every step
-  (sync/allreduce.py).
-
-A family decides which nodes a job runs (coordinator/topology.py has one assembler per
-family) and which trainer drives them.
+Every strategy belongs to one family, a package under recsync/families/ (replica, gradient,
+all-reduce, hierarchical): the family decides which nodes a job runs and which trainer
+drives them (coordinator/family.py: the interface; recsync/families/__init__.py: the one
+list of families).
 """
 
 from __future__ import annotations
@@ -23,6 +17,14 @@ class StrategyFamily:
 
     name: ClassVar[str]  # registry key, e.g. "easgd"
     label: ClassVar[str]  # the paper's name, e.g. "EASGD"
+    # every step waits for every active worker's gradient: no worker runs ahead (sync)
+    barrier: ClassVar[bool] = False
+    # the dense part lives in the trainers' replicas, synced apart from the workers' steps
+    # (in the background or at a rate: ShadowSync's family); a switch to or from such a
+    # strategy moves the dense part between servers and replicas
+    background_dense: ClassVar[bool] = False
+    # the `cluster.` count of its servers of the dense part (None: it runs none)
+    dense_servers_key: ClassVar[str | None] = None
 
     def _params(self) -> str:
         return ""

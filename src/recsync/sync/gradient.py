@@ -1,5 +1,6 @@
-"""Shared types of the gradient strategies: dense parameters on dense servers, workers pull
-parameters and push gradients, and a policy on every server decides what to apply when.
+"""The policy a parameter server runs (shared by the gradient and all-reduce families):
+workers pull parameters and push gradients, and a policy on every server decides what to
+apply when.
 
 One policy instance runs on every parameter server: each dense server (one block of the
 dense parameters) and each embedding shard. Every worker pushes one gradient to every server
@@ -18,7 +19,7 @@ batch, pull) given the version it tagged its previous push with here (None befor
 step); a worker of a strategy that `holds_workers` asks every server and waits until all
 agree. A worker that has no more data (or failed) is reported with ``on_worker_done``, so
 nobody waits for it. How a worker pulls (every block, or a part: PSP) is the strategy's
-`PullRule`.
+`PullRule` (families/gradient/strategy.py).
 
 Pure policy: no tensors, clocks, threads or transport.
 """
@@ -26,11 +27,9 @@ Pure policy: no tensors, clocks, threads or transport.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol, runtime_checkable
 
-from recsync.protocol.effects import Quorum
 from recsync.protocol.node import StartTimer
-from recsync.sync.family import StrategyFamily
 from recsync.sync.staleness_norm import StalenessNorm
 
 __all__ = [
@@ -38,9 +37,8 @@ __all__ = [
     "Apply",
     "Drop",
     "GradientPolicy",
-    "GradientStrategy",
-    "PullRule",
     "Push",
+    "ServerPolicies",
     "StartTimer",
     "Tokens",
     "check_positive_int",
@@ -128,63 +126,21 @@ class GradientPolicy:
         return Apply((), 1.0)
 
 
-class PullRule:
-    """How a worker reads the servers each step: every dense block, waiting for all of them,
-    and embedding rows at whatever version the shards are (PSP's partial pull overrides)."""
-
-    @property
-    def keeps_blocks(self) -> bool:
-        """Whether a block the worker did not wait for keeps its previous copy."""
-        return False
-
-    def min_versions(self, last_pushed: list[int] | None) -> list[int] | None:
-        """Per server, the version it must reach before it answers this step's pull or
-        lookup, from the versions the worker's previous push carried (None: no wait)."""
-        return None
-
-    def quorum(self, count: int) -> Quorum | None:
-        """When a pull of `count` blocks may go on without all of them (None: never)."""
-        return None
-
-    def push_versions(self, versions: list[int]) -> list[int]:
-        """The version each dense block's gradient is tagged with, from the versions of the
-        blocks the worker computed it with: each block's own."""
-        return list(versions)
-
-    def order(self, count: int, turn: int) -> list[int]:
-        """The order in which a worker requests its `count` blocks at its `turn`-th pull
-        (counted from its index): block order."""
-        return list(range(count))
-
-
-FULL_PULL = PullRule()
-
-
 class Tokens(Protocol):
     """The token the reader hands with a batch (GBA's token control, sync/gba.py)."""
 
     def token(self, batches_handed: int) -> int: ...
 
 
-class GradientStrategy(StrategyFamily):
-    """The gradient family (frozen dataclasses): a policy on every dense server and every
-    embedding shard (`make_server`), the workers' pull rule, and the reader's tokens."""
+@runtime_checkable
+class ServerPolicies(Protocol):
+    """A strategy whose servers run a gradient policy: every embedding shard (and dense
+    server) of the gradient family, the embedding shards of the all-reduce family."""
 
-    holds_workers: ClassVar[bool] = False  # its servers' may_start can say no
-    # a step's pushes wait for the worker's next batch, its row gradients riding on the next
-    # lookups (half the calls to the shards; each push one reader round trip later)
-    defers_pushes: ClassVar[bool] = False
-    staleness_norm: StalenessNorm | None = None  # scale stale gradients (async family)
+    @property
+    def staleness_norm(self) -> StalenessNorm | None: ...
 
-    def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
-        raise NotImplementedError
-
-    def pull_rule(self) -> PullRule:
-        return FULL_PULL
-
-    def token_list(self, num_workers: int) -> Tokens | None:
-        """The reader's tokens (GBA); None: batches carry no token."""
-        return None
+    def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy: ...
 
 
 def check_positive_int(field: str, value: object, minimum: int = 1) -> None:

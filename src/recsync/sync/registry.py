@@ -1,82 +1,63 @@
-"""Every strategy by name: the one registry a new strategy is added to.
+"""Every strategy by name, as its family registered it.
 
-Replica family (ShadowSync): ``independent``, ``easgd``, ``ma``, ``bmuf``, each in ``shadow``
-or ``fixed`` timing. Gradient family: ``async`` (Downpour), ``sync``, ``bsp``,
-``bounded_staleness`` (Hop-BS), ``backup_workers`` (Hop-BW), ``gba`` and ``psp``. All-reduce
-family: ``allreduce``. Hierarchical training: ``hierarchical``. See docs/strategies.md.
+The kernel imports no family: each family lists its strategies' configs, and the one list of
+families (recsync/families/__init__.py) registers them here when it is imported. Importing
+any strategy config imports that package first, so a process that unpickled a job has every
+family registered; a lookup by name before any of that (the controller's names, one family
+naming another's strategy) loads the package by its name, as a plugin is loaded. See
+docs/strategies.md for the strategies.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Mapping
 
-from recsync.sync.allreduce import AllReduceConfig
-from recsync.sync.asynchronous import AsyncConfig
-from recsync.sync.backup_workers import BackupWorkersConfig
-from recsync.sync.bmuf import BmufConfig
-from recsync.sync.bounded_staleness import BoundedStalenessConfig
-from recsync.sync.bsp import BspConfig
-from recsync.sync.easgd import EasgdConfig
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gba import GbaConfig
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.independent import IndependentConfig
-from recsync.sync.ma import MaConfig
-from recsync.sync.psp import PspConfig
 from recsync.sync.staleness_norm import StalenessNorm
-from recsync.sync.synchronous import SyncConfig
 from recsync.sync.timing import Timing
 
-StrategyConfig = (
-    IndependentConfig
-    | EasgdConfig
-    | MaConfig
-    | BmufConfig
-    | AsyncConfig
-    | SyncConfig
-    | BspConfig
-    | BoundedStalenessConfig
-    | BackupWorkersConfig
-    | GbaConfig
-    | PspConfig
-    | AllReduceConfig
-    | HierarchicalConfig
-)
-
-STRATEGIES: dict[str, type[StrategyFamily]] = {
-    cls.name: cls
-    for cls in (
-        IndependentConfig,
-        EasgdConfig,
-        MaConfig,
-        BmufConfig,
-        AsyncConfig,
-        SyncConfig,
-        BspConfig,
-        BoundedStalenessConfig,
-        BackupWorkersConfig,
-        GbaConfig,
-        PspConfig,
-        AllReduceConfig,
-        HierarchicalConfig,
-    )
-}
+FAMILIES_PACKAGE = "recsync.families"  # registers every family's strategies on import
+STRATEGIES: dict[str, type[StrategyFamily]] = {}
 # nested config tables given as mappings of their fields
 _NESTED: dict[str, type] = {"timing": Timing, "staleness_norm": StalenessNorm}
 
 
+def register_strategy(cls: type[StrategyFamily]) -> None:
+    """Make strategy `cls` known by its `name` (ValueError for a name another class has)."""
+    known = STRATEGIES.get(cls.name)
+    if known is not None and known is not cls:
+        raise ValueError(f"strategy {cls.name!r} is registered twice: {known} and {cls}")
+    STRATEGIES[cls.name] = cls
+
+
+def load_families() -> None:
+    """Import the list of families (which registers them), by its name."""
+    importlib.import_module(FAMILIES_PACKAGE)
+
+
+def strategy_class(name: str) -> type[StrategyFamily]:
+    """The config class of strategy `name` (ValueError for an unknown name)."""
+    if name not in STRATEGIES:
+        load_families()
+    try:
+        return STRATEGIES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
+
+
 def strategy_fields(name: str) -> list[str]:
     """The fields strategy `name` takes (ValueError for an unknown name)."""
-    cls = _strategy_class(name)
+    cls = strategy_class(name)
     return [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
 
 
-def strategy_config(name: str, **fields_: object) -> StrategyConfig:
+def strategy_config(name: str, **fields_: object) -> StrategyFamily:
     """The config of strategy ``name`` built from keyword fields; ``timing`` and
     ``staleness_norm`` may be given as mappings of their fields. ValueError for an unknown
     name or field, or a value the config rejects."""
-    cls = _strategy_class(name)
+    cls = strategy_class(name)
     known = strategy_fields(name)
     unknown = sorted(set(fields_) - set(known))
     if unknown:
@@ -89,13 +70,4 @@ def strategy_config(name: str, **fields_: object) -> StrategyConfig:
             if bad:
                 raise ValueError(f"{name}.{key}: unknown field(s) {bad}; known: {nested_known}")
             fields_[key] = nested(**value)
-    config = cls(**fields_)
-    assert isinstance(config, StrategyConfig)
-    return config
-
-
-def _strategy_class(name: str) -> type[StrategyFamily]:
-    try:
-        return STRATEGIES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
+    return cls(**fields_)

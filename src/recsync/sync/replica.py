@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 
@@ -75,6 +75,7 @@ class ReplicaStrategy(StrategyFamily):
     this type never syncs (`independent`); its subtypes say how a sync is done."""
 
     timing: Timing
+    background_dense: ClassVar[bool] = True
 
     def _check_timing(self) -> None:
         if not isinstance(self.timing, Timing):
@@ -95,6 +96,8 @@ class ReplicaStrategy(StrategyFamily):
 
 class CenterStrategy(ReplicaStrategy):
     """Replicas synced through a center variable sharded over sync servers (EASGD)."""
+
+    dense_servers_key: ClassVar[str | None] = "num_sync_servers"
 
     def make_replica(self, initial: torch.Tensor | None = None) -> ReplicaPolicy:
         raise NotImplementedError

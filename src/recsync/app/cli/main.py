@@ -41,17 +41,17 @@ from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import export_run, predict_file
-from recsync.app.runs.plan_view import group_table, plan_table
+from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.progress import steps_bar, warn
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir, toml_text
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.spec import group_plan_for, initial_dense, plan_for
+from recsync.coordinator.family import family_of
+from recsync.coordinator.spec import initial_dense, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 from recsync.protocol.address import Role
-from recsync.sync.hierarchical import HierarchicalConfig
 
 app = typer.Typer(
     name="recsync",
@@ -392,8 +392,8 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     label = "dense" if Role.DENSE_SERVER in dense else "sync"
     console = Console(emoji=False)
     console.print(plan_table(job_plan, spec.model.tables, label))
-    if isinstance(spec.strategy, HierarchicalConfig):
-        console.print(group_table(group_plan_for(spec)))
+    for view in family_of(spec.strategy).plan_view(spec):
+        console.print(view)
 
 
 if __name__ == "__main__":

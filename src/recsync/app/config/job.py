@@ -7,15 +7,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from recsync.app.config.base import Section
+from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import ClusterSpec
 from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
-from recsync.sync.allreduce import AllReduceStrategy
+from recsync.families import STRATEGIES, strategy_config, strategy_fields
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gradient import GradientStrategy
-from recsync.sync.hierarchical import HierarchicalConfig
-from recsync.sync.registry import STRATEGIES, strategy_config, strategy_fields
-from recsync.sync.replica import CenterStrategy
 from recsync.sync.timing import Timing
 
 STRATEGY_NAMES = ("reference", *STRATEGIES)
@@ -51,14 +48,14 @@ class ClusterSection(Section):
         strategy, or 1."""
         if self.num_dense_servers is not None:
             return self.num_dense_servers
-        if isinstance(strategy, GradientStrategy) and self.num_sync_servers is not None:
+        if _on_dense_servers(strategy) and self.num_sync_servers is not None:
             return self.num_sync_servers
         return 1
 
     def deprecations(self, strategy: StrategyFamily | None) -> list[str]:
         """What the section says in a deprecated way, and what to say instead."""
         if (
-            isinstance(strategy, GradientStrategy)
+            _on_dense_servers(strategy)
             and self.num_sync_servers is not None
             and self.num_dense_servers is None
         ):
@@ -158,30 +155,19 @@ class StrategySection(Section):
             raise ConfigError(f"strategy: {error}") from None
 
 
+def _on_dense_servers(strategy: StrategyFamily | None) -> bool:
+    """A strategy whose dense part is on dense servers (the gradient family)."""
+    return strategy is not None and strategy.dense_servers_key == "num_dense_servers"
+
+
 def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyFamily | None) -> None:
     """Cluster keys a strategy cannot run with, named before any node starts."""
     if strategy is None:  # the single-process reference trainer
         return
-    if isinstance(strategy, AllReduceStrategy) and cluster.workers_per_trainer != 1:
-        raise ConfigError(
-            f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
-            f"trainer (a rank), got {cluster.workers_per_trainer}"
-        )
-    if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:
-        raise ConfigError(
-            f"cluster.num_sync_servers: {strategy.describe()} needs at least one sync "
-            f"server, got {cluster.num_sync_servers}"
-        )
-    if isinstance(strategy, GradientStrategy) and cluster.num_dense_servers < 1:
-        raise ConfigError(
-            f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
-            f"server, got {cluster.num_dense_servers}"
-        )
-    if isinstance(strategy, HierarchicalConfig):
-        try:
-            strategy.trainers_per_group(cluster.num_trainers)
-        except ValueError as error:
-            raise ConfigError(f"cluster.num_trainers: {error}") from None
+    try:
+        family_of(strategy).check_cluster(strategy, cluster)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     try:
         split_workers(cluster, strategy)
     except ValueError as error:

@@ -24,11 +24,11 @@ from recsync.app.repro.common import Progress
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.asynchronous import AsyncConfig
 
 SCALING_WORKERS = (10, 20, 50, 100, 200, 500, 1000)
 SCALING_STEPS_PER_WORKER = 12

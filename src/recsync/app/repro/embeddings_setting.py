@@ -12,10 +12,10 @@ from typing import Any
 from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.sync.registry import strategy_config
 
 # Criteo Kaggle (Display Advertising Challenge) distinct values of C1..C26: 33.76M in all
 BOUNDED = ("fixed", "hash LRS", "hash LRS + admission 2")  # run at each memory budget

@@ -35,13 +35,13 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import Faults
 from recsync.runtime.sim.faulty import FaultySimJob
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.timeline import Timeline, run_timeline, young_daly
-from recsync.sync.registry import strategy_config
 
 MODEL = ModelSpec(tables=default_tables(num_rows=1000, dim=8), bottom_mlp=(64, 32), top_mlp=(64,))
 TRAIN = TrainSpec(batch_size=64)

@@ -40,11 +40,11 @@ from recsync.app.repro.hierarchical_settings import (
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 
 
 def throughput(setting: Setting) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 
 from recsync.app.repro import common
 from recsync.coordinator.spec import ClusterSpec
+from recsync.families import StrategyConfig, strategy_config
 from recsync.model.spec import ModelSpec
-from recsync.sync.registry import StrategyConfig, strategy_config
 
 GROUP_TRAINERS = GROUP_SERVERS = 6  # the paper's best (t, p)
 EASGD_TRAINERS = 40

@@ -21,11 +21,11 @@ from recsync.app.repro.common import Progress
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 
 TRAINERS = (5, 10, 15, 20)

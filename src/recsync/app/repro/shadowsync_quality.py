@@ -24,11 +24,11 @@ from recsync.app.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
 from recsync.app.repro.shadowsync_quality_report import report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 
 EXAMPLES = 1 << 20  # every run: the same 1,048,576 examples, one pass

@@ -26,12 +26,12 @@ from recsync.app.repro.common import Progress, run_in_processes
 from recsync.app.repro.staleness_norm_report import write_report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.asynchronous import AsyncConfig
 from recsync.sync.staleness_norm import StalenessNorm
 
 SMALL, LARGE = 1_000, 3_000  # workers

@@ -24,6 +24,8 @@ from recsync.app.runs.fit_jobs import (
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
+from recsync.families import strategy_config
+from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
@@ -36,8 +38,6 @@ from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.easgd import EasgdCenter, EasgdConfig
-from recsync.sync.registry import strategy_config
 from recsync.sync.replica import Timing
 from recsync.trainer.replica import DenseReplica
 

@@ -11,13 +11,13 @@ from typing import Any
 from recsync.coordinator.outcome import HELPER_PROCESSES
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.network import Machine
-from recsync.sync.registry import strategy_config
 
 MIN_MORE_ENDS = 2.0  # the second fit job's message ends beyond the first's, in its multiples
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 
 from recsync.model.spec import TableSpec
-from recsync.ps.group_placement import TRAINER, Utilisation
-from recsync.ps.group_plan import GroupPlan
 from recsync.ps.layout import EmbeddingLayout
 from recsync.ps.placement import EmbeddingPlan, JobPlan
 
@@ -67,33 +64,4 @@ def plan_table(plan: JobPlan, tables: tuple[TableSpec, ...], dense_label: str = 
                 f"{stop - start:,}",
                 f"{size / MB:.2f}",
             )
-    return table
-
-
-def _load(before: Utilisation, after: Utilisation, dim: str, device: int) -> str:
-    return f"{getattr(before, dim)[device]:.2f} -> {getattr(after, dim)[device]:.2f}"
-
-
-def group_table(plan: GroupPlan) -> Table:
-    """One row per device of a hierarchical-training group (its trainers, then each group
-    PS): the operators (FC slices included) it runs, their parameters, and its estimated
-    CPU, network and memory utilisation after tagging -> after greedy refinement."""
-    placement = plan.placement
-    tagged, refined = placement.tagged, placement.refined
-    table = Table(
-        title=(
-            f"hierarchical group placement (max utilisation {tagged.maximum:.2f} tagged -> "
-            f"{refined.maximum:.2f} refined, {len(placement.moves)} moves)"
-        )
-    )
-    for column in ("device", "operators", "params MB", "cpu", "network", "memory"):
-        table.add_column(column, justify="left" if column in ("device", "operators") else "right")
-    for device in range(len(refined.cpu)):
-        ops = [op for op in placement.ops if placement.device[op.name] == device]
-        table.add_row(
-            "trainers" if device == TRAINER else f"group-ps-{device - 1}",
-            escape(", ".join(op.name for op in ops)) or "-",
-            f"{sum(op.param_bytes for op in ops) / MB:.2f}",
-            *(_load(tagged, refined, dim, device) for dim in ("cpu", "network", "memory")),
-        )
     return table

@@ -9,7 +9,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from recsync.coordinator.families import TrainerSpec
+from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.machines import assign_machines
 from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures

@@ -16,7 +16,7 @@ import ray
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
-from recsync.coordinator.families import TrainerSpec
+from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.recovery import (
     Recoveries,

@@ -15,7 +15,7 @@ import torch
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.evaluation import Evaluations
-from recsync.coordinator.families import TrainerSpec
+from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.node_specs import ShardSpec
 from recsync.coordinator.recovery import (
     ONE_NODE,

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import Action, GradientPolicy, GradientStrategy, Push
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.sync.gradient import Action, GradientPolicy, Push
 from recsync.sync.staleness_norm import StalenessNorm
 
 

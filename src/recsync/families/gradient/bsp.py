@@ -12,13 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import (
-    Action,
-    GradientPolicy,
-    GradientStrategy,
-    Push,
-    check_positive_int,
-)
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.sync.gradient import Action, GradientPolicy, Push, check_positive_int
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recsync.compress.spec import CompressionSpec
-from recsync.sync.bmuf import BmufConfig
-from recsync.sync.easgd import EasgdConfig
 from recsync.sync.family import StrategyFamily
-from recsync.sync.ma import MaConfig
+from recsync.sync.registry import strategy_config
 from recsync.sync.replica import CenterStrategy, CollectiveStrategy
 
 CROSS_GROUP = ("easgd", "ma", "bmuf")
@@ -106,12 +104,16 @@ class HierarchicalConfig(StrategyFamily):
     @property
     def cross_sync(self) -> CenterStrategy | CollectiveStrategy:
         """The sync each group PS runs in the background: EASGD against its global sync
-        server, or MA / BMUF in an all-reduce with the group PSs owning the same parts."""
-        if self.cross_group == "ma":
-            return MaConfig(alpha=self.alpha)
+        server, or MA / BMUF in an all-reduce with the group PSs owning the same parts (the
+        replica family's strategies, found by name)."""
+        fields: dict[str, object] = {"alpha": self.alpha}
         if self.cross_group == "bmuf":
-            return BmufConfig(self.alpha, self.block_lr, self.block_momentum, self.nesterov)
-        return EasgdConfig(alpha=self.alpha)
+            fields.update(
+                block_lr=self.block_lr, block_momentum=self.block_momentum, nesterov=self.nesterov
+            )
+        cross = strategy_config(self.cross_group, **fields)
+        assert isinstance(cross, CenterStrategy | CollectiveStrategy), cross
+        return cross
 
     @property
     def needs_sync_servers(self) -> bool:

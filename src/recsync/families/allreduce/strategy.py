@@ -18,9 +18,9 @@ from typing import ClassVar
 import torch
 
 from recsync.sync.family import StrategyFamily
-from recsync.sync.gradient import GradientPolicy
+from recsync.sync.gradient import GradientPolicy, ServerPolicies
+from recsync.sync.registry import strategy_config
 from recsync.sync.staleness_norm import StalenessNorm
-from recsync.sync.synchronous import SyncServer
 
 
 class AllReduceStrategy(StrategyFamily):
@@ -28,6 +28,7 @@ class AllReduceStrategy(StrategyFamily):
     gradient; embedding shards run a gradient policy for the rows (`make_server`)."""
 
     holds_workers: ClassVar[bool] = True  # a rank waits for the shards' previous step
+    barrier: ClassVar[bool] = True  # every step all-reduces every rank's gradient
     staleness_norm: StalenessNorm | None = None
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
@@ -49,7 +50,10 @@ class AllReduceConfig(AllReduceStrategy):
     label: ClassVar[str] = "all-reduce"
 
     def make_server(self, num_workers: int, sparse: bool) -> GradientPolicy:
-        """The `sync` policy, on embedding shards only."""
+        """The `sync` policy (the gradient family's, found by name), on embedding shards
+        only."""
         if not sparse:
             raise ValueError("allreduce keeps the dense part on the trainers: no dense servers")
-        return SyncServer(num_workers, sparse)
+        sync = strategy_config("sync")
+        assert isinstance(sync, ServerPolicies), sync
+        return sync.make_server(num_workers, sparse)

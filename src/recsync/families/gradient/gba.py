@@ -31,14 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import (
-    Action,
-    Drop,
-    GradientPolicy,
-    GradientStrategy,
-    Push,
-    check_positive_int,
-)
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, check_positive_int
 
 Decay = Callable[[int, int], float]
 

@@ -16,14 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import (
-    Action,
-    Drop,
-    GradientPolicy,
-    GradientStrategy,
-    Push,
-    check_positive_int,
-)
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -36,6 +30,7 @@ class BackupWorkersConfig(GradientStrategy):
     name: ClassVar[str] = "backup_workers"
     label: ClassVar[str] = "Hop-BW"
     holds_workers: ClassVar[bool] = True
+    barrier: ClassVar[bool] = True  # every step waits for the first N-b workers' gradients
 
     def __post_init__(self) -> None:
         check_positive_int("num_backup", self.num_backup, minimum=0)

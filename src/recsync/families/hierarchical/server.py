@@ -16,6 +16,7 @@ import torch
 
 from recsync.compress.encoded import Codec
 from recsync.compress.spec import GradientStreams
+from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.model.group_model import GroupDense, summed
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
@@ -30,7 +31,6 @@ from recsync.protocol.messages import (
     WorkerDone,
 )
 from recsync.protocol.node import LoopSpec, Node
-from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CollectiveStrategy
 
 TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward messages)

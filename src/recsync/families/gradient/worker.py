@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from recsync.families.gradient.strategy import GradientStrategy
 from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Drain, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
@@ -39,7 +40,6 @@ from recsync.protocol.messages import (
 )
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.layout import TableLayout
-from recsync.sync.gradient import GradientStrategy
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
 from recsync.trainer.steps import (

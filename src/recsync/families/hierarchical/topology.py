@@ -1,5 +1,5 @@
-"""How a hierarchical-training job is assembled (Huang et al. 2021): its group PSs and global
-sync servers, and which group PSs each trainer talks to. Registered in families.FAMILIES."""
+"""How a hierarchical-training job is assembled (Huang et al. 2021): its group plan, its group
+PSs and global sync servers, and which group PSs each trainer talks to."""
 
 from __future__ import annotations
 
@@ -11,24 +11,42 @@ import torch
 from recsync.coordinator.node_specs import (
     SERVER_MARGIN,
     Collectives,
-    GroupServerSpec,
     NodeSpec,
     SyncServerSpec,
 )
-from recsync.coordinator.spec import JobSpec, group_plan_for
+from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError
+from recsync.families.hierarchical.config import HierarchicalConfig
+from recsync.families.hierarchical.nodes import GroupServerSpec
+from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
 from recsync.protocol.address import Address, Role
 from recsync.ps.placement import JobPlan
-from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CenterStrategy
 from recsync.trainer.stats import Wiring
+
+
+def hierarchical(spec: JobSpec) -> HierarchicalConfig:
+    """The job's strategy (of this family)."""
+    assert isinstance(spec.strategy, HierarchicalConfig), spec.strategy
+    return spec.strategy
+
+
+def group_plan_for(spec: JobSpec) -> GroupPlan:
+    """The group plan of a hierarchical-training job (the same for every group)."""
+    cluster = spec.cluster
+    return group_plan_of(
+        spec.model,
+        hierarchical(spec),
+        cluster.num_trainers,
+        cluster.workers_per_trainer,
+        spec.train.batch_size,
+    )
 
 
 def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
     """Every group's group PSs, then the global sync servers of a cross-group EASGD (sync
     server j: the center of what group PS j of every group owns)."""
-    strategy, cluster = spec.strategy, spec.cluster
-    assert isinstance(strategy, HierarchicalConfig)
+    strategy, cluster = hierarchical(spec), spec.cluster
     if spec.resume is not None:
         raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
     group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
@@ -76,8 +94,7 @@ def group_collectives(
 ) -> Collectives:
     """With MA or BMUF across groups: group PS j of every group (in group order) all-reduce
     together, one collective for each j."""
-    strategy = spec.strategy
-    assert isinstance(strategy, HierarchicalConfig)
+    strategy = hierarchical(spec)
     if strategy.needs_sync_servers:
         return ()
     group_servers = [s for s in servers if isinstance(s, GroupServerSpec)]
@@ -89,8 +106,7 @@ def group_collectives(
 
 def group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
     """A trainer talks to the group PSs of its group."""
-    strategy = spec.strategy
-    assert isinstance(strategy, HierarchicalConfig)
+    strategy = hierarchical(spec)
     group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
     p = strategy.group_servers
     servers = tuple(Address(Role.GROUP_SERVER, group * p + j) for j in range(p))

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.sync.gradient import Action, GradientPolicy, GradientStrategy, Push
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.sync.gradient import Action, GradientPolicy, Push
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class SyncConfig(GradientStrategy):
     name: ClassVar[str] = "sync"
     label: ClassVar[str] = "sync"
     holds_workers: ClassVar[bool] = True
+    barrier: ClassVar[bool] = True
 
     def make_server(self, num_workers: int, sparse: bool) -> SyncServer:
         return SyncServer(num_workers, sparse)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import torch
 
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.families.gradient.worker import GradientWorker
 from recsync.protocol.effects import Target
 from recsync.protocol.node import LoopSpec, Node
-from recsync.sync.gradient import GradientStrategy
-from recsync.trainer.gradient_worker import GradientWorker
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from recsync.families.allreduce.strategy import AllReduceStrategy
 from recsync.optim.state import copy_state
 from recsync.protocol.effects import (
     AllReduce,
@@ -29,7 +30,6 @@ from recsync.protocol.effects import (
 from recsync.protocol.messages import MayStart, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
 from recsync.protocol.reading import HandedBatch, NextBatch
-from recsync.sync.allreduce import AllReduceStrategy
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import (
     nothing_to_flush,

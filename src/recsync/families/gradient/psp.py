@@ -30,17 +30,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from recsync.families.gradient.strategy import GradientStrategy, PullRule
 from recsync.protocol.effects import Quorum
-from recsync.sync.gradient import (
-    Action,
-    Drop,
-    GradientPolicy,
-    GradientStrategy,
-    PullRule,
-    Push,
-    StartTimer,
-    check_positive_int,
-)
+from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, StartTimer, check_positive_int
 
 
 def _check_seconds(field: str, value: object) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from recsync.ps.op_graph import Op, OpKind
+from recsync.families.hierarchical.op_graph import Op, OpKind
 
 TRAINER = 0
 TRAINER_KINDS = (OpKind.INPUT, OpKind.LOOKUP, OpKind.INTERACTION, OpKind.LOSS)  # rules

@@ -24,6 +24,7 @@ import torch.nn.functional as F_
 from recsync.compress.encoded import Codec, Encoded
 from recsync.compress.spec import GradientStreams
 from recsync.data.batch import Batch
+from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.model.group_model import GroupDense, Stage, summed
 from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
@@ -37,7 +38,6 @@ from recsync.protocol.messages import (
 from recsync.protocol.node import LoopSpec, Node
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients
-from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups, take_batch
 

@@ -17,12 +17,12 @@ import math
 from collections.abc import Generator
 from typing import Any, Protocol
 
+from recsync.families.replica.sync_requests import SyncRequests
 from recsync.protocol.effects import Await, Effect, Loop, Notify
 from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
 from recsync.sync.timing import FixedTrigger
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
-from recsync.trainer.sync_requests import SyncRequests
 
 PROGRESS, REQUESTS, SERVED = "progress", "sync-requests", "sync-served"
 

@@ -1,0 +1,181 @@
+"""The interface every strategy family implements, and the spec of a trainer of any family.
+
+A family is a package under recsync/families/ with one `Family` subclass: its strategies'
+configs, the servers of the dense part its jobs run (and what each trainer talks to), its
+trainer, the reader's tokens, its collectives, why its workers cannot be processes, its
+final dense model and optimizer state, its measures in the summary, its cluster checks,
+its rows of `recsync plan` and the recoveries it supports. The kernel (this package,
+sync/, ps/, trainer/, protocol/) imports no family: `register_family` (called by the one
+list of families, recsync/families/__init__.py) makes a family known, and `family_of`
+finds a strategy's family by the most specific registered base type of its config.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from recsync.coordinator.measures import gradient_measures
+from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.protocol.address import Role
+from recsync.protocol.node import Node
+from recsync.ps.gradient_servers import GradientServerStats
+from recsync.ps.placement import JobPlan
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import ServerPolicies, Tokens
+from recsync.sync.registry import load_families, register_strategy
+from recsync.trainer.stats import TrainerReport, TrainerSetup, Wiring
+
+Reports = Callable[[Role], list[Any]]  # the nodes' reports of one role, in index order
+
+
+@dataclass(frozen=True)
+class TrainerSpec(NodeSpec):
+    """A trainer of any family (`setup`: what every trainer is built from)."""
+
+    setup: TrainerSetup
+    strategy: StrategyFamily
+    processes: bool = False
+    has_loops: ClassVar[bool] = True
+
+    def build(self, context: BuildContext) -> Node:
+        return family_of(self.strategy).trainer(self, context)
+
+    @property
+    def worker_processes(self) -> bool:
+        return self.processes
+
+    @property
+    def workers(self) -> range:
+        """The job-wide indices of its workers (the `worker` of its worker loops)."""
+        first = self.setup.first_worker
+        return range(first, first + self.setup.num_workers)
+
+
+class Family(ABC):
+    """A strategy family: `base` the type every config of it derives from, `strategies`
+    the configs registered by name (a new strategy of the family: one module and its entry
+    here). The defaults are what a family without servers of the dense part does: its
+    trainers hold replicas, its shards are Hogwild, its workers may be processes."""
+
+    base: ClassVar[type[StrategyFamily]]
+    strategies: ClassVar[tuple[type[StrategyFamily], ...]]
+
+    @abstractmethod
+    def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
+        """The trainer node `spec` describes."""
+
+    def dense_servers(self, spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+        """The servers of the dense part (none: the trainers hold it)."""
+        return []
+
+    def trainer_wiring(self, spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
+        """What trainer `trainer` talks to (by default what every trainer does)."""
+        return wiring
+
+    def shard_policy(self, strategy: StrategyFamily) -> ServerPolicies | None:
+        """The strategy whose policy the embedding shards run (None: Hogwild shards)."""
+        return None
+
+    def tokens(self, strategy: StrategyFamily, workers: int) -> Tokens | None:
+        """The tokens the reader hands with the batches (None: none)."""
+        return None
+
+    def collectives(
+        self, spec: JobSpec, servers: Sequence[NodeSpec], trainers: Sequence[NodeSpec]
+    ) -> Collectives:
+        """Which nodes all-reduce together, in rank order (none by default)."""
+        return ()
+
+    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+        """Why its trainers' workers cannot run in processes of their own (None: they can)."""
+        return None
+
+    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+        """A ValueError naming the `cluster.<key>` the strategy cannot run with (none by
+        default)."""
+        return None
+
+    @abstractmethod
+    def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
+        """The dense model the job ends with."""
+
+    def final_optimizer(self, spec: JobSpec, reports: Reports) -> tuple[dict[str, Any], int]:
+        """The dense part's optimizer state at the end, and the global steps the job took
+        (by default trainer 0's state and every trainer's iterations)."""
+        trainers: list[TrainerReport] = reports(Role.TRAINER)
+        assert trainers[0].optimizer is not None
+        return trainers[0].optimizer, sum(t.stats.total_iterations for t in trainers)
+
+    @abstractmethod
+    def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
+        """Its own measures in the run's summary."""
+
+    def plan_view(self, spec: JobSpec) -> list[Any]:
+        """More of `recsync plan` than the placement table (rich renderables; none)."""
+        return []
+
+    def partial_shards(self, strategy: StrategyFamily) -> bool:
+        """An embedding shard lost may come back alone from the last cut (recovery
+        `partial`): its shards run no policy the workers wait on."""
+        return False
+
+    def restarts_trainer(self, strategy: StrategyFamily) -> bool:
+        """A trainer lost may restart alone (recovery `restart`): nothing waits for every
+        worker."""
+        return False
+
+
+def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
+    """The trainers' dense replicas (of a family whose trainers hold one)."""
+    trainers: list[TrainerReport] = reports(Role.TRAINER)
+    return [t.replica for t in trainers if t.replica is not None]
+
+
+def policy_measures(spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
+    """The measures of a job whose servers run a gradient policy (shards, dense servers)."""
+    stats = [t.stats for t in reports(Role.TRAINER)]
+    dense: list[GradientServerStats] = [b.stats for b in reports(Role.DENSE_SERVER)]
+    sparse: list[GradientServerStats] = [s.stats for s in reports(Role.EMBEDDING_SERVER)]
+    iterations = sum(s.total_iterations for s in stats)
+    return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)
+
+
+_FAMILIES: dict[type[StrategyFamily], Family] = {}
+
+
+def register_family(family: Family) -> None:
+    """Make `family` and its strategies known (recsync/families/__init__.py calls this)."""
+    known = _FAMILIES.get(family.base)
+    assert known is None or type(known) is type(family), (known, family)
+    _FAMILIES[family.base] = family
+    for strategy in family.strategies:
+        add_strategy(strategy)
+
+
+def add_strategy(cls: type[StrategyFamily]) -> None:
+    """Make strategy `cls` known by its name: the extension point of a registered family (a
+    strategy defined outside its package, such as a test's, is added with this)."""
+    family_of_type(cls)
+    register_strategy(cls)
+
+
+def family_of(strategy: StrategyFamily) -> Family:
+    """The registered family of a strategy (its most specific registered base type)."""
+    return family_of_type(type(strategy))
+
+
+def family_of_type(cls: type[StrategyFamily]) -> Family:
+    """The registered family of strategy config class `cls`."""
+    if not _FAMILIES:
+        load_families()
+    for kind in cls.__mro__:
+        family = _FAMILIES.get(kind)
+        if family is not None:
+            return family
+    raise ValueError(f"{cls.__name__} is of no registered strategy family")

@@ -1,0 +1,104 @@
+"""The gradient family (design.md section 3): the dense part on dense servers, every server
+(dense block, embedding shard) run by the strategy's policy, workers pulling parameters and
+pushing gradients; GBA's tokens handed by the reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from recsync.coordinator.checkpoint import join_optimizer_states
+from recsync.coordinator.family import Family, Reports, TrainerSpec, policy_measures
+from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.families.gradient.asynchronous import AsyncConfig
+from recsync.families.gradient.backup_workers import BackupWorkersConfig
+from recsync.families.gradient.bounded_staleness import BoundedStalenessConfig
+from recsync.families.gradient.bsp import BspConfig
+from recsync.families.gradient.gba import GbaConfig
+from recsync.families.gradient.nodes import DenseServerSpec
+from recsync.families.gradient.psp import PspConfig
+from recsync.families.gradient.strategy import GradientStrategy
+from recsync.families.gradient.synchronous import SyncConfig
+from recsync.families.gradient.trainer import GradientTrainer
+from recsync.protocol.address import Address, Role
+from recsync.protocol.node import Node
+from recsync.ps.gradient_servers import DenseBlockReport
+from recsync.ps.placement import JobPlan
+from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import ServerPolicies, Tokens
+
+
+class GradientFamily(Family):
+    """``async``, ``sync``, ``bsp``, ``bounded_staleness``, ``backup_workers``, ``gba``,
+    ``psp``: a policy on every server of the job."""
+
+    base = GradientStrategy
+    strategies = (
+        AsyncConfig,
+        SyncConfig,
+        BspConfig,
+        BoundedStalenessConfig,
+        BackupWorkersConfig,
+        GbaConfig,
+        PspConfig,
+    )
+
+    def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
+        strategy, setup = _gradient(spec.strategy), spec.setup
+        return GradientTrainer(setup, strategy, context.workspace(setup.model, setup.train))
+
+    def dense_servers(self, spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+        strategy, resume, workers = (
+            _gradient(spec.strategy),
+            spec.resume,
+            spec.cluster.hogwild_threads,
+        )
+        if plan.dense is None:
+            return []
+        return [
+            DenseServerSpec(
+                Address(Role.DENSE_SERVER, i),
+                threads=None,
+                max_calls=2 * workers + SERVER_MARGIN,
+                serialized=True,
+                values=initial[a:b].clone(),
+                optimizer=spec.train.dense_optimizer,
+                state=None if resume is None else resume.optimizer_slice(a, b),
+                strategy=strategy,
+                num_workers=workers,
+            )
+            for i, (a, b) in enumerate(plan.dense.ranges)
+        ]
+
+    def shard_policy(self, strategy: StrategyFamily) -> ServerPolicies | None:
+        return _gradient(strategy)
+
+    def tokens(self, strategy: StrategyFamily, workers: int) -> Tokens | None:
+        return _gradient(strategy).token_list(workers)
+
+    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+        if cluster.num_dense_servers < 1:
+            raise ValueError(
+                f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
+                f"server, got {cluster.num_dense_servers}"
+            )
+
+    def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
+        """The dense servers' blocks put together."""
+        blocks: list[DenseBlockReport] = reports(Role.DENSE_SERVER)
+        return torch.cat([b.values for b in blocks])
+
+    def final_optimizer(self, spec: JobSpec, reports: Reports) -> tuple[dict[str, Any], int]:
+        """The blocks' optimizer states put together; the steps: block 0's updates."""
+        blocks: list[DenseBlockReport] = reports(Role.DENSE_SERVER)
+        return join_optimizer_states([b.optimizer for b in blocks]), blocks[0].stats.steps
+
+    def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
+        return policy_measures(spec, reports, train_seconds)
+
+
+def _gradient(strategy: StrategyFamily) -> GradientStrategy:
+    assert isinstance(strategy, GradientStrategy), strategy
+    return strategy

@@ -1,0 +1,99 @@
+"""The replica family (ShadowSync, Zheng et al. 2020): the dense part replicated on the
+trainers, synced never (`independent`), through a center variable on sync servers
+(`CenterStrategy`: EASGD) or through an all-reduce among the trainers
+(`CollectiveStrategy`: MA, BMUF); embedding shards Hogwild."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from recsync.coordinator.family import Family, Reports, TrainerSpec, trainer_replicas
+from recsync.coordinator.measures import sync_measures
+from recsync.coordinator.node_specs import (
+    SERVER_MARGIN,
+    BuildContext,
+    Collectives,
+    NodeSpec,
+    SyncServerSpec,
+)
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.families.replica.bmuf import BmufConfig
+from recsync.families.replica.easgd import EasgdConfig
+from recsync.families.replica.independent import IndependentConfig
+from recsync.families.replica.ma import MaConfig
+from recsync.families.replica.replica_sync import process_refusal
+from recsync.families.replica.trainer import ReplicaTrainer
+from recsync.protocol.address import Address, Role
+from recsync.protocol.node import Node
+from recsync.ps.placement import JobPlan
+from recsync.sync.family import StrategyFamily
+from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
+
+
+class ReplicaFamily(Family):
+    """``independent``, ``easgd``, ``ma``, ``bmuf``, each in ``shadow`` or ``fixed`` timing."""
+
+    base = ReplicaStrategy
+    strategies = (IndependentConfig, EasgdConfig, MaConfig, BmufConfig)
+
+    def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
+        return ReplicaTrainer(spec.setup, _replica(spec.strategy))
+
+    def dense_servers(self, spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
+        """A center strategy's sync servers: each one slice of the center variable."""
+        strategy = spec.strategy
+        if not isinstance(strategy, CenterStrategy) or plan.dense is None:
+            return []
+        calls = spec.cluster.hogwild_threads + SERVER_MARGIN
+        return [
+            SyncServerSpec(
+                Address(Role.SYNC_SERVER, i),
+                threads=None,
+                max_calls=calls,
+                serialized=False,
+                values=initial[a:b].clone(),
+                strategy=strategy,
+            )
+            for i, (a, b) in enumerate(plan.dense.ranges)
+        ]
+
+    def collectives(
+        self, spec: JobSpec, servers: Sequence[NodeSpec], trainers: Sequence[NodeSpec]
+    ) -> Collectives:
+        """A collective strategy's trainers all-reduce together."""
+        if not isinstance(spec.strategy, CollectiveStrategy):
+            return ()
+        return (tuple(t.address for t in trainers),)
+
+    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+        return process_refusal(_replica(strategy))
+
+    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+        if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:
+            raise ValueError(
+                f"cluster.num_sync_servers: {strategy.describe()} needs at least one sync "
+                f"server, got {cluster.num_sync_servers}"
+            )
+
+    def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
+        """The strategy's combination of the trainers' replicas."""
+        return _replica(spec.strategy).combine_replicas(trainer_replicas(reports))
+
+    def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
+        stats = [t.stats for t in reports(Role.TRAINER)]
+        return sync_measures(stats, _replica(spec.strategy).timing.is_shadow)
+
+    def partial_shards(self, strategy: StrategyFamily) -> bool:
+        return True
+
+    def restarts_trainer(self, strategy: StrategyFamily) -> bool:
+        """Not with an all-reduce: it waits for every rank."""
+        return not isinstance(strategy, CollectiveStrategy)
+
+
+def _replica(strategy: StrategyFamily) -> ReplicaStrategy:
+    assert isinstance(strategy, ReplicaStrategy), strategy
+    return strategy
