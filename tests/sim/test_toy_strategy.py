@@ -22,6 +22,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.sync.family import StrategyFamily
 from recsync.sync.gradient import Action, GradientPolicy, Push
 
 SYNTHETIC = SyntheticSpec(num_train=2_048, num_test=1_000, num_dense=4, table_rows=(50,) * 3)
@@ -57,11 +58,12 @@ def toy_registered() -> Iterator[None]:
 
 
 def test_a_strategy_of_no_family_is_refused() -> None:
-    class Orphan(torch.nn.Module):  # not a strategy config of any family
+    class Orphan(StrategyFamily):  # of no family's base type
         name: ClassVar[str] = "orphan"
+        label: ClassVar[str] = "orphan"
 
     with pytest.raises(ValueError, match="no registered strategy family"):
-        add_strategy(Orphan)  # type: ignore[arg-type]
+        add_strategy(Orphan)
     assert "orphan" not in STRATEGIES
 
 
