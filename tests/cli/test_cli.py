@@ -275,3 +275,26 @@ def test_hierarchical_groups_must_divide_the_trainers():
     result = invoke("plan", "--set", "strategy.name=hierarchical", "--set", "strategy.groups=3")
     assert result.exit_code != 0
     assert "cluster.num_trainers" in result.output and "groups = 3" in result.output
+
+
+def test_the_summary_says_how_each_lost_node_was_recovered():
+    from rich.console import Console
+    from rich.table import Table
+
+    from recsync.app.cli.common import strategy_rows
+
+    losses = [
+        {"node": "embedding-server-1", "action": "partial"},
+        {"node": "trainer-0", "action": "restart"},
+        {"node": "reader", "action": "rollback"},
+    ]
+    summary = {"recovery": {"losses": losses, "examples_replayed": 640, "examples_lost": 704}}
+    table = Table()
+    table.add_column("what")
+    table.add_column("value")
+    strategy_rows(table, summary)
+    console = Console(width=200, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "embedding-server-1 (shard restored), trainer-0 (restarted), reader (rolled" in text
+    assert "640 examples replayed, the updates of 704 lost" in text

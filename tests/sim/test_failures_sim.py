@@ -1,5 +1,6 @@
 """Node losses in the simulator: the real-math job that loses nodes and rolls back to its
-last cut (runtime/sim/faulty.py), and the long job's timeline (runtime/sim/timeline.py)."""
+last cut or replaces the lost node alone (runtime/sim/faulty.py, one_node.py), and the long
+job's timeline (runtime/sim/timeline.py)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,46 @@ def test_losses_are_drawn_from_the_seed_and_a_stop_policy_stops():
         faulty(spec, trainer="stop", embedding_server="stop", dense_server="stop").run()
     other = dataclasses.replace(spec, train=dataclasses.replace(TRAIN, seed=5))
     assert faulty(other, max_restarts=10).run()["recovery"] != first["recovery"]
+
+
+QUICK = {"detect_s": 0.001, "restart_s": 0.002}  # noticed and replaced within the job
+
+
+def easgd_job() -> JobSpec:
+    return JobSpec(MODEL, TRAIN, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), SYNTHETIC)
+
+
+def test_a_lost_shard_alone_comes_back_from_the_cut_and_its_updates_since_are_lost():
+    spec = easgd_job()
+    faults = Faults(server_mtbf_s=0.02, **QUICK)
+    summary = faulty(spec, faults, embedding_server="partial", max_restarts=30).run()
+    recovery = summary["recovery"]
+    partial = [x for x in recovery["losses"] if x["action"] == "partial"]
+    assert len(partial) >= 2, recovery
+    assert all(x["node"].startswith("embedding-server-") for x in partial)
+    assert all(x["replayed"] == 0 and x["lost"] == x["position"] - x["back_to"] for x in partial)
+    assert recovery["examples_lost"] == sum(x["lost"] for x in partial) > 0
+    assert summary["examples_trained"] == SYNTHETIC.num_train  # the others went on: no replay
+    calm = SimJob(spec, plan_for(spec), CostModel()).run()
+    assert summary["train_seconds"] > calm["train_seconds"]  # callers waited for the shard
+    again = faulty(spec, faults, embedding_server="partial", max_restarts=30).run()
+    assert again["recovery"] == recovery and again["train_seconds"] == summary["train_seconds"]
+
+
+def test_a_lost_trainer_alone_restarts_and_what_it_held_goes_out_again():
+    spec = easgd_job()
+    faults = Faults(trainer_mtbf_s=0.02, **QUICK)
+    job = faulty(spec, faults, trainer="restart", max_restarts=30)
+    summary = job.run()
+    recovery = summary["recovery"]
+    losses = recovery["losses"]
+    assert len(losses) >= 2 and all(x["action"] == "restart" for x in losses), losses
+    assert all(x["back_to"] == x["position"] and x["lost"] == 0 for x in losses)
+    assert recovery["examples_replayed"] == sum(x["replayed_examples"] for x in losses) > 0
+    # every example handed out was trained once by some incarnation of its trainer
+    assert sum(summary["examples_per_trainer"]) == summary["examples_trained"]
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    assert job.final_state is not None and torch.isfinite(job.final_state.dense).all()
 
 
 def timeline(**fields) -> Timeline:

@@ -30,11 +30,16 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import torch
+
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.family import family_of
+from recsync.coordinator.family import TrainerSpec, family_of
+from recsync.coordinator.node_specs import ShardSpec
 from recsync.coordinator.spec import JobSpec
+from recsync.optim.state import copy_state
 from recsync.protocol.address import Role
 from recsync.sync.family import StrategyFamily
+from recsync.trainer.replica import DenseReplica
 
 ACTIONS: dict[Role, tuple[str, ...]] = {
     Role.TRAINER: ("rollback", "restart", "stop"),
@@ -185,3 +190,25 @@ def account(
     summary["train_seconds"] = seconds
     summary["eps"] = summary["examples_trained"] / seconds
     summary["recovery"] = recoveries.summary()
+
+
+def restarted_trainer(
+    node: TrainerSpec, spec: JobSpec, back: JobState | None, center: torch.Tensor | None
+) -> TrainerSpec:
+    """The next incarnation of lost trainer `node`: its replica from the `center` (EASGD's
+    sync servers, put together) if there is one, else from cut `back` (None: the job's
+    start), its optimizer state from the same cut."""
+    fresh = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
+    optimizer = copy_state(fresh.optimizer.state_dict()) if back is None else back.dense_optimizer
+    if center is None:
+        center = fresh.flat.detach().clone() if back is None else back.dense.clone()
+    setup = dataclasses.replace(
+        node.setup, initial=(center, optimizer), incarnation=node.setup.incarnation + 1
+    )
+    return dataclasses.replace(node, setup=setup)
+
+
+def restored_shard(node: ShardSpec, back: JobState | None) -> ShardSpec:
+    """Lost embedding shard `node` as it was at cut `back` (None: as the job started)."""
+    state = None if back is None else back.shards[node.address.index]
+    return dataclasses.replace(node, state=state)

@@ -25,6 +25,9 @@ SetOption = Annotated[
 ]
 
 
+ACTION_WORDS = {"rollback": "rolled back", "partial": "shard restored", "restart": "restarted"}
+
+
 def fail(error: Exception) -> NoReturn:
     message = " ".join(str(error).split())
     Console(emoji=False, stderr=True, soft_wrap=True).print(
@@ -107,9 +110,12 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         )
     losses = summary.get("recovery", {}).get("losses", [])
     if losses:
-        nodes = ", ".join(loss["node"] for loss in losses)
-        replayed = summary["recovery"]["examples_replayed"]
-        table.add_row("nodes lost", f"{nodes}: rolled back, {replayed:,} examples replayed")
+        recovery = summary["recovery"]
+        nodes = ", ".join(f"{loss['node']} ({ACTION_WORDS[loss['action']]})" for loss in losses)
+        cost = f"{recovery['examples_replayed']:,} examples replayed"
+        if recovery.get("examples_lost"):
+            cost += f", the updates of {recovery['examples_lost']:,} lost"
+        table.add_row("nodes lost", f"{nodes}: {cost}")
     rows = summary.get("embedding_rows")
     if rows is not None:
         table.add_row(

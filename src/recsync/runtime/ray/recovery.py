@@ -6,7 +6,6 @@ the job's actors, topology and cuts."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -23,10 +22,11 @@ from recsync.coordinator.recovery import (
     Recoveries,
     RecoveryPolicy,
     restart_spec,
+    restarted_trainer,
+    restored_shard,
 )
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology, build_topology
-from recsync.optim.state import copy_state
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import ReaderProgress, Requeue
@@ -35,7 +35,6 @@ from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import PING_TIMEOUT_S, JobActors
-from recsync.trainer.replica import DenseReplica
 
 
 class Recovering:
@@ -86,11 +85,8 @@ class Recovering:
             return True
         assert isinstance(node, ShardSpec), node
         back = self.last_cut
-        start = self.spec.resume
-        shards = back.shards if back is not None else (None if start is None else start.shards)
         position, exact = self._stream_position()
-        state = None if shards is None else shards[address.index]
-        self.hosts.replace(dataclasses.replace(node, state=state))
+        self.hosts.replace(restored_shard(node, back or self.spec.resume))
         first = self.first_spec.start_example
         back_to = self.spec.start_example if back is None else back.data_position
         loss = Loss(lost, noticed, position - first, back_to - first, exact, action="partial")
@@ -103,10 +99,9 @@ class Recovering:
         address = node.address
         position, exact = self._stream_position()
         requeued = int(self._ask_reader(Requeue(address.index, node.workers)))
-        setup = dataclasses.replace(
-            node.setup, initial=self._dense_source(), incarnation=node.setup.incarnation + 1
-        )
-        restarted = self.replaced[address] = dataclasses.replace(node, setup=setup)
+        back = self.last_cut or self.spec.resume
+        restarted = restarted_trainer(node, self.spec, back, self._center())
+        self.replaced[address] = restarted
         for ref, where in self._runs.items():
             if where == address:
                 self._done.add(ref)  # its old loops: gone
@@ -116,20 +111,13 @@ class Recovering:
         loss = Loss(lost, noticed, position - first, position - first, exact, "restart", requeued)
         self.recoveries.add(loss)
 
-    def _dense_source(self) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Where a restarted trainer's replica starts: the center (EASGD), else the last
-        cut's dense part (or the job's start); its optimizer state from the same cut."""
-        back = self.last_cut or self.spec.resume
-        spec = self.spec
-        fresh = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
-        optimizer = (
-            copy_state(fresh.optimizer.state_dict()) if back is None else back.dense_optimizer
-        )
+    def _center(self) -> torch.Tensor | None:
+        """The center variable, put together from the sync servers (None: none)."""
         servers = [n.address for n in self.topology.of_role(Role.SYNC_SERVER)]
-        if servers:
-            slices = ray.get([self.hosts.actors[a].report.remote() for a in servers])
-            return torch.cat([s.values for s in slices]), optimizer
-        return (fresh.flat.detach().clone() if back is None else back.dense.clone()), optimizer
+        if not servers:
+            return None
+        slices = ray.get([self.hosts.actors[a].report.remote() for a in servers])
+        return torch.cat([s.values for s in slices])
 
     def _recover(self, error: NodeFailure, started: float) -> None:
         """After losing a node: roll every node back to the last cut, on the machines left,

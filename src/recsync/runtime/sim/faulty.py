@@ -2,11 +2,14 @@
 
 Each node of the job is lost after an exponential time of mean `faults.trainer_mtbf_s`,
 `server_mtbf_s` or `reader_mtbf_s` by its kind (0: never), drawn from the job's seed. The
-loss is noticed `detect_s` later and the job restarts `restart_s` after that, as the Ray
-engine's rollback does it (coordinator/recovery.py): every node from the job's last cut (or
-its start), the batches handed out after the cut handed out again. Its summary is a
-simulated run's, with the losses and the seconds they cost (`recovery`), and its virtual
-`train_seconds` include the restarts.
+loss is noticed `detect_s` later and the job recovers `restart_s` after that, as the Ray
+engine does it and as the job's `RecoveryPolicy` says for the node's role
+(coordinator/recovery.py): a rollback restarts every node from the job's last cut (or its
+start), the batches handed out after the cut handed out again; `partial` restores only the
+lost embedding shard from the cut and `restart` restarts only the lost trainer, while the
+other nodes go on (runtime/sim/one_node.py). Its summary is a simulated run's, with the
+losses and the seconds they cost (`recovery`), and its virtual `train_seconds` include the
+restarts.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.protocol.address import Address
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.runtime.sim.one_node import OneNodeRecovery
 
 FAILURE_SEED = 7_919  # mixed with the job's seed: losses differ from the math's draws
 
@@ -56,13 +60,6 @@ class FaultySimJob:
         **sim_options: Any,
     ):
         recovery.check(spec.strategy)
-        one_node = [r for r in ("trainer", "embedding_server") if getattr(recovery, r) in ONE_NODE]
-        if one_node:
-            raise ValueError(
-                f"recovery.{one_node[0]}: the real-math simulator rolls back or stops; the "
-                "recovery of one node alone is modeled by the timeline (runtime/sim/timeline.py"
-                ", recsync reproduce failures)"
-            )
         self.first, self.cost = spec, cost
         self.checkpoint_every, self.recovery = checkpoint_every, recovery
         self.on_checkpoint = on_checkpoint
@@ -112,22 +109,13 @@ class FaultySimJob:
             )
             self.evaluations = sim.evaluations
             sim.start()
-            nodes = [n.address for n in sim.topology.nodes]
-            after, lost = self._next_loss(nodes)
-            finished = sim.advance(None if lost is None else after)
+            lost = self._until_rollback(sim, elapsed)
             self.cut_seconds += sim.cut_seconds
-            if finished:
+            if lost is None:
                 break
-            assert lost is not None
-            at = elapsed + after
-            why = self.recovery.refusal(lost.name, len(self.recoveries.losses))
-            if why is not None:
-                raise NodeLost(lost.name, at, self.last_cut, why)
+            at = elapsed + sim.clock.now
             back = self.last_cut
-            position = spec.start_example + sim.reader.total_examples
-            back_to = first.start_example if back is None else back.data_position
-            start = first.start_example
-            self.recoveries.add(Loss(lost.name, at, position - start, back_to - start))
+            self._count(lost, at, spec, sim, "rollback")
             elapsed = at + faults.detect_s + faults.restart_s
             spec = restart_spec(first, back)
         summary = sim.finish()
@@ -135,3 +123,38 @@ class FaultySimJob:
         account(summary, first, spec, self.recoveries, elapsed + sim.clock.now)
         summary["cuts"] = {"taken": self.cuts, "paused_seconds": self.cut_seconds}
         return summary
+
+    def _until_rollback(self, sim: SimJob, elapsed: float) -> Address | None:
+        """Run `sim` to its end (None), replacing the nodes lost on the way whose role's
+        action replaces one node, up to a loss that rolls the job back (that node)."""
+        faults = self.cost.faults
+        one_node = OneNodeRecovery(sim, faults.detect_s, faults.restart_s)
+        nodes = [n.address for n in sim.topology.nodes]
+        while True:
+            after, lost = self._next_loss(nodes)
+            if sim.advance(None if lost is None else sim.clock.now + after):
+                return None
+            assert lost is not None
+            why = self.recovery.refusal(lost.name, len(self.recoveries.losses))
+            if why is not None:
+                raise NodeLost(lost.name, elapsed + sim.clock.now, self.last_cut, why)
+            action = self.recovery.action(lost.name)
+            if action not in ONE_NODE:
+                return lost
+            back = self.last_cut or sim.spec.resume
+            loss = self._count(lost, elapsed + sim.clock.now, sim.spec, sim, action)
+            one_node.recover(lost, back, loss)
+
+    def _count(self, lost: Address, at: float, spec: JobSpec, sim: SimJob, action: str) -> Loss:
+        """The loss of `lost` at `at` (virtual seconds), as the job's recovery counts it."""
+        start = self.first.start_example
+        position = spec.start_example + sim.reader.total_examples - start
+        if action == "restart":
+            back_to = position  # nothing rolls back: what it held goes out again
+        elif self.last_cut is not None:
+            back_to = self.last_cut.data_position - start
+        else:
+            back_to = (spec.start_example if action == "partial" else start) - start
+        loss = Loss(lost.name, at, position, back_to, action=action)
+        self.recoveries.add(loss)
+        return loss

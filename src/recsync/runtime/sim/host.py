@@ -30,6 +30,7 @@ class SimHost:
         "waiters",
         "observer",
         "slowdown_at",
+        "down_until",
     )
 
     def __init__(self, address: Address, node: Node, machine: Machine):
@@ -42,6 +43,7 @@ class SimHost:
         self.waiters: dict[str, list[Waiter]] = {}
         self.observer: Observer | None = None  # told of every message the node answered
         self.slowdown_at: Callable[[float], float] | None = None  # a slowed node's factor
+        self.down_until = 0.0  # a lost node being replaced: messages wait until then
 
     def wake(self, soon: Callable[[Callback], None]) -> None:
         """A message changed the node: resume (through `soon`) every loop whose Await

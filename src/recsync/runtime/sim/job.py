@@ -119,6 +119,7 @@ class SimJob:
         self.cut_started = 0.0  # virtual time the cut under way began
         self.cut_seconds = 0.0  # virtual time the reader was paused for cuts
         self.running = 0  # loops started and not ended
+        self.runners: dict[Address, list[LoopRunner]] = {}  # each node's loops not ended
         self.final_state: JobState | None = None
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
 
@@ -138,20 +139,31 @@ class SimJob:
         """Start every node's loops (at virtual time 0)."""
         faults = self.cost.faults
         for host in self.hosts.values():
-            crash_at = faults.crash_at_s if self._crashes(host.address) else None
-            for spec in host.node.loops():
-                runner = LoopRunner(
-                    self.clock,
-                    host,
-                    spec.worker,
-                    spec.loop,
-                    self.dispatch,
-                    crash_at,
-                    self._loop_ended,
-                    self._crash,
-                )
-                self.running += 1
-                runner.start()
+            self.start_loops(host, faults.crash_at_s if self._crashes(host.address) else None)
+
+    def start_loops(self, host: SimHost, crash_at: float | None = None) -> None:
+        """Start the loops of the node `host` holds (`crash_at`: when they crash)."""
+        runners = self.runners.setdefault(host.address, [])
+        for spec in host.node.loops():
+            runner = LoopRunner(
+                self.clock,
+                host,
+                spec.worker,
+                spec.loop,
+                self.dispatch,
+                crash_at,
+                self._loop_ended,
+                self._crash,
+            )
+            runners.append(runner)
+            self.running += 1
+            runner.start()
+
+    def kill_loops(self, address: Address) -> None:
+        """The node at `address` was lost: its loops end now, wherever they were."""
+        for runner in self.runners.pop(address, []):
+            runner.kill()
+            self.running -= 1
 
     def advance(self, until: float | None = None) -> bool:
         """Run the job in virtual time until `until` (None: to its end); True once every
@@ -169,6 +181,7 @@ class SimJob:
 
     def _loop_ended(self, runner: LoopRunner) -> None:
         """A loop ended (its node noted what it must)."""
+        self.runners[runner.host.address].remove(runner)
         self.running -= 1
 
     def finish(self) -> dict[str, Any]:
@@ -276,6 +289,7 @@ class SimJob:
 
     def _crash(self, runner: LoopRunner) -> None:
         """A crashed loop: a worker's batch is lost; the others learn it is gone."""
+        self.runners[runner.host.address].remove(runner)
         self.running -= 1
         host = runner.host
         self.crashed.add(host.address.index)

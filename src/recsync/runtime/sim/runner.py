@@ -19,7 +19,8 @@ class LoopRunner:
 
     Time between an effect and its result is added to the host's blocked time under the
     effect's label, and each effect counted. From virtual time `crash_at` on (None: never),
-    the loop is closed before its next effect and `on_crash` called instead.
+    the loop is closed before its next effect and `on_crash` called instead. A killed loop
+    (its process was lost) is closed at once; results that come for it later are dropped.
     """
 
     def __init__(
@@ -46,13 +47,22 @@ class LoopRunner:
         self._dispatching = False
         self._answered = False
         self._result: Any = None
+        self.dead = False
         self.ahead: dict[Any, Any] = {}  # the transport's requests sent ahead of the loop
 
     def start(self) -> None:
         self.clock.soon(self._run)
 
+    def kill(self) -> None:
+        """The loop's process was lost: the loop ends now, whatever it waited for."""
+        assert not self._dispatching, "a loop is killed between effects"
+        self.dead = True
+        self.loop.close()
+
     def resume(self, result: Any = None) -> None:
         """The current effect's result: called by whoever completes the effect."""
+        if self.dead:
+            return
         if self._dispatching:  # completed at once: the loop in _run goes on
             self._answered, self._result = True, result
         else:

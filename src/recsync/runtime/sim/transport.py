@@ -205,6 +205,9 @@ class Transport:
 
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
+        if dst.down_until > self.clock.now:  # sent again once the node is back
+            self.clock.at(dst.down_until, self._arrived, item)
+            return
         if isinstance(message, Fused):  # its push first, on arrival; then its request
             push_s = self._server_s(dst, message.push)
             self.network.work(dst.machine, push_s, self._pushed, item)
@@ -246,6 +249,9 @@ class Transport:
 
     def _control(self, item: Delivery) -> None:
         dst, message, deliver, tag = item[1], item[2], item[4], item[5]
+        if dst.down_until > self.clock.now:
+            self.clock.at(dst.down_until, self._control, item)
+            return
         if message.may_wait and dst.defers and not dst.node.ready(message):
             self.changed.wait(self._control, item)
             return
