@@ -72,7 +72,10 @@ def test_timing_is_a_nested_table(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        ({"strategy.timing.mode": "fixed", "strategy.timing.every_iterations": 0}, "timing.every_iterations"),
+        (
+            {"strategy.timing.mode": "fixed", "strategy.timing.every_iterations": 0},
+            "timing.every_iterations",
+        ),
         ({"strategy.timing.shadow_min_gap": -1.0}, "timing.shadow_min_gap"),
         ({"strategy.alpha": 1.5}, "alpha"),
         ({"strategy.name": "async", "strategy.staleness_norm.kappa": 0.0}, "staleness_norm.kappa"),
@@ -117,12 +120,17 @@ def test_old_flat_keys_as_overrides_and_over_a_nested_table(tmp_path):
 
 def test_old_flat_timing_keys_of_a_strategy_without_timing_are_ignored_with_a_message():
     config = load_config(
-        None, {"strategy.name": "async", "strategy.timing": "shadow", "strategy.shadow_min_gap": 1.0}
+        None,
+        {"strategy.name": "async", "strategy.timing": "shadow", "strategy.shadow_min_gap": 1.0},
     )
     assert config.to_specs().strategy == strategy_config("async")
     (message,) = config.deprecations()
-    assert "strategy.timing, strategy.shadow_min_gap" in message and "'async' has no timing" in message
-    hierarchical = load_config(None, {"strategy.name": "hierarchical", "strategy.shadow_min_gap": 2.0})
+    assert (
+        "strategy.timing, strategy.shadow_min_gap" in message and "'async' has no timing" in message
+    )
+    hierarchical = load_config(
+        None, {"strategy.name": "hierarchical", "strategy.shadow_min_gap": 2.0}
+    )
     assert hierarchical.to_specs().strategy.shadow_min_gap == 2.0  # its own key, not timing's
     assert not hierarchical.deprecations()
 

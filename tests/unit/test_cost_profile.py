@@ -53,7 +53,9 @@ def test_inline_cost_keys_update_the_profile(tmp_path):
 def test_a_wrong_key_or_value_names_the_source_and_the_key(tmp_path):
     _, path = a_profile(tmp_path)
     with pytest.raises(ConfigError, match=r"cost profile .*: cost.stragglers.fractio: unknown key"):
-        simulation_cost(load_config(None, {"simulate.profile": path, "cost.stragglers.fractio": 1.0}))
+        simulation_cost(
+            load_config(None, {"simulate.profile": path, "cost.stragglers.fractio": 1.0})
+        )
     with pytest.raises(ConfigError, match="the config's .cost.: cost.latency_s: Input should be"):
         simulation_cost(load_config(None, {"cost.latency_s": "slow"}))
     with pytest.raises(ConfigError, match="cost profile nowhere.toml: cannot read it"):

@@ -15,6 +15,7 @@ from recsync.sync.gradient import GradientStrategy
 from recsync.sync.hierarchical import HierarchicalConfig
 from recsync.sync.replica import CenterStrategy
 
+
 class ClusterSection(Section):
     """[cluster]: node counts, and the Ray cluster to join (none: start a local one).
     `num_sync_servers`: EASGD's sync servers (default 1); `num_dense_servers`: a gradient

@@ -42,7 +42,7 @@ FLAT_TIMING_KEYS = {
 class ReferenceSection(Section):
     """[strategy] name = "reference": the single-process trainer; no other keys."""
 
-    name: Literal["reference"] = REFERENCE
+    name: Literal["reference"] = "reference"
 
 
 def _strategy_section(name: str, cls: type) -> type[Section]:
@@ -61,8 +61,11 @@ SECTIONS: dict[str, type[Section]] = {
     REFERENCE: ReferenceSection,
     **{name: _strategy_section(name, cls) for name, cls in STRATEGIES.items()},
 }
-if typing.TYPE_CHECKING:
-    StrategySection = Section
+if typing.TYPE_CHECKING:  # as far as the rest of the app reads a [strategy] section
+
+    class StrategySection(Section):
+        name: str
+
 else:
     StrategySection = Annotated[
         typing.Union[tuple(SECTIONS.values())],  # noqa: UP007
@@ -70,9 +73,9 @@ else:
     ]
 
 
-def default_strategy() -> Section:
+def default_strategy() -> StrategySection:
     """The section of the default strategy (EASGD, shadow timing)."""
-    return SECTIONS["easgd"]()
+    return typing.cast(StrategySection, SECTIONS["easgd"]())
 
 
 def section_keys(name: str) -> list[str]:
@@ -85,7 +88,7 @@ def rewrite_flat_keys(table: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     message per moved key; a flat timing key of a strategy without timing (which it
     ignored) is dropped, with a message. Other keys are left to the section to accept or
     reject."""
-    table, messages = dict(table), []
+    table, messages = dict(table), list[str]()
     name = table.get("name")
     if name not in SECTIONS or name == REFERENCE:
         return table, messages
