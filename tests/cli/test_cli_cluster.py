@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import tomllib
 
 from test_cli import config_file, invoke
 
 
 def test_simulate_writes_the_run_directory_with_virtual_times(tmp_path):
     path = config_file(tmp_path)
+    profile = tmp_path / "profile.toml"  # as `recsync calibrate` writes one
+    profile.write_text("[cost.stragglers]\nfraction = 0.5\nslowdown = 2.0\n")
     result = invoke(
         "simulate",
         "-c",
@@ -18,18 +21,35 @@ def test_simulate_writes_the_run_directory_with_virtual_times(tmp_path):
         "--no-progress",
         "--set",
         "strategy.name=ma",
+        "--profile",
+        str(profile),
         "--set",
-        "cost.stragglers.fraction=0.5",
-        "--set",
-        "cost.stragglers.slowdown=3.0",
+        "cost.stragglers.slowdown=3.0",  # deprecated: the profile's key, inline
     )
     assert result.exit_code == 0, result.output
+    assert "deprecated: [cost] in the job config" in " ".join(result.output.split())
     run_dir = tmp_path / "runs" / "sim"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["engine"] == "sim" and summary["strategy"].startswith("S-MA")
     assert summary["examples_trained"] == 2000 and summary["syncs"] > 0
     assert (run_dir / "curves.png").stat().st_size > 0
     assert "virtual seconds" in result.output
+    kept = tomllib.loads((run_dir / "cost_profile.toml").read_text())  # what --resume reads
+    assert (kept["cost"]["stragglers"]["fraction"], kept["cost"]["stragglers"]["slowdown"]) == (
+        0.5,
+        3.0,
+    )
+    config = tomllib.loads((run_dir / "config.toml").read_text())
+    assert config["simulate"]["profile"] == str((run_dir / "cost_profile.toml").absolute())
+    assert "cost" not in config
+
+
+def test_simulate_names_a_profile_it_cannot_read(tmp_path):
+    missing = tmp_path / "missing.toml"
+    result = invoke("simulate", "-c", config_file(tmp_path), "--profile", str(missing))
+    assert result.exit_code == 1
+    assert f"cost profile {missing}: cannot read it" in " ".join(result.output.split())
+    assert not (tmp_path / "runs").exists()  # refused before a run dir was made
 
 
 def test_simulate_refuses_the_reference_strategy(tmp_path):

@@ -47,7 +47,7 @@ def test_days_must_exist_and_hold_whole_batches():
 
 
 def test_a_wrong_strategy_in_the_schedule_fails_before_any_day(tmp_path):
-    with pytest.raises(ConfigError, match="strategy 'nope' .schedule or controller.: .*Input"):
+    with pytest.raises(ConfigError, match="strategy 'nope' .schedule or controller.: .*is none of"):
         run_continual(load_config(None, SMALL), tmp_path / "d", Options("sim", {2: "nope"}))
     assert not (tmp_path / "d" / day_dir_name(0)).exists()
 

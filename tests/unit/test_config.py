@@ -110,7 +110,7 @@ def test_value_rejected_by_a_dataclass_names_the_section(tmp_path):
     message = config_error(tmp_path, '[train.sparse_optimizer]\nname = "nope"\n')
     assert "train.sparse_optimizer: unknown sparse optimizer 'nope'" in message
     message = config_error(tmp_path, "[train.sparse_optimizer.swap]\ndecay = 0.5\nperiod = 0\n")
-    assert "train.sparse_optimizer.swap: swap.period must be >= 1" in message
+    assert "train.sparse_optimizer.swap.period: swap.period must be >= 1" in message
     assert "data.synthetic: " in config_error(tmp_path, "[data.synthetic]\nbase_ctr = 2.0\n")
     assert "model: " in config_error(tmp_path, "[model]\nembedding_dim = 0\n")
 
@@ -223,8 +223,8 @@ def test_strategy_and_cluster_sections_build_specs():
         None,
         {
             "strategy.name": "bmuf",
-            "strategy.timing": "fixed",
-            "strategy.every_iterations": 5,
+            "strategy.timing.mode": "fixed",
+            "strategy.timing.every_iterations": 5,
             "strategy.block_momentum": 0.5,
             "cluster.num_trainers": 3,
             "cluster.trainer_slowdown": [1.0, 2.0, 4.0],
@@ -239,9 +239,9 @@ def test_strategy_and_cluster_sections_build_specs():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"strategy.name": "hogwild"}, "strategy.name"),
-        ({"strategy.timing": "fixed"}, "strategy: mode='fixed' takes exactly one"),
-        ({"strategy.alpha": 1.5}, "strategy: alpha"),
+        ({"strategy.name": "hogwild"}, "strategy.name: 'hogwild' is none of 'reference', "),
+        ({"strategy.timing.mode": "fixed"}, "strategy.timing.mode: mode='fixed' takes exactly"),
+        ({"strategy.alpha": 1.5}, r"strategy.alpha: alpha must be a number in \(0, 1\]"),
         ({"cluster.num_trainers": 0}, "cluster.num_trainers"),
         ({"cluster.trainer_slowdown": [1.0]}, "cluster.trainer_slowdown"),
         ({"strategy.name": "allreduce"}, "cluster.workers_per_trainer: all-reduce runs one"),
@@ -255,8 +255,8 @@ def test_strategy_and_cluster_sections_build_specs():
         ),
         (
             {
-                "strategy.timing": "fixed",
-                "strategy.every_seconds": 1.0,
+                "strategy.timing.mode": "fixed",
+                "strategy.timing.every_seconds": 1.0,
                 "cluster.worker_processes": True,
             },
             "cluster.worker_processes: not with FR-EASGD.*every P seconds",
@@ -264,8 +264,8 @@ def test_strategy_and_cluster_sections_build_specs():
         (
             {
                 "strategy.name": "ma",
-                "strategy.timing": "fixed",
-                "strategy.every_iterations": 4,
+                "strategy.timing.mode": "fixed",
+                "strategy.timing.every_iterations": 4,
                 "cluster.worker_processes": True,
             },
             "cluster.worker_processes: not with FR-MA-4.*collective",

@@ -6,8 +6,7 @@ and exit status 1, without a traceback.
 
 from __future__ import annotations
 
-import dataclasses
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,12 +38,13 @@ from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
+from recsync.app.runs.cost_profile import profile_text, simulation_cost
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.progress import steps_bar, warn
 from recsync.app.runs.reference import run_training
-from recsync.app.runs.run_dir import RunDir, toml_text
+from recsync.app.runs.run_dir import RunDir
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import family_of
@@ -73,10 +73,12 @@ def _prepare_run(
     extra: dict[str, Any],
     resume: Path | None = None,
     strategy: str | None = None,
+    check: Callable[[Config], object] | None = None,
 ) -> tuple[Config, RunDir, JobState | None]:
-    """The validated config (defaults, file, `extra`, then --set) and a fresh run dir. With
-    `resume` (a run dir), the base config is that run's, its [strategy] replaced by
-    `strategy` if given (the other hyper-parameters stay), and its checkpoint is loaded."""
+    """The validated config (defaults, file, `extra`, then --set), passed to `check` if
+    given, and a fresh run dir. With `resume` (a run dir), the base config is that run's,
+    its [strategy] replaced by `strategy` if given (the other hyper-parameters stay), and
+    its checkpoint is loaded."""
     overrides = {**extra, **parse_overrides(set_ or [])}
     state, sections = None, {}
     if resume is not None:
@@ -96,6 +98,8 @@ def _prepare_run(
         overrides["run.name"] = name
     cfg = load_config(config, overrides, sections)
     warn_deprecations(cfg)
+    if check is not None:
+        check(cfg)
     if state is not None and cfg.strategy.name != "reference":
         spec = job_spec(cfg, state)
         try:
@@ -201,19 +205,25 @@ def simulate(
     set_: SetOption = None,
     progress: Annotated[bool, typer.Option(help="Show a spinner.")] = True,
     profile: Annotated[
-        Path | None, typer.Option(help="A cost profile written by `recsync calibrate`.")
+        Path | None,
+        typer.Option(help="A cost profile written by `recsync calibrate` ([simulate] profile)."),
     ] = None,
     resume: ResumeOption = None,
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
     epochs: EpochsOption = None,
 ) -> None:
-    """Run the job of `train` in the cluster simulator (cost section): virtual time, real math."""
+    """Run the job of `train` in the cluster simulator (a cost profile): virtual time, real
+    math."""
     try:
-        extra = _profile_overrides(profile)
+        extra: dict[str, Any] = {}
+        if profile is not None:
+            extra["simulate.profile"] = str(profile.absolute())
         if epochs is not None:
             extra["train.epochs"] = epochs
-        cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
+        cfg, run_dir, state = _prepare_run(
+            config, name, force, set_, extra, resume, strategy, check=simulation_cost
+        )
         summary = run_simulation(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
@@ -252,7 +262,7 @@ def calibrate(
     """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
     with steps_bar("calibrate", calibration_steps(check, repeats), progress) as announce:
         cost, measured, rows = run_calibration(examples, check, announce, repeats)
-    out.write_text(toml_text({"cost": dataclasses.asdict(cost)}), encoding="utf-8")
+    out.write_text(profile_text(cost), encoding="utf-8")
     table = Table(title="measured on this machine", show_header=False)
     for key, value in measured.items():
         if key.endswith("_factor"):
@@ -281,24 +291,6 @@ def calibrate(
         Console(emoji=False).print(checks)
         Console(emoji=False).print(cpu_table(rows))
     Console(emoji=False).print(f"cost profile written to {out}")
-
-
-def _profile_overrides(profile: Path | None) -> dict[str, Any]:
-    if profile is None:
-        return {}
-    with profile.open("rb") as handle:
-        tree = tomllib.load(handle)
-    flat: dict[str, Any] = {}
-
-    def walk(prefix: str, node: dict[str, Any]) -> None:
-        for key, value in node.items():
-            if isinstance(value, dict):
-                walk(f"{prefix}{key}.", value)
-            else:
-                flat[f"{prefix}{key}"] = value
-
-    walk("", {"cost": tree.get("cost", {})})
-    return flat
 
 
 BestOption = Annotated[

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -70,13 +71,27 @@ def section_from_dataclass(cls: type) -> type[Section]:
     return create_model(f"{cls.__name__}Section", __base__=Section, __doc__=doc, **fields)
 
 
+def dataclass_of(hint: Any) -> type:
+    """The dataclass a field's type names (`Timing`, or the one of `StalenessNorm | None`)."""
+    members = typing.get_args(hint) or (hint,)
+    return next(m for m in members if isinstance(m, type) and dataclasses.is_dataclass(m))
+
+
+_FIRST_WORD = re.compile(r"^(?:\w+: |\w+\.)?(\w+)\b")
+
+
+def error_key(key: str, fields: list[str], message: str) -> str:
+    """`key.field` when a dataclass's error message begins with one of its `fields`
+    (optionally after "<name>: " or "<name>."), else `key`."""
+    match = _FIRST_WORD.match(message)
+    return f"{key}.{match[1]}" if match and match[1] in fields else key
+
+
 def _spec_value(hint: Any, value: Any, key: str) -> Any:
     if value is None:
         return None
     if isinstance(value, BaseModel):
-        members = typing.get_args(hint) or (hint,)
-        cls = next(m for m in members if isinstance(m, type) and dataclasses.is_dataclass(m))
-        return build_dataclass(cls, value, key)
+        return build_dataclass(dataclass_of(hint), value, key)
     if isinstance(value, list) and typing.get_origin(hint) is tuple:
         return tuple(value)
     return value
@@ -96,4 +111,5 @@ def build_dataclass(cls: type, values: BaseModel | Mapping[str, Any], key: str) 
     except ConfigError:
         raise
     except ValueError as error:
-        raise ConfigError(f"{key}: {error}") from None
+        fields = [f.name for f in dataclasses.fields(cls)]
+        raise ConfigError(f"{error_key(key, fields, str(error))}: {error}") from None

@@ -1,8 +1,7 @@
-"""[cluster] and [strategy]: how many nodes of each role, and how they synchronize."""
+"""[cluster]: how many nodes of each role, and whether a strategy can run on them
+([strategy] itself is app/config/strategy.py)."""
 
 from __future__ import annotations
-
-from typing import Any, Literal
 
 from pydantic import Field
 
@@ -11,12 +10,7 @@ from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import ClusterSpec
 from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
-from recsync.families import STRATEGIES, strategy_config, strategy_fields
 from recsync.sync.family import StrategyFamily
-from recsync.sync.timing import Timing
-
-STRATEGY_NAMES = ("reference", *STRATEGIES)
-TIMING_KEYS = ("timing", "every_iterations", "every_seconds", "shadow_min_gap")
 
 
 class ClusterSection(Section):
@@ -81,78 +75,6 @@ class ClusterSection(Section):
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None
-
-
-class StalenessNormSection(Section):
-    """[strategy.staleness_norm]: scale stale gradients by rho(tau) (async family)."""
-
-    rule: Literal["rho", "inverse"] = "rho"
-    mu_prime: float = Field(default=0.0, ge=0.0)
-    kappa: float = Field(default=2.0, gt=0.0)
-    sigmoid_lambda: float | None = Field(default=None, gt=0.0)
-    source_mean: float | None = Field(default=None, ge=0.0)
-    source_std: float | None = Field(default=None, gt=0.0)
-    target_std: float | None = Field(default=None, gt=0.0)
-
-
-class StrategySection(Section):
-    """[strategy]: `reference` (single process), a replica strategy and its timing, a
-    gradient strategy and its parameters, or hierarchical training and its groups
-    (docs/strategies.md)."""
-
-    name: Literal[STRATEGY_NAMES] = "easgd"  # type: ignore[valid-type]
-    timing: Literal["shadow", "fixed"] = "shadow"
-    every_iterations: int | None = None
-    every_seconds: float | None = None
-    shadow_min_gap: float = Field(default=1.0, ge=0.0)
-    alpha: float | None = None
-    block_lr: float | None = None
-    block_momentum: float | None = None
-    nesterov: bool | None = None
-    staleness: int | None = None
-    num_backup: int | None = None
-    num_aggregate: int | None = None
-    iota: int | None = None
-    decay: str | None = None
-    push_count: int | None = None
-    push_wait_s: float | None = None
-    pull_fraction: float | None = None
-    pull_wait_s: float | None = None
-    linear_scaling: bool | None = None
-    groups: int | None = None
-    group_servers: int | None = None
-    cross_group: Literal["easgd", "ma", "bmuf"] | None = None
-    fc_split: bool | None = None
-    tagging: bool | None = None
-    refinement: bool | None = None
-    activations: Literal["none", "bf16", "int8"] | None = None
-    gradients: Literal["none", "bf16", "int8"] | None = None
-    topk_fraction: float | None = None
-    error_feedback: bool | None = None
-    staleness_norm: StalenessNormSection | None = None
-
-    def to_spec(self) -> StrategyFamily | None:
-        """The strategy's config dataclass; None for the single-process reference."""
-        if self.name == "reference":
-            return None
-        known = strategy_fields(self.name)
-        keys = [k for k in type(self).model_fields if k != "name" and k not in TIMING_KEYS]
-        wrong = [k for k in keys if getattr(self, k) is not None and k not in known]
-        if wrong:
-            raise ConfigError(f"strategy: {wrong} do not apply to {self.name!r}")
-        params: dict[str, Any] = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
-        if self.staleness_norm is not None:
-            params["staleness_norm"] = self.staleness_norm.model_dump()
-        if "shadow_min_gap" in known and "timing" not in known:  # hierarchical's group PSs
-            params["shadow_min_gap"] = self.shadow_min_gap
-        try:
-            if "timing" in known:
-                params["timing"] = Timing(
-                    self.timing, self.every_iterations, self.every_seconds, self.shadow_min_gap
-                )
-            return strategy_config(self.name, **params)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(f"strategy: {error}") from None
 
 
 def _on_dense_servers(strategy: StrategyFamily | None) -> bool:

@@ -14,17 +14,19 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from recsync.app.config.schema import TABULAR_FORMATS, Config
+from recsync.app.config.strategy import SECTIONS, unknown_key_message
 from recsync.errors import ConfigError, DataError
 from recsync.io.columns import infer_columns, table_sample
 
 DEFAULT_SOURCE = "<embedded default.toml>"
 
 
-def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` updated by `update`, tables merged key by key at every depth."""
     merged = dict(base)
     for key, value in update.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_tables(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -49,9 +51,12 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
 
 
 def _dotted(loc: tuple[str | int, ...]) -> str:
-    """'train.sparse_optimizer.lr' from a pydantic error location (union tags dropped)."""
+    """'train.sparse_optimizer.lr' from a pydantic error location (union tags dropped:
+    type names, and the strategy's name after "strategy")."""
     key = ""
-    for part in loc:
+    for index, part in enumerate(loc):
+        if index == 1 and loc[0] == "strategy" and part in SECTIONS:
+            continue
         if isinstance(part, int):
             key += f"[{part}]"
         elif part.isidentifier() and part not in ("int", "float", "str", "bool", "list"):
@@ -59,14 +64,22 @@ def _dotted(loc: tuple[str | int, ...]) -> str:
     return key
 
 
-def _validation_message(error: ValidationError, source: str) -> str:
+def validation_message(error: ValidationError, source: str) -> str:
+    """One line naming `source` and each rejected key with what is wrong with it."""
     messages: dict[str, list[str]] = {}
     for detail in error.errors():
         kind = detail["type"]
         message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
             kind, detail["msg"]
         )
-        messages.setdefault(_dotted(detail["loc"]), []).append(message)
+        key = _dotted(detail["loc"])
+        if kind == "extra_forbidden":
+            message = unknown_key_message(detail["loc"]) or message
+        if kind == "union_tag_invalid":  # a table told apart by a key (strategy.name)
+            context = detail.get("ctx", {})
+            key += "." + str(context.get("discriminator", "")).strip("'")
+            message = f"{context.get('tag')!r} is none of {context.get('expected_tags')}"
+        messages.setdefault(key, []).append(message)
     return f"{source}: " + "; ".join(f"{k}: {' or '.join(v)}" for k, v in messages.items())
 
 
@@ -109,7 +122,7 @@ def load_config(
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
             raise ConfigError(f"{source}: cannot read config: {error.strerror}") from None
-        tree = _merge(tree, _read_toml(text, source))
+        tree = merge_tables(tree, _read_toml(text, source))
     for section, table in (sections or {}).items():
         tree[section] = dict(table)
     if overrides:
@@ -122,10 +135,10 @@ def load_config(
         config = Config.model_validate(tree)
         columns = _inferred_columns(config)
         if columns:
-            config = Config.model_validate(_merge(tree, {"data": {"schema": columns}}))
+            config = Config.model_validate(merge_tables(tree, {"data": {"schema": columns}}))
         config.to_specs()
     except ValidationError as error:
-        raise ConfigError(_validation_message(error, source)) from None
+        raise ConfigError(validation_message(error, source)) from None
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
     return config

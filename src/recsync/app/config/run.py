@@ -1,5 +1,6 @@
 """The run's own sections of a config: [run] (name, seed, evaluations, the best model,
-early stopping, checkpoints while training) and [recovery] (what a lost node does)."""
+early stopping, checkpoints while training), [recovery] (what a lost node does) and
+[simulate] (the simulator's cost profile)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,11 @@ class RunSection(Section):
     keep_best: bool = True  # best.pt: the best evaluated model by early_stopping.metric
     early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+
+
+class SimulateSection(Section):
+    """[simulate]: `profile`, the simulator's cost profile: a TOML file with a [cost] table
+    as `recsync calibrate` writes it (relative to the working directory); unset: the cost
+    model's defaults. `recsync simulate --profile FILE` sets it."""
+
+    profile: str | None = None

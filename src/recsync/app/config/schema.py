@@ -1,5 +1,7 @@
 """The run configuration's schema: one pydantic model per section ([run], [data], [model],
-[train], [cluster], [strategy], [cost]), turned into specs by `Config.to_specs`.
+[train], [cluster], [strategy], [recovery], [simulate]), turned into specs by
+`Config.to_specs`. The simulator's cost profile is a file of its own ([simulate] profile,
+read by app/runs/cost_profile.py); an inline [cost] table is still accepted, deprecated.
 
 Loading and layering (default, file, overrides) is in `config_load`. Unknown keys and wrong
 types raise `ConfigError` naming the file and the full dotted key; values the spec
@@ -15,11 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import Field, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
-from recsync.app.config.job import ClusterSection, StrategySection, check_cluster_fits
-from recsync.app.config.run import RecoverySection, RunSection
+from recsync.app.config.job import ClusterSection, check_cluster_fits
+from recsync.app.config.run import RecoverySection, RunSection, SimulateSection
+from recsync.app.config.strategy import (
+    StrategySection,
+    default_strategy,
+    rewrite_flat_keys,
+    strategy_spec,
+)
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
@@ -33,7 +41,6 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.sim.cost import CostModel
 from recsync.sync.family import StrategyFamily
 
 TABULAR_FORMATS = ("csv", "parquet")
@@ -48,13 +55,11 @@ if TYPE_CHECKING:  # the generated sections, as far as this module reads them
         num_dense: int = 0
         table_rows: list[int] = []
 
-    CostSection: TypeAlias = Section
     HashTablesSection: TypeAlias = Section
     DenseOptimizerSection: TypeAlias = Section
     SparseOptimizerSection: TypeAlias = Section
 else:
     SyntheticSection = section_from_dataclass(SyntheticSpec)
-    CostSection = section_from_dataclass(CostModel)
     HashTablesSection = section_from_dataclass(HashTables)
     DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
@@ -167,9 +172,25 @@ class Config(Section):
     model: ModelSection = Field(default_factory=ModelSection)
     train: TrainSection = Field(default_factory=TrainSection)
     cluster: ClusterSection = Field(default_factory=ClusterSection)
-    strategy: StrategySection = Field(default_factory=StrategySection)
-    cost: CostSection = Field(default_factory=CostSection)
+    strategy: StrategySection = Field(default_factory=default_strategy)
     recovery: RecoverySection = Field(default_factory=RecoverySection)
+    simulate: SimulateSection = Field(default_factory=SimulateSection)
+    # deprecated: the cost profile inline; checked by app/runs/cost_profile.py
+    cost: dict[str, Any] | None = None
+    _deprecations: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _rewrite_deprecated(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        """Old spellings of [strategy] keys moved to their place, each noted for
+        `deprecations`."""
+        messages: list[str] = []
+        if isinstance(data, dict) and isinstance(data.get("strategy"), dict):
+            strategy, messages = rewrite_flat_keys(data["strategy"])
+            data = {**data, "strategy": strategy}
+        config = handler(data)
+        config._deprecations = messages
+        return config
 
     def to_specs(self) -> RunSpecs:
         """The specs; raises ConfigError naming the key or section of a rejected value."""
@@ -200,7 +221,7 @@ class Config(Section):
             "train",
         )
         files = None if synthetic else self._file_data(model)
-        strategy = self.strategy.to_spec()
+        strategy = strategy_spec(self.strategy)
         if strategy is not None:
             try:
                 self.recovery.to_spec().check(strategy)
@@ -219,7 +240,14 @@ class Config(Section):
 
     def deprecations(self) -> list[str]:
         """Keys given in a deprecated way, with what to write instead."""
-        return self.cluster.deprecations(self.strategy.to_spec())
+        messages = [*self._deprecations, *self.cluster.deprecations(strategy_spec(self.strategy))]
+        if self.cost is not None:
+            messages.append(
+                "[cost] in the job config (or --set cost.KEY=...) is deprecated: put the "
+                "table in a cost profile file, as `recsync calibrate` writes it, and pass it "
+                "with `recsync simulate --profile FILE` or name it in [simulate] profile"
+            )
+        return messages
 
     def dump(self) -> dict[str, Any]:
         """The resolved configuration as JSON-ready nested dicts (None for unset keys);

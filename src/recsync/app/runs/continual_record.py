@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from recsync.app.config.schema import Config
+from recsync.app.runs.cost_profile import simulation_cost
 from recsync.sync.controller import Decision, StretchMeasures
 
 BARRIER = "AwaitStart"  # the label of a synchronous step's wait for its start
@@ -78,7 +79,9 @@ def day_record(
         "engine": engine,
         "num_trainers": config.cluster.num_trainers,
         "workers_per_trainer": config.cluster.workers_per_trainer,
-        "stragglers": tree["cost"]["stragglers"] if engine == "sim" else None,
+        "stragglers": (
+            dataclasses.asdict(simulation_cost(config).stragglers) if engine == "sim" else None
+        ),
         "trainer_slowdown": tree["cluster"]["trainer_slowdown"],
         "cluster": cluster,
         "examples": examples,

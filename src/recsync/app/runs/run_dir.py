@@ -35,6 +35,7 @@ from recsync.errors import ConfigError
 
 CONFIG_JSON = "config.json"
 CONFIG_TOML = "config.toml"
+COST_PROFILE = "cost_profile.toml"  # a simulated run's, named by its config.toml
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 CURVES = "curves.png"
@@ -42,6 +43,7 @@ TENSORBOARD = "tensorboard"
 ARTIFACTS = (
     CONFIG_JSON,
     CONFIG_TOML,
+    COST_PROFILE,
     METRICS,
     SUMMARY,
     CURVES,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from recsync.app.config.base import build_dataclass
 from recsync.app.config.schema import Config
 from recsync.app.runs.checkpoints import CheckpointWriter
+from recsync.app.runs.cost_profile import simulation_cost, with_profile_in
 from recsync.app.runs.distributed import (
     checkpoints_while_training,
     job_spec,
@@ -19,14 +19,8 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import plan_for
 from recsync.errors import JobFailed
 from recsync.ps.hash_shard import TableFullError
-from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.faulty import FaultySimJob, NodeLost
 from recsync.runtime.sim.job import SimJob
-
-
-def cost_model(config: Config) -> CostModel:
-    cost: CostModel = build_dataclass(CostModel, config.cost, "cost")
-    return cost
 
 
 def run_simulation(
@@ -37,13 +31,15 @@ def run_simulation(
     stop_after: int | None = None,
 ) -> dict[str, Any]:
     """Simulate one pass; the summary's times (train_seconds, eps) are virtual. Writes the
-    end state as the run's checkpoint. With node losses in `[cost.faults]`, the job loses
-    nodes and recovers as `[recovery]` says (runtime/sim/faulty.py)."""
+    end state as the run's checkpoint; the cost profile too, named by the run's config.
+    With node losses in the profile's [cost.faults], the job loses nodes and recovers as
+    `[recovery]` says (runtime/sim/faulty.py)."""
     spec = job_spec(config, resume, stop_after)
+    cost = simulation_cost(config)
+    config = with_profile_in(config, run_dir.path, cost)
     run_dir.write_config(config)
     bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
     writer = CheckpointWriter(run_dir.path, config.run.checkpoint.deltas_per_full)
-    cost = cost_model(config)
     every = checkpoints_while_training(config, spec)
     with bar:
         task = bar.add_task("simulate", total=None)
