@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from experiments.repro.common import Progress
-
+Progress = Callable[[Any], None]  # told of each point or line a reproduction finishes
 Runner = Callable[[Path, Progress | None], Any]  # writes the report under its path
 R = TypeVar("R", bound=Runner)
 
