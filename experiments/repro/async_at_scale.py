@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.repro.common import Progress
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec

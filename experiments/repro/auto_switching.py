@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro.auto_switching_report import plot, report
-from experiments.repro.common import CLUSTER_COST, Progress, run_in_processes
-from experiments.repro.registry import reproduction
+from experiments.repro.common import CLUSTER_COST, run_in_processes
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.config.load import load_config
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.continual import run_continual

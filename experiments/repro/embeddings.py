@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.common import Progress, run_in_processes
+from experiments.repro.common import run_in_processes
 from experiments.repro.embeddings_capacity import insert_all
 from experiments.repro.embeddings_report import write_report
 from experiments.repro.embeddings_setting import (
@@ -38,7 +38,7 @@ from experiments.repro.embeddings_setting import (
     quality_variants,
     synthetic,
 )
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery

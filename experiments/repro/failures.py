@@ -29,8 +29,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.common import CLUSTER_COST, Progress
-from experiments.repro.registry import reproduction
+from experiments.repro.common import CLUSTER_COST
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy

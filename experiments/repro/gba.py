@@ -23,12 +23,11 @@ from typing import Any
 from experiments.repro.common import (
     CLUSTER_COST,
     WORKERS_PER_TRAINER,
-    Progress,
     run_segment,
     strategy,
     with_stragglers,
 )
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec

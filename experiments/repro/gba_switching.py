@@ -26,14 +26,13 @@ from typing import Any
 
 from experiments.repro.common import (
     CLUSTER_COST,
-    Progress,
     allreduce_cluster,
     run_segment,
     score,
     strategy,
     with_stragglers,
 )
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.checkpoint import JobState
 from recsync.data.batch import Batch

@@ -17,7 +17,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.common import Progress, run_in_processes
+from experiments.repro.common import run_in_processes
 from experiments.repro.hierarchical_report import write_report
 from experiments.repro.hierarchical_settings import (
     BATCH,
@@ -38,7 +38,7 @@ from experiments.repro.hierarchical_settings import (
     RARE_SYNC,
     Setting,
 )
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec, TableSpec

@@ -26,14 +26,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.common import (
-    CLUSTER_COST,
-    Progress,
-    run_in_processes,
-    run_segment,
-    strategy,
-)
-from experiments.repro.registry import reproduction
+from experiments.repro.common import CLUSTER_COST, run_in_processes, run_segment, strategy
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import common
-from experiments.repro.common import Progress
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec

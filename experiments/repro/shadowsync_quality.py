@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.common import Progress, run_in_processes
-from experiments.repro.registry import reproduction
+from experiments.repro.common import run_in_processes
+from experiments.repro.registry import Progress, reproduction
 from experiments.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
 from experiments.repro.shadowsync_quality_report import report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import async_at_scale
-from experiments.repro.common import Progress, run_in_processes
-from experiments.repro.registry import reproduction
+from experiments.repro.common import run_in_processes
+from experiments.repro.registry import Progress, reproduction
 from experiments.repro.staleness_norm_report import write_report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec

@@ -24,13 +24,12 @@ from typing import Any
 
 from experiments.repro.common import (
     WORKERS_PER_TRAINER,
-    Progress,
     run_in_processes,
     run_segment,
     score,
     strategy,
 )
-from experiments.repro.registry import reproduction
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
