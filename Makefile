@@ -15,8 +15,8 @@ run: $(STAMP)
 	$(BIN)/recsync train
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks experiments
+	$(BIN)/ruff format --check src tests benchmarks experiments
 
 layers: $(STAMP)
 	$(BIN)/lint-imports

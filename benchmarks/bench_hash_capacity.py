@@ -1,5 +1,5 @@
 """Every id of Criteo Kaggle's 26 features (33.76M distinct) inserted into hash tables:
-whether they fit this machine's memory and at what rate (app/repro/embeddings_capacity.py;
+whether they fit this machine's memory and at what rate (experiments/repro/embeddings_capacity.py;
 `recsync reproduce embeddings` reports it too). `--fraction` inserts that share of the ids
 (a quicker run). Prints one JSON object.
 """
@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-from recsync.app.repro.embeddings_capacity import insert_all
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's experiments/
+
+from experiments.repro.embeddings_capacity import insert_all  # noqa: E402
 
 
 def main() -> None:

@@ -14,17 +14,21 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
+from pathlib import Path
 
 import ray
 
-from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
-from recsync.coordinator.spec import ClusterSpec, JobSpec
-from recsync.data.synthetic import SyntheticSpec
-from recsync.families import strategy_config
-from recsync.model.hash_spec import HashTables
-from recsync.model.spec import ModelSpec, TableSpec
-from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.ray.job import connect, run_job
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's experiments/
+
+from experiments.repro.embeddings_capacity import CRITEO_CARDINALITIES  # noqa: E402
+from recsync.coordinator.spec import ClusterSpec, JobSpec  # noqa: E402
+from recsync.data.synthetic import SyntheticSpec  # noqa: E402
+from recsync.families import strategy_config  # noqa: E402
+from recsync.model.hash_spec import HashTables  # noqa: E402
+from recsync.model.spec import ModelSpec, TableSpec  # noqa: E402
+from recsync.optim.train_spec import TrainSpec  # noqa: E402
+from recsync.runtime.ray.job import connect, run_job  # noqa: E402
 
 
 def criteo_like(scale: int, num_train: int) -> SyntheticSpec:

@@ -7,7 +7,7 @@ import pytest
 import torch
 from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
-from recsync.app.repro.hierarchical import traffic_differences
+from experiments.repro.hierarchical import traffic_differences
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.families import strategy_config
 from recsync.optim.train_spec import TrainSpec

@@ -10,8 +10,8 @@ import shutil
 import pytest
 import torch
 
-from recsync.app.repro import REPRODUCTIONS, embeddings
-from recsync.app.repro import embeddings_setting as setting
+from experiments.repro import REPRODUCTIONS, embeddings
+from experiments.repro import embeddings_setting as setting
 from recsync.data.keys import table_of
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 

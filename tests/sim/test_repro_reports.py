@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsync.app.repro import (
+from experiments.repro import (
     auto_switching_report,
     gba,
     gba_switching,
@@ -15,7 +15,7 @@ from recsync.app.repro import (
     staleness_norm_report,
     swap_days,
 )
-from recsync.app.repro import hierarchical_settings as ht
+from experiments.repro import hierarchical_settings as ht
 
 
 def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):

@@ -1,6 +1,7 @@
-"""`recsync reproduce NAME`: one command per reproduced figure or table (the registry in
-`recsync.app.repro`), each writing a report (markdown, PNG, JSON) under reports/;
-`recsync reproduce --list` names them with how long each takes."""
+"""`recsync reproduce NAME`: one command per reproduced figure or table, each writing a
+report (markdown, PNG, JSON) under reports/; `recsync reproduce --list` names them with how
+long each takes. The commands are the experiments folder's reproductions (found as
+`recsync.app.cli.experiments` says), loaded when the group is first asked for them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,48 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
-from recsync.app.repro import REPRODUCTIONS, Reproduction
+from recsync.app.cli.common import fail
+from recsync.app.cli.experiments import Reproduction, load_reproductions
+from recsync.errors import RecsyncError
 
-reproduce_app = typer.Typer(help="Reproduce the papers' figures (reports/).")
+
+def _reproductions() -> dict[str, Reproduction]:
+    try:
+        return dict(load_reproductions())
+    except RecsyncError as error:
+        fail(error)
+
+
+class ReproductionGroup(TyperGroup):
+    """The `reproduce` group: a command per registered reproduction, made on first use (so
+    the other commands neither need nor load the experiments folder; where it is missing,
+    the group's own --help fails with where it was looked for)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        self._add_reproductions()
+        return super().parse_args(ctx, args)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        self._add_reproductions()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._add_reproductions()
+        return super().list_commands(ctx)
+
+    def _add_reproductions(self) -> None:
+        if self.commands:
+            return
+        commands = typer.Typer()
+        for reproduction in _reproductions().values():
+            _command(commands, reproduction)
+        for name, command in typer.main.get_group(commands).commands.items():
+            self.add_command(command, name)
+
+
+reproduce_app = typer.Typer(cls=ReproductionGroup, help="Reproduce the papers' figures (reports/).")
 
 
 @reproduce_app.callback(invoke_without_command=True)
@@ -34,7 +73,7 @@ def reproductions(
     table.add_column("paper")
     table.add_column("what")
     table.add_column("min", justify="right", no_wrap=True)
-    for r in REPRODUCTIONS.values():
+    for r in _reproductions().values():
         table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}")
     Console(emoji=False).print(table)
 
@@ -53,7 +92,7 @@ def _run(reproduction: Reproduction, out: Path) -> Any:
     return result
 
 
-def _command(reproduction: Reproduction) -> None:
+def _command(commands: typer.Typer, reproduction: Reproduction) -> None:
     def command(
         out: Annotated[Path, typer.Option(help="Report directory.")] = Path(
             reproduction.report_dir
@@ -65,8 +104,4 @@ def _command(reproduction: Reproduction) -> None:
         f"{reproduction.paper}: {reproduction.claim} (about {reproduction.minutes:g} minutes; "
         f"writes {reproduction.report_dir})."
     )
-    reproduce_app.command(reproduction.name)(command)
-
-
-for _reproduction in REPRODUCTIONS.values():
-    _command(_reproduction)
+    commands.command(reproduction.name)(command)

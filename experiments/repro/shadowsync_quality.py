@@ -19,9 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import Progress, run_in_processes
-from recsync.app.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
-from recsync.app.repro.shadowsync_quality_report import report
+from experiments.repro.common import run_in_processes
+from experiments.repro.registry import Progress, reproduction
+from experiments.repro.shadowsync import CLUSTER_COST, WORKERS_PER_TRAINER
+from experiments.repro.shadowsync_quality_report import report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -101,6 +102,23 @@ def _last_part_loss(summary: dict[str, Any], early: list[dict[str, Any]]) -> flo
     return float(loss_sum / (trained - before))
 
 
+def _quality_row(r: dict[str, Any]) -> str:
+    table = {"gap": "Table 2(a)", "scale": "Table 3", "tune": "lr tuning"}[r["table"]]
+    return (
+        f"{table}, seed {r['seed']}, dense lr {r['dense_lr']:g}, {r['variant']:>12} "
+        f"{r['trainers']:>3} trainers: train loss {r['train_loss']:.5f}, "
+        f"eval logloss {r['test_logloss']:.5f}"
+    )
+
+
+@reproduction(
+    "shadowsync-quality",
+    paper="ShadowSync (Zheng et al. 2020)",
+    claim="Tables 2(a) and 3: loss vs sync gap, relative loss increase from 5 to 20 trainers",
+    report_dir="reports/shadowsync_quality",
+    minutes=17.5,
+    show=_quality_row,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     """Tunes the dense lr on the baseline (seed 0), then every run at it, two at a time."""
     out_dir.mkdir(parents=True, exist_ok=True)

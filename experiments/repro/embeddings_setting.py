@@ -9,7 +9,7 @@ import dataclasses
 import statistics
 from typing import Any
 
-from recsync.app.repro.embeddings_capacity import CRITEO_CARDINALITIES
+from experiments.repro.embeddings_capacity import CRITEO_CARDINALITIES
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro import common
-from recsync.app.repro.common import Progress
+from experiments.repro import common
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -77,6 +77,22 @@ def run_point(variant: str, trainers: int, sync_servers: int) -> dict[str, Any]:
     }
 
 
+def _fig5_point(p: dict[str, Any]) -> str:
+    return (
+        f"{p['sync_servers']} sync servers, {p['variant']:>12} {p['trainers']:>3} trainers: "
+        f"{p['eps']:>12,.0f} ex/s, "
+        f"busiest sync NIC {p['sync_server_nic_utilization']:.0%}"
+    )
+
+
+@reproduction(
+    "shadowsync-fig5",
+    paper="ShadowSync (Zheng et al. 2020)",
+    claim="Fig. 5: EPS vs trainers, S-EASGD vs FR-EASGD-5/30, 2 and 4 sync servers",
+    report_dir="reports/shadowsync_fig5",
+    minutes=17.0,
+    show=_fig5_point,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     points = []

@@ -17,9 +17,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import Progress, run_in_processes
-from recsync.app.repro.hierarchical_report import write_report
-from recsync.app.repro.hierarchical_settings import (
+from experiments.repro.common import run_in_processes
+from experiments.repro.hierarchical_report import write_report
+from experiments.repro.hierarchical_settings import (
     BATCH,
     COMPRESSED,
     CORES,
@@ -38,6 +38,7 @@ from recsync.app.repro.hierarchical_settings import (
     RARE_SYNC,
     Setting,
 )
+from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -188,6 +189,26 @@ def engine_check() -> dict[str, Any]:
     }
 
 
+def _hierarchical_row(r: dict[str, Any]) -> str:
+    if "eps" in r:
+        return f"{r['label']:>40}: {r['eps']:>12,.0f} ex/s (virtual), {r['trainers']} trainers"
+    if "test_logloss" in r:
+        return (
+            f"{r['label']:>40} (lr x{r['lr_factor']:g}, seed {r['seed']}): train loss "
+            f"{r['train_loss']:.5f}, AUC {r['test_auc']:.4f}"
+        )
+    return f"real engine, {r['label']}: AUC {r['real_auc']:.4f} (simulator {r['sim_auc']:.4f})"
+
+
+@reproduction(
+    "hierarchical",
+    paper="Hierarchical training (Huang et al., KDD 2021)",
+    claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
+    "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
+    report_dir="reports/hierarchical",
+    minutes=48.0,
+    show=_hierarchical_row,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, RARE_SYNC, *FIG11)))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro import hierarchical_settings as ht
+from experiments.repro import hierarchical_settings as ht
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.model.dlrm import build_dense
 

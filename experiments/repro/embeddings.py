@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import Progress, run_in_processes
-from recsync.app.repro.embeddings_capacity import insert_all
-from recsync.app.repro.embeddings_report import write_report
-from recsync.app.repro.embeddings_setting import (
+from experiments.repro.common import run_in_processes
+from experiments.repro.embeddings_capacity import insert_all
+from experiments.repro.embeddings_report import write_report
+from experiments.repro.embeddings_setting import (
     CONTINUAL_VARIANTS,
     ENGINE_FIELDS,
     UNBOUNDED,
@@ -38,6 +38,7 @@ from recsync.app.repro.embeddings_setting import (
     quality_variants,
     synthetic,
 )
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
@@ -227,6 +228,29 @@ def _part(
     return saved
 
 
+def _embeddings_row(r: dict[str, Any]) -> str:
+    if "days" in r:
+        last = r["days"][-1]
+        return (
+            f"{r['variant']:>24}: {len(r['days'])} days, last day {last['rows_live']:,} rows "
+            f"live, next-day AUC {last['next_day_auc']:.4f}"
+        )
+    return (
+        f"{r['variant']:>24}, seed {r['seed']}: AUC {r['test_auc']:.4f}, NE {r['test_ne']:.4f}, "
+        f"{r['rows_live']:,} rows live"
+    )
+
+
+@reproduction(
+    "embeddings",
+    paper="GBA (seed 001) / Liu & Zhao (seed 003): expandable hash tables",
+    claim="hash vs fixed tables at equal memory (AUC, NE over seeds), rows and next-day AUC "
+    "over 10 days of id churn with and without eviction, examples/s, full vs delta "
+    "checkpoints",
+    report_dir="reports/embeddings",
+    minutes=3.0,
+    show=_embeddings_row,
+)
 def reproduce(
     out_dir: Path, progress: Progress | None = None, setting: Setting | None = None
 ) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from experiments.repro.registry import Progress
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -21,7 +22,6 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
 
-Progress = Callable[[Any], None]  # told of each point or line a reproduction finishes
 NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
 EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4
 # 25 Gbit/s NICs; a worker does the default DLRM's dense step for a batch of 256 in ~5.8 ms

@@ -24,15 +24,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import (
+from experiments.repro.common import (
     CLUSTER_COST,
-    Progress,
     allreduce_cluster,
     run_segment,
     score,
     strategy,
     with_stragglers,
 )
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.checkpoint import JobState
 from recsync.data.batch import Batch
@@ -56,6 +56,13 @@ def task_spec() -> SyntheticSpec:
     )
 
 
+@reproduction(
+    "gba-switching",
+    paper="GBA (Alibaba, NeurIPS 2022)",
+    claim="Fig. 6: sync for 2 days, then each strategy from the checkpoint, back to sync",
+    report_dir="reports/gba_switching",
+    minutes=15.0,
+)
 def reproduce_switching(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     synthetic = task_spec()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from recsync.app.repro.common import Progress
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -90,6 +90,21 @@ def linear_fit(x: list[float], y: list[float]) -> dict[str, float]:
     return {"slope": float(slope), "intercept": float(intercept), "r2": 1.0 - residual / total}
 
 
+def _staleness_point(p: dict[str, Any]) -> str:
+    return (
+        f"{p['workers']:>5} workers: mean staleness {p['mean_staleness']:8.2f}, "
+        f"max {p['max_staleness']}"
+    )
+
+
+@reproduction(
+    "async-staleness",
+    paper="Async SGD at extreme scale (Liu & Zhao 2021)",
+    claim="mean staleness grows linearly with workers (10 ... 1,000)",
+    report_dir="reports/async_staleness",
+    minutes=2.0,
+    show=_staleness_point,
+)
 def reproduce_staleness(
     out_dir: Path, progress: Progress | None = None, workers: tuple[int, ...] = SCALING_WORKERS
 ) -> dict[str, Any]:

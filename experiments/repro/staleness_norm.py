@@ -21,9 +21,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro import async_at_scale
-from recsync.app.repro.common import Progress, run_in_processes
-from recsync.app.repro.staleness_norm_report import write_report
+from experiments.repro import async_at_scale
+from experiments.repro.common import run_in_processes
+from experiments.repro.registry import Progress, reproduction
+from experiments.repro.staleness_norm_report import write_report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families.gradient.asynchronous import AsyncConfig
@@ -154,6 +155,23 @@ def rho_on(small: dict[str, Any], large: dict[str, Any] | None) -> StalenessNorm
     )
 
 
+def _norm_run(r: dict[str, Any]) -> str:
+    s = r["staleness"]
+    return (
+        f"{r['label']:>30} (lr x{r['lr_factor']:g}): AUC {r['final_auc']:.4f}, "
+        f"staleness mean {s['mean']:.0f} sd {s['std']:.0f}"
+    )
+
+
+@reproduction(
+    "staleness-norm",
+    paper="Async SGD at extreme scale (Liu & Zhao 2021)",
+    claim="Fig. 5, 6: async at 1K and 3K workers, no normalization vs 1/tau vs rho on the "
+    "normalized staleness; data normalization over rho",
+    report_dir="reports/staleness_norm",
+    minutes=37.0,
+    show=_norm_run,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     tuning = run_in_processes(

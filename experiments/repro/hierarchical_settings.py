@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from recsync.app.repro import common
+from experiments.repro import common
 from recsync.coordinator.spec import ClusterSpec
 from recsync.families import StrategyConfig, strategy_config
 from recsync.model.spec import ModelSpec

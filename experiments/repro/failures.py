@@ -29,7 +29,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import CLUSTER_COST, Progress
+from experiments.repro.common import CLUSTER_COST
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
@@ -221,6 +222,20 @@ def _standard_error(values: list[float]) -> float:
     return statistics.stdev(values) / math.sqrt(len(values))
 
 
+def _failure_point(p: dict[str, Any]) -> str:
+    if "eps" in p:
+        return f"1,000 workers: {p['eps']:,.0f} ex/s, a cut costs {p['cost_per_cut_s']:.4f} s"
+    return f"real-math run, seed {p['seed']:>2}: {p['losses']} losses, {p['seconds']:.4f} s"
+
+
+@reproduction(
+    "failures",
+    paper="Young/Daly checkpoint interval; CPR (Maeng et al., MLSys 2021)",
+    claim="best checkpoint interval and recovery policy under node losses at 1,000 workers",
+    report_dir="reports/failures",
+    minutes=3.5,
+    show=_failure_point,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     scale = measure_scale(640_000)

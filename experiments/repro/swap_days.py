@@ -22,14 +22,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import (
+from experiments.repro.common import (
     WORKERS_PER_TRAINER,
-    Progress,
     run_in_processes,
     run_segment,
     score,
     strategy,
 )
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
@@ -92,6 +92,19 @@ def run_variant(label: str) -> dict[str, Any]:
     return {"variant": label, "next_day_auc": auc}
 
 
+def _swap_row(r: dict[str, Any]) -> str:
+    auc = r["next_day_auc"]
+    return f"{r['variant']:>32}: next-day AUC day 1 {auc[0]:.4f} ... day {len(auc)} {auc[-1]:.4f}"
+
+
+@reproduction(
+    "swap-days",
+    paper="Async SGD at extreme scale (Liu & Zhao 2021)",
+    claim="Fig. 7: next-day AUC over 11 days, Adagrad vs per-step decay vs SWAP",
+    report_dir="reports/swap_days",
+    minutes=5.0,
+    show=_swap_row,
+)
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = run_in_processes(run_variant, list(VARIANTS), progress)

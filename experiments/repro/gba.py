@@ -20,14 +20,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.common import (
+from experiments.repro.common import (
     CLUSTER_COST,
     WORKERS_PER_TRAINER,
-    Progress,
     run_segment,
     strategy,
     with_stragglers,
 )
+from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -82,6 +82,21 @@ def run_straggler_variant(label: str, examples: int) -> dict[str, Any]:
     }
 
 
+def _straggler_row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['variant']:>14}: {r['eps']:>10,.0f} ex/s, staleness "
+        f"{r['mean_staleness']:.2f}/{r['max_staleness']}, AUC {r['test_auc']:.4f}"
+    )
+
+
+@reproduction(
+    "gba-stragglers",
+    paper="GBA (Alibaba, NeurIPS 2022)",
+    claim="throughput, staleness and drops of every gradient strategy with 20% stragglers",
+    report_dir="reports/gba_stragglers",
+    minutes=20.0,
+    show=_straggler_row,
+)
 def reproduce_stragglers(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     examples = STRAGGLER_WORKERS * STRAGGLER_STEPS_PER_WORKER * 256

@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from recsync.app.repro.embeddings_setting import (
+from experiments.repro.embeddings_setting import (
     BOUNDED,
     NOISE,
     UNBOUNDED,
