@@ -78,13 +78,17 @@ class GroupDense:
         seed: int,
         plans: tuple[Sequence[FcSplit], Sequence[FcSplit]],
         part_server: Callable[[str, int, FcSplit, int], int],
+        initial: torch.Tensor | None = None,
     ):
+        """`initial`: the unsplit model's flat vector to start from (None: the seed's)."""
         if spec.data_norm:
             raise ValueError(
                 "hierarchical training does not split data-normalization layers: set "
                 "model.data_norm = false"
             )
         self.arch: DenseArch = build_dense(spec, seed)
+        if initial is not None:
+            nn.utils.vector_to_parameters(initial.detach(), self.arch.parameters())
         if self.arch.bottom is not None:
             self.arch.bottom = split_mlp(self.arch.bottom, plans[0])
         self.arch.top = split_mlp(self.arch.top, plans[1])
