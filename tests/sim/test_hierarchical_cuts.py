@@ -104,13 +104,14 @@ def test_a_job_of_other_groups_or_another_strategy_resumes_from_the_dense_model(
     spec = job(ClusterSpec(2, 1, 2, 0), groups=2, cross_group="ma")
     _, _, states = run(spec, every=1_280)
     state = states[0]
-    plan = group_plan_for(spec)
+    other = job(ClusterSpec(2, 1, 2, 0), state, groups=1, cross_group="ma")
+    plan = group_plan_for(other)
     parts = plan.split(MODEL, TRAIN.seed, state.dense)
     assert torch.equal(plan.unsplit(MODEL, TRAIN.seed, parts), state.dense)
-    other = job(ClusterSpec(2, 1, 2, 0), state, groups=1, cross_group="ma")
     topology = build_topology(other, plan_for(other))
     starts = [n.start for n in topology.nodes if isinstance(n, GroupServerSpec)]
-    assert all(s is not None and torch.equal(s.values, p) for s, p in zip(starts, parts))
+    for start, part in zip(starts, parts, strict=True):
+        assert start is not None and torch.equal(start.values, part)
     _, rest, _ = run(other)
     assert rest["examples_trained"] == SYNTHETIC.num_train - state.data_position
     gradient = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 2, 0), strategy_config("async"), SYNTHETIC)

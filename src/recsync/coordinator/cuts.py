@@ -5,10 +5,10 @@ A cut is a consistent snapshot taken without stopping the job's other loops: the
 tells the reader to pause (it finishes handing out the global step in progress, then
 answers every request with a pause), each worker lands the pushes of every batch it was
 handed and parks, and once all are parked (`AwaitCut` answered) the nodes that hold the
-model (and any state its family keeps) report it; then the reader goes on. The state then holds exactly the batches handed
-out so far, so a job restarted from it hands out the rest, none twice and none lost. A
-shadow sync thread keeps syncing meanwhile: the replicas and the center only move towards
-each other, which changes no batch's count.
+model (and any state its family keeps) report it; then the reader goes on. The state then
+holds exactly the batches handed out so far, so a job restarted from it hands out the
+rest, none twice and none lost. A shadow sync thread keeps syncing meanwhile: the replicas
+and the center only move towards each other, which changes no batch's count.
 """
 
 from __future__ import annotations

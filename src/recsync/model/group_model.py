@@ -173,6 +173,10 @@ class GroupDense:
         """The parameters group PS `server` owns, in a fixed order."""
         return [p for stage, j in self.owned(server) for p in self._parts[stage][j].parameters()]
 
+    def flat_of(self, server: int) -> torch.Tensor:
+        """A copy of the parameters group PS `server` owns, as one flat vector."""
+        return torch.cat([p.detach().reshape(-1) for p in self.parameters_of(server)])
+
     def local(self, stage: Stage, x: torch.Tensor) -> torch.Tensor:
         """The trainer's entries after a stage's join (the activation of a split FC)."""
         layers = self.mlp(stage.mlp)

@@ -34,9 +34,7 @@ class GroupPlan:
     def part_server(self, mlp: str, fc: int, split: FcSplit, part: int) -> int:
         return self.servers[part_op(mlp, fc, split, part)]
 
-    def dense(
-        self, model: ModelSpec, seed: int, initial: torch.Tensor | None = None
-    ) -> GroupDense:
+    def dense(self, model: ModelSpec, seed: int, initial: torch.Tensor | None = None) -> GroupDense:
         """The group's dense part cut into stages, its parts on their group PSs; from the
         unsplit model's flat vector `initial` (None: the seed's initial model)."""
         return GroupDense(model, seed, self.plans, self.part_server, initial)
@@ -46,7 +44,7 @@ class GroupPlan:
         (a model, or a per-parameter optimizer tensor): `unsplit`'s inverse."""
         dense = self.dense(model, seed, flat)
         servers = range(len(set(self.servers.values())))
-        return [torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]) for j in servers]
+        return [dense.flat_of(j) for j in servers]
 
     def unsplit(self, model: ModelSpec, seed: int, values: Sequence[torch.Tensor]) -> torch.Tensor:
         """The unsplit model's flat vector from what each group PS of a group holds

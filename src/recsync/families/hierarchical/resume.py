@@ -70,9 +70,7 @@ def server_starts(
     return group * strategy.groups, values
 
 
-def _fits(
-    held: dict[str, Any] | None, strategy: HierarchicalConfig, sizes: list[int]
-) -> bool:
+def _fits(held: dict[str, Any] | None, strategy: HierarchicalConfig, sizes: list[int]) -> bool:
     """The checkpoint holds the group PSs of a job with these groups and group PSs."""
     if held is None or held.get("kind") != KIND:
         return False

@@ -53,7 +53,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
     plan_ = group_plan_for(spec)
     dense = plan_.dense(spec.model, spec.train.seed)
     p, centered = strategy.group_servers, strategy.needs_sync_servers
-    centers = [torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]) for j in range(p)]
+    centers = [dense.flat_of(j) for j in range(p)]
     starts: list[GroupServerStart | None] = [None] * (strategy.groups * p)
     if spec.resume is not None:
         resumed, centers = server_starts(strategy, plan_, dense, spec)
