@@ -21,7 +21,7 @@ from recsync.families import strategy_config
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.op_graph import part_op
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
-from recsync.families.hierarchical.server import GroupServerNode
+from recsync.families.hierarchical.server import GroupServerNode, GroupServerStart
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
 from recsync.model.fc_split import FcSplit, Split
 from recsync.model.group_model import Join
@@ -327,7 +327,33 @@ def test_config_errors_name_the_field():
     assert bmuf.describe() == (
         "HT g=2 p=2 BMUF alpha=0.1 block_lr=1 block_momentum=0 act=none grad=none topk=0.1+ef"
     )
-    assert HierarchicalConfig().cut_refusal() is not None
+    assert HierarchicalConfig().cut_refusal() is None  # cuts: families/hierarchical/resume.py
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+def test_a_group_ps_resumes_its_parameters_optimizer_steps_and_bmuf_state(optimizer):
+    strategy = HierarchicalConfig(groups=1, cross_group="bmuf", block_momentum=0.5)
+    train = TrainSpec(batch_size=B, dense_optimizer=DenseOptimizerSpec(optimizer))
+    trainer, servers = group(strategy, train=train)
+    data, pooled = batch()
+    for _ in range(3):
+        drive(trainer._train(0, data, pooled), servers)
+    server = servers[0]
+    server.sync_policy.apply(server.writer, server.flat + 0.5)  # BMUF state moves
+    held = server.report()
+    plan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+    start = GroupServerStart(held.values, held.optimizer, held.sync)
+    again = GroupServerNode(
+        0, 0, plan.dense(MODEL, TRAIN.seed), train.dense_optimizer, strategy, None, 1, start
+    )
+    resumed = again.report()
+    assert torch.equal(resumed.values, held.values)
+    assert resumed.optimizer["steps"] == held.optimizer["steps"] == 3
+    tensors = [k for k in held.optimizer if k != "steps"]
+    assert tensors and all(torch.equal(resumed.optimizer[k], held.optimizer[k]) for k in tensors)
+    assert held.sync and resumed.sync.keys() == held.sync.keys()
+    assert all(torch.equal(resumed.sync[k], held.sync[k]) for k in held.sync)
+    assert all(o.steps == 3 for o in again.stage_optimizers.values())
 
 
 def test_data_norm_is_refused_by_name():

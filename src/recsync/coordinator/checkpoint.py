@@ -4,7 +4,8 @@ A job stops taking new batches once the reader reached its data limit (or the da
 out); the batches already handed out finish (they were "in flight" when the stop came; none
 is lost or repeated) and then the state is read: every embedding shard (rows, optimizer
 state, per-row versions, global step), the dense parameters with their optimizer state,
-the position in the training stream, and the global step. A resumed job starts from it
+the position in the training stream, and the global step; and what the job's family alone
+needs to go on exactly (a hierarchical job's group PSs). A resumed job starts from it
 under any strategy with the same hyper-parameters; its data stream starts at the position.
 """
 
@@ -34,9 +35,13 @@ class JobState:
     global_step: int
     in_flight_examples: int
     strategy: str
+    family_state: dict[str, Any] | None = None  # what its family alone resumes from
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, **asdict(self)}
+        fields = asdict(self)
+        if self.family_state is None:
+            del fields["family_state"]  # a file as before families had state of their own
+        return {"format": FORMAT, **fields}
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> JobState:
@@ -52,6 +57,7 @@ class JobState:
             "dense": self.dense,
             "dense_optimizer": self.dense_optimizer,
             "shards": self.shards,
+            "family_state": self.family_state,
         }
         for name, value in _tensors(parts, ""):
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):

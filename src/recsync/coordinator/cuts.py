@@ -5,10 +5,10 @@ A cut is a consistent snapshot taken without stopping the job's other loops: the
 tells the reader to pause (it finishes handing out the global step in progress, then
 answers every request with a pause), each worker lands the pushes of every batch it was
 handed and parks, and once all are parked (`AwaitCut` answered) the nodes that hold the
-model report it; then the reader goes on. The state then holds exactly the batches handed
-out so far, so a job restarted from it hands out the rest, none twice and none lost. A
-shadow sync thread keeps syncing meanwhile: the replicas and the center only move towards
-each other, which changes no batch's count.
+model (and any state its family keeps) report it; then the reader goes on. The state then
+holds exactly the batches handed out so far, so a job restarted from it hands out the
+rest, none twice and none lost. A shadow sync thread keeps syncing meanwhile: the replicas
+and the center only move towards each other, which changes no batch's count.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.evaluation import MODEL_ROLES
+from recsync.coordinator.family import family_of
 from recsync.coordinator.outcome import JobEnd, final_dense, model_state
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address
@@ -61,9 +63,17 @@ class CutSchedule:
         self.cuts += 1
 
 
+def cut_nodes(topology: Topology) -> list[Address]:
+    """The nodes whose reports a cut needs: those that hold the model, and those whose
+    state the job's family keeps too (`Family.state_roles`)."""
+    strategy = topology.spec.strategy
+    roles = (*MODEL_ROLES, *family_of(strategy).state_roles(strategy))
+    return [n.address for n in topology.nodes if n.address.role in roles]
+
+
 def cut_state(topology: Topology, reports: dict[Address, Any], handed: int) -> JobState:
-    """The job's state at a cut: the reports of the nodes that hold the model (those of
-    `Evaluations.nodes`), taken with every worker parked after `handed` examples."""
+    """The job's state at a cut: the reports of `cut_nodes`, taken with every worker
+    parked after `handed` examples."""
     now = JobEnd("cut", reports, {}, 0.0)
     position = topology.spec.start_example + handed
     return model_state(topology, now, final_dense(topology.spec, now), position, 0)

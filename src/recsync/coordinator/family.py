@@ -3,11 +3,12 @@
 A family is a package under recsync/families/ with one `Family` subclass: its strategies'
 configs, the servers of the dense part its jobs run (and what each trainer talks to), its
 trainer, the reader's tokens, its collectives, why its workers cannot be processes, its
-final dense model and optimizer state, its measures in the summary, its cluster checks,
-its rows of `recsync plan` and the recoveries it supports. The kernel (this package,
-sync/, ps/, trainer/, protocol/) imports no family: `register_family` (called by the one
-list of families, recsync/families/__init__.py) makes a family known, and `family_of`
-finds a strategy's family by the most specific registered base type of its config.
+final dense model and optimizer state (and any state of its own a resumed job needs), its
+measures in the summary, its cluster checks, its rows of `recsync plan` and the recoveries
+it supports. The kernel (this package, sync/, ps/, trainer/, protocol/) imports no family:
+`register_family` (called by the one list of families, recsync/families/__init__.py) makes
+a family known, and `family_of` finds a strategy's family by the most specific registered
+base type of its config.
 """
 
 from __future__ import annotations
@@ -111,6 +112,16 @@ class Family(ABC):
         trainers: list[TrainerReport] = reports(Role.TRAINER)
         assert trainers[0].optimizer is not None
         return trainers[0].optimizer, sum(t.stats.total_iterations for t in trainers)
+
+    def state(self, spec: JobSpec, reports: Reports) -> dict[str, Any] | None:
+        """What a job of this family resumes from beyond the dense model and its optimizer
+        state (`JobState.family_state`; None: nothing)."""
+        return None
+
+    def state_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+        """The roles, besides those that hold the model, whose reports `state` reads (a cut
+        asks them too)."""
+        return ()
 
     @abstractmethod
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:

@@ -288,7 +288,8 @@ def model_state(
     """The model the reports of `end` hold (embedding shards, dense part, optimizer states,
     global step) as a JobState at `data_position` of the stream."""
     spec = topology.spec
-    optimizer, steps = family_of(spec.strategy).final_optimizer(spec, end.of_role)
+    family = family_of(spec.strategy)
+    optimizer, steps = family.final_optimizer(spec, end.of_role)
     return JobState(
         dense=dense.clone(),
         dense_optimizer=optimizer,
@@ -298,4 +299,5 @@ def model_state(
         global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
         in_flight_examples=in_flight,
         strategy=spec.strategy.describe(),
+        family_state=family.state(spec, end.of_role),
     )

@@ -46,7 +46,7 @@ ACTIONS: dict[Role, tuple[str, ...]] = {
     Role.EMBEDDING_SERVER: ("rollback", "partial", "stop"),
     Role.SYNC_SERVER: ("rollback", "stop"),
     Role.DENSE_SERVER: ("rollback", "stop"),
-    Role.GROUP_SERVER: ("stop",),  # its batches in flight cannot be cut yet
+    Role.GROUP_SERVER: ("rollback", "stop"),
     Role.READER: ("rollback", "stop"),
 }
 ONE_NODE = ("partial", "restart")  # actions that replace the lost node only
@@ -61,7 +61,7 @@ class RecoveryPolicy:
     embedding_server: str = "rollback"
     sync_server: str = "rollback"
     dense_server: str = "rollback"
-    group_server: str = "stop"
+    group_server: str = "rollback"
     reader: str = "rollback"
     max_restarts: int = 3
 

@@ -78,13 +78,17 @@ class GroupDense:
         seed: int,
         plans: tuple[Sequence[FcSplit], Sequence[FcSplit]],
         part_server: Callable[[str, int, FcSplit, int], int],
+        initial: torch.Tensor | None = None,
     ):
+        """`initial`: the unsplit model's flat vector to start from (None: the seed's)."""
         if spec.data_norm:
             raise ValueError(
                 "hierarchical training does not split data-normalization layers: set "
                 "model.data_norm = false"
             )
         self.arch: DenseArch = build_dense(spec, seed)
+        if initial is not None:
+            nn.utils.vector_to_parameters(initial.detach(), self.arch.parameters())
         if self.arch.bottom is not None:
             self.arch.bottom = split_mlp(self.arch.bottom, plans[0])
         self.arch.top = split_mlp(self.arch.top, plans[1])
@@ -168,6 +172,10 @@ class GroupDense:
     def parameters_of(self, server: int) -> list[nn.Parameter]:
         """The parameters group PS `server` owns, in a fixed order."""
         return [p for stage, j in self.owned(server) for p in self._parts[stage][j].parameters()]
+
+    def flat_of(self, server: int) -> torch.Tensor:
+        """A copy of the parameters group PS `server` owns, as one flat vector."""
+        return torch.cat([p.detach().reshape(-1) for p in self.parameters_of(server)])
 
     def local(self, stage: Stage, x: torch.Tensor) -> torch.Tensor:
         """The trainer's entries after a stage's join (the activation of a split FC)."""

@@ -56,6 +56,7 @@ class RecoverySection(Section):
     embedding_server: Literal["rollback", "partial", "stop"] = "rollback"
     sync_server: RecoveryAction = "rollback"
     dense_server: RecoveryAction = "rollback"
+    group_server: RecoveryAction = "rollback"
     reader: RecoveryAction = "rollback"
     max_restarts: int = Field(default=3, ge=0)
 

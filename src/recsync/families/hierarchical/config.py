@@ -128,12 +128,6 @@ class HierarchicalConfig(StrategyFamily):
             )
         return num_trainers // self.groups
 
-    def cut_refusal(self) -> str | None:
-        return (
-            "its group PSs hold batches in flight between forward and backward; cuts are "
-            "not built for it yet"
-        )
-
     def _params(self) -> str:
         codecs = f" act={self.activations} grad={self.gradients}"
         if self.topk_fraction is not None:

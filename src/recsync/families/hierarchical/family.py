@@ -14,6 +14,7 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.plan import group_plan_of
 from recsync.families.hierarchical.plan_view import group_table
+from recsync.families.hierarchical.resume import group_state
 from recsync.families.hierarchical.server import GroupServerReport
 from recsync.families.hierarchical.topology import (
     group_collectives,
@@ -91,6 +92,15 @@ class HierarchicalFamily(Family):
                 state[key] = plan.unsplit(spec.model, spec.train.seed, parts)
         trainers: list[TrainerReport] = reports(Role.TRAINER)
         return state, sum(t.stats.total_iterations for t in trainers)
+
+    def state(self, spec: JobSpec, reports: Reports) -> dict[str, Any] | None:
+        """Every group PS's parameters, optimizer and sync state, and the EASGD center:
+        what a job resumed with the same groups goes on from (resume.py)."""
+        centers = [c.values for c in reports(Role.SYNC_SERVER)]
+        return group_state(hierarchical(spec), _group_servers(reports), centers)
+
+    def state_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+        return (Role.SYNC_SERVER,)
 
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
         servers = _group_servers(reports)

@@ -34,9 +34,17 @@ class GroupPlan:
     def part_server(self, mlp: str, fc: int, split: FcSplit, part: int) -> int:
         return self.servers[part_op(mlp, fc, split, part)]
 
-    def dense(self, model: ModelSpec, seed: int) -> GroupDense:
-        """The group's dense part cut into stages, its parts on their group PSs."""
-        return GroupDense(model, seed, self.plans, self.part_server)
+    def dense(self, model: ModelSpec, seed: int, initial: torch.Tensor | None = None) -> GroupDense:
+        """The group's dense part cut into stages, its parts on their group PSs; from the
+        unsplit model's flat vector `initial` (None: the seed's initial model)."""
+        return GroupDense(model, seed, self.plans, self.part_server, initial)
+
+    def split(self, model: ModelSpec, seed: int, flat: torch.Tensor) -> list[torch.Tensor]:
+        """What each group PS of a group holds of the unsplit model's flat vector `flat`
+        (a model, or a per-parameter optimizer tensor): `unsplit`'s inverse."""
+        dense = self.dense(model, seed, flat)
+        servers = range(len(set(self.servers.values())))
+        return [dense.flat_of(j) for j in servers]
 
     def unsplit(self, model: ModelSpec, seed: int, values: Sequence[torch.Tensor]) -> torch.Tensor:
         """The unsplit model's flat vector from what each group PS of a group holds

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -39,18 +39,40 @@ TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward
 @dataclass
 class GroupServerReport:
     """A group PS at the end (or a copy while training): the flat vector of the parameters
-    it owns, its optimizer state, the batches it trained and its cross-group syncs."""
+    it owns, its optimizer state, the batches it trained, its cross-group syncs and its
+    sync's own state (BMUF's global model and velocity; empty for EASGD and MA)."""
 
     values: torch.Tensor
     optimizer: dict[str, Any]
     backward_steps: int
     syncs: int
+    sync: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupServerStart:
+    """Where a resumed group PS starts: its parameters, their optimizer state (the step
+    count included) and its sync's state (None: fresh, from its parameters)."""
+
+    values: torch.Tensor
+    optimizer: dict[str, Any]
+    sync: dict[str, torch.Tensor] | None = None
+
+
+@runtime_checkable
+class SyncState(Protocol):
+    """A cross-group sync that keeps state of its own (BMUF)."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]: ...
+
+    def load_state_dict(self, state: dict[str, torch.Tensor], /) -> None: ...
 
 
 class GroupServerNode(Node):
     """Group PS `server` (0..p-1) of group `group`; its `num_workers`: the group's worker
     threads (it stops syncing once all of them are done, or with an all-reduce once every
-    group's are); `sync_server`: its EASGD center (None with MA / BMUF)."""
+    group's are); `sync_server`: its EASGD center (None with MA / BMUF); `start`: where a
+    resumed one starts (None: the plan's initial parts)."""
 
     handles: ClassVar[dict[type[Message], str]] = {
         StageForward: "forward",
@@ -67,6 +89,7 @@ class GroupServerNode(Node):
         strategy: HierarchicalConfig,
         sync_server: Address | None,
         num_workers: int,
+        start: GroupServerStart | None = None,
     ):
         self.group, self.server = group, server
         self.name = f"group-server-{group}.{server}"
@@ -77,14 +100,17 @@ class GroupServerNode(Node):
         dense.release(keep=server)
         params = dense.parameters_of(server)
         self.flat = torch.cat([p.detach().reshape(-1) for p in params])
+        if start is not None:
+            assert start.values.shape == self.flat.shape, (self.name, start.values.shape)
+            self.flat.copy_(start.values)
         self.ranges: dict[tuple[int, int], tuple[int, int]] = {}
         offset = 0
         for stage, part in self.owned:
-            start = offset
+            first = offset
             for p in dense.parts(stage)[part].parameters():
                 p.data = self.flat[offset : offset + p.numel()].view_as(p)
                 offset += p.numel()
-            self.ranges[(stage, part)] = (start, offset)
+            self.ranges[(stage, part)] = (first, offset)
         # writes go through an alias with its own version counter: Hogwild races intended
         self.writer = torch.empty(0).set_(
             self.flat.untyped_storage(), self.flat.storage_offset(), self.flat.shape, (1,)
@@ -101,6 +127,17 @@ class GroupServerNode(Node):
         self.syncs = 0
         self.cross = strategy.cross_sync
         self.sync_policy = self.cross.make_replica(self.flat.clone())
+        if start is not None:
+            self._load(start)
+
+    def _load(self, start: GroupServerStart) -> None:
+        """Its optimizer state (each stage's step count: the batches it trained) and its
+        sync's state from where it resumes."""
+        self.optimizer.load_state_dict(start.optimizer)
+        for optimizer in self.stage_optimizers.values():
+            optimizer.counter.fill_(int(start.optimizer["steps"]))
+        if start.sync and isinstance(self.sync_policy, SyncState):
+            self.sync_policy.load_state_dict(start.sync)
 
     def mine(self, stage: int) -> list[int]:
         """The parts of `stage` it owns, in part order."""
@@ -220,9 +257,11 @@ class GroupServerNode(Node):
         return self.stage_optimizers[self.owned[0][0]].steps
 
     def report(self) -> GroupServerReport:
+        policy = self.sync_policy
         return GroupServerReport(
             self.flat.clone(),
             copy_state({**self.optimizer.state_dict(), "steps": self._steps()}),
             self.backward_steps,
             self.syncs,
+            policy.state_dict() if isinstance(policy, SyncState) else {},
         )

@@ -15,10 +15,11 @@ from recsync.coordinator.node_specs import (
     SyncServerSpec,
 )
 from recsync.coordinator.spec import JobSpec
-from recsync.errors import ConfigError
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.nodes import GroupServerSpec
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
+from recsync.families.hierarchical.resume import server_starts
+from recsync.families.hierarchical.server import GroupServerStart
 from recsync.protocol.address import Address, Role
 from recsync.ps.placement import JobPlan
 from recsync.sync.replica import CenterStrategy
@@ -45,14 +46,18 @@ def group_plan_for(spec: JobSpec) -> GroupPlan:
 
 def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) -> list[NodeSpec]:
     """Every group's group PSs, then the global sync servers of a cross-group EASGD (sync
-    server j: the center of what group PS j of every group owns)."""
+    server j: the center of what group PS j of every group owns); a resumed job's from its
+    checkpoint (resume.py)."""
     strategy, cluster = hierarchical(spec), spec.cluster
-    if spec.resume is not None:
-        raise ConfigError(f"{strategy.describe()}: resuming from a checkpoint is not built yet")
     group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
     plan_ = group_plan_for(spec)
     dense = plan_.dense(spec.model, spec.train.seed)
     p, centered = strategy.group_servers, strategy.needs_sync_servers
+    centers = [dense.flat_of(j) for j in range(p)]
+    starts: list[GroupServerStart | None] = [None] * (strategy.groups * p)
+    if spec.resume is not None:
+        resumed, centers = server_starts(strategy, plan_, dense, spec)
+        starts = list(resumed)
     nodes: list[NodeSpec] = [
         GroupServerSpec(
             Address(Role.GROUP_SERVER, g * p + j),
@@ -67,6 +72,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
             strategy=strategy,
             sync_server=Address(Role.SYNC_SERVER, j) if centered else None,
             num_workers=group_workers,
+            start=starts[g * p + j],
         )
         for g in range(strategy.groups)
         for j in range(p)
@@ -81,7 +87,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
             threads=None,
             max_calls=strategy.groups + SERVER_MARGIN,
             serialized=False,
-            values=torch.cat([q.detach().reshape(-1) for q in dense.parameters_of(j)]),
+            values=centers[j],
             strategy=cross,
         )
         for j in range(p)

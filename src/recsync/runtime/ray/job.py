@@ -14,7 +14,7 @@ from typing import Any
 import ray
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
+from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
@@ -167,9 +167,7 @@ class RayJob(Recovering):
         handed = self._reader_reply(at_cut)
         state = None
         if handed is not None:
-            state = cut_state(
-                self.topology, self._reports(Evaluations.nodes(self.topology)), handed
-            )
+            state = cut_state(self.topology, self._reports(cut_nodes(self.topology)), handed)
         self._ask_reader(ResumeReading())
         self.cut_seconds += time.perf_counter() - paused
         if state is not None:

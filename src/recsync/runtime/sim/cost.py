@@ -51,7 +51,7 @@ class Faults:
     parked: the time to gather the state and hand it over (0: at once; the Ray engine
     paused 0.14-0.18 s a cut for the default job, the workers' parking included,
     `benchmarks/bench_checkpoint.py`). Node losses (runtime/sim/faulty.py): each trainer,
-    server (embedding, sync, dense) and the reader is lost after an exponential time of
+    server (embedding, sync, dense, group) and the reader is lost after an exponential time of
     mean `trainer_mtbf_s`, `server_mtbf_s`, `reader_mtbf_s` (0: never), noticed
     `detect_s` later; the job restarts `restart_s` after that."""
 

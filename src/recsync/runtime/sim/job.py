@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_state
+from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
@@ -236,8 +236,7 @@ class SimJob:
         the data ran out: no cut)."""
         handed = self.reader.total_examples
         if self.reader.at_cut:
-            nodes = Evaluations.nodes(self.topology)
-            reports = {a: self.hosts[a].node.report() for a in nodes}
+            reports = {a: self.hosts[a].node.report() for a in cut_nodes(self.topology)}
             state = cut_state(self.topology, reports, handed)
             self.cuts.taken(handed, self.clock.now)
             if self.on_checkpoint is not None:
