@@ -14,8 +14,9 @@ compiled code once a process), `ratio` = columnar / rows (examples/s). Torch run
 thread, as in the reader's process (io/background.py).
 
 `--all FILE`: every format (Parquet and CSV also with hashed string ids), fixed and keyed,
-written to FILE as JSON (reports/readers/results.json; the README quotes it), with the
-machine's load average before and after (the CPU time of a loaded machine runs higher)."""
+written to FILE as JSON with the machine's load average before and after (the CPU time of
+a loaded machine runs higher), and as a Markdown table beside it (FILE with .md:
+reports/readers/results.md, which the README quotes)."""
 
 from __future__ import annotations
 
@@ -161,7 +162,12 @@ def main() -> None:
     formats = ("parquet", "csv", "criteo", "libsvm", "libffm")
     parser.add_argument("--format", choices=formats, default="parquet")
     parser.add_argument("--all", type=Path, metavar="FILE", help="every case, as JSON to FILE")
+    parser.add_argument("--render", type=Path, metavar="FILE", help="only the .md of a --all FILE")
     args = parser.parse_args()
+    if args.render:
+        results = json.loads(args.render.read_text())["results"]
+        args.render.with_suffix(".md").write_text(markdown_table(results))
+        return
     torch.set_num_threads(1)
     rows_repeats = args.repeats if args.rows_repeats is None else args.rows_repeats
     cases = ALL_CASES if args.all else (Case(args.format, args.hashed, args.keyed),)
@@ -176,6 +182,26 @@ def main() -> None:
         machine["load_after"] = os.getloadavg()
         run = {"examples": args.examples, "repeats": args.repeats, "rows_repeats": rows_repeats}
         args.all.write_text(json.dumps({**run, **machine, "results": results}, indent=1) + "\n")
+        args.all.with_suffix(".md").write_text(markdown_table(results))
+
+
+def markdown_table(results: list[dict[str, object]]) -> str:
+    """The results as a Markdown table (written beside the JSON: the README quotes it)."""
+    lines = [
+        "| format | ids | examples/s | reader CPU us/example (median, lowest-highest) "
+        "| row parser: examples/s, CPU us/example | ratio |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        ids = ("hashed strings, " if r["hashed"] else "") + ("keys" if r["keyed"] else "table rows")
+        spread = f"{r['columnar_cpu_us_per_example_min']}-{r['columnar_cpu_us_per_example_max']}"
+        cpu = f"**{r['columnar_cpu_us_per_example_median']}** ({spread})"
+        rows = "-"
+        if "rows_eps_median" in r:
+            rows = f"{r['rows_eps_median']:,}, {r['rows_cpu_us_per_example_median']}"
+        row = [r["format"], ids, f"{r['columnar_eps_median']:,}", cpu, rows, r.get("ratio", "-")]
+        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def measure(case: Case, examples: int, repeats: int, rows_repeats: int) -> dict[str, object]:
