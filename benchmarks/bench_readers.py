@@ -5,14 +5,25 @@ writes (13 integer dense columns, 26 integer id columns; `--hashed`: the ids as 
 hashed with mmh3), or as Criteo TSV (`--format criteo`: the 13 counts, the 26 ids in
 hexadecimal, a tenth of the fields empty), or libffm (`--format libffm`: 10 fields, 2 dense
 with decimal values, 8 categorical) or libSVM (`--format libsvm`: 13 dense indices with
-decimal values, 26 categorical indices) lines of random values. Repeats alternate between the
-two; prints one JSON object: examples/s and reader CPU microseconds per example (process
-time) of each, `ratio` = columnar / rows (examples/s)."""
+decimal values, 26 categorical indices) lines of random values; `--keyed`: ids as the
+feature-prefixed keys of hash tables (data/keys.py), what file data trains on by default.
+Repeats alternate between the two; prints one JSON object: examples/s and reader CPU
+microseconds per example of each (process time: every thread of the process; medians, and
+the columnar runs' lowest and highest, after a first read, reported apart, that loads
+compiled code once a process), `ratio` = columnar / rows (examples/s). Torch runs one
+thread, as in the reader's process (io/background.py).
+
+`--all FILE`: every format (Parquet and CSV also with hashed string ids), fixed and keyed,
+written to FILE as JSON with the machine's load average before and after (the CPU time of
+a loaded machine runs higher), and as a Markdown table beside it (FILE with .md:
+reports/readers/results.md, which the README quotes)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -23,6 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
+import torch
 
 from recsync.app.cli.data import Split, write_synthetic_parquet
 from recsync.data.batch import Batch, rebatch
@@ -116,79 +128,163 @@ def write_criteo(spec: SyntheticSpec, path: Path) -> None:
                 out.write("\t".join(fields) + "\n")
 
 
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One file to read: its format, and whether its ids are hashed strings or keys."""
+
+    format: str
+    hashed: bool = False
+    keyed: bool = False
+
+
+ALL_CASES = tuple(
+    Case(fmt, hashed, keyed)
+    for keyed in (False, True)
+    for fmt, hashed in (
+        ("parquet", False),
+        ("parquet", True),
+        ("csv", False),
+        ("csv", True),
+        ("criteo", False),
+        ("libsvm", False),
+        ("libffm", False),
+    )
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rows-repeats", type=int, help="row-parser runs (default: --repeats)")
     parser.add_argument("--hashed", action="store_true")
+    parser.add_argument("--keyed", action="store_true")
     formats = ("parquet", "csv", "criteo", "libsvm", "libffm")
     parser.add_argument("--format", choices=formats, default="parquet")
+    parser.add_argument("--all", type=Path, metavar="FILE", help="every case, as JSON to FILE")
+    parser.add_argument("--render", type=Path, metavar="FILE", help="only the .md of a --all FILE")
     args = parser.parse_args()
+    if args.render:
+        results = json.loads(args.render.read_text())["results"]
+        args.render.with_suffix(".md").write_text(markdown_table(results))
+        return
+    torch.set_num_threads(1)
+    rows_repeats = args.repeats if args.rows_repeats is None else args.rows_repeats
+    cases = ALL_CASES if args.all else (Case(args.format, args.hashed, args.keyed),)
+    load_before = os.getloadavg()
+    results = []
+    for case in cases:
+        result = measure(case, args.examples, args.repeats, rows_repeats)
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    if args.all:
+        machine = {"cores": os.cpu_count(), "load_before": load_before}
+        machine["load_after"] = os.getloadavg()
+        run = {"examples": args.examples, "repeats": args.repeats, "rows_repeats": rows_repeats}
+        args.all.write_text(json.dumps({**run, **machine, "results": results}, indent=1) + "\n")
+        args.all.with_suffix(".md").write_text(markdown_table(results))
+
+
+def markdown_table(results: list[dict[str, object]]) -> str:
+    """The results as a Markdown table (written beside the JSON: the README quotes it)."""
+    lines = [
+        "| format | ids | examples/s | reader CPU us/example (median, lowest-highest) "
+        "| row parser: examples/s, CPU us/example | ratio |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        ids = ("hashed strings, " if r["hashed"] else "") + ("keys" if r["keyed"] else "table rows")
+        spread = f"{r['columnar_cpu_us_per_example_min']}-{r['columnar_cpu_us_per_example_max']}"
+        cpu = f"**{r['columnar_cpu_us_per_example_median']}** ({spread})"
+        rows = "-"
+        if "rows_eps_median" in r:
+            rows = f"{r['rows_eps_median']:,}, {r['rows_cpu_us_per_example_median']}"
+        row = [r["format"], ids, f"{r['columnar_eps_median']:,}", cpu, rows, r.get("ratio", "-")]
+        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def measure(case: Case, examples: int, repeats: int, rows_repeats: int) -> dict[str, object]:
+    """Read one case's file `repeats` times a block at a time (and `rows_repeats` times by
+    the row parser, alternating); the report of `_report`."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"synthetic.{args.format}"
-        spec = SyntheticSpec(num_train=args.examples)
-        schema: Schema
-        if args.format in ("criteo", "libsvm", "libffm"):
-            if args.format == "criteo":
-                write_criteo(spec, path)
-                schema = CriteoSchema(table_rows=tuple(spec.table_rows))
-            elif args.format == "libffm":
-                schema = write_libffm(args.examples, path)
-            else:
-                schema = write_libsvm(args.examples, path)
-            _report(args, *_alternate(path, schema, args.repeats))
-            return
-        write_synthetic_parquet(spec, path.with_suffix(".parquet"), Split.train)
-        if args.format == "csv":
-            pa_csv.write_csv(pq.read_table(path.with_suffix(".parquet")), path)
-        columns = pq.read_schema(path.with_suffix(".parquet")).names
-        dense = tuple(c for c in columns if c.startswith("I"))
-        categorical = tuple(c for c in columns if c.startswith("C"))
-        hashed: tuple[str, ...] = ()
-        if args.hashed:
-            table = pq.read_table(path.with_suffix(".parquet"))
-            for name in categorical:
-                index = table.schema.get_field_index(name)
-                table = table.set_column(index, name, table[name].cast(pa.string()))
-            if args.format == "csv":
-                pa_csv.write_csv(table, path)
-            else:
-                pq.write_table(table, path)
-            hashed = categorical
-        schema = TabularSchema("label", dense, categorical, tuple(spec.table_rows), hashed=hashed)
-        measured = _alternate(path, schema, args.repeats)
-    _report(args, *measured)
+        path = Path(tmp) / f"synthetic.{case.format}"
+        schema = write_case(case, examples, path)
+        # the first read of a process loads compiled code (numba's cache) and tables once
+        first = examples_per_second(path, schema, True)
+        columnar, rows = [], []
+        for repeat in range(max(repeats, rows_repeats)):
+            if repeat < repeats:
+                columnar.append(examples_per_second(path, schema, True))
+            if repeat < rows_repeats:
+                rows.append(examples_per_second(path, schema, False))
+    return {
+        **_report(case, examples, columnar, rows),
+        "first_read_cpu_us_per_example": round(first[1], 2),
+    }
+
+
+def write_case(case: Case, examples: int, path: Path) -> Schema:
+    """Write the case's file of `examples` examples at `path`; its schema."""
+    spec = SyntheticSpec(num_train=examples)
+    schema: Schema
+    if case.format == "criteo":
+        write_criteo(spec, path)
+        schema = CriteoSchema(table_rows=tuple(spec.table_rows))
+    elif case.format == "libffm":
+        schema = write_libffm(examples, path)
+    elif case.format == "libsvm":
+        schema = write_libsvm(examples, path)
+    else:
+        schema = write_table(spec, path, case)
+    return dataclasses.replace(schema, keyed=case.keyed)
+
+
+def write_table(spec: SyntheticSpec, path: Path, case: Case) -> TabularSchema:
+    """The synthetic task as Parquet or CSV at `path` (hashed: ids as strings)."""
+    table = synthetic_table(spec)
+    columns = table.schema.names
+    dense = tuple(c for c in columns if c.startswith("I"))
+    categorical = tuple(c for c in columns if c.startswith("C"))
+    if case.hashed:
+        for name in categorical:
+            index = table.schema.get_field_index(name)
+            table = table.set_column(index, name, table[name].cast(pa.string()))
+    if case.format == "csv":
+        pa_csv.write_csv(table, path)
+    else:
+        pq.write_table(table, path)
+    hashed = categorical if case.hashed else ()
+    return TabularSchema("label", dense, categorical, tuple(spec.table_rows), hashed=hashed)
+
+
+def synthetic_table(spec: SyntheticSpec) -> pa.Table:
+    """The synthetic task's training split as `recsync data synth` writes it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.parquet"
+        write_synthetic_parquet(spec, path, Split.train)
+        return pq.read_table(path)
 
 
 Runs = list[tuple[float, float]]
 
 
-def _alternate(path: Path, schema: Schema, repeats: int) -> tuple[Runs, Runs]:
-    columnar, rows = [], []
-    for _ in range(repeats):
-        columnar.append(examples_per_second(path, schema, True))
-        rows.append(examples_per_second(path, schema, False))
-    return columnar, rows
-
-
-def _report(args: argparse.Namespace, columnar: Runs, rows: Runs) -> None:
-    print(
-        json.dumps(
-            {
-                "benchmark": "read",
-                "format": args.format,
-                "examples": args.examples,
-                "hashed": args.hashed,
-                "columnar_eps_median": round(statistics.median(e for e, _ in columnar)),
-                "rows_eps_median": round(statistics.median(e for e, _ in rows)),
-                "columnar_cpu_us_per_example_median": _median_us(columnar),
-                "rows_cpu_us_per_example_median": _median_us(rows),
-                "ratio": round(
-                    statistics.median(c[0] / r[0] for c, r in zip(columnar, rows, strict=True)), 2
-                ),
-            }
-        )
-    )
+def _report(case: Case, examples: int, columnar: Runs, rows: Runs) -> dict[str, object]:
+    report: dict[str, object] = {
+        "benchmark": "read",
+        **dataclasses.asdict(case),
+        "examples": examples,
+        "columnar_eps_median": round(statistics.median(e for e, _ in columnar)),
+        "columnar_cpu_us_per_example_median": _median_us(columnar),
+        "columnar_cpu_us_per_example_min": round(min(us for _, us in columnar), 2),
+        "columnar_cpu_us_per_example_max": round(max(us for _, us in columnar), 2),
+    }
+    if rows:
+        rows_eps = statistics.median(e for e, _ in rows)
+        report["rows_eps_median"] = round(rows_eps)
+        report["rows_cpu_us_per_example_median"] = _median_us(rows)
+        report["ratio"] = round(statistics.median(e for e, _ in columnar) / rows_eps, 2)
+    return report
 
 
 def _median_us(runs: Runs) -> float:

@@ -13,7 +13,8 @@ from recsync.data.criteo import CriteoSchema
 from recsync.data.skips import SkipReport
 from recsync.errors import DataError
 from recsync.io import criteo_blocks
-from recsync.io.criteo_blocks import columnar_block
+from recsync.io.criteo_scan import scan_block
+from recsync.io.line_bytes import block_bytes
 from recsync.io.readers import open_dataset
 
 SCHEMA = CriteoSchema(table_rows=(7, 1000, 2**31 - 1) * 8 + (50, 3))
@@ -31,6 +32,12 @@ def _line(rng: random.Random) -> str:
         for _ in range(26)
     ]
     return "\t".join([label, *integers, *hexes]) + rng.choice(["\n", "\r\n"])
+
+
+def all_plain(lines: list[str], schema: CriteoSchema) -> bool:
+    """Whether the block scanner reads every line itself (none goes to the row parser)."""
+    plain = scan_block(*block_bytes(lines), schema.num_integer, len(schema.table_rows))[0]
+    return bool(plain.all())
 
 
 def _lines(count: int, seed: int) -> list[str]:
@@ -68,7 +75,7 @@ def test_plain_blocks_convert_column_by_column_to_the_line_parsers_batches(monke
     (fast, fast_skips), (slow, slow_skips) = _both(lines, monkeypatch)
     _same(fast, slow)
     assert fast_skips.counts == slow_skips.counts == {}
-    assert columnar_block(lines[:16], SCHEMA) is not None  # the fast path ran
+    assert all_plain(lines, SCHEMA)  # the scanner took every line: the fast path ran
 
 
 @pytest.mark.parametrize(
@@ -81,6 +88,21 @@ def test_plain_blocks_convert_column_by_column_to_the_line_parsers_batches(monke
         (lambda fields: [*fields, "extra"], "too_many_fields", None),
         (lambda fields: [], "empty_line", None),
         (lambda fields: fields[:30], None, None),  # trailing empty fields stripped: valid
+        (lambda fields: ["1"], None, None),  # the label alone
+        (lambda fields: ["0", ""], None, None),
+        (lambda fields: [*fields[:5], "-", *fields[6:]], "bad_integer", "I5"),
+        (lambda fields: [*fields[:5], "-0", *fields[6:]], None, None),
+        (lambda fields: [*fields[:2], "9" * 19, *fields[3:]], None, None),  # a uint64
+        (lambda fields: [*fields[:2], "9" * 20, *fields[3:]], None, None),  # past it
+        (lambda fields: [*fields[:2], "0" * 30 + "7", *fields[3:]], None, None),
+        (lambda fields: [*fields[:2], "1\r2", *fields[3:]], "bad_integer", "I2"),
+        (lambda fields: [*fields[:2], "\u0663", *fields[3:]], "bad_integer", "I2"),  # Arabic 3
+        (lambda fields: [*fields[:20], "f" * 17, *fields[21:]], None, None),  # past a uint64
+        (lambda fields: [*fields[:20], "0" * 40 + "f", *fields[21:]], None, None),
+        (lambda fields: [*fields[:20], "\u00e9", *fields[21:]], "bad_hex", "C7"),
+        (lambda fields: [*fields[:20], "0x1f", *fields[21:]], "bad_hex", "C7"),
+        (lambda fields: [*fields[:39], fields[39] + "\r\r"], None, None),  # cut as \r\n is
+        (lambda fields: [" 1", *fields[1:]], "bad_label", "label"),
     ],
 )
 def test_a_block_with_an_odd_line_goes_line_by_line_with_the_same_result(

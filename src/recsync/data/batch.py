@@ -46,7 +46,9 @@ class Batch:
         if start == 0 and stop == B:
             return self
         # only the F x (stop - start + 1) offsets of these examples are read: O(F n), not O(F B)
-        bounds = self.offsets[(torch.arange(F) * B).unsqueeze(1) + torch.arange(start, stop + 1)]
+        # (index_select: advanced indexing of this small gather took milliseconds with 2 threads)
+        at = (torch.arange(F) * B).unsqueeze(1) + torch.arange(start, stop + 1)
+        bounds = self.offsets.index_select(0, at.reshape(-1)).reshape(F, stop - start + 1)
         firsts, lasts = bounds[:, 0].tolist(), bounds[:, -1].tolist()
         ids = _cat([self.ids[a:b] for a, b in zip(firsts, lasts, strict=True)], torch.int64)
         lengths = (bounds[:, 1:] - bounds[:, :-1]).reshape(-1)

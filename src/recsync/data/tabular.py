@@ -73,6 +73,10 @@ class TabularSchema:
             raise ValueError(f"tabular schema: a column is declared twice: {self.columns}")
         if not set(self.hashed) <= set(self.categorical):
             raise ValueError("tabular schema: hashed columns must be categorical columns")
+        if not 0 <= self.hash_seed < 2**32:
+            raise ValueError(
+                f"tabular schema: hash_seed must be in [0, 2^32), got {self.hash_seed}"
+            )
         if self.null_dense is not None and not math.isfinite(self.null_dense):
             raise ValueError(f"tabular schema: null_dense must be finite, got {self.null_dense}")
         if self.keyed:

@@ -28,6 +28,7 @@ from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser
 from recsync.data.records import Example, collated, good_examples
 from recsync.data.skips import SkipReport
 from recsync.io.libsvm_scan import scan_block
+from recsync.io.line_bytes import block_bytes
 
 BLOCK_LINES = 8192
 Schema = LibSVMSchema | LibFFMSchema
@@ -85,15 +86,8 @@ class BlockParser:
     ) -> Batch | None:
         """The good examples of a block of (line number, line) pairs, or None: there are none."""
         lines = [line for _, line in numbered]
-        text = "".join(lines)
-        if text.isascii():
-            buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-            lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-        else:  # such lines go to the row parser; the others still need their byte offsets
-            encoded = [line.encode("utf-8", "surrogatepass") for line in lines]
-            buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(lines))
-        scanned = scan_block(buf, np.cumsum(lengths), self.num_fields, self.is_dense_field)
+        buf, ends = block_bytes(lines)
+        scanned = scan_block(buf, ends, self.num_fields, self.is_dense_field)
         plain, labels, line_of, fields, indices, value_offsets, value_bytes, count = scanned
         line_of, fields, indices = line_of[:count], fields[:count], indices[:count]
         strings = pa.StringArray.from_buffers(

@@ -3,11 +3,12 @@
 A record batch whose values are all plain converts column by column, with no Python per
 row: numeric labels in {0, 1}; integer or floating dense columns, finite (nulls filled
 with `null_dense` where it is set); non-negative integer ids with no null; hashed columns
-of strings with no null and no empty string (each hashed with mmh3, as the row parser
-does). Any other record batch (a null label, a bad value, floats in an id column, ...)
-goes row by row through `TabularRowParser`, which rejects and counts exactly what it
-always did, with its row numbers: both paths give the same examples, in order (tested),
-in fixed and in keyed mode (`schema.keyed`: keys of data/keys.py instead of table rows).
+of strings with no null and no empty string (hashed by compiled code, io/murmur.py, bit
+for bit as the row parser hashes them with mmh3). Any other record batch (a null label, a
+bad value, floats in an id column, ...) goes row by row through `TabularRowParser`, which
+rejects and counts exactly what it always did, with its row numbers: both paths give the
+same examples, in order (tested), in fixed and in keyed mode (`schema.keyed`: keys of
+data/keys.py instead of table rows).
 Measured: 50 microseconds per example row by row, a few column by column.
 
 A CSV record batch holds text: `typed_csv` first turns it into such columns where every
@@ -22,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import mmh3
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,11 +30,12 @@ import pyarrow.parquet as pq
 import torch
 
 from recsync.data.batch import Batch
-from recsync.data.keys import hashed_id, integer_ids, make_keys
+from recsync.data.keys import ID_MASK, integer_ids, make_keys
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
 from recsync.data.tabular import DECIMAL, TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
+from recsync.io.murmur import murmur32, murmur64
 
 PARQUET_READ_ROWS = 8192
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
@@ -78,10 +79,8 @@ def _ids(
         if not (textual or binary) or pc.any(pc.equal(pc.binary_length(column), 0)).as_py():
             return None
         if keyed_feature is not None:
-            id56 = np.array([hashed_id(v, seed) for v in column.to_pylist()], dtype=np.uint64)
-            return make_keys(keyed_feature, id56)
-        hashes = [mmh3.hash(v, seed, signed=False) for v in column.to_pylist()]
-        return np.array(hashes, dtype=np.int64) % table_rows
+            return make_keys(keyed_feature, murmur64(column, seed) & np.uint64(ID_MASK))
+        return (murmur32(column, seed) % np.uint64(table_rows)).astype(np.int64)
     if not pa.types.is_integer(column.type):
         return None
     values: np.ndarray = column.to_numpy(zero_copy_only=False)
