@@ -1,8 +1,12 @@
 """Recovering a Ray job from a lost node, as its `RecoveryPolicy` says (coordinator/
 recovery.py): replacing only the lost node (an embedding shard restored from the last cut,
 a trainer restarted with the batches it held handed out again), or rolling every node back
-to the last cut on the machines left. A part of `RayJob` (runtime/ray/job.py), which holds
-the job's actors, topology and cuts."""
+to the last cut on the machines left. A node lost while the job starts, restarts, or
+replaces a node is recovered from the same way (a one-node recovery it interrupts gives way
+to a rollback); every loss counts against `max_restarts`, and one not recovered from ends
+the job with `NotRecovered`, which says what the job was doing and what it recovered
+from. A part of `RayJob` (runtime/ray/job.py), which holds the job's actors, topology and
+cuts."""
 
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from recsync.protocol.messages import Message
 from recsync.protocol.reading import ReaderProgress, Requeue
 from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
-from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.ray.errors import NodeFailure, NotRecovered
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import PING_TIMEOUT_S, JobActors
 from recsync.trainer.replica import DenseReplica
@@ -54,6 +58,7 @@ class Recovering:
     recoveries: Recoveries
     replaced: dict[Address, TrainerSpec]
     started: float
+    doing: str
     _runs: dict[Any, Any]
     _done: set[Any]
     _position: int
@@ -67,16 +72,35 @@ class Recovering:
     def _ask_reader(self, message: Message) -> Any:
         raise NotImplementedError
 
+    def _actors_up(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def _seconds(self) -> float:
+        """Seconds since training began (0 before it did)."""
+        return time.perf_counter() - self.started if self.started else 0.0
+
+    def _refusal(self, error: NodeFailure) -> NotRecovered | None:
+        """The error that ends the job on losing `error.lost`, if the policy refuses to
+        recover (None: recover)."""
+        assert self.recovery is not None and error.lost is not None
+        losses = self.recoveries.losses
+        why = self.recovery.refusal(error.lost, len(losses))
+        if why is None:
+            return None
+        return NotRecovered(error.message, error.lost, self.doing, why, [x.node for x in losses])
+
     def _replace_lost(self, error: NodeFailure) -> bool:
         """Recover from losing one node by replacing only it, if the policy says so for its
         role (CPR's partial recovery of an embedding shard); False: another action's."""
         policy, lost = self.recovery, error.lost
         if lost is None or policy is None or policy.action(lost) not in ONE_NODE:
             return False
-        noticed = time.perf_counter() - self.started
-        why = policy.refusal(lost, len(self.recoveries.losses))
-        if why is not None:
-            raise NodeFailure(f"{error.message} ({why})", lost) from None
+        refused = self._refusal(error)
+        if refused is not None:
+            raise refused from None
+        noticed = self._seconds
+        self.doing = f"replacing {lost} alone"
         address = next(n.address for n in self.topology.nodes if n.address.name == lost)
         node = self.replaced.get(address) or next(
             n for n in self.topology.nodes if n.address == address
@@ -90,11 +114,12 @@ class Recovering:
         shards = back.shards if back is not None else (None if start is None else start.shards)
         position, exact = self._stream_position()
         state = None if shards is None else shards[address.index]
-        self.hosts.replace(dataclasses.replace(node, state=state))
         first = self.first_spec.start_example
         back_to = self.spec.start_example if back is None else back.data_position
         loss = Loss(lost, noticed, position - first, back_to - first, exact, action="partial")
         self.recoveries.add(loss)
+        self.hosts.replace(dataclasses.replace(node, state=state))
+        self.doing = "training"
         return True
 
     def _restart_trainer(self, node: TrainerSpec, lost: str, noticed: float) -> None:
@@ -110,11 +135,12 @@ class Recovering:
         for ref, where in self._runs.items():
             if where == address:
                 self._done.add(ref)  # its old loops: gone
-        for actor in self.hosts.restart(restarted):
-            self._runs[actor.run.remote()] = address
         first = self.first_spec.start_example
         loss = Loss(lost, noticed, position - first, position - first, exact, "restart", requeued)
         self.recoveries.add(loss)
+        for actor in self.hosts.restart(restarted):
+            self._runs[actor.run.remote()] = address
+        self.doing = "training"
 
     def _dense_source(self) -> tuple[torch.Tensor, dict[str, Any]]:
         """Where a restarted trainer's replica starts: the center (EASGD), else the last
@@ -127,38 +153,45 @@ class Recovering:
         )
         servers = [n.address for n in self.topology.of_role(Role.SYNC_SERVER)]
         if servers:
-            slices = ray.get([self.hosts.actors[a].report.remote() for a in servers])
-            return torch.cat([s.values for s in slices]), optimizer
+            slices = self.hosts.reports(servers)
+            return torch.cat([slices[a].values for a in servers]), optimizer
         return (fresh.flat.detach().clone() if back is None else back.dense.clone()), optimizer
 
-    def _recover(self, error: NodeFailure, started: float) -> None:
-        """After losing a node: roll every node back to the last cut, on the machines left,
-        if the policy says so (else the job ends with the error, and why)."""
-        policy = self.recovery
-        if error.lost is None or policy is None:
+    def _recover(self, error: NodeFailure) -> None:
+        """After losing a node (training, starting, or recovering from an earlier loss):
+        roll every node back to the last cut, on the machines left, if the policy says so
+        (else the job ends with the error, and why)."""
+        if error.lost is None or self.recovery is None:
             raise error
-        why = policy.refusal(error.lost, len(self.recoveries.losses))
-        if why is not None:
-            raise NodeFailure(f"{error.message} ({why})", error.lost) from None
+        refused = self._refusal(error)
+        if refused is not None:
+            raise refused from None
+        losses = self.recoveries.losses
+        if self.doing.startswith("replacing"):  # the rollback redoes what it was redoing
+            losses[-1].action = "superseded"
         back = self.last_cut
         position, exact = self._stream_position()
         first = self.first_spec.start_example
         back_to = first if back is None else back.data_position
-        seconds = time.perf_counter() - started
-        loss = Loss(error.lost, seconds, position - first, back_to - first, exact)
-        self.recoveries.add(loss)
+        self.recoveries.add(
+            Loss(error.lost, self._seconds, position - first, back_to - first, exact)
+        )
         self.hosts.shutdown()
         if self.scoring is not None:
             self.scoring.forget()
         self.spec = restart_spec(self.first_spec, back)
+        self._position = self.spec.start_example
+        self.replaced.clear()
         self.topology = build_topology(self.spec, self.plan, self.cpus)
-        self.hosts = JobActors(self.topology)
+        self.hosts = JobActors(self.topology, self._actors_up)
         self.evaluations.new_segment(self.topology, self.before)
         self._stop_sent = False
 
     def _stream_position(self) -> tuple[int, bool]:
         """Examples handed out so far, from the job's start, and whether the count is exact:
         the reader's count if it still answers, else its last one polled (a lower bound)."""
+        if READER not in self.hosts.actors:
+            return self._position, False
         try:
             reply = self.hosts.actors[READER].call.remote(wire.encode(ReaderProgress()))
             handed, _ = ray.get(reply, timeout=PING_TIMEOUT_S)
