@@ -10,6 +10,7 @@ cuts."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -132,14 +133,14 @@ class Recovering:
             node.setup, initial=self._dense_source(), incarnation=node.setup.incarnation + 1
         )
         restarted = self.replaced[address] = dataclasses.replace(node, setup=setup)
-        for ref, where in self._runs.items():
-            if where == address:
-                self._done.add(ref)  # its old loops: gone
+        old_loops = [r for r, a in self._runs.items() if a == address and r not in self._done]
+        self._done.update(old_loops)
         first = self.first_spec.start_example
         loss = Loss(lost, noticed, position - first, position - first, exact, "restart", requeued)
         self.recoveries.add(loss)
         for actor in self.hosts.restart(restarted):
             self._runs[actor.run.remote()] = address
+        _read_ended(old_loops)
         self.doing = "training"
 
     def _dense_source(self) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -177,6 +178,8 @@ class Recovering:
             Loss(error.lost, self._seconds, position - first, back_to - first, exact)
         )
         self.hosts.shutdown()
+        _read_ended([r for r in self._runs if r not in self._done])
+        self._runs, self._done = {}, set()
         if self.scoring is not None:
             self.scoring.forget()
         self.spec = restart_spec(self.first_spec, back)
@@ -198,3 +201,14 @@ class Recovering:
             return self.spec.start_example + int(handed), True
         except ray.exceptions.RayError:
             return self._position, False
+
+
+def _read_ended(loops: list[Any]) -> None:
+    """Read how the loops of killed actors ended (errors that follow from a loss already
+    recovered from), so that Ray does not print them as unhandled errors when dropped."""
+    if not loops:
+        return
+    ended, _ = ray.wait(loops, num_returns=len(loops), timeout=PING_TIMEOUT_S)
+    for ref in ended:
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(ref)
