@@ -44,9 +44,9 @@ class NotRecovered(NodeFailure):
     node, replacing one alone), why it stops, and the losses it recovered from before."""
 
     def __init__(self, message: str, lost: str, doing: str, why: str, recovered: list[str]):
-        count = len(recovered)
-        before = f"{count} recover{'y' if count == 1 else 'ies'}"
+        count, text = len(recovered), f"{message} while {doing}; not recovered: {why}"
         if recovered:
-            before += f" (from losing {', '.join(recovered)})"
-        super().__init__(f"{message} while {doing}; not recovered: {why} after {before}", lost)
+            plural = "y" if count == 1 else "ies"
+            text += f" after {count} recover{plural} (from losing {', '.join(recovered)})"
+        super().__init__(text, lost)
         self.doing, self.why, self.recovered = doing, why, recovered
