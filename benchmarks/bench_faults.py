@@ -11,6 +11,11 @@ embedding servers and 1 sync or dense server, the job is checkpointed (cut) ever
   removed: the nodes on machine 1 and the trainers' machines are), which takes every node
   of that machine with it.
 
+Losses while the job starts or recovers (`--when start,recovery`; SIGKILL, local cluster):
+a trainer killed as the job's actors first answer (`start`), and the reader killed as the
+actors of the rollback after a trainer's loss answer (`recovery`: a second loss during the
+first one's recovery); each is recovered from by rolling back again.
+
 Every kind is recovered from by rolling the whole job back to its last cut; for S-EASGD a
 lost trainer is also restarted alone (`recovery.trainer = restart`) and a lost embedding
 server restored alone from the last cut (`recovery.embedding_server = partial`, CPR).
@@ -75,19 +80,33 @@ def victim(strategy: str, kind: str) -> Address:
 
 
 class Killer:
-    """Loses `target` once `at` examples were handed out: SIGKILL to its process, or
-    `remove_node` of its machine."""
+    """Loses `target` once `at` examples were handed out (None: never): SIGKILL to its
+    process, or `remove_node` of its machine; and SIGKILLs `at_starts[n]` once the actors
+    of the job's start after `n` losses answer (0: its first start)."""
 
-    def __init__(self, target: Address, at: int, cluster: Cluster | None):
+    def __init__(
+        self,
+        target: Address,
+        at: int | None,
+        cluster: Cluster | None,
+        at_starts: dict[int, Address] | None = None,
+    ):
         self.target, self.at, self.cluster = target, at, cluster
+        self.at_starts = dict(at_starts or {})
         self.job: RayJob | None = None
         self.killed_at: float | None = None
 
     def on_start(self, job: RayJob) -> None:
         self.job = job
+        job.on_actors_up = self.actors_up
+
+    def actors_up(self, job: RayJob) -> None:
+        target = self.at_starts.pop(len(job.recoveries.losses), None)
+        if target is not None:
+            os.kill(ray.get(job.hosts.actors[target].ping.remote()), signal.SIGKILL)
 
     def on_progress(self, done: int, total: int | None, eps: float) -> None:
-        if self.killed_at is not None or done < self.at:
+        if self.killed_at is not None or self.at is None or done < self.at:
             return
         assert self.job is not None
         hosts = self.job.hosts
@@ -119,12 +138,28 @@ def policy_for(kind: str, action: str) -> RecoveryPolicy:
     return RecoveryPolicy(**({key: action} if key else {}))
 
 
+def killer_for(
+    strategy: str, kind: str, when: str, args: argparse.Namespace, cluster: Cluster | None
+) -> Killer:
+    """`kind` lost `when`: mid-run, as the job starts, or mid-run and then the reader
+    during the rollback's restart."""
+    target, at = victim(strategy, kind), int(args.kill_at * args.examples)
+    if when == "start":
+        return Killer(target, None, cluster, at_starts={0: target})
+    if when == "recovery":
+        return Killer(target, at, cluster, at_starts={1: READER})
+    return Killer(target, at, cluster)
+
+
+LOSSES_WHEN = {"mid-run": 1, "start": 1, "recovery": 2}
+
+
 def scenario(
     strategy: str, kind: str, method: str, action: str, args: argparse.Namespace,
-    baseline: dict[str, Any], cluster: Cluster | None,
+    baseline: dict[str, Any], cluster: Cluster | None, when: str = "mid-run",
 ) -> dict[str, Any]:  # fmt: skip
     spec = job_spec(strategy, args.examples)
-    killer = Killer(victim(strategy, kind), int(args.kill_at * args.examples), cluster)
+    killer = killer_for(strategy, kind, when, args, cluster)
     started = time.perf_counter()
     try:
         summary = run(spec, killer, args, policy_for(kind, action))
@@ -132,7 +167,7 @@ def scenario(
     except Exception as failure:  # noqa: BLE001 - a scenario that did not recover is reported
         summary, error = None, f"{type(failure).__name__}: {failure}"
     result: dict[str, Any] = {"strategy": strategy, "kind": kind, "method": method}
-    result["action"] = action
+    result |= {"action": action, "when": when}
     result["wall_s"] = round(time.perf_counter() - started, 1)
     if summary is None:
         return result | {"recovered": False, "error": error, "unaccounted": args.examples}
@@ -144,8 +179,8 @@ def scenario(
         detect = killer.job.started + losses[0]["at_seconds"] - killer.killed_at
     return result | {
         "detect_s": None if detect is None else round(detect, 2),
-        "recovered": bool(losses) and trained == args.examples,
-        "lost_node": losses[0]["node"] if losses else None,
+        "recovered": len(losses) == LOSSES_WHEN[when] and trained == args.examples,
+        "lost_nodes": [loss["node"] for loss in losses],
         "examples_trained": trained,
         "examples_replayed": recovery["examples_replayed"],
         "examples_lost": lost,  # trained, but their updates of the lost shard were lost
@@ -184,18 +219,28 @@ def main() -> None:
     parser.add_argument("--cut-every", type=int, default=25_000)
     parser.add_argument("--kill-at", type=float, default=0.4, help="fraction of the data")
     parser.add_argument("--strategies", default="easgd,async")
+    parser.add_argument(
+        "--when", default="mid-run,start,recovery", help="when losses come (comma-separated)"
+    )
     args = parser.parse_args()
-    strategies = args.strategies.split(",")
+    strategies, when = args.strategies.split(","), args.when.split(",")
     results = []
     connect(None, 2)
     calm = RecoveryPolicy()
     baselines = {s: run(job_spec(s, args.examples), None, args, calm) for s in strategies}
-    for strategy, kind, action in sigkills(strategies):
-        found = scenario(strategy, kind, "sigkill", action, args, baselines[strategy], None)
+    local = [(s, k, a, "mid-run") for s, k, a in sigkills(strategies) if "mid-run" in when]
+    local += [
+        (s, "trainer", "rollback", w)
+        for w in ("start", "recovery")
+        if w in when
+        for s in strategies
+    ]
+    for strategy, kind, action, at in local:
+        found = scenario(strategy, kind, "sigkill", action, args, baselines[strategy], None, at)
         print(json.dumps(found), flush=True)
         results.append(found)
     ray.shutdown()
-    for strategy, kind, action in removals(strategies):
+    for strategy, kind, action in removals(strategies) if "mid-run" in when else []:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
         for _ in range(3):
             cluster.add_node(num_cpus=1)

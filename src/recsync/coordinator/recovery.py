@@ -18,6 +18,11 @@ The job then, as the policy says for the node's role:
   from the last cut, and the batches it was handed and had not pushed are handed out again
   (counted as replayed).
 
+A node lost while the job starts, or while it recovers from an earlier loss, is a loss
+like any other; every loss counts against `max_restarts` (a one-node recovery a further
+loss interrupts gives way to a rollback: its action becomes `superseded`, as the rollback
+redoes what it replayed or lost).
+
 `partial` and `restart` need a family that allows them (`Family.partial_shards`,
 `Family.restarts_trainer`: the replica family's Hogwild embedding shards, a trainer whose
 replica has a source; a collective one, MA or BMUF, cannot lose a rank). A node's own error
@@ -125,7 +130,7 @@ class Loss:
     position: int
     back_to: int
     exact: bool = True
-    action: str = "rollback"
+    action: str = "rollback"  # or partial, restart; superseded: a rollback redid it
     replayed_examples: int | None = None  # a restarted trainer's: what it held
 
     @property

@@ -50,7 +50,8 @@ class RecoverySection(Section):
     node restarts from the last checkpoint taken while training, on the machines left),
     `stop` (an error naming the node; the last checkpoint stays), `partial` (an embedding
     server alone restarts from the last checkpoint) or `restart` (a trainer alone
-    restarts); at most `max_restarts` (coordinator/recovery.py)."""
+    restarts); at most `max_restarts` losses a run, counting those while it starts or
+    recovers (coordinator/recovery.py)."""
 
     trainer: Literal["rollback", "restart", "stop"] = "rollback"
     embedding_server: Literal["rollback", "partial", "stop"] = "rollback"

@@ -105,10 +105,13 @@ def checkpoints_while_training(config: Config, spec: JobSpec) -> CheckpointEvery
 
 
 def with_checkpoint(message: str, writer: CheckpointWriter, run_dir: RunDir) -> str:
-    """A failed run's message, with where it can be resumed from (its last cut's
-    checkpoint), if it took one."""
+    """A failed run's message, with where it can be resumed from: its last cut's
+    checkpoint, if it took one."""
     if not writer.written:
-        return message
+        return (
+            f"{message}\nno checkpoint was taken while training (see [run.checkpoint]): "
+            "run the same command again"
+        )
     return (
         f"{message}\nthe run's last checkpoint ({writer.written} taken while training) "
         f"is in {run_dir.path}: continue with --resume {run_dir.path}"

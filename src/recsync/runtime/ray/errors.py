@@ -35,3 +35,18 @@ def failure(where: str, error: BaseException) -> NodeFailure:
     if isinstance(error, (ray.exceptions.RayActorError, ChannelClosed)):
         return NodeFailure(f"{where} is dead or unreachable", lost=where)
     return NodeFailure(f"{where}: {type(error).__name__}: {error}")
+
+
+class NotRecovered(NodeFailure):
+    """A lost node the job did not recover from (its role's recovery action is `stop`, or
+    the job already recovered `max_restarts` times). The message names the node, what the
+    job was doing when it was lost (training, starting, restarting after losing another
+    node, replacing one alone), why it stops, and the losses it recovered from before."""
+
+    def __init__(self, message: str, lost: str, doing: str, why: str, recovered: list[str]):
+        count, text = len(recovered), f"{message} while {doing}; not recovered: {why}"
+        if recovered:
+            plural = "y" if count == 1 else "ies"
+            text += f" after {count} recover{plural} (from losing {', '.join(recovered)})"
+        super().__init__(text, lost)
+        self.doing, self.why, self.recovered = doing, why, recovered

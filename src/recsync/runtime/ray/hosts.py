@@ -1,10 +1,13 @@
 """The Ray actors of one job's topology: started on the machines the plan gives them (and a
-trainer's worker processes beside it), connected, pinged, measured and killed."""
+trainer's worker processes beside it), connected, pinged, measured and killed. A Ray error
+of any call to them (an actor died, a peer it called died, a call timed out) comes out as a
+`NodeFailure` naming the node that is lost, for the job to recover from."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -26,13 +29,32 @@ PING_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 300.0  # actors start their processes and import torch: slow on a busy machine
 COLLECTIVE_TIMEOUT_S = 60.0
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _naming_losses(
+    method: Callable[Concatenate[JobActors, P], R],
+) -> Callable[Concatenate[JobActors, P], R]:
+    """`method` with a Ray error of its calls raised as the NodeFailure it means."""
+
+    @functools.wraps(method)
+    def named(hosts: JobActors, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(hosts, *args, **kwargs)
+        except ray.exceptions.RayError as error:
+            raise hosts.named_loss(error) from None
+
+    return named
+
 
 class JobActors:
     """One actor per node of `topology` (a node's home, if its workers are split into
     processes of their own, plus one actor per worker), on the cluster's alive machines."""
 
-    def __init__(self, topology: Topology):
+    def __init__(self, topology: Topology, on_up: Callable[[], None] | None = None):
         self.topology = topology
+        self.on_up = on_up  # called once started actors answer (a hook for fault injection)
         self.machines = cluster_machines()
         self.machine_of = assign_machines([n.address for n in topology.nodes], len(self.machines))
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
@@ -41,6 +63,7 @@ class JobActors:
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.replaceable: frozenset[Role] = frozenset()
 
+    @_naming_losses
     def start(self, replaceable: frozenset[Role] = frozenset()) -> list[Address]:
         """Start every node's actor (and its worker processes' actors), connect the nodes
         that run loops to their peers (a lost node of a `replaceable` role is waited for,
@@ -57,6 +80,7 @@ class JobActors:
             )
             self.actors[node.address] = actor.remote(node, part)
         self.check_alive(START_TIMEOUT_S)
+        self._up()
         self._check_placement()
         self._start_worker_processes()
         addresses = list(self.actors)
@@ -90,6 +114,7 @@ class JobActors:
         machine = self.machines[self.machine_of[address]]
         return {"scheduling_strategy": NodeAffinitySchedulingStrategy(machine, soft=False)}
 
+    @_naming_losses
     def replace(self, node: NodeSpec) -> None:
         """Start `node` (one that was lost; a server, not one that runs loops) in a new
         actor, on its machine if it is still there (else the first), and point every node
@@ -104,10 +129,12 @@ class JobActors:
         )
         self.actors[address] = actor.remote(node, None)
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
+        self._up()
         endpoint = self.endpoints[address] = ray.get(self.actors[address].endpoint.remote())
         looping = [n.address for n in self.topology.nodes if n.has_loops]
         ray.get([a.repoint.remote(address, endpoint) for n in looping for a in self.actors_of(n)])
 
+    @_naming_losses
     def restart(self, node: TrainerSpec) -> list[Any]:
         """Start a lost trainer anew (`node`: its next incarnation), on its machine if it is
         still there (else the first machine left), killing what is left of the old one;
@@ -125,6 +152,7 @@ class JobActors:
         )
         self.actors[address] = actor.remote(node, part)
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
+        self._up()
         if part is not None:
             self.unreleased[address] = part.path
             self._start_worker_processes([node])
@@ -132,6 +160,30 @@ class JobActors:
         actors = self.actors_of(address)
         ray.get([a.connect.remote(self.endpoints, self.replaceable) for a in actors])
         return actors
+
+    def _up(self) -> None:
+        if self.on_up is not None:
+            self.on_up()
+
+    def named_loss(self, error: ray.exceptions.RayError) -> NodeFailure:
+        """The NodeFailure a Ray error of a call to the job's actors means: the node whose
+        actor died; else (a call failed or timed out) a node found dead or hung by a ping, as
+        the cause; else the failing node's own error (not a loss)."""
+        address = self._address_of(getattr(error, "actor_id", None))
+        if isinstance(error, ray.exceptions.RayActorError) and address is not None:
+            return failure(address.name, error)
+        try:
+            self.check_alive()
+        except NodeFailure as found:
+            return found
+        return failure("a node" if address is None else address.name, error)
+
+    def _address_of(self, actor_id: str | None) -> Address | None:
+        """The node one of whose actors has the id `actor_id` (hex)."""
+        for address in self.actors:
+            if any(a._actor_id.hex() == actor_id for a in self.actors_of(address)):
+                return address
+        return None
 
     def _check_placement(self) -> None:
         """Every node's actor runs on the machine it was given."""
@@ -187,6 +239,13 @@ class JobActors:
             except ray.exceptions.RayActorError as error:
                 raise failure(address.name, error) from None
 
+    @_naming_losses
+    def reports(self, addresses: list[Address]) -> dict[Address, Any]:
+        """The reports of nodes `addresses`."""
+        reports = ray.get([self.actors[a].report.remote() for a in addresses])
+        return dict(zip(addresses, reports, strict=True))
+
+    @_naming_losses
     def measures(self, address: Address) -> NodeMeasures:
         """What was measured of a node, summed over its processes."""
         parts: list[NodeMeasures] = ray.get(

@@ -68,7 +68,9 @@ class RayJob(Recovering):
         self.plan = plan
         self.cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
         self.topology = build_topology(spec, plan, self.cpus)
-        self.hosts = JobActors(self.topology)
+        self.hosts = JobActors(self.topology, self._actors_up)
+        self.on_actors_up: Callable[[RayJob], None] | None = None  # a hook for fault injection
+        self.doing = "starting"  # what the job does now, for an error's message
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
         self.evaluations = Evaluations(self.topology, eval_every, early_stopping, keep_best)
@@ -89,6 +91,11 @@ class RayJob(Recovering):
         self._position = spec.start_example  # the stream's position when last polled
         self._stop_sent = False
         self.started = 0.0  # when training began (perf_counter); losses count from it
+
+    def _actors_up(self) -> None:
+        """Actors just started answer (the job's start, a restart, a replaced node)."""
+        if self.on_actors_up is not None:
+            self.on_actors_up(self)
 
     def request_stop(self, reason: str) -> None:
         """Stop handing out batches (safe from a signal handler: the watch loop sends it)."""
@@ -193,12 +200,7 @@ class RayJob(Recovering):
     def _reports(self, addresses: list[Address]) -> dict[Address, Any]:
         """The reports of nodes `addresses`; a node that died meanwhile is named, as lost
         (NodeFailure), for the job to recover from as from any loss."""
-        try:
-            reports = ray.get([self.hosts.actors[a].report.remote() for a in addresses])
-        except ray.exceptions.RayActorError:
-            self.hosts.check_alive()
-            raise
-        return dict(zip(addresses, reports, strict=True))
+        return self.hosts.reports(addresses)
 
     def _final_reports(self) -> dict[Address, Any]:
         """Every node's report once the loops ended (also a node lost after them is a loss)."""
@@ -206,26 +208,22 @@ class RayJob(Recovering):
 
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
-        looping = self._start()
-        started = self.started = time.perf_counter()
         while True:
             try:
-                self._watch(looping, on_progress, started)
-                train_seconds = time.perf_counter() - started
-                reports = self._final_reports()
-                break
-            except NodeFailure as error:  # also a node lost after its loops ended
-                self._recover(error, started)
                 looping = self._start()
+                if not self.started:
+                    self.started = time.perf_counter()
+                self.doing = "training"
+                self._watch(looping, on_progress, self.started)
+                train_seconds = time.perf_counter() - self.started
+                reports = self._final_reports()
+                measures = {a: self.hosts.measures(a) for a in self.hosts.actors}
+                break
+            except NodeFailure as error:  # in a start, a recovery, or after the loops ended
+                self._recover(error)
         self._scored(wait=True)  # a record under way is still written
         actors = self.hosts
-        addresses = list(actors.actors)
-        end = JobEnd(
-            "ray",
-            reports,
-            {a: actors.measures(a) for a in addresses},
-            train_seconds,
-        )
+        end = JobEnd("ray", reports, measures, train_seconds)
         try:
             summary, self.final_state = finish_job(self.topology, end)
         except ValueError as error:
@@ -238,6 +236,9 @@ class RayJob(Recovering):
         return summary
 
     def _start(self) -> list[Any]:
+        """Start every node (the job's first start, or a rollback's restart)."""
+        losses = self.recoveries.losses
+        self.doing = "starting" if not losses else f"restarting after losing {losses[-1].node}"
         replaceable: frozenset[Role] = frozenset()
         if self.recovery is not None and self.recovery.embedding_server == "partial":
             replaceable = frozenset({Role.EMBEDDING_SERVER})
