@@ -1,9 +1,10 @@
 """The distributed job on Ray: one actor per node of the job's topology, watched until the
 loops end; then the same end of job as the simulator's (coordinator/outcome.py).
 
-While it trains the job is evaluated and cut for checkpoints on schedule, and a lost node
-is recovered from as the job's `RecoveryPolicy` says (coordinator/recovery.py): every actor
-restarts from the last cut, on the machines left."""
+While it trains, the job's supervisor (coordinator/supervisor.py) says when to evaluate,
+cut for a checkpoint, stop, and what to do on losing a node; this driver feeds it what it
+sees (the reader's progress, polled; evaluations scored in another process; lost actors)
+and carries out its commands on the actors (runtime/ray/recovery.py for a loss)."""
 
 from __future__ import annotations
 
@@ -14,33 +15,42 @@ from typing import Any
 import ray
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_nodes, cut_state
+from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
-from recsync.coordinator.recovery import (
-    Recoveries,
-    RecoveryPolicy,
-    account,
-)
+from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.topology import build_topology
-from recsync.protocol.address import READER, Address, Role
-from recsync.protocol.messages import Message
-from recsync.protocol.reading import (
-    AwaitCut,
+from recsync.coordinator.supervisor import (
+    Checkpoint,
+    Command,
+    CutSettled,
+    Ended,
+    Evaluate,
+    Event,
     PauseReading,
-    ReaderProgress,
+    Progressed,
+    Record,
+    Resumed,
     ResumeReading,
+    Scored,
+    Started,
+    StopAsked,
     StopReading,
+    Supervisor,
 )
+from recsync.coordinator.topology import build_topology
+from recsync.protocol import reading
+from recsync.protocol.address import READER, Address
+from recsync.protocol.messages import Message
+from recsync.protocol.reading import AwaitCut, ReaderProgress
 from recsync.ps.placement import JobPlan
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.cluster import connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
-from recsync.runtime.ray.recovery import Recovering
+from recsync.runtime.ray.recovery import Recovering, RolledBack
 
 __all__ = ["RayJob", "connect", "run_job"]
 
@@ -73,24 +83,37 @@ class RayJob(Recovering):
         self.doing = "starting"  # what the job does now, for an error's message
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
-        self.evaluations = Evaluations(self.topology, eval_every, early_stopping, keep_best)
+        evaluations = Evaluations(self.topology, eval_every, early_stopping, keep_best)
+        self.supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
         self.scoring = Scoring(self.topology) if eval_every else None
         self.on_eval: OnEval | None = None
-        self.cuts = CutSchedule(checkpoint_every or CheckpointEvery())
         self.on_checkpoint: OnCheckpoint | None = None
-        self.last_cut: JobState | None = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
-        if recovery is not None:
-            recovery.check(spec.strategy)
-        self.recovery = recovery
-        self.recoveries = Recoveries()
         self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
         self._done: set[Any] = set()
         self._last_ping = 0.0
         self._position = spec.start_example  # the stream's position when last polled
-        self._stop_sent = False
+        self._polled_s = 0.0  # seconds into training at the last poll
+        self._paused = 0.0  # when the cut under way paused the reader (perf_counter)
         self.started = 0.0  # when training began (perf_counter); losses count from it
+
+    @property
+    def evaluations(self) -> Evaluations:
+        return self.supervisor.evaluations
+
+    @property
+    def recoveries(self) -> Recoveries:
+        return self.supervisor.recoveries
+
+    @property
+    def last_cut(self) -> JobState | None:
+        return self.supervisor.last_cut
+
+    @property
+    def before(self) -> int:
+        """Examples the job trained before its current start (a rollback's cut)."""
+        return self.supervisor.before
 
     def _actors_up(self) -> None:
         """Actors just started answer (the job's start, a restart, a replaced node)."""
@@ -112,16 +135,43 @@ class RayJob(Recovering):
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
             raise failure(READER.name, error) from None
 
+    def _feed(self, event: Event) -> None:
+        """Tell the supervisor what happened; carry out what it says."""
+        for command in self.supervisor.handle(event):
+            self._carry(command)
+
+    def _carry(self, command: Command) -> None:
+        match command:
+            case Evaluate():
+                assert self.scoring is not None
+                self.scoring.start(self.hosts, command.seconds)  # scored in the background
+            case Record():
+                if self.on_eval is not None:
+                    self.on_eval(command.record)
+            case StopReading():
+                self._ask_reader(reading.StopReading())
+            case PauseReading():
+                self._cut()
+            case ResumeReading():
+                self._ask_reader(reading.ResumeReading())
+                self.cut_seconds += time.perf_counter() - self._paused
+                self._feed(Resumed())
+            case Checkpoint():
+                if self.on_checkpoint is not None:
+                    self.on_checkpoint(command.state)
+            case _:
+                raise AssertionError(f"a loss's command outside a loss: {command!r}")
+
     def _watch(self, looping: list[Any], on_progress: Progress | None, started: float) -> None:
         actors = self.hosts
         self._runs = {actor.run.remote(): a for a in looping for actor in actors.actors_of(a)}
         self._done = set()
         self._last_ping = time.perf_counter()
-        polls = on_progress is not None or self.scoring is not None or self.cuts.every.enabled
+        every = self.supervisor.cuts.every
+        polls = on_progress is not None or self.scoring is not None or every.enabled
         while len(self._done) < len(self._runs):
-            if self.stop_reason is not None and not self._stop_sent:
-                self._stop_sent = True
-                self._ask_reader(StopReading())
+            if self.stop_reason is not None:  # asked by a signal handler
+                self._feed(StopAsked(self.stop_reason))
             self._check_runs(wait_s=0.5)
             if not polls:
                 continue
@@ -129,24 +179,21 @@ class RayJob(Recovering):
             self._position = self.spec.start_example + handed
             handed += self.before
             total = None if total is None else total + self.before
-            seconds = time.perf_counter() - started
+            seconds = self._polled_s = time.perf_counter() - started
             if on_progress is not None:
                 on_progress(handed, total, handed / max(seconds, 1e-9))
-            if self.scoring is not None and self.evaluations.due(handed, total):
-                self.scoring.start(actors, seconds)
-            if self.cuts.due(handed, seconds) and handed != total:
-                self._cut(seconds)
+            self._feed(Progressed(handed, total, seconds))
             self._scored(wait=False)
 
     def _check_runs(self, wait_s: float) -> None:
-        """Wait up to `wait_s` for a node's loops to end; a failed one ends the job, naming
-        it, unless the recovery policy replaces just that node. Every actor is pinged now
-        and then (a dead one is named)."""
+        """Wait up to `wait_s` for a node's loops to end; a failed one is a loss, for the
+        supervisor to recover from (RolledBack: every node restarts). Every actor is
+        pinged now and then (a dead one is named)."""
         try:
             self._check_loops(wait_s)
         except NodeFailure as error:
-            if not self._replace_lost(error):
-                raise
+            if self._lost(error, in_flight=True):
+                raise RolledBack from None
 
     def _check_loops(self, wait_s: float) -> None:
         runs, done = self._runs, self._done
@@ -161,13 +208,13 @@ class RayJob(Recovering):
             self.hosts.check_alive()
             self._last_ping = time.perf_counter()
 
-    def _cut(self, seconds: float) -> None:
+    def _cut(self) -> None:
         """A checkpoint while the job trains (coordinator/cuts.py): pause the reader, wait
         until every worker parked (watching for failures meanwhile), take the model's
-        reports, let the reader go on; the state goes to `on_checkpoint`."""
+        reports; the supervisor then says to resume and hand the state on."""
         reader = self.hosts.actors[READER]
-        paused = time.perf_counter()
-        self._ask_reader(PauseReading())
+        self._paused = time.perf_counter()
+        self._ask_reader(reading.PauseReading())
         at_cut = reader.call.remote(wire.encode(AwaitCut()))
         while not ray.wait([at_cut], timeout=0)[0]:
             self._check_runs(wait_s=0.01)
@@ -175,13 +222,7 @@ class RayJob(Recovering):
         state = None
         if handed is not None:
             state = cut_state(self.topology, self._reports(cut_nodes(self.topology)), handed)
-        self._ask_reader(ResumeReading())
-        self.cut_seconds += time.perf_counter() - paused
-        if state is not None:
-            self.last_cut = state
-            self.cuts.taken(self.before + handed, seconds)
-            if self.on_checkpoint is not None:
-                self.on_checkpoint(state)
+        self._feed(CutSettled(state, self.before + (handed or 0), self._polled_s))
 
     def _scored(self, wait: bool) -> None:
         """Record the evaluation under way once it is scored (`wait`: wait for it)."""
@@ -191,11 +232,7 @@ class RayJob(Recovering):
         if scored is None:
             return
         quality, reports, seconds = scored
-        record = self.evaluations.record(reports, quality, seconds)
-        if self.on_eval is not None:
-            self.on_eval(record)
-        if self.evaluations.stop_now:
-            self.request_stop("early stopping")
+        self._feed(Scored(reports, quality, seconds))
 
     def _reports(self, addresses: list[Address]) -> dict[Address, Any]:
         """The reports of nodes `addresses`; a node that died meanwhile is named, as lost
@@ -214,13 +251,17 @@ class RayJob(Recovering):
                 if not self.started:
                     self.started = time.perf_counter()
                 self.doing = "training"
+                self._feed(Started(self.topology, self._seconds))
                 self._watch(looping, on_progress, self.started)
                 train_seconds = time.perf_counter() - self.started
                 reports = self._final_reports()
                 measures = {a: self.hosts.measures(a) for a in self.hosts.actors}
                 break
+            except RolledBack:
+                continue
             except NodeFailure as error:  # in a start, a recovery, or after the loops ended
-                self._recover(error)
+                self._lost(error, in_flight=False)
+        self._feed(Ended())
         self._scored(wait=True)  # a record under way is still written
         actors = self.hosts
         end = JobEnd("ray", reports, measures, train_seconds)
@@ -230,7 +271,10 @@ class RayJob(Recovering):
             raise NodeFailure(str(error)) from None
         self.evaluations.final(summary, self.final_state)
         account(summary, self.first_spec, self.spec, self.recoveries, train_seconds)
-        summary["cuts"] = {"taken": self.cuts.cuts, "paused_seconds": round(self.cut_seconds, 3)}
+        summary["cuts"] = {
+            "taken": self.supervisor.cuts.cuts,
+            "paused_seconds": round(self.cut_seconds, 3),
+        }
         summary["machines"] = len(actors.machines)
         summary["placement"] = actors.placement()
         return summary
@@ -239,10 +283,7 @@ class RayJob(Recovering):
         """Start every node (the job's first start, or a rollback's restart)."""
         losses = self.recoveries.losses
         self.doing = "starting" if not losses else f"restarting after losing {losses[-1].node}"
-        replaceable: frozenset[Role] = frozenset()
-        if self.recovery is not None and self.recovery.embedding_server == "partial":
-            replaceable = frozenset({Role.EMBEDDING_SERVER})
-        looping = self.hosts.start(replaceable)
+        looping = self.hosts.start(self.supervisor.replaceable())
         if self.scoring is not None:
             self.scoring.ready()
         return looping

@@ -21,15 +21,10 @@ from typing import Any
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import Evaluations
-from recsync.coordinator.recovery import (
-    ONE_NODE,
-    Loss,
-    Recoveries,
-    RecoveryPolicy,
-    account,
-    restart_spec,
-)
+from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
+from recsync.coordinator.supervisor import Fail, Replaced, ReplaceNode, RollBack, Supervisor
+from recsync.coordinator.supervisor import NodeLost as Lost
 from recsync.protocol.address import Address
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
@@ -64,19 +59,20 @@ class FaultySimJob:
         self.checkpoint_every, self.recovery = checkpoint_every, recovery
         self.on_checkpoint = on_checkpoint
         self.sim_options = sim_options
-        self.evaluations: Evaluations | None = None  # the first run's, kept by the restarts
+        self.supervisor: Supervisor | None = None  # the first run's, kept by the restarts
         self.rng = random.Random(FAILURE_SEED * 1_000_003 + spec.train.seed)
-        self.recoveries = Recoveries()
-        self.last_cut: JobState | None = None
-        self.cuts, self.cut_seconds = 0, 0.0  # over every run
+        self.cut_seconds = 0.0  # over every run
         self.final_state: JobState | None = None
         self.sim: SimJob | None = None
 
-    def _cut(self, state: JobState) -> None:
-        self.last_cut = state
-        self.cuts += 1
-        if self.on_checkpoint is not None:
-            self.on_checkpoint(state)
+    @property
+    def evaluations(self) -> Evaluations | None:
+        return None if self.supervisor is None else self.supervisor.evaluations
+
+    @property
+    def recoveries(self) -> Recoveries:
+        assert self.supervisor is not None, "the job did not run"
+        return self.supervisor.recoveries
 
     def _next_loss(self, nodes: list[Address]) -> tuple[float, Address | None]:
         """Seconds until the next node is lost, and which (inf, None: none can be)."""
@@ -102,31 +98,29 @@ class FaultySimJob:
                 plan_for(spec),
                 self.cost,
                 checkpoint_every=self.checkpoint_every,
-                on_checkpoint=self._cut,
-                examples_before=spec.start_example - first.start_example,
-                evaluations=self.evaluations,
+                on_checkpoint=self.on_checkpoint,
+                recovery=self.recovery,
+                supervisor=self.supervisor,
                 **self.sim_options,
             )
-            self.evaluations = sim.evaluations
+            self.supervisor = sim.supervisor
             sim.start()
-            lost = self._until_rollback(sim, elapsed)
+            rollback = self._until_rollback(sim, elapsed)
             self.cut_seconds += sim.cut_seconds
-            if lost is None:
+            if rollback is None:
                 break
-            at = elapsed + sim.clock.now
-            back = self.last_cut
-            self._count(lost, at, spec, sim, "rollback")
-            elapsed = at + faults.detect_s + faults.restart_s
-            spec = restart_spec(first, back)
+            elapsed = elapsed + sim.clock.now + faults.detect_s + faults.restart_s
+            spec = rollback.spec
         summary = sim.finish()
         self.final_state = sim.final_state
         account(summary, first, spec, self.recoveries, elapsed + sim.clock.now)
-        summary["cuts"] = {"taken": self.cuts, "paused_seconds": self.cut_seconds}
+        cuts = sim.supervisor.cuts.cuts
+        summary["cuts"] = {"taken": cuts, "paused_seconds": self.cut_seconds}
         return summary
 
-    def _until_rollback(self, sim: SimJob, elapsed: float) -> Address | None:
+    def _until_rollback(self, sim: SimJob, elapsed: float) -> RollBack | None:
         """Run `sim` to its end (None), replacing the nodes lost on the way whose role's
-        action replaces one node, up to a loss that rolls the job back (that node)."""
+        action replaces one node, up to a loss that rolls the job back."""
         faults = self.cost.faults
         one_node = OneNodeRecovery(sim, faults.detect_s, faults.restart_s)
         nodes = [n.address for n in sim.topology.nodes]
@@ -135,26 +129,15 @@ class FaultySimJob:
             if sim.advance(None if lost is None else sim.clock.now + after):
                 return None
             assert lost is not None
-            why = self.recovery.refusal(lost.name, len(self.recoveries.losses))
-            if why is not None:
-                raise NodeLost(lost.name, elapsed + sim.clock.now, self.last_cut, why)
-            action = self.recovery.action(lost.name)
-            if action not in ONE_NODE:
-                return lost
-            back = self.last_cut or sim.spec.resume
-            loss = self._count(lost, elapsed + sim.clock.now, sim.spec, sim, action)
-            one_node.recover(lost, back, loss)
-
-    def _count(self, lost: Address, at: float, spec: JobSpec, sim: SimJob, action: str) -> Loss:
-        """The loss of `lost` at `at` (virtual seconds), as the job's recovery counts it."""
-        start = self.first.start_example
-        position = spec.start_example + sim.reader.total_examples - start
-        if action == "restart":
-            back_to = position  # nothing rolls back: what it held goes out again
-        elif self.last_cut is not None:
-            back_to = self.last_cut.data_position - start
-        else:
-            back_to = (spec.start_example if action == "partial" else start) - start
-        loss = Loss(lost.name, at, position, back_to, action=action)
-        self.recoveries.add(loss)
-        return loss
+            position = sim.spec.start_example + sim.reader.total_examples
+            at = elapsed + sim.clock.now
+            for command in sim.supervisor.handle(Lost(lost.name, position, True, at)):
+                match command:
+                    case Fail():
+                        assert command.why is not None
+                        raise NodeLost(lost.name, at, command.last_cut, command.why)
+                    case RollBack():
+                        return command
+                    case ReplaceNode():  # the job goes on meanwhile: nothing waits for it
+                        one_node.recover(lost, command.back, command.loss)
+                        sim.supervisor.handle(Replaced())

@@ -8,16 +8,34 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.cuts import CheckpointEvery, CutSchedule, cut_nodes, cut_state
+from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
 from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
+from recsync.coordinator.supervisor import (
+    Checkpoint,
+    Command,
+    CutSettled,
+    Evaluate,
+    Event,
+    PauseReading,
+    Progressed,
+    Record,
+    Resumed,
+    ResumeReading,
+    Scored,
+    Started,
+    StopReading,
+    Supervisor,
+)
 from recsync.coordinator.topology import Topology, build_topology
+from recsync.protocol import reading
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
-from recsync.protocol.reading import HandedBatch, PauseReading, ResumeReading, StopReading
+from recsync.protocol.reading import HandedBatch
 from recsync.ps.placement import JobPlan
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
@@ -54,18 +72,19 @@ class SimJob:
         keep_best: bool = False,
         checkpoint_every: CheckpointEvery | None = None,
         on_checkpoint: Callable[[JobState], None] | None = None,
-        examples_before: int = 0,
-        evaluations: Evaluations | None = None,
+        recovery: RecoveryPolicy | None = None,
+        supervisor: Supervisor | None = None,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
         (in virtual time, at no cost; coordinator/evaluation.py): `curve`, and each record
         to `on_eval`. `on_handed(n)`: called each time the reader hands out a batch, with
         the examples handed out so far (a progress bar). `checkpoint_every`: cut the job
-        (coordinator/cuts.py) as often, each cut's state to `on_checkpoint`.
-        `examples_before`: examples the job trained before this run (a restart from a cut):
-        evaluations count from there, into `evaluations` if given (a restarted job's
-        records continue the ones before)."""
+        (coordinator/cuts.py) as often, each cut's state to `on_checkpoint`. `recovery`: how
+        the job recovers from a lost node (runtime/sim/faulty.py loses them). `supervisor`:
+        the job's rules (coordinator/supervisor.py), if this run restarts a job that has
+        them (its records, cuts and losses go on; `eval_every`, `early_stopping`,
+        `keep_best`, `checkpoint_every` and `recovery` are then its own)."""
         cost = cost.for_model(spec.model)
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
@@ -106,22 +125,49 @@ class SimJob:
             spec.model.dense_flops_per_example(),
             collectives,
         )
-        self.evaluations = evaluations or Evaluations(
-            topology, eval_every or 0, early_stopping, keep_best
-        )
-        self.evaluations.new_segment(topology, examples_before)
-        self.examples_before = examples_before
+        if supervisor is None:
+            evaluations = Evaluations(topology, eval_every or 0, early_stopping, keep_best)
+            supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
+        self.supervisor = supervisor
         self.on_eval = on_eval
         self.crashed: set[int] = set()
-        self.cuts = CutSchedule(checkpoint_every or CheckpointEvery())
         self.on_checkpoint = on_checkpoint
-        self.cutting = False
         self.cut_started = 0.0  # virtual time the cut under way began
         self.cut_seconds = 0.0  # virtual time the reader was paused for cuts
         self.running = 0  # loops started and not ended
         self.runners: dict[Address, list[LoopRunner]] = {}  # each node's loops not ended
         self.final_state: JobState | None = None
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
+        self.feed(Started(topology, 0.0))
+
+    @property
+    def evaluations(self) -> Evaluations:
+        return self.supervisor.evaluations
+
+    def feed(self, event: Event) -> None:
+        """Tell the supervisor what happened; carry out what it says."""
+        for command in self.supervisor.handle(event):
+            self._carry(command)
+
+    def _carry(self, command: Command) -> None:
+        match command:
+            case Evaluate():
+                self._evaluate(command.seconds)
+            case Record():
+                if self.on_eval is not None:
+                    self.on_eval(command.record)
+            case StopReading():
+                self.reader.handle(reading.StopReading())  # as at a data limit
+            case PauseReading():
+                self.cut_started = self.clock.now
+                self.reader.handle(reading.PauseReading())
+            case ResumeReading():  # once the state was handed over
+                self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
+            case Checkpoint():
+                if self.on_checkpoint is not None:
+                    self.on_checkpoint(command.state)
+            case _:
+                raise AssertionError(f"not a command of a running simulation: {command!r}")
 
     def hosts_of(self, role: Role) -> list[SimHost]:
         return [h for a, h in self.hosts.items() if a.role is role]
@@ -189,7 +235,7 @@ class SimJob:
         end = self._end()
         summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
-        summary["cuts"] = {"taken": self.cuts.cuts, "paused_seconds": self.cut_seconds}
+        summary["cuts"] = {"taken": self.supervisor.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
         return summary
 
@@ -218,53 +264,43 @@ class SimJob:
     def _handed(self, message: Message, reply: Any) -> None:
         """The reader answered a request: take a cut once every worker parked; mark a batch
         handed out in time, evaluate and begin a cut when due, report progress."""
-        if self.cutting and self.reader.cut_settled:
+        if self.supervisor.cutting and self.reader.cut_settled:
             self._take_cut()
         if not isinstance(reply, HandedBatch) or reply.batch is None:
             return
         handed = self.reader.total_examples
         self.handed.append((self.clock.now, handed))
-        self.maybe_evaluate(self.examples_before + handed - reply.batch.batch_size)
         if self.on_handed is not None:
             self.on_handed(handed)
-        if not self.cutting and self.cuts.due(handed, self.clock.now):
-            self.cutting, self.cut_started = True, self.clock.now
-            self.reader.handle(PauseReading())
+        handed += self.supervisor.before
+        trained = handed - reply.batch.batch_size  # evaluated before the batch is trained
+        self.feed(Progressed(handed, None, self.clock.now, trained))
 
     def _take_cut(self) -> None:
         """Every worker parked: the model's state holds exactly the batches handed out (or
         the data ran out: no cut)."""
-        handed = self.reader.total_examples
+        handed, state = self.reader.total_examples, None
         if self.reader.at_cut:
             reports = {a: self.hosts[a].node.report() for a in cut_nodes(self.topology)}
             state = cut_state(self.topology, reports, handed)
-            self.cuts.taken(handed, self.clock.now)
-            if self.on_checkpoint is not None:
-                self.on_checkpoint(state)
-        self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
+        self.feed(CutSettled(state, self.supervisor.before + handed, self.clock.now))
 
     def _resume(self, _: Any = None) -> None:
         """The cut's state was handed over (`faults.cut_s` after every worker parked)."""
-        self.cutting = False
+        self.feed(Resumed())
         self.cut_seconds += self.clock.now - self.cut_started
-        self.reader.handle(ResumeReading())
+        self.reader.handle(reading.ResumeReading())
         self.transport.changed.fire()  # the parked workers' requests re-check
 
-    def maybe_evaluate(self, examples: int) -> None:
-        """Quality of the model as it is now, each time `eval_every` more examples went out."""
-        if not self.evaluations.due(examples):
-            return
+    def _evaluate(self, seconds: float) -> None:
+        """Quality of the model as it is now, at the exact mark (in no virtual time)."""
         nodes = Evaluations.nodes(self.topology)
         reports = {a: self.hosts[a].node.report() for a in nodes}
         test = self.reader.source.test_set()
         if test is None or not two_classes(test):
             return  # no usable held-out set yet (a split of the stream fills it as it goes)
         quality = model_quality(self.topology, reports, test)
-        record = self.evaluations.record(reports, quality, float(self.clock.now))
-        if self.on_eval is not None:
-            self.on_eval(record)
-        if self.evaluations.stop_now:
-            self.reader.handle(StopReading())  # as at a data limit: in flight, then the end
+        self.feed(Scored(reports, quality, float(seconds)))
 
     def _crashes(self, address: Address) -> bool:
         faults = self.cost.faults
@@ -295,7 +331,7 @@ class SimJob:
         if runner.worker is None:
             return
         self.reader.worker_left()
-        if self.cutting and self.reader.cut_settled:
+        if self.supervisor.cutting and self.reader.cut_settled:
             self._take_cut()
         worker, transport = runner.worker, self.transport
         gone = host.node.leave(worker)

@@ -1,0 +1,337 @@
+"""The rules of a running job, the same on both drivers: events in, commands out.
+
+A driver (runtime/ray/job.py, runtime/sim/job.py and faulty.py) feeds the `Supervisor`
+what happened (`Started`, `Progressed`, `CutSettled`, `Resumed`, `Scored`, `StopAsked`,
+`NodeLost`, `Replaced`, `Ended`) and carries out the commands it answers with, in order.
+The supervisor decides: when to evaluate (coordinator/evaluation.py) and stop early, when
+to cut for a checkpoint (coordinator/cuts.py: pause reading, take the cut once every worker
+parked, resume), when to stop reading on a signal, and what to do on losing a node
+(coordinator/recovery.py: refuse, replace it alone, or roll every node back to the last
+cut), with the accounting of each loss. It holds no threads, clocks or IO: seconds and
+positions come in the events, so a driver's own time (wall or virtual) is its business.
+
+How a driver carries a command is its own: the engine polls the reader and scores an
+evaluation in another process (its `Scored` comes later), the simulator evaluates at the
+exact mark and hands the state on at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.cuts import CheckpointEvery, CutSchedule
+from recsync.coordinator.evaluation import Evaluations
+from recsync.coordinator.recovery import ONE_NODE, Loss, Recoveries, RecoveryPolicy, restart_spec
+from recsync.coordinator.spec import JobSpec
+from recsync.coordinator.topology import Topology
+from recsync.metrics.quality import Quality
+from recsync.protocol.address import Address, Role
+
+# events: what a driver saw
+
+
+@dataclass(frozen=True)
+class Started:
+    """Every node of the job (re)started and trains, `topology` built for the current spec;
+    `seconds` into training (the driver's own clock)."""
+
+    topology: Topology
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Progressed:
+    """`handed` examples went out since the job's first start (`total`: the stream's, if
+    known), `seconds` into training. `trained`: the examples the model's state stands for
+    if not `handed` (the simulator looks before the batch just handed out is trained)."""
+
+    handed: int
+    total: int | None
+    seconds: float
+    trained: int | None = None
+
+
+@dataclass(frozen=True)
+class CutSettled:
+    """Every worker parked (or the data ran out: `state` None) after `handed` examples
+    since the job's first start; `state`: the job's state at the cut."""
+
+    state: JobState | None
+    handed: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The reader goes on after a cut."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An evaluation was scored: the model nodes' `reports`, their `quality`, taken
+    `seconds` into training."""
+
+    reports: dict[Address, Any]
+    quality: Quality
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StopAsked:
+    """Stop handing out batches (a signal, early stopping), for `reason`."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodeLost:
+    """Node `node` was lost, noticed `seconds` into training, the stream at `position`
+    (examples handed out, absolute; `exact` False: a lower bound, the reader is gone too).
+    `in_flight`: noticed while the other nodes train on (one node can be replaced alone);
+    False: while the job starts, restarts, replaces a node or ends (only a rollback)."""
+
+    node: str
+    position: int
+    exact: bool
+    seconds: float
+    in_flight: bool = True
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """The node being replaced alone is back."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """Every loop ended: nothing more to stop or cut."""
+
+
+Event = (
+    Started | Progressed | CutSettled | Resumed | Scored | StopAsked | NodeLost | Replaced | Ended
+)
+
+# commands: what a driver does
+
+
+@dataclass(frozen=True)
+class Evaluate:
+    """Score the model as it is now, `seconds` into training (then feed `Scored`)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Record:
+    """Hand an evaluation's metrics record on (to the run's metrics)."""
+
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PauseReading:
+    """Begin a cut: the reader pauses; feed `CutSettled` once every worker parked."""
+
+
+@dataclass(frozen=True)
+class ResumeReading:
+    """The cut is taken: the reader goes on (then feed `Resumed`)."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Hand a cut's state on (to the checkpoint writer)."""
+
+    state: JobState
+
+
+@dataclass(frozen=True)
+class StopReading:
+    """Tell the reader to stop handing out batches (those in flight finish)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReplaceNode:
+    """Replace lost node `node` alone (`action`: partial, an embedding shard restored from
+    `back`; restart, a trainer restarted from the center or `back`); None: the start."""
+
+    node: str
+    action: str
+    back: JobState | None
+    loss: Loss
+
+
+@dataclass(frozen=True)
+class RollBack:
+    """Restart every node as `spec` says (from the last cut, or the job's start)."""
+
+    spec: JobSpec
+    loss: Loss
+
+
+@dataclass(frozen=True)
+class Fail:
+    """End the job: losing `node` is not recovered from, `why` (None: no recovery policy);
+    `recovered_from` the nodes lost before; `last_cut` the state to `--resume` from."""
+
+    node: str
+    why: str | None
+    seconds: float
+    recovered_from: list[str]
+    last_cut: JobState | None
+
+
+Command = (
+    Evaluate
+    | Record
+    | PauseReading
+    | ResumeReading
+    | Checkpoint
+    | StopReading
+    | ReplaceNode
+    | RollBack
+    | Fail
+)
+
+
+class Supervisor:
+    """The state of one running job's rules (module docstring): its cut schedule and the
+    cut under way, its evaluations, the stop asked for, the last cut, the losses."""
+
+    def __init__(
+        self,
+        first: JobSpec,
+        evaluations: Evaluations,
+        checkpoint_every: CheckpointEvery | None = None,
+        policy: RecoveryPolicy | None = None,
+    ):
+        if policy is not None:
+            policy.check(first.strategy)
+        self.first = self.spec = first
+        self.evaluations = evaluations
+        self.cuts = CutSchedule(checkpoint_every or CheckpointEvery())
+        self.policy = policy
+        self.recoveries = Recoveries()
+        self.last_cut: JobState | None = None
+        self.cutting = False  # a cut is under way: paused until `Resumed`
+        self.stop_reason: str | None = None
+        self.stop_sent = False  # to the reader of the current start
+        self.replacing = False  # a one-node recovery is under way
+        self.ended = False
+
+    @property
+    def before(self) -> int:
+        """Examples the job trained before its current start (a rollback's cut)."""
+        return self.spec.start_example - self.first.start_example
+
+    def replaceable(self) -> frozenset[Role]:
+        """The roles whose lost node is replaced alone, even while the job starts."""
+        if self.policy is not None and self.policy.embedding_server == "partial":
+            return frozenset({Role.EMBEDDING_SERVER})
+        return frozenset()
+
+    def handle(self, event: Event) -> list[Command]:
+        """The commands that follow `event`, in the order to carry them out."""
+        match event:
+            case Started():
+                return self._started(event)
+            case Progressed():
+                return self._progressed(event)
+            case CutSettled():
+                return self._cut_settled(event)
+            case Resumed():
+                self.cutting = False
+                return []
+            case Scored():
+                return self._scored(event)
+            case StopAsked():
+                return self._stop(event.reason)
+            case NodeLost():
+                return self._lost(event)
+            case Replaced():
+                self.replacing = False
+                return []
+            case Ended():
+                self.ended = True
+                return []
+        raise AssertionError(f"not an event: {event!r}")
+
+    def _started(self, event: Started) -> list[Command]:
+        """A start counts its evaluations and its time to the next cut from here; a stop
+        asked for before a rollback holds for the restarted reader too."""
+        self.evaluations.new_segment(event.topology, self.before)
+        self.cuts.last_seconds = event.seconds
+        self.cutting = self.replacing = self.ended = False
+        return [] if self.stop_reason is None else self._stop(self.stop_reason)
+
+    def _progressed(self, event: Progressed) -> list[Command]:
+        commands: list[Command] = []
+        handed, total = event.handed, event.total
+        trained = handed if event.trained is None else event.trained
+        if self.evaluations.due(trained, total):
+            commands.append(Evaluate(event.seconds))
+        if not self.cutting and handed != total and self.cuts.due(handed, event.seconds):
+            self.cutting = True
+            commands.append(PauseReading())
+        return commands
+
+    def _cut_settled(self, event: CutSettled) -> list[Command]:
+        assert self.cutting, "a cut settled that was not begun"
+        if event.state is None:
+            return [ResumeReading()]
+        self.last_cut = event.state
+        self.cuts.taken(event.handed, event.seconds)
+        return [ResumeReading(), Checkpoint(event.state)]
+
+    def _scored(self, event: Scored) -> list[Command]:
+        record = self.evaluations.record(event.reports, event.quality, event.seconds)
+        commands: list[Command] = [Record(record)]
+        if self.evaluations.stop_now:
+            commands += self._stop("early stopping")
+        return commands
+
+    def _stop(self, reason: str) -> list[Command]:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self.stop_sent or self.ended:
+            return []
+        self.stop_sent = True
+        return [StopReading(self.stop_reason)]
+
+    def _lost(self, event: NodeLost) -> list[Command]:
+        """Refuse, replace the node alone, or roll back, as the policy says for its role."""
+        policy, losses = self.policy, self.recoveries.losses
+        why = None if policy is None else policy.refusal(event.node, len(losses))
+        if policy is None or why is not None:
+            recovered = [loss.node for loss in losses]
+            return [Fail(event.node, why, event.seconds, recovered, self.last_cut)]
+        action = policy.action(event.node)
+        if action in ONE_NODE and event.in_flight and not self.replacing:
+            loss = self._loss(event, action)
+            self.replacing = True
+            return [ReplaceNode(event.node, action, self.last_cut or self.spec.resume, loss)]
+        if self.replacing:  # the rollback redoes what the replacement was redoing
+            losses[-1].action = "superseded"
+        loss = self._loss(event, "rollback")
+        self.spec = restart_spec(self.first, self.last_cut)
+        self.cutting = self.replacing = self.stop_sent = False
+        return [RollBack(self.spec, loss)]
+
+    def _loss(self, event: NodeLost, action: str) -> Loss:
+        """The loss as the job counts it: where the stream was, where the job goes back to
+        (a restarted trainer: nowhere, what it held goes out again)."""
+        first = self.first.start_example
+        position = event.position - first
+        if action == "restart":
+            back_to = position
+        elif self.last_cut is not None:
+            back_to = self.last_cut.data_position - first
+        else:
+            back_to = (self.spec.start_example if action == "partial" else first) - first
+        loss = Loss(event.node, event.seconds, position, back_to, event.exact, action)
+        self.recoveries.add(loss)
+        return loss

@@ -1,0 +1,200 @@
+"""The job's rules (coordinator/supervisor.py), driven event by event: cuts, evaluation
+marks, early stopping, a stop on a signal, and each recovery from a lost node."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.evaluation import EarlyStopping, Evaluations
+from recsync.coordinator.recovery import RecoveryPolicy
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.supervisor import (
+    Checkpoint,
+    CutSettled,
+    Ended,
+    Evaluate,
+    Fail,
+    NodeLost,
+    PauseReading,
+    Progressed,
+    Record,
+    Replaced,
+    ReplaceNode,
+    Resumed,
+    ResumeReading,
+    RollBack,
+    Scored,
+    Started,
+    StopAsked,
+    StopReading,
+    Supervisor,
+)
+from recsync.coordinator.topology import Topology, build_topology
+from recsync.data.synthetic import SyntheticSpec
+from recsync.families import strategy_config
+from recsync.metrics.quality import Quality
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Address, Role
+
+MODEL = ModelSpec(4, tuple(TableSpec(f"C{i}", 50, 8) for i in range(2)), (16,), (16,))
+DATA = SyntheticSpec(num_train=10_000, num_test=1_000, num_dense=4, table_rows=(50,) * 2)
+SPEC = JobSpec(
+    MODEL, TrainSpec(batch_size=64), ClusterSpec(2, 1, 2, 1), strategy_config("easgd"), DATA
+)
+
+
+def topology() -> Topology:
+    return build_topology(SPEC, plan_for(SPEC), None)
+
+
+def supervisor(
+    cuts: int = 0,
+    eval_every: int = 0,
+    policy: RecoveryPolicy | None = None,
+    early: EarlyStopping | None = None,
+) -> Supervisor:
+    evaluations = Evaluations(topology(), eval_every, early)
+    job = Supervisor(SPEC, evaluations, CheckpointEvery(examples=cuts), policy)
+    assert job.handle(Started(topology(), 0.0)) == []
+    return job
+
+
+def state(position: int) -> JobState:
+    return JobState(torch.zeros(1), {}, [{}, {}], [], position, 0, 0, "easgd")
+
+
+def scored(examples: int, logloss: float) -> Scored:
+    stats = SimpleNamespace(total_examples=examples, loss_sum=0.5 * examples)
+    reports = {Address(Role.TRAINER, 0): SimpleNamespace(stats=stats)}
+    return Scored(reports, Quality(1_000, logloss, 1.0, 0.7, 1.0), 1.0)
+
+
+def test_a_cut_pauses_reading_takes_the_state_resumes_and_hands_it_on():
+    job = supervisor(cuts=1_000)
+    assert job.handle(Progressed(999, 10_000, 1.0)) == []
+    assert job.handle(Progressed(1_000, 10_000, 1.5)) == [PauseReading()]
+    assert job.cutting and job.handle(Progressed(1_100, 10_000, 1.6)) == []  # one at a time
+    cut = state(1_100)
+    assert job.handle(CutSettled(cut, 1_100, 1.7)) == [ResumeReading(), Checkpoint(cut)]
+    assert job.last_cut is cut and job.cuts.cuts == 1 and job.cutting
+    assert job.handle(Resumed()) == [] and not job.cutting
+    assert job.handle(Progressed(2_099, 10_000, 2.0)) == []  # counted from the cut
+    assert job.handle(Progressed(2_100, 10_000, 2.0)) == [PauseReading()]
+    assert job.handle(CutSettled(None, 0, 2.1)) == [ResumeReading()]  # the data ran out
+    assert job.cuts.cuts == 1 and job.last_cut is cut
+    job.handle(Resumed())
+    assert job.handle(Progressed(10_000, 10_000, 3.0)) == []  # never at the stream's end
+
+
+def test_an_evaluation_is_due_once_per_mark_and_its_record_is_handed_on():
+    job = supervisor(eval_every=500)
+    assert job.handle(Progressed(499, None, 1.0)) == []
+    assert job.handle(Progressed(1_200, None, 2.0)) == [Evaluate(2.0)]  # two marks, once
+    assert job.handle(Progressed(1_300, None, 2.1)) == []
+    assert job.handle(Progressed(1_600, None, 2.5, trained=1_536)) == [Evaluate(2.5)]
+    commands = job.handle(scored(1_536, 0.5))
+    assert len(commands) == 1 and isinstance(commands[0], Record)
+    assert commands[0].record["examples"] == 1_536 and job.evaluations.records
+
+
+def test_early_stopping_stops_reading_once():
+    job = supervisor(eval_every=500, early=EarlyStopping(patience=1))
+    assert [type(c) for c in job.handle(scored(500, 0.5))] == [Record]
+    assert job.handle(scored(1_000, 0.6))[1:] == [StopReading("early stopping")]
+    assert job.handle(scored(1_500, 0.7))[1:] == []
+    assert job.stop_reason == "early stopping"
+
+
+def test_a_signal_stops_reading_once_and_again_after_a_rollback():
+    job = supervisor(policy=RecoveryPolicy())
+    assert job.handle(StopAsked("SIGTERM")) == [StopReading("SIGTERM")]
+    assert job.handle(StopAsked("SIGTERM")) == []
+    [rollback] = job.handle(NodeLost("reader", 640, True, 3.0))
+    assert isinstance(rollback, RollBack)
+    assert job.handle(Started(topology(), 4.0)) == [StopReading("SIGTERM")]  # a new reader
+    job.handle(Ended())
+    assert job.handle(StopAsked("SIGINT")) == []
+
+
+def test_a_rollback_goes_back_to_the_last_cut_and_counts_the_replay():
+    job = supervisor(cuts=1_000, policy=RecoveryPolicy())
+    [rollback] = job.handle(NodeLost("trainer-1", 700, True, 2.0))
+    assert isinstance(rollback, RollBack) and rollback.spec is SPEC  # no cut: the start
+    assert (rollback.loss.position, rollback.loss.back_to, rollback.loss.replayed) == (700, 0, 700)
+    job.handle(Started(topology(), 2.5))
+    job.handle(Progressed(1_000, None, 3.0))
+    job.handle(CutSettled(state(1_024), 1_024, 3.1))
+    [rollback] = job.handle(NodeLost("sync-server-0", 1_500, False, 4.0, in_flight=False))
+    assert isinstance(rollback, RollBack) and rollback.spec.start_example == 1_024
+    assert not job.cutting and job.before == 1_024  # the cut under way is dropped
+    assert (rollback.loss.back_to, rollback.loss.replayed, rollback.loss.exact) == (
+        1_024,
+        476,
+        False,
+    )
+    assert [loss.action for loss in job.recoveries.losses] == ["rollback", "rollback"]
+
+
+def test_a_lost_shard_alone_comes_back_from_the_last_cut():
+    job = supervisor(cuts=1_000, policy=RecoveryPolicy(embedding_server="partial"))
+    assert job.replaceable() == frozenset({Role.EMBEDDING_SERVER})
+    job.handle(Progressed(1_000, None, 1.0))
+    cut = state(1_000)
+    job.handle(CutSettled(cut, 1_000, 1.0))
+    [replace] = job.handle(NodeLost("embedding-server-1", 1_800, True, 2.0))
+    assert isinstance(replace, ReplaceNode) and replace.action == "partial" and replace.back is cut
+    assert (replace.loss.back_to, replace.loss.lost, replace.loss.replayed) == (1_000, 800, 0)
+    assert job.replacing and job.handle(Replaced()) == [] and not job.replacing
+
+
+def test_a_lost_trainer_alone_restarts_and_replays_what_it_held():
+    job = supervisor(policy=RecoveryPolicy(trainer="restart"))
+    [replace] = job.handle(NodeLost("trainer-0", 900, True, 2.0))
+    assert isinstance(replace, ReplaceNode) and replace.action == "restart"
+    assert replace.back is None and replace.loss.back_to == replace.loss.position == 900
+    replace.loss.replayed_examples = 128  # what the driver requeued
+    assert job.recoveries.examples_replayed == 128
+
+
+def test_a_one_node_action_rolls_back_a_loss_while_the_job_starts():
+    job = supervisor(policy=RecoveryPolicy(trainer="restart"))
+    [command] = job.handle(NodeLost("trainer-0", 0, True, 0.0, in_flight=False))
+    assert isinstance(command, RollBack) and command.loss.action == "rollback"
+
+
+def test_a_loss_during_a_one_node_recovery_rolls_back_and_supersedes_it():
+    job = supervisor(policy=RecoveryPolicy(embedding_server="partial"))
+    [replace] = job.handle(NodeLost("embedding-server-0", 600, True, 1.0))
+    assert isinstance(replace, ReplaceNode)
+    [rollback] = job.handle(NodeLost("trainer-1", 600, True, 1.2, in_flight=False))
+    assert isinstance(rollback, RollBack) and not job.replacing
+    assert [loss.action for loss in job.recoveries.losses] == ["superseded", "rollback"]
+    assert job.recoveries.summary()["examples_lost"] == 0
+
+
+def test_max_restarts_reached_or_a_stop_fails_naming_the_last_cut():
+    job = supervisor(cuts=1_000, policy=RecoveryPolicy(max_restarts=1, reader="stop"))
+    job.handle(Progressed(1_000, None, 1.0))
+    cut = state(1_000)
+    job.handle(CutSettled(cut, 1_000, 1.0))
+    [fail] = job.handle(NodeLost("reader", 1_200, True, 2.0))
+    assert fail == Fail("reader", "recovery.reader is stop", 2.0, [], cut)
+    job.handle(NodeLost("trainer-1", 1_200, True, 2.0))
+    [fail] = job.handle(NodeLost("trainer-0", 1_100, True, 3.0))
+    assert isinstance(fail, Fail) and fail.why == "recovery.max_restarts (1) reached"
+    assert fail.recovered_from == ["trainer-1"] and fail.last_cut is cut
+
+
+def test_without_a_policy_every_loss_fails_and_a_bad_policy_is_refused():
+    [fail] = supervisor().handle(NodeLost("trainer-0", 10, True, 1.0))
+    assert isinstance(fail, Fail) and fail.why is None
+    evaluations = Evaluations(topology(), 0)
+    allreduce = JobSpec(MODEL, SPEC.train, SPEC.cluster, strategy_config("ma"), DATA)
+    with pytest.raises(ValueError, match="trainer = restart"):
+        Supervisor(allreduce, evaluations, None, RecoveryPolicy(trainer="restart"))
