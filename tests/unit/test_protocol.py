@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.hosting import HostedNode
 from recsync.data.batch import Batch
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import Loop, Notify, UnhandledEffect
@@ -130,6 +130,6 @@ def test_the_simulator_refuses_an_effect_it_has_no_handler_for():
 
 def test_the_ray_engine_refuses_an_effect_it_has_no_handler_for():
     node = Mute(Teleport())
-    driver = LoopDriver("mute", {}, 0.0, 1.0, NodeMeasures(), threading.Lock())
+    driver = LoopDriver("mute", {}, 0.0, HostedNode(node), threading.Lock())
     with pytest.raises(UnhandledEffect, match="the Ray engine has no handler for Teleport"):
         driver.drive(node.loops()[0])

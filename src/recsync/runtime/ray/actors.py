@@ -1,7 +1,9 @@
 """Every node of a job as one kind of Ray actor: it builds its node from the node's spec,
-answers messages (the driver's Ray calls, and its peers' loops over its channel; under a
-lock, waiting until the node is `ready`, for nodes that are `serialized`; concurrently
-otherwise), arms the node's timers, runs its loops on threads (loops.py), and reports."""
+answers messages (the driver's Ray calls, and its peers' loops over its channel), arms the
+node's timers, runs its loops on threads (loops.py), and reports. How a message reaches the
+node is coordinator/hosting.py's; here it only takes threads: for nodes that are
+`serialized`, messages are handled under a lock and a request waits on its condition;
+concurrently otherwise."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -18,11 +19,12 @@ import ray
 import torch
 import torch.distributed as dist
 
+from recsync.coordinator.hosting import HostedNode
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import HELPER_PROCESSES, THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
-from recsync.protocol.messages import Fused, Message, wire_bytes
-from recsync.protocol.node import LoopSpec
+from recsync.protocol.messages import Message
+from recsync.protocol.node import LoopSpec, StartTimer
 from recsync.runtime.ray import wire
 from recsync.runtime.ray.channel import ChannelServer, Endpoint
 from recsync.runtime.ray.errors import NodeFailure
@@ -78,6 +80,9 @@ class NodeActor:
         self.bell = Bell(part.wake_path) if part is not None and part.worker is not None else None
         self.cond = threading.Condition() if spec.serialized else None
         self.measures = NodeMeasures()
+        self.hosted = HostedNode(self.node, self.measures, spec.slowdown_at)
+        assert spec.serialized or not self.hosted.defers, f"{self.name} defers: serialize it"
+        self.wakes = _Wakes(self)
         self.counting = threading.Lock()
         self.started = time.perf_counter()  # (re)set when the job starts (`run`)
         self.peers = Peers({})
@@ -123,13 +128,12 @@ class NodeActor:
         own writable buffers (read off the channel), kept without a copy; else (a Ray
         call's read-only views) a message the node keeps (`retained`) is copied."""
         message = wire.decode(wired, copy=wired.retained and not owned)
-        if isinstance(message, Fused):
-            self._handle(message.push)
-            message = message.request
-        reply = self._handle(message)
-        if message.answered:
-            with self.counting:
-                self.measures.bytes_sent[message.kind] += wire_bytes(reply)
+        push, request = self.hosted.split(message)
+        if push is not None:
+            self._handle(push)
+        reply = self._handle(request)
+        with self.counting:
+            self.hosted.count_reply(request, reply)
         return wire.encode(reply)
 
     def _call_owned(self, wired: Message) -> Any:
@@ -137,51 +141,38 @@ class NodeActor:
         return self.call(wired, owned=True)
 
     def _handle(self, message: Message) -> Any:
-        """The node's reply, once it is `ready` for the message (serialized nodes: under
-        the lock)."""
-        cond = self.cond
+        """The node's reply, once it is ready for the message (serialized nodes: under the
+        lock)."""
+        hosted, cond = self.hosted, self.cond
         if cond is None:
-            reply = self._slowed(self.node.handle, message)
-            if message.mutates and self.driver is not None:  # its loops' Awaits re-check
-                self.driver.wake()
+            reply = self._slowed(message)
+            hosted.after(message, self.wakes)
             return reply
         with cond:
-            if not self.node.ready(message) and not cond.wait_for(
-                lambda: self.node.ready(message), timeout=READY_WAIT_S
+            if hosted.waits(message) and not cond.wait_for(
+                lambda: not hosted.waits(message), timeout=READY_WAIT_S
             ):
                 raise NodeFailure(
                     f"{self.name}: a {message.kind} waited {READY_WAIT_S:.0f} s for the "
                     "server to be ready"
                 )
-            reply = self._slowed(self.node.handle, message)
-            if message.mutates:
-                cond.notify_all()
-                if self.node.arms_timers:
-                    self._arm_timers()
+            reply = self._slowed(message)
+            hosted.after(message, self.wakes)
         return reply
 
-    def _slowed(self, handle: Callable[[Message], Any], message: Message) -> Any:
-        """`handle(message)`, taking `slowdown` times as long (an emulated slow server)."""
+    def _slowed(self, message: Message) -> Any:
+        """The node's reply, taking `slowdown` times as long (an emulated slow server)."""
         started = time.perf_counter()
-        reply = handle(message)
-        slowdown = self.spec.slowdown_at(started - self.started)
+        reply = self.hosted.handle(message)
+        slowdown = self.hosted.slowdown(started - self.started)
         if slowdown > 1.0:
             time.sleep((slowdown - 1.0) * (time.perf_counter() - started))
         return reply
 
-    def _arm_timers(self) -> None:
-        """Under the lock: start the timers the node asked for."""
-        for timer in self.node.take_timers():
-            thread = threading.Timer(timer.seconds, self._fire, args=(timer.timer_id,))
-            thread.daemon = True
-            thread.start()
-
     def _fire(self, timer_id: int) -> None:
         assert self.cond is not None
         with self.cond:
-            self.node.timer(timer_id)
-            self.cond.notify_all()
-            self._arm_timers()
+            self.hosted.fire(timer_id, self.wakes)
 
     def collective_address(self) -> str:
         with socket.socket() as sock:
@@ -206,8 +197,7 @@ class NodeActor:
             self.name,
             self.peers,
             self.started,
-            self.spec.slowdown_at,
-            self.measures,
+            self.hosted,
             self.counting,
             ring=self.bell.ring if self.bell is not None else None,
         )
@@ -241,6 +231,28 @@ class NodeActor:
                 dict(measures.worker_steps),
                 {"process": _process_cpu_s() - self.cpu_at_start + helpers, **threads},
             )
+
+
+class _Wakes:
+    """What a node hosted by Ray wakes when it moved (called under its lock, if it has one):
+    the requests waiting on its condition, its loops' waits, and timers on threads."""
+
+    def __init__(self, actor: NodeActor):
+        self.actor = actor
+
+    def requests(self, host: HostedNode) -> None:
+        if self.actor.cond is not None:
+            self.actor.cond.notify_all()
+
+    def loops(self, host: HostedNode) -> None:
+        driver = self.actor.driver
+        if driver is not None:  # its loops' Awaits re-check
+            driver.wake()
+
+    def arm(self, host: HostedNode, timer: StartTimer) -> None:
+        thread = threading.Timer(timer.seconds, self.actor._fire, args=(timer.timer_id,))
+        thread.daemon = True
+        thread.start()
 
 
 def _process_cpu_s() -> float:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.hosting import HostedNode
 from recsync.protocol.address import Address
 from recsync.protocol.effects import (
     AllReduce,
@@ -30,7 +30,7 @@ from recsync.protocol.effects import (
     Send,
     UnhandledEffect,
 )
-from recsync.protocol.messages import Message, wire_bytes
+from recsync.protocol.messages import Message
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray import channel, wire
 from recsync.runtime.ray.channel import ChannelClosed, Connection, Endpoint, RemoteError
@@ -75,13 +75,12 @@ class LoopDriver:
         name: str,
         peers: Peers,
         start: float,
-        slowdown: Callable[[float], float],
-        measures: NodeMeasures,
+        hosted: HostedNode,
         counting: threading.Lock,
         ring: Callable[[], None] | None = None,
     ):
-        self.name, self.peers, self.start, self.slowdown = name, peers, start, slowdown
-        self.measures, self.counting = measures, counting
+        self.name, self.peers, self.start, self.hosted = name, peers, start, hosted
+        self.measures, self.counting = hosted.measures, counting
         self.ring = ring  # wakes the node's loops in its other processes (wakeup.py)
         self.cond = threading.Condition()
         self.generation: dict[str, int] = defaultdict(int)
@@ -164,8 +163,7 @@ class LoopDriver:
 
     def _sent(self, message: Message) -> Any:
         with self.counting:
-            self.measures.bytes_sent[message.kind] += wire_bytes(message)
-            self.measures.calls[message.kind] += 1
+            self.hosted.count_sent(message)
         return wire.encode(message)
 
     def _get(self, state: _LoopState, sent: Sent, timeout: float = REPLY_WAIT_S) -> Any:
@@ -237,14 +235,13 @@ class LoopDriver:
 
     def _compute(self, state: _LoopState, effect: Compute) -> None:
         now = time.perf_counter()
-        slowdown = self.slowdown(now - self.start)
+        slowdown = self.hosted.slowdown(now - self.start)
         if slowdown > 1.0:  # an emulated straggler: its compute took longer
             time.sleep((slowdown - 1.0) * (now - state.resumed))
 
     def _allreduce(self, state: _LoopState, effect: AllReduce) -> tuple[torch.Tensor, int]:
         with self.counting:
-            self.measures.bytes_sent["AllReduce"] += wire_bytes(effect.values)
-            self.measures.calls["AllReduce"] += 1
+            self.hosted.count_all_reduce(effect.values)
         flag = torch.tensor([1.0 if effect.done else 0.0])
         buffer = torch.cat([effect.values, flag])
         dist.all_reduce(buffer, op=dist.ReduceOp.SUM, group=self.group)

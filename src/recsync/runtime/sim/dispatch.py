@@ -18,7 +18,6 @@ from recsync.protocol.effects import (
     Send,
     UnhandledEffect,
 )
-from recsync.protocol.messages import wire_bytes
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import WorkerSpeeds
 from recsync.runtime.sim.host import Waiter
@@ -72,16 +71,13 @@ class EffectDispatch:
             flops = effect.examples * self.flops_per_example
             if not effect.applies:
                 flops *= 1.0 - self.speeds.cost.apply_share
-        seconds = self.speeds.compute_s(runner.worker, flops, self.clock.now)
-        if runner.host.slowdown_at is not None:  # cluster.trainer_slowdown
-            seconds *= runner.host.slowdown_at(self.clock.now)
+        now = self.clock.now
+        seconds = self.speeds.compute_s(runner.worker, flops, now) * runner.host.slowdown(now)
         self.network.work(runner.host.machine, seconds, runner.resume)
 
     def _allreduce(self, runner: LoopRunner, effect: AllReduce) -> None:
         assert runner.host.address in self.collectives, "the node is in no collective"
-        measures = runner.host.measures
-        measures.bytes_sent["AllReduce"] += wire_bytes(effect.values)
-        measures.calls["AllReduce"] += 1
+        runner.host.count_all_reduce(effect.values)
         collective, rank = self.collectives[runner.host.address]
         collective.contribute(rank, effect.values, effect.done, runner.resume)
 

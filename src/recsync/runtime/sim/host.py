@@ -1,48 +1,30 @@
-"""A node hosted in virtual time: the node itself, the simulated machine it runs on (a NIC
-and CPU slots), what the driver measures of it, and its loops' waits on its channels."""
+"""A node hosted in virtual time: the node as every driver hosts it (coordinator/hosting.py),
+the simulated machine it runs on (a NIC and CPU slots), and its loops' waits on its
+channels."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.hosting import HostedNode
 from recsync.protocol.address import Address
-from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
 from recsync.runtime.sim.clock import Callback
 from recsync.runtime.sim.network import Machine
 
 Waiter = tuple[Callable[[], bool] | None, Callback]
-Observer = Callable[[Message, Any], None]
 
 
-class SimHost:
+class SimHost(HostedNode):
     """One node of a simulated job."""
 
-    __slots__ = (
-        "address",
-        "node",
-        "machine",
-        "measures",
-        "defers",
-        "arms_timers",
-        "waiters",
-        "observer",
-        "slowdown_at",
-        "down_until",
-    )
+    __slots__ = ("address", "machine", "waiters", "down_until")
 
     def __init__(self, address: Address, node: Node, machine: Machine):
+        super().__init__(node)
         self.address = address
-        self.node = node
         self.machine = machine
-        self.measures = NodeMeasures()
-        self.defers = type(node).defers
-        self.arms_timers = type(node).arms_timers
         self.waiters: dict[str, list[Waiter]] = {}
-        self.observer: Observer | None = None  # told of every message the node answered
-        self.slowdown_at: Callable[[float], float] | None = None  # a slowed node's factor
         self.down_until = 0.0  # a lost node being replaced: messages wait until then
 
     def wake(self, soon: Callable[[Callback], None]) -> None:

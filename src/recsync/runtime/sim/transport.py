@@ -2,11 +2,13 @@
 node's loop becomes timed actions (the sender's and receiver's NICs, the server's CPU), the
 server node's `handle`, and its reply on the way back.
 
-A request its server cannot answer yet (`ready` says no) waits until a message that
-mutates some server was handled, then is re-checked. Coordination messages (`control`) cost
-no network or CPU here. A `prefetchable` request (a worker's next batch) is sent again as its
-reply comes back, as the engine's loops do, so the loop's next ask finds it on its way or
-answered. Every handler ends in the caller's continuation (see clock.py).
+How a message reaches its node is coordinator/hosting.py's (a fused message's push applied
+on arrival, a request its server cannot answer yet waiting until a message that mutates
+some server was handled, then re-checked; what a mutation wakes; reply bytes); here it only
+takes virtual time: a waiting request waits on one `Signal` of the job. Coordination
+messages (`control`) cost no network or CPU here. A `prefetchable` request (a worker's next
+batch) is sent again as its reply comes back, as the engine's loops do, so the loop's next
+ask finds it on its way or answered. Every handler ends in the caller's continuation (see clock.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Call, CallEach, Drain, Target
-from recsync.protocol.messages import Fused, Message, wire_bytes
+from recsync.protocol.messages import Fused, Message
+from recsync.protocol.node import StartTimer
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.host import SimHost
@@ -100,7 +103,8 @@ class PartialGather:
 
 
 class Transport:
-    """Carries the messages of a simulated job between its hosts."""
+    """Carries the messages of a simulated job between its hosts (and is what its hosts'
+    nodes wake when they move: `Wakes` of coordinator/hosting.py)."""
 
     def __init__(self, clock: Clock, network: Network, hosts: dict[Address, SimHost]):
         self.clock, self.network, self.hosts = clock, network, hosts
@@ -187,10 +191,7 @@ class Transport:
     def _delivery(
         self, src: SimHost, target: Address, message: Message, deliver: Any, tag: Any
     ) -> Delivery:
-        size, measures = wire_bytes(message), src.measures
-        measures.bytes_sent[message.kind] += size
-        measures.calls[message.kind] += 1
-        return (src, self.hosts[target], message, size, deliver, tag)
+        return (src, self.hosts[target], message, src.count_sent(message), deliver, tag)
 
     def _send_each(self, items: list[Delivery]) -> None:
         send, arrived = self.network.send, self._arrived
@@ -212,22 +213,20 @@ class Transport:
             push_s = self._server_s(dst, message.push)
             self.network.work(dst.machine, push_s, self._pushed, item)
             return
-        if message.may_wait and dst.defers and not dst.node.ready(message):
+        if dst.waits(message):
             self.changed.wait(self._arrived, item)  # answered once the server moved
             return
         self.network.work(dst.machine, self._server_s(dst, message), self._serve, item)
 
     def _server_s(self, dst: SimHost, message: Message) -> float:
-        seconds = self.cost.server_s(message.work())
-        if dst.slowdown_at is not None:  # a slow server
-            seconds *= dst.slowdown_at(self.clock.now)
-        return seconds
+        return self.cost.server_s(message.work()) * dst.slowdown(self.clock.now)
 
     def _pushed(self, item: Delivery) -> None:
         src, dst, fused, size, deliver, tag = item
-        assert isinstance(fused, Fused)
-        self._handle(dst, fused.push)
-        self._arrived((src, dst, fused.request, size, deliver, tag))
+        push, request = dst.split(fused)
+        assert push is not None
+        self._handle(dst, push)
+        self._arrived((src, dst, request, size, deliver, tag))
 
     def _serve(self, item: Delivery) -> None:
         src, dst, message, _, deliver, tag = item
@@ -238,9 +237,7 @@ class Transport:
             if not left and tag in self.drained:
                 self.clock.soon(self.drained.pop(tag))
             return
-        size = wire_bytes(reply)
-        if message.answered:
-            dst.measures.bytes_sent[message.kind] += size
+        size = dst.count_reply(message, reply)
         answer = reply if tag is None else (tag, reply)
         if self.cost.faults.may_delay(message):
             self.network.reply(dst.machine, src.machine, size, deliver, answer)
@@ -252,32 +249,29 @@ class Transport:
         if dst.down_until > self.clock.now:
             self.clock.at(dst.down_until, self._control, item)
             return
-        if message.may_wait and dst.defers and not dst.node.ready(message):
+        if dst.waits(message):
             self.changed.wait(self._control, item)
             return
         reply = self._handle(dst, message)
         if deliver is not None:
-            dst.measures.bytes_sent[message.kind] += wire_bytes(reply)
+            dst.count_reply(message, reply)
             deliver(reply if tag is None else (tag, reply))
 
     def _handle(self, dst: SimHost, message: Message) -> Any:
-        reply = dst.node.handle(message)
-        if dst.observer is not None:
-            dst.observer(message, reply)
-        if message.mutates:
-            self.changed.fire()
-            if dst.waiters:
-                dst.wake(self.clock.soon)
-            if dst.arms_timers:
-                self._arm(dst)
+        reply = dst.handle(message)
+        dst.after(message, self)
         return reply
 
-    def _arm(self, dst: SimHost) -> None:
-        for timer in dst.node.take_timers():
-            self.clock.at(self.clock.now + timer.seconds, self._timer, (dst, timer.timer_id))
+    def requests(self, host: SimHost) -> None:
+        self.changed.fire()
+
+    def loops(self, host: SimHost) -> None:
+        if host.waiters:
+            host.wake(self.clock.soon)
+
+    def arm(self, host: SimHost, timer: StartTimer) -> None:
+        self.clock.at(self.clock.now + timer.seconds, self._timer, (host, timer.timer_id))
 
     def _timer(self, item: tuple[SimHost, int]) -> None:
-        dst, timer_id = item
-        dst.node.timer(timer_id)
-        self.changed.fire()
-        self._arm(dst)
+        host, timer_id = item
+        host.fire(timer_id, self)
