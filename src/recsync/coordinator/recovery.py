@@ -198,17 +198,19 @@ def account(
 
 
 def restarted_trainer(
-    node: TrainerSpec, spec: JobSpec, back: JobState | None, center: torch.Tensor | None
+    node: TrainerSpec, spec: JobSpec, back: JobState | None, center: list[Any]
 ) -> TrainerSpec:
-    """The next incarnation of lost trainer `node`: its replica from the `center` (EASGD's
-    sync servers, put together) if there is one, else from cut `back` (None: the job's
-    start), its optimizer state from the same cut."""
+    """The next incarnation of lost trainer `node`: its replica from the center (`center`:
+    the sync servers' reports, in order; EASGD) if there is one, else from cut `back`
+    (None: the job's start), its optimizer state from the same cut."""
     fresh = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
     optimizer = copy_state(fresh.optimizer.state_dict()) if back is None else back.dense_optimizer
-    if center is None:
-        center = fresh.flat.detach().clone() if back is None else back.dense.clone()
+    if center:
+        dense = torch.cat([part.values for part in center])
+    else:
+        dense = fresh.flat.detach().clone() if back is None else back.dense.clone()
     setup = dataclasses.replace(
-        node.setup, initial=(center, optimizer), incarnation=node.setup.incarnation + 1
+        node.setup, initial=(dense, optimizer), incarnation=node.setup.incarnation + 1
     )
     return dataclasses.replace(node, setup=setup)
 

@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 from pydantic import ValidationError
 
-from recsync.app.config.schema import TABULAR_FORMATS, Config
+from recsync.app.config.data import TABULAR_FORMATS
+from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS, unknown_key_message
 from recsync.errors import ConfigError, DataError
 from recsync.io.columns import infer_columns, table_sample

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
+from recsync.app.config.data import TABULAR_FORMATS, DataSection, file_paths, reader_schema
 from recsync.app.config.job import ClusterSection, check_cluster_fits
 from recsync.app.config.run import RecoverySection, RunSection, SimulateSection
 from recsync.app.config.strategy import (
@@ -29,12 +29,8 @@ from recsync.app.config.strategy import (
     strategy_spec,
 )
 from recsync.coordinator.spec import ClusterSpec
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
-from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
-from recsync.io.readers import format_of_name
 from recsync.io.sources import FileData
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec, TableSpec
@@ -43,85 +39,19 @@ from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.sync.family import StrategyFamily
 
-TABULAR_FORMATS = ("csv", "parquet")
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
 _DEFAULT_MODEL = ModelSpec()
 _DEFAULT_TRAIN = TrainSpec()
 
 
 if TYPE_CHECKING:  # the generated sections, as far as this module reads them
-
-    class SyntheticSection(Section):
-        num_dense: int = 0
-        table_rows: list[int] = []
-
     HashTablesSection: TypeAlias = Section
     DenseOptimizerSection: TypeAlias = Section
     SparseOptimizerSection: TypeAlias = Section
 else:
-    SyntheticSection = section_from_dataclass(SyntheticSpec)
     HashTablesSection = section_from_dataclass(HashTables)
     DenseOptimizerSection = section_from_dataclass(DenseOptimizerSpec)
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
-
-
-class TabularSchemaSection(Section):
-    """[data.schema]: the declared columns of a CSV or Parquet table."""
-
-    label: str = "label"
-    dense: list[str] = []
-    categorical: list[str] = []
-    hashed: list[str] = []
-    null_dense: float | Literal["skip"] = 0.0
-    hash_seed: int = 0
-    dense_log1p: bool = False
-    delimiter: str = ","  # "\t" for TSV tables
-
-
-class LibSVMSection(Section):
-    """[data.libsvm]: which libSVM indices are dense features."""
-
-    dense_indices: list[int] = []
-
-
-class LibFFMSection(Section):
-    """[data.libffm]: which libFM field numbers are dense features."""
-
-    dense_fields: list[int] = []
-
-
-class DataSection(Section):
-    """[data]: where examples come from, and the held-out set for file data."""
-
-    source: Literal["synthetic", "criteo", "libsvm", "libffm", "csv", "parquet"] = "synthetic"
-    # also accepted on input: "libfm" (read as libsvm) and "auto" (by data.path's name)
-    path: str | list[str] | None = None
-    strict: bool = False
-    test_path: str | list[str] | None = None
-    test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
-    test_max_examples: int = Field(default=100_000, ge=1)
-    synthetic: SyntheticSection = Field(default_factory=SyntheticSection)
-    table_schema: TabularSchemaSection = Field(default_factory=TabularSchemaSection, alias="schema")
-    libsvm: LibSVMSection = Field(default_factory=LibSVMSection)
-    libffm: LibFFMSection = Field(default_factory=LibFFMSection)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _resolve_source(cls, values: Any) -> Any:
-        """ "libfm" is read as libsvm (the same `label index:value` lines); "auto" is the
-        format data.path's name says (io/readers.py SUFFIX_FORMATS)."""
-        if not isinstance(values, dict):
-            return values
-        source = values.get("source")
-        if source == "libfm":
-            return {**values, "source": "libsvm"}
-        if source == "auto":
-            path = values.get("path")
-            first = path[0] if isinstance(path, list) and path else path
-            if not isinstance(first, str):
-                raise ValueError("'auto' needs data.path: the format is read from its name")
-            return {**values, "source": format_of_name(first)}
-        return values
 
 
 class ModelSection(Section):
@@ -360,59 +290,25 @@ class Config(Section):
     def _file_data(self, model: ModelSpec) -> FileData:
         data, rows = self.data, tuple(t.num_rows for t in model.tables)
         try:
-            schema = _reader_schema(data, model, rows)
+            schema = reader_schema(data, model, rows)
         except ValueError as error:
             section = {"libsvm": "data.libsvm", "libffm": "data.libffm"}.get(
                 data.source, "data.schema"
             )
             raise ConfigError(f"{section}: {error}") from None
         return FileData(
-            paths=_paths(data.path),
+            paths=file_paths(data.path),
             fmt=data.source,
             schema=schema,
             strict=data.strict,
-            test_paths=_paths(data.test_path),
+            test_paths=file_paths(data.test_path),
             test_fraction=data.test_fraction,
             test_max_examples=data.test_max_examples,
             dense_log1p=data.table_schema.dense_log1p and data.source in TABULAR_FORMATS,
         )
 
 
-def _reader_schema(
-    data: DataSection, model: ModelSpec, rows: tuple[int, ...]
-) -> CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema:
-    keyed = model.hash_tables is not None
-    if data.source == "criteo":
-        return CriteoSchema(rows, num_integer=model.num_dense, keyed=keyed)
-    if data.source == "libsvm":
-        return LibSVMSchema(rows[0], dense_indices=tuple(data.libsvm.dense_indices), keyed=keyed)
-    if data.source == "libffm":
-        return LibFFMSchema(rows, dense_fields=tuple(data.libffm.dense_fields), keyed=keyed)
-    s = data.table_schema
-    return TabularSchema(
-        label=s.label,
-        dense=tuple(s.dense),
-        categorical=tuple(s.categorical),
-        table_rows=rows,
-        hashed=tuple(s.hashed),
-        null_dense=None if s.null_dense == "skip" else s.null_dense,
-        hash_seed=s.hash_seed,
-        delimiter=s.delimiter,
-        keyed=keyed,
-    )
-
-
 def _agree(key: str, given: int | None, dictated: int | None, what: str) -> int | None:
     if given is not None and dictated is not None and given != dictated:
         raise ConfigError(f"{key}: {given} {what}, but the data has {dictated}")
     return given if given is not None else dictated
-
-
-def _paths(value: str | list[str] | None) -> tuple[Path, ...]:
-    """Absolute paths (against the working directory of the command): the reader's actor
-    may run elsewhere (another directory, or with Ray already running, another cwd)."""
-    if value is None:
-        return ()
-    return tuple(
-        Path(p).expanduser().absolute() for p in ([value] if isinstance(value, str) else value)
-    )

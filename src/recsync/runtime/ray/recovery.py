@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import ray
-import torch
 
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.node_specs import ShardSpec
@@ -119,7 +118,7 @@ class Recovering:
         address = node.address
         requeued = int(self._ask_reader(Requeue(address.index, node.workers)))
         command.loss.replayed_examples = requeued
-        restarted = restarted_trainer(node, self.spec, command.back, self._center())
+        restarted = restarted_trainer(node, self.spec, command.back, self._center_slices())
         self.replaced[address] = restarted
         old_loops = [r for r, a in self._runs.items() if a == address and r not in self._done]
         self._done.update(old_loops)
@@ -127,13 +126,11 @@ class Recovering:
             self._runs[actor.run.remote()] = address
         _read_ended(old_loops)
 
-    def _center(self) -> torch.Tensor | None:
-        """The center variable, put together from the sync servers (None: none)."""
+    def _center_slices(self) -> list[Any]:
+        """The sync servers' reports, in order (their slices of the center variable)."""
         servers = [n.address for n in self.topology.of_role(Role.SYNC_SERVER)]
-        if not servers:
-            return None
-        slices = self.hosts.reports(servers)
-        return torch.cat([slices[a].values for a in servers])
+        reports = self.hosts.reports(servers) if servers else {}
+        return [reports[a] for a in servers]
 
     def _roll_back(self, spec: JobSpec) -> None:
         """Every node goes: the job restarts as `spec` says, on the machines left."""

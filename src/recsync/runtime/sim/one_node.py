@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.node_specs import BuildContext, NodeSpec, ShardSpec
@@ -69,7 +67,8 @@ class OneNodeRecovery:
         sim, address = self.sim, node.address
         loss.replayed_examples = int(sim.reader.handle(Requeue(address.index, node.workers)))
         sim.transport.changed.fire()
-        restarted = restarted_trainer(node, sim.spec, back, self._center())
+        centers = [h.node.report() for h in sim.hosts_of(Role.SYNC_SERVER)]
+        restarted = restarted_trainer(node, sim.spec, back, centers)
         self.replaced[address] = restarted
         old = sim.hosts[address]
         host = SimHost(address, restarted.build(CONTEXT), old.machine)
@@ -80,10 +79,3 @@ class OneNodeRecovery:
 
     def _start(self, host: Any) -> None:
         self.sim.start_loops(host)
-
-    def _center(self) -> torch.Tensor | None:
-        """The center variable, put together from the sync servers (None: none)."""
-        servers = self.sim.hosts_of(Role.SYNC_SERVER)
-        if not servers:
-            return None
-        return torch.cat([h.node.report().values for h in servers])
