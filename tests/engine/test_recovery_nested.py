@@ -68,7 +68,7 @@ class Kills:
         self.killed.append(target.name)
 
 
-def run_with(kills: Kills, policy: RecoveryPolicy) -> dict:
+def run_with(kills: Kills, policy: RecoveryPolicy, cluster: ClusterSpec = SMALL) -> dict:
     started: list[RayJob] = []
 
     def on_start(job: RayJob) -> None:
@@ -76,7 +76,7 @@ def run_with(kills: Kills, policy: RecoveryPolicy) -> dict:
         kills.on_start(job)
 
     return run_job(
-        dataclasses.replace(spec("easgd", SMALL), synthetic=SYNTHETIC),
+        dataclasses.replace(spec("easgd", cluster), synthetic=SYNTHETIC),
         on_start=on_start,
         on_progress=lambda done, total, eps: kills.on_progress(started[0], done),
         checkpoint_every=CheckpointEvery(examples=5_000),
@@ -97,9 +97,13 @@ def test_a_node_lost_while_the_job_starts_is_recovered_from():
 
 def test_a_node_lost_while_the_job_restarts_after_a_loss_is_recovered_from():
     # trainer 1 lost at 12,000 examples or later, after a cut; the reader then killed as the
-    # restart's actors answer, before they are connected: a second rollback to the same cut
+    # restart's actors answer, before they are connected: a second rollback to the same cut.
+    # The driver polls (and cuts) every 0.5 s; on a quiet machine the unslowed job trains
+    # 20,000 examples in about two polls, so the trainers are slowed to leave polls between
+    # the cut and the end of the data whatever the machine's speed
     kills = Kills({1: READER}, mid_run=TRAINER_1, at_examples=12_000)
-    summary = run_with(kills, RecoveryPolicy(max_restarts=2))
+    slowed = dataclasses.replace(SMALL, trainer_slowdown=(6.0, 6.0))
+    summary = run_with(kills, RecoveryPolicy(max_restarts=2), slowed)
     recovery = summary["recovery"]
     first, second = recovery["losses"]
     assert kills.killed == ["trainer-1", "reader"]
