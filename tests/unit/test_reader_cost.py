@@ -53,6 +53,7 @@ def test_the_reader_is_timed_on_the_jobs_file_and_its_format_priced(tmp_path):
     assert files.fmt == "libffm" and files.paths == (data.absolute(),)  # by the name
     measured = measure_reader(files, train, examples=1_000, repeats=3)
     assert measured.fmt == "libffm" and len(measured.passes) == 3
+    assert measured.examples == 1_024  # whole batches of 256 until 1,000 were handed out
     assert 0 < measured.example_s < 1e-2 and measured.example_s in measured.passes
     base = dataclasses.replace(CostModel(), worker_flops=3e9)
     priced = with_reader_cost(base, measured)

@@ -36,8 +36,8 @@ READER_PASSES = 3  # timed passes, their median taken
 @dataclass(frozen=True)
 class ReaderCost:
     """A file's reader cost: CPU seconds an example in each timed pass (`passes`, each
-    over the first `examples` examples handed out, or fewer where the file or the time
-    ran out) and their median."""
+    over the first examples handed out: `examples` in the shortest, where the file or the
+    time ran out first) and their median."""
 
     fmt: str
     examples: int
@@ -69,9 +69,11 @@ def job_files(
     return specs.files, specs.train
 
 
-def _pass_seconds(files: FileData, train: TrainSpec, examples: int, budget_s: float) -> float:
+def _pass_seconds(
+    files: FileData, train: TrainSpec, examples: int, budget_s: float
+) -> tuple[float, int]:
     """CPU seconds an example of one pass over the first `examples` examples handed out
-    (fewer where the file ends, or `budget_s` of CPU went by first)."""
+    (fewer where the file ends, or `budget_s` of CPU went by first), and how many."""
     source = FileTrainingData(dataclasses.replace(files, test_paths=()), train)
     handed = 0
     start = time.process_time()
@@ -84,7 +86,7 @@ def _pass_seconds(files: FileData, train: TrainSpec, examples: int, budget_s: fl
     spent = time.process_time() - start
     if not handed:
         raise ConfigError(f"--data {files.paths[0]}: no example to read (an empty file?)")
-    return spent / handed
+    return spent / handed, handed
 
 
 def measure_reader(
@@ -100,8 +102,9 @@ def measure_reader(
         raise ConfigError(f"reader calibration: repeats and examples must be >= 1, got {repeats}")
     torch.set_num_threads(1)  # as in the producer (io/background.py)
     _pass_seconds(files, train, min(examples, WARM_EXAMPLES), budget_s)
-    passes = tuple(_pass_seconds(files, train, examples, budget_s) for _ in range(repeats))
-    return ReaderCost(files.fmt, examples, passes)
+    passes = [_pass_seconds(files, train, examples, budget_s) for _ in range(repeats)]
+    handed = min(count for _, count in passes)
+    return ReaderCost(files.fmt, handed, tuple(seconds for seconds, _ in passes))
 
 
 def with_reader_cost(cost: CostModel | None, measured: ReaderCost) -> CostModel:
