@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from recsync.app.cli.calibrate import calibrate
 from recsync.app.cli.common import (
     ConfigOption,
     ForceOption,
     NameOption,
     SetOption,
-    cpu_table,
     end_of_run,
     fail,
     fail_interrupted,
@@ -34,15 +34,13 @@ from recsync.app.cli.data import data_app
 from recsync.app.cli.reproduce import reproduce_app
 from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
-from recsync.app.runs.calibrate import calibrate as run_calibration
-from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
-from recsync.app.runs.cost_profile import profile_text, simulation_cost
+from recsync.app.runs.cost_profile import simulation_cost
 from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
-from recsync.app.runs.progress import steps_bar, warn
+from recsync.app.runs.progress import warn
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir
 from recsync.app.runs.simulate import run_simulation
@@ -62,6 +60,7 @@ app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.add_typer(reproduce_app, name="reproduce")
+app.command()(calibrate)
 app.command()(continual)
 
 
@@ -241,56 +240,6 @@ def simulate(
     table.add_row("test NE", number(summary["test_ne"]))
     Console(emoji=False).print(table)
     end_of_run(summary)
-
-
-@app.command()
-def calibrate(
-    out: Annotated[Path, typer.Option(help="Where to write the cost profile (TOML).")] = Path(
-        "cost_profile.toml"
-    ),
-    check: Annotated[
-        bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
-    ] = True,
-    examples: Annotated[
-        int, typer.Option(help="Examples per engine run (each fit job and each check).")
-    ] = 180_000,
-    repeats: Annotated[
-        int, typer.Option(min=1, help="Runs of each fit job (the one of median EPS is measured).")
-    ] = 1,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
-) -> None:
-    """Measure this machine into a simulator cost profile (use: simulate --profile FILE)."""
-    with steps_bar("calibrate", calibration_steps(check, repeats), progress) as announce:
-        cost, measured, rows = run_calibration(examples, check, announce, repeats)
-    out.write_text(profile_text(cost), encoding="utf-8")
-    table = Table(title="measured on this machine", show_header=False)
-    for key, value in measured.items():
-        if key.endswith("_factor"):
-            shown = f"x {value:.3f}"
-        elif key.endswith("_share"):
-            shown = f"{value:.1%}"
-        elif key.endswith("_cpus"):
-            shown = f"{value:.4f} of a core"
-        elif value < 1e-8:  # a dense element's or a byte's seconds
-            shown = f"{value * 1e9:.4g} ns"
-        elif value < 1e-3:
-            shown = f"{value * 1e6:.4g} us"
-        else:
-            shown = f"{value * 1e3:.4g} ms"
-        table.add_row(key, shown)
-    Console(emoji=False).print(table)
-    if rows:
-        checks = Table(title="simulator vs Ray engine (examples/s)")
-        for column in ("config", "measured_eps", "predicted_eps", "error"):
-            checks.add_column(column)
-        for row in rows:
-            checks.add_row(
-                *(str(row[c]) for c in ("config", "measured_eps", "predicted_eps")),
-                f"{row['error']:+.1%}",
-            )
-        Console(emoji=False).print(checks)
-        Console(emoji=False).print(cpu_table(rows))
-    Console(emoji=False).print(f"cost profile written to {out}")
 
 
 BestOption = Annotated[

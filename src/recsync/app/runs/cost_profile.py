@@ -55,7 +55,12 @@ def simulation_cost(config: Config) -> CostModel:
     if config.cost is not None:
         tree = merge_tables(tree, {"cost": config.cost})
         sources.append("the config's [cost]")
-    source = " with ".join(sources) or "cost defaults"
+    return profile_cost(tree, " with ".join(sources) or "cost defaults")
+
+
+def profile_cost(tree: dict[str, Any], source: str) -> CostModel:
+    """The cost model of a profile's tables `tree` (ConfigError naming `source` and the full
+    key of a rejected value)."""
     try:
         profile = CostProfile.model_validate(tree)
         cost: CostModel = build_dataclass(CostModel, getattr(profile, "cost"), "cost")  # noqa: B009

@@ -102,6 +102,32 @@ class Faults:
 
 
 @dataclass(frozen=True)
+class FileReading:
+    """Seconds a reader node spends making one example of file data, by the file's format
+    (data.source), as `recsync calibrate --data FILE` measured the job's own files: reading
+    and parsing them, holding the test rows out, handing each batch from the producer to
+    the reader's process (pickled through the pipe and back). A format left unset (None)
+    costs a batch what a synthetic one does (`CostModel.reader_batch_s`)."""
+
+    criteo: float | None = None
+    libsvm: float | None = None
+    libffm: float | None = None
+    csv: float | None = None
+    parquet: float | None = None
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"{f.name} must be >= 0 seconds an example, got {value}")
+
+    def example_s(self, fmt: str) -> float | None:
+        """Seconds an example of format `fmt` costs (None: not measured)."""
+        value: float | None = getattr(self, fmt)
+        return value
+
+
+@dataclass(frozen=True)
 class CostModel:
     """Seconds for every kind of work, in virtual time.
 
@@ -116,6 +142,8 @@ class CostModel:
     `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
     its FLOPs (a group PS's FC parts) at `worker_flops`; a row of a hash table costs
     `hash_row_s` more (finding its key's slot, inserting a new one).
+    reader: a reader node spends `reader_batch_s` making a batch of the synthetic stream, or
+    `file_example_s` an example of the batch's format (FileReading) for file data.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
     messaging CPU: each end of a message spends, at a trainer's node (a worker's or the
     trainer's process: the caller), `message_cpu_s` plus `byte_cpu_s` per byte (pickling,
@@ -139,6 +167,7 @@ class CostModel:
     hash_row_s: float = 6.0e-8
     element_s: float = 2.0e-9
     reader_batch_s: float = 1.0e-4
+    file_example_s: FileReading = field(default_factory=FileReading)
     message_cpu_s: float = 0.0
     server_message_cpu_s: float | None = None
     byte_cpu_s: float = 0.0
@@ -179,6 +208,15 @@ class CostModel:
         if model.hash_tables is None:
             return self
         return dataclasses.replace(self, row_s=self.row_s + self.hash_row_s)
+
+    def for_data(self, fmt: str | None, batch_size: int) -> CostModel:
+        """The prices a job reading `fmt` files (None: the synthetic stream) in batches of
+        `batch_size` pays: a batch costs its examples at `file_example_s` where that format
+        was measured."""
+        example_s = None if fmt is None else self.file_example_s.example_s(fmt)
+        if example_s is None:
+            return self
+        return dataclasses.replace(self, reader_batch_s=example_s * batch_size)
 
     def message_cpu_at(self, role: Role) -> float:
         """Seconds of CPU one end of a message takes at a node of `role`, bytes apart."""

@@ -85,7 +85,8 @@ class SimJob:
         the job's rules (coordinator/supervisor.py), if this run restarts a job that has
         them (its records, cuts and losses go on; `eval_every`, `early_stopping`,
         `keep_best`, `checkpoint_every` and `recovery` are then its own)."""
-        cost = cost.for_model(spec.model)
+        fmt = None if spec.files is None else spec.files.fmt
+        cost = cost.for_model(spec.model).for_data(fmt, spec.train.batch_size)
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster

@@ -1,0 +1,123 @@
+"""`recsync calibrate`: this machine into a cost profile for the simulator, or (--data)
+the reader's cost on a data file into one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recsync.app.cli.common import ConfigOption, SetOption, cpu_table, fail
+from recsync.app.config.load import parse_overrides
+from recsync.app.runs.calibrate import calibrate as run_calibration
+from recsync.app.runs.calibrate import calibration_steps
+from recsync.app.runs.cost_profile import profile_text
+from recsync.app.runs.progress import steps_bar
+from recsync.app.runs.reader_cost import (
+    READER_PASSES,
+    base_profile,
+    job_files,
+    measure_reader,
+    with_reader_cost,
+)
+from recsync.errors import RecsyncError
+
+
+def calibrate(
+    out: Annotated[Path, typer.Option(help="Where to write the cost profile (TOML).")] = Path(
+        "cost_profile.toml"
+    ),
+    check: Annotated[
+        bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
+    ] = True,
+    examples: Annotated[
+        int, typer.Option(help="Examples per engine run (each fit job and each check).")
+    ] = 180_000,
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Runs of each fit job (the one of median EPS is measured).")
+    ] = 1,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure only the reader on this data file (the job's: --config, --format, "
+            "--set) and set its format's price of an example in the profile at --out."
+        ),
+    ] = None,
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="The --data file's format (default: by name)."),
+    ] = None,
+    sample: Annotated[
+        int, typer.Option(min=1, help="Examples each timed pass over the --data file reads.")
+    ] = 50_000,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Measure this machine into a simulator cost profile (use: simulate --profile FILE);
+    with --data, the reader's cost on a data file, into the profile."""
+    if data is not None:
+        _calibrate_reader(out, data, format_, config, set_, sample)
+        return
+    with steps_bar("calibrate", calibration_steps(check, repeats), progress) as announce:
+        cost, measured, rows = run_calibration(examples, check, announce, repeats)
+    out.write_text(profile_text(cost), encoding="utf-8")
+    table = Table(title="measured on this machine", show_header=False)
+    for key, value in measured.items():
+        if key.endswith("_factor"):
+            shown = f"x {value:.3f}"
+        elif key.endswith("_share"):
+            shown = f"{value:.1%}"
+        elif key.endswith("_cpus"):
+            shown = f"{value:.4f} of a core"
+        elif value < 1e-8:  # a dense element's or a byte's seconds
+            shown = f"{value * 1e9:.4g} ns"
+        elif value < 1e-3:
+            shown = f"{value * 1e6:.4g} us"
+        else:
+            shown = f"{value * 1e3:.4g} ms"
+        table.add_row(key, shown)
+    Console(emoji=False).print(table)
+    if rows:
+        checks = Table(title="simulator vs Ray engine (examples/s)")
+        for column in ("config", "measured_eps", "predicted_eps", "error"):
+            checks.add_column(column)
+        for row in rows:
+            checks.add_row(
+                *(str(row[c]) for c in ("config", "measured_eps", "predicted_eps")),
+                f"{row['error']:+.1%}",
+            )
+        Console(emoji=False).print(checks)
+        Console(emoji=False).print(cpu_table(rows))
+    Console(emoji=False).print(f"cost profile written to {out}")
+
+
+def _calibrate_reader(
+    out: Path,
+    data: Path,
+    fmt: str | None,
+    config: Path | None,
+    set_: list[str] | None,
+    sample: int,
+) -> None:
+    """`calibrate --data`: time the reader on `data` and write its price into `out`."""
+    try:
+        files, train = job_files(data, fmt, config, parse_overrides(set_ or []))
+        base = base_profile(out)
+        measured = measure_reader(files, train, examples=sample, repeats=READER_PASSES)
+        cost = with_reader_cost(base, measured)
+        out.write_text(profile_text(cost), encoding="utf-8")
+    except (RecsyncError, OSError) as error:
+        fail(error)
+    table = Table(title=f"the reader on {data}", show_header=False)
+    table.add_row("format", measured.fmt)
+    table.add_row("examples a pass", f"{measured.examples:,}")
+    passes = ", ".join(f"{s * 1e6:.2f}" for s in measured.passes)
+    table.add_row("CPU us an example", f"{measured.example_s * 1e6:.2f} (passes: {passes})")
+    table.add_row("a batch of the job", f"{measured.example_s * train.batch_size * 1e3:.3f} ms")
+    Console(emoji=False).print(table)
+    what = f"updated {out}" if base is not None else f"wrote {out} (the other costs: defaults)"
+    Console(emoji=False).print(f"cost.file_example_s.{measured.fmt}: {what}")
