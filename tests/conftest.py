@@ -28,15 +28,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(getattr(pytest.mark, tier))
 
 
+class SharedRay:
+    """The local Ray cluster of 2 CPUs the engine modules share: started by the first test
+    that asks for it (`local_ray`), kept up for the next ones (a start costs seconds of
+    both cores), stopped before a module that needs Ray down (`no_local_ray`: its own
+    cluster, or a run that must start its own) and once the engine tests are done."""
+
+    started = False
+
+    @classmethod
+    def start(cls) -> None:
+        from recsync.runtime.ray.job import connect
+
+        cls.started = connect(None, 2) or cls.started
+
+    @classmethod
+    def stop(cls) -> None:
+        import ray
+
+        if cls.started and ray.is_initialized():
+            ray.shutdown()
+        cls.started = False
+
+
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    """A local Ray cluster of 2 CPUs for a module's engine tests, stopped after them (unless
-    one was already running)."""
-    import ray
-
-    from recsync.runtime.ray.job import connect
-
-    started = connect(None, 2)
+    """A local Ray cluster of 2 CPUs for a module's engine tests (the shared one)."""
+    SharedRay.start()
     yield
-    if started:
-        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def no_local_ray() -> Iterator[None]:
+    """No shared Ray running in this process, for a module that starts a cluster of its
+    own or runs one that must start its own."""
+    SharedRay.stop()
+    yield
+
+
+@pytest.hookimpl(trylast=True)  # after the test's fixtures were torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if nextitem is None or nextitem.get_closest_marker("engine") is None:
+        SharedRay.stop()

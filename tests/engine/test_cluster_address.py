@@ -27,7 +27,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def head() -> Iterator[str]:
+def head(no_local_ray: None) -> Iterator[str]:
     assert not ray.is_initialized(), "another module left Ray running"
     port = free_port()
     env = {**os.environ, "RAY_AUTH_MODE": "token"}

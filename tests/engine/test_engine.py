@@ -8,31 +8,20 @@ import time
 
 import pytest
 import ray
-from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
+from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC, ENGINE_TRAIN
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec
-from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
-from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import run_job
 from recsync.sync.replica import Timing
-from recsync.trainer.reference import ReferenceTrainer
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC, MODEL = ENGINE_SYNTHETIC, ENGINE_MODEL
-TRAIN = TrainSpec(batch_size=128)
-
-
-@pytest.fixture(scope="module")
-def reference_auc() -> float:
-    task = SyntheticTask(SYNTHETIC)
-    trainer = ReferenceTrainer(MODEL, TRAIN)
-    for batch in task.train_batches(TRAIN.batch_size):
-        trainer.train_step(batch)
-    return trainer.evaluate(task.test_set()[0]).auc
+TRAIN = ENGINE_TRAIN
 
 
 def spec(strategy: str, cluster: ClusterSpec | None = None, **fields) -> JobSpec:

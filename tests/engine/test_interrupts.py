@@ -108,6 +108,7 @@ def ray_processes() -> set[int]:
     ("signum", "status", "delay_s"),
     [(signal.SIGINT, 130, 1.0), (signal.SIGTERM, 143, 0.0)],  # SIGTERM: while Ray connects
 )
+@pytest.mark.usefixtures("no_local_ray")  # the run starts its own Ray
 def test_a_signal_on_the_engine_ends_with_a_checkpoint_that_resumes(
     tmp_path, signum, status, delay_s
 ):

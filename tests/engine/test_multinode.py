@@ -21,7 +21,7 @@ from recsync.runtime.ray.job import run_job
 
 
 @pytest.fixture(scope="module")
-def three_nodes() -> Iterator[Cluster]:
+def three_nodes(no_local_ray: None) -> Iterator[Cluster]:
     assert not ray.is_initialized(), "another module left Ray running"
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     for _ in range(2):

@@ -17,7 +17,7 @@ import time
 import pytest
 import ray
 from test_cli import config_file, invoke
-from test_engine import TRAIN, reference_auc, spec  # noqa: F401
+from test_engine import TRAIN, spec
 
 from recsync.app.runs import distributed
 from recsync.coordinator.cuts import CheckpointEvery
@@ -121,7 +121,7 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
     strategy,
     target,
     action,
-    reference_auc,  # noqa: F811
+    reference_auc,
 ):
     hashed = strategy.endswith("-hash-tables")
     job = dataclasses.replace(

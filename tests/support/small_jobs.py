@@ -7,6 +7,7 @@ from typing import Any
 
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
 
 # the engine tests' job: 40,000 synthetic examples, 8 tables; the bottom MLP widens (4 ->
 # 32) then narrows (32 -> 8)
@@ -19,6 +20,7 @@ ENGINE_MODEL = ModelSpec(
     bottom_mlp=(32,),
     top_mlp=(32,),
 )
+ENGINE_TRAIN = TrainSpec(batch_size=128)
 
 
 def small_continual(num_days: int, **more: Any) -> dict[str, Any]:

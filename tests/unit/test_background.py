@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -130,3 +132,29 @@ def test_a_strict_file_streams_bad_line_is_a_data_error_in_the_reader(tmp_path):
     source = open_training_data(None, _files(tmp_path, strict=True), TrainSpec(), background=True)
     with pytest.raises(DataError, match="line 301"):
         list(source.train_batches())
+
+
+MAIN_SCRIPT = """
+import sys
+if __name__ == "__mp_main__":
+    open(sys.argv[1], "w").close()  # a spawned child ran this script again
+elif __name__ == "__main__":
+    from recsync.data.synthetic import SyntheticSpec
+    from recsync.io.sources import SyntheticData
+    from recsync.optim.train_spec import TrainSpec
+
+    spec = SyntheticSpec(num_train=1_000, num_dense=2, table_rows=(20,) * 2, num_test=100)
+    data = SyntheticData(spec, TrainSpec(batch_size=100), background=True)
+    print(sum(batch.batch_size for batch in data.train_batches()))
+"""
+
+
+def test_the_producer_does_not_run_its_parents_main_script_again(tmp_path):
+    # in a Ray actor the main script is Ray's worker's, which imports Ray
+    script, ran = tmp_path / "main.py", tmp_path / "ran-again"
+    script.write_text(MAIN_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(ran)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "1000", done.stdout + done.stderr
+    assert not ran.exists()

@@ -15,6 +15,7 @@ import dataclasses
 import fcntl
 import multiprocessing as mp
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -67,6 +68,24 @@ def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
         return
 
 
+@contextlib.contextmanager
+def _main_script_not_rerun() -> Iterator[None]:
+    """While a child is spawned: it does not run the parent's main script again. A spawned
+    child runs the script its parent started from (as `__mp_main__`), for what the target
+    might need of it; in a Ray actor that is Ray's worker script, a second of CPU importing
+    Ray on the reader's start. The producer's target and factory live in modules."""
+    main = sys.modules["__main__"]
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None:  # `-m`: not rerun anyway
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 class BackgroundBatches(Iterator[Batch]):
     """The batches of `make()` (a picklable factory: it runs in the producer process),
     made ahead in a background process and read from a pipe; any other item `make()`
@@ -86,7 +105,8 @@ class BackgroundBatches(Iterator[Batch]):
         with contextlib.suppress(OSError):  # not Linux, or a lower limit: a smaller pipe
             fcntl.fcntl(self._pipe.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
         self._process = context.Process(target=_produce, args=(make, writer), daemon=True)
-        self._process.start()
+        with _main_script_not_rerun():
+            self._process.start()
         writer.close()  # the producer holds the only writer: its end is the pipe's end
         self._done = False
         self._first: Any = self._get(START_WAIT_S)

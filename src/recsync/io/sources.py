@@ -30,7 +30,6 @@ from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches, decoded, encoded
-from recsync.io.readers import open_dataset
 from recsync.optim.train_spec import TrainSpec
 
 TEST_READ_ROWS = 8192
@@ -136,6 +135,8 @@ class FileTrainingData:
     def _open(
         self, paths: tuple[Path, ...], batch_size: int, skips: SkipReport | None = None
     ) -> Iterator[Batch]:
+        from recsync.io.readers import open_dataset  # pyarrow, numba: only where files are read
+
         f = self.files
         skips = self.skips if skips is None else skips
         reader = open_dataset(

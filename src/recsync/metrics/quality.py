@@ -6,7 +6,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import torch
-from sklearn.metrics import roc_auc_score
 
 EPS = 1e-7
 
@@ -35,6 +34,8 @@ def normalized_entropy(labels: torch.Tensor, probs: torch.Tensor) -> float:
 
 def auc(labels: torch.Tensor, scores: torch.Tensor) -> float:
     """Area under the ROC curve (scikit-learn)."""
+    from sklearn.metrics import roc_auc_score  # a second to import: only where AUC is scored
+
     y = labels.detach().cpu().numpy()
     if y.min() == y.max():
         raise ValueError("AUC is undefined when all labels are equal")

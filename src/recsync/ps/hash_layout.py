@@ -9,7 +9,7 @@ its part of each; the partial pools sum to the bag's pool.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -18,9 +18,11 @@ from recsync.data.batch import Batch
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig
 from recsync.ps.layout import ShardRequest, TableLayout
 from recsync.ps.shard import RowShard
+
+if TYPE_CHECKING:
+    from recsync.ps.hash_shard import HashEmbeddingShard
 
 # an odd 64-bit multiplier (as a signed int64); a key's shard reads bits 32..62 of the product
 SHARD_MIX = -0x29170147799A026D  # 0xD6E8FEB86659FD93
@@ -124,6 +126,8 @@ class HashLayout(TableLayout):
         self, shard: int, optimizer: RowOptimizerSpec, seed: int
     ) -> HashEmbeddingShard:
         """`new_shard`, typed as the hash shard it is."""
+        from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig  # numba: slow
+
         config = HashTableConfig(
             dim=self.tables[0].dim,
             admission=self.config.admission,

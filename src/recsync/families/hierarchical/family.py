@@ -13,7 +13,6 @@ from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.plan import group_plan_of
-from recsync.families.hierarchical.plan_view import group_table
 from recsync.families.hierarchical.resume import group_state
 from recsync.families.hierarchical.server import GroupServerReport
 from recsync.families.hierarchical.topology import (
@@ -114,6 +113,8 @@ class HierarchicalFamily(Family):
     def plan_view(self, spec: JobSpec) -> list[Any]:
         """Each operator on the trainers or a group PS, with the estimated utilisation
         before and after refinement."""
+        from recsync.families.hierarchical.plan_view import group_table  # rich: the CLI's
+
         return [group_table(group_plan_for(spec))]
 
 

@@ -4,6 +4,7 @@ included), so that it takes only the CPU training leaves idle."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -30,6 +31,7 @@ class EvaluatorActor:
         os.nice(EVAL_NICE)
         torch.set_num_threads(1)
         self.topology = topology
+        importlib.import_module("sklearn.metrics")  # AUC's: now, while the nodes start
 
     def ready(self) -> bool:
         return True
@@ -53,11 +55,16 @@ class Scoring:
         self.actor: Any = None
         self._under_way: tuple[Any, list[Address], list[Any], float] | None = None
 
-    def ready(self) -> None:
-        """Start the evaluator actor (once)."""
+    def launch(self) -> None:
+        """Start the evaluator actor (once), without waiting: its process starts while the
+        nodes' do."""
         if self.actor is None:
             self.actor = EvaluatorActor.remote(self.topology)  # type: ignore[attr-defined]
-            ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+
+    def ready(self) -> None:
+        """Wait until the evaluator actor answers (started if it was not)."""
+        self.launch()
+        ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
 
     def start(self, hosts: JobActors, seconds: float) -> None:
         """Score the model as it is now, `seconds` into training, while training goes on (a

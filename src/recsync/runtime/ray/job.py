@@ -283,6 +283,8 @@ class RayJob(Recovering):
         """Start every node (the job's first start, or a rollback's restart)."""
         losses = self.recoveries.losses
         self.doing = "starting" if not losses else f"restarting after losing {losses[-1].node}"
+        if self.scoring is not None:
+            self.scoring.launch()
         looping = self.hosts.start(self.supervisor.replaceable())
         if self.scoring is not None:
             self.scoring.ready()
