@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
+from recsync.data.shares import Deal
 from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import Message
@@ -46,6 +47,10 @@ class ReaderReport:
 class ReaderNode(Node):
     """Serves batches to trainers in request order; counts what each trainer was handed.
 
+    With several readers (`deal`: data/shares.py), it hands out its share of the stream,
+    reader `index`, and counts its batches in the stream's order (`Deal.sequence`), so
+    that a token is the one a single reader would give the batch.
+
     With `tokens` (GBA's token control), a batch asked for `with_token` comes with its
     token. With `limit`, no batch that would take the examples handed out past it is handed
     out (then the job stops: a checkpoint).
@@ -78,8 +83,11 @@ class ReaderNode(Node):
         limit: int | None = None,
         num_workers: int = 1,
         batches_per_step: int = 1,
+        deal: Deal | None = None,
+        index: int = 0,
     ):
         self.source = source
+        self.deal, self.index = deal, index
         self._batches: Iterator[Batch] = iter(source.train_batches())
         self.limit = limit
         self.tokens = tokens
@@ -137,7 +145,7 @@ class ReaderNode(Node):
             return HandedBatch(None, paused=True)
         token = None
         if message.with_token and self.tokens is not None:
-            token = self.tokens.token(self.batches_handed)
+            token = self.tokens.token(self._sequence())
         batch = self._next(message.trainer)
         if batch is None:
             if self.handed_at_stop is None:
@@ -146,6 +154,13 @@ class ReaderNode(Node):
             return HandedBatch(None)
         handouts.hand(message.worker, batch)
         return HandedBatch(batch, token)
+
+    def _sequence(self) -> int:
+        """The number, in the stream's order, of the batch it hands out next."""
+        deal = self.deal
+        if deal is None or deal.num_readers == 1:
+            return self.batches_handed
+        return deal.sequence(self.index, self.total_examples, self.source.train.batch_size)
 
     def requeue(self, message: Requeue) -> int:
         t = message.trainer

@@ -1,0 +1,105 @@
+"""Several readers sharing one stream (data/shares.py): every example handed out once, a
+job cut with 3 readers resumed onto 2, and the accounting of simulated jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
+from test_sim import SYNTHETIC as SIM_SYNTHETIC
+
+from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.node_specs import BuildContext, ReaderSpec
+from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.topology import build_topology
+from recsync.data.batch import Batch
+from recsync.families import strategy_config
+from recsync.io.sources import SyntheticData
+from recsync.protocol.address import Role
+from recsync.protocol.reading import NextBatch
+from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
+
+SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=9_000, num_test=2_000)
+SMALL_BLOCKS = dataclasses.replace(TRAIN, batch_size=64)
+
+
+def job(readers: int, trainers: int = 3, resume=None) -> JobSpec:
+    cluster = ClusterSpec(trainers, 1, 2, 0, num_readers=readers)
+    return JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC, resume=resume)
+
+
+def drained(spec: JobSpec) -> list[Batch]:
+    """Every batch the job's readers hand out, asked for by their own trainers."""
+    topology = build_topology(spec, plan_for(spec))
+    batches = []
+    for node_spec in topology.of_role(Role.READER):
+        assert isinstance(node_spec, ReaderSpec)
+        node = node_spec.build(BuildContext(one_at_a_time=True))
+        assert isinstance(node, ReaderNode)
+        trainer = next(t for t in range(3) if spec.cluster.reader_of(t) == node_spec.address.index)
+        while (handed := node.handle(NextBatch(trainer))).batch is not None:
+            batches.append(handed.batch)
+    return batches
+
+
+def rows(batches: list[Batch]) -> list[tuple[float, ...]]:
+    dense = torch.cat([b.dense for b in batches])
+    labels = torch.cat([b.labels for b in batches]).unsqueeze(1)
+    return sorted(map(tuple, torch.cat([dense, labels], dim=1).tolist()))
+
+
+def whole_stream() -> list[Batch]:
+    return list(SyntheticData(SYNTHETIC, TRAIN).train_batches())
+
+
+def test_three_readers_hand_out_every_example_of_the_stream_once():
+    assert rows(drained(job(3))) == rows(whole_stream())
+
+
+def test_a_simulated_job_of_three_readers_trains_every_example_once():
+    sim = SimJob(job(3), plan_for(job(3)), CostModel())
+    summary = sim.run()
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    assert [r.total_examples for r in sim.reader.readers] == [4096, 4096, 808]  # blocks of 4,096
+    assert sim.final_state is not None and sim.final_state.data_position == SYNTHETIC.num_train
+
+
+def test_a_cut_of_three_readers_resumes_onto_two_with_every_example_once():
+    spec = job(3)
+    states: list = []
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        CostModel(speed_spread=0.5),  # readers at different places at the cut
+        checkpoint_every=CheckpointEvery(examples=2_000),
+        on_checkpoint=states.append,
+    )
+    sim.run()
+    assert states and any(s.data_beyond for s in states)
+    state = next(s for s in states if s.data_beyond)
+    position = state.stream_position
+    resumed_spec = job(2, resume=state)
+    resumed = SimJob(resumed_spec, plan_for(resumed_spec), CostModel())
+    rest = resumed.run()
+    assert rest["examples_trained"] == SYNTHETIC.num_train - position.handed
+    assert resumed.final_state is not None
+    assert resumed.final_state.data_position == SYNTHETIC.num_train
+    # the examples the resumed readers hand out and those handed before the cut: the stream
+    stream = whole_stream()
+    at = 0
+    before = []
+    for batch in stream:
+        for start, stop in ((0, position.prefix), *position.beyond):
+            lo, hi = max(start, at), min(stop, at + batch.batch_size)
+            if lo < hi:
+                before.append(batch.slice(lo - at, hi - at))
+        at += batch.batch_size
+    assert rows(before + drained(resumed_spec)) == rows(stream)
+
+
+def test_one_reader_is_the_default_for_a_small_job():
+    assert ClusterSpec(2, 2, 2, 1).readers == 1
+    assert ClusterSpec(100, 8, 2, 1).readers == 13
