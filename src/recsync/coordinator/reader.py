@@ -210,7 +210,11 @@ class ReaderNode(Node):
         return self.total_examples
 
     def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
-        return self.total_examples, self.source.total_examples
+        """(examples it handed out, examples the job's stream holds, its readers' all)."""
+        total = self.source.total_examples
+        if total is not None and self.deal is not None:
+            total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
+        return self.total_examples, total
 
     def helper_cpu_seconds(self) -> float:
         """What its background producer spent making the stream (0.0 reading inline)."""
