@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import torch
 from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
 from test_sim import SYNTHETIC as SIM_SYNTHETIC
@@ -12,13 +13,14 @@ from test_sim import SYNTHETIC as SIM_SYNTHETIC
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.node_specs import BuildContext, ReaderSpec
 from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.readers import common_step
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
 from recsync.families import strategy_config
 from recsync.io.sources import SyntheticData
 from recsync.protocol.address import Role
-from recsync.protocol.reading import NextBatch
+from recsync.protocol.reading import NextBatch, Park, PauseReading
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 
@@ -103,3 +105,77 @@ def test_a_cut_of_three_readers_resumes_onto_two_with_every_example_once():
 def test_one_reader_is_the_default_for_a_small_job():
     assert ClusterSpec(2, 2, 2, 1).readers == 1
     assert ClusterSpec(100, 8, 2, 1).readers == 13
+
+
+STEP_JOBS = [
+    ("sync", ClusterSpec(2, 2, 2, 0, num_dense_servers=2, num_readers=2), {}),
+    ("gba", ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2), {"num_aggregate": 6}),
+]
+
+
+@pytest.mark.parametrize(("strategy", "cluster", "fields"), STEP_JOBS, ids=["sync", "gba"])
+def test_readers_cut_a_job_of_global_steps_between_two_steps(strategy, cluster, fields):
+    # every reader pauses before the same global step (each counts the steps of its own
+    # share): a cut holds whole steps, and the job resumed from it trains the rest once (its
+    # readers deal what is left afresh, so its steps are not the uninterrupted job's)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(strategy, **fields), SYNTHETIC)
+    states: list = []
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        CostModel(),
+        checkpoint_every=CheckpointEvery(examples=1_500),
+        on_checkpoint=states.append,
+    )
+    assert sim.run()["examples_trained"] == SYNTHETIC.num_train
+    step = 64 * spec.strategy.batches_per_step(cluster.hogwild_threads)
+    assert len(states) >= 3
+    assert all(s.stream_position.handed % step == 0 for s in states)
+    final = sim.final_state
+    assert final is not None
+    resumed_spec = dataclasses.replace(spec, resume=states[1])
+    resumed = SimJob(resumed_spec, plan_for(resumed_spec), CostModel())
+    left = SYNTHETIC.num_train - states[1].stream_position.handed
+    assert resumed.run()["examples_trained"] == left
+    assert resumed.final_state is not None
+    assert resumed.final_state.data_position == final.data_position == SYNTHETIC.num_train
+
+
+def test_a_step_that_does_not_split_among_the_readers_refuses_cuts():
+    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2)
+    gba = JobSpec(MODEL, TRAIN, cluster, strategy_config("gba", num_aggregate=3), SYNTHETIC)
+    refusal = gba.cut_refusal()
+    assert refusal is not None and "does not split evenly" in refusal
+    assert dataclasses.replace(gba, strategy=strategy_config("sync")).cut_refusal() is None
+    assert SimJob(gba, plan_for(gba), CostModel()).run()["examples_trained"] == 9_000
+
+
+def test_readers_agree_on_the_step_a_cut_falls_before():
+    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("sync"), SYNTHETIC)
+    topology = build_topology(spec, plan_for(spec))
+    first, second = (
+        n.build(BuildContext(one_at_a_time=True)) for n in topology.of_role(Role.READER)
+    )
+    assert isinstance(first, ReaderNode) and isinstance(second, ReaderNode)
+    assert first.step_share == second.step_share == 2  # each serves 2 of the 4 workers
+    for worker in (0, 1, 0):
+        first.handle(NextBatch(0, worker=worker))
+    for worker in (2, 3):
+        second.handle(NextBatch(1, worker=worker))
+    boundaries = [first.handle(PauseReading()), second.handle(PauseReading())]
+    assert boundaries == [2, 1] and common_step(boundaries) == 2
+    assert second.paused and not first.paused
+    second.handle(Park(2))  # parked before it learned the cut moved on: it goes on
+    second.handle(PauseReading(2))
+    assert not second.paused and second.parked == set()
+    for worker in (2, 3):
+        assert second.handle(NextBatch(1, worker=worker)).batch is not None
+    assert second.handle(NextBatch(1, worker=2)).paused
+    assert first.handle(NextBatch(0, worker=1)).batch is not None
+    assert first.handle(NextBatch(0, worker=0)).paused
+    for reader, workers in ((first, (0, 1)), (second, (2, 3))):
+        for worker in workers:
+            reader.handle(Park(worker))
+        assert reader.at_cut
+    assert first.total_examples + second.total_examples == 8 * 64  # two whole steps

@@ -104,6 +104,7 @@ class ReaderSpec(NodeSpec):
     num_workers: int
     batches_per_step: int
     deal: Deal  # how the readers share what is left of the stream (data/shares.py)
+    step_share: int | None = None  # of each global step, the batches it hands out
 
     def build(self, context: BuildContext) -> ReaderNode:
         deal, index = self.deal, self.address.index
@@ -125,6 +126,7 @@ class ReaderSpec(NodeSpec):
             self.batches_per_step,
             deal,
             index,
+            self.step_share,
         )
 
 

@@ -17,6 +17,7 @@ from recsync.data.batch import Batch
 from recsync.data.shares import Deal, StreamPosition
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Message
+from recsync.protocol.reading import PauseReading
 
 
 def deal_of(topology: Topology) -> Deal:
@@ -58,6 +59,16 @@ def joined_report(reports: Sequence[ReaderReport]) -> ReaderReport:
     )
 
 
+def common_step(boundaries: Sequence[int | None]) -> int | None:
+    """Where several readers that each paused at a step's end of their own (a batch number
+    in the stream's order) pause together: the latest; None if there is nothing to agree
+    (one reader, or steps of one batch)."""
+    known = [b for b in boundaries if b is not None]
+    if len(boundaries) < 2 or not known or min(known) == max(known):
+        return None
+    return max(known)
+
+
 class ReaderGroup:
     """The job's reader nodes, in reader order, for a driver holding them in-process: the
     counts summed, a cut settled once every reader's is, messages for all sent to each."""
@@ -97,6 +108,12 @@ class ReaderGroup:
 
     def of_trainer(self, trainer: int) -> ReaderNode:
         return self.readers[self.cluster.reader_of(trainer)]
+
+    def pause(self) -> None:
+        """Begin a cut: every reader pauses at the same step's end (`common_step`)."""
+        until = common_step([r.handle(PauseReading()) for r in self.readers])
+        if until is not None:
+            self.handle_all(PauseReading(until))
 
     def handle_all(self, message: Message) -> None:
         """Send a message of the job's (pause, resume, stop) to every reader."""

@@ -142,16 +142,22 @@ class JobSpec:
 
     def cut_refusal(self) -> str | None:
         """Why a running job cannot be cut for a checkpoint (None: it can): its strategy's
-        reason, or a global step of several batches handed out by several readers (each
-        pauses at a step's end of its own share: they would cut different steps)."""
+        reason, or a global step that does not split evenly among its readers (each counts
+        the steps of its share: topology.py `step_share`)."""
         refusal = self.strategy.cut_refusal()
-        readers, workers = self.cluster.readers, self.cluster.hogwild_threads
+        cluster = self.cluster
+        readers, workers = cluster.readers, cluster.hogwild_threads
         steps = self.strategy.batches_per_step(workers)
-        if refusal is None and readers > 1 and steps > 1:
+        served = [
+            sum(cluster.reader_of(t) == r for t in range(cluster.num_trainers))
+            * cluster.workers_per_trainer
+            for r in range(readers)
+        ]
+        if refusal is None and readers > 1 and any(steps * s % workers for s in served):
             return (
-                f"{self.strategy.describe()} makes a global step of {steps} batches, which "
-                f"{readers} readers cannot yet pause at the same step (cluster.num_readers = 1 "
-                "to take checkpoints while training)"
+                f"a global step of {steps} batches does not split evenly among {readers} "
+                f"readers serving {served} of the {workers} workers (choose "
+                "cluster.num_readers so that it does, or 1)"
             )
         return refusal
 

@@ -192,9 +192,17 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
                 num_workers=len(served) * cluster.workers_per_trainer,
                 batches_per_step=steps,
                 deal=deal,
+                step_share=step_share(steps, len(served) * cluster.workers_per_trainer, workers),
             )
         )
     return specs
+
+
+def step_share(batches_per_step: int, served: int, workers: int) -> int | None:
+    """Of a global step's batches, those a reader serving `served` of the job's `workers`
+    hands out (None: the step does not split evenly among the readers)."""
+    share, rest = divmod(batches_per_step * served, workers)
+    return share if not rest and share else None
 
 
 def _slowed(cluster: ClusterSpec, node: NodeSpec) -> NodeSpec:

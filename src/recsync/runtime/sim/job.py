@@ -163,7 +163,7 @@ class SimJob:
                 self.reader.handle_all(reading.StopReading())  # as at a data limit
             case PauseReading():
                 self.cut_started = self.clock.now
-                self.reader.handle_all(reading.PauseReading())
+                self.reader.pause()
             case ResumeReading():  # once the state was handed over
                 self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
             case Checkpoint():
