@@ -7,7 +7,9 @@ its trainer until its share of the synthetic stream is handed out. The combined 
 every example handed out over the time from the common start to the last reader's end;
 `--repeats` runs of each count, their median, and `ratio` = that median over one reader's.
 On this project's 2-core machine the rate can at most double (the readers share 2 cores
-with whatever else runs). Prints one JSON object.
+with whatever else runs), so each reader's CPU time is measured too: the busiest reader's
+gives the rate the readers reach with a core each (`cpu_bound_examples_per_s`, and its
+`cpu_bound_ratio`). Prints one JSON object.
 
     python benchmarks/bench_reader_scaling.py [--examples 400000] [--repeats 3]
 """
@@ -61,14 +63,16 @@ def hand_out(node_spec: ReaderSpec, trainer: int, start: Any, done: Any) -> None
     node = node_spec.build(BuildContext(one_at_a_time=True))
     assert isinstance(node, ReaderNode)
     start.wait()
+    cpu = time.process_time()
     examples = 0
     while (handed := node.handle(NextBatch(trainer))).batch is not None:
         examples += handed.batch.batch_size
-    done.put((examples, time.perf_counter()))
+    done.put((examples, time.perf_counter(), time.process_time() - cpu))
 
 
-def rate(readers: int, examples: int) -> float:
-    """Examples/s of `readers` readers handing out one stream of `examples` examples."""
+def rate(readers: int, examples: int) -> tuple[float, float]:
+    """Examples/s of `readers` readers handing out one stream of `examples` examples, by
+    the wall clock and by the busiest reader's CPU time (the rate with a core a reader)."""
     spec = job(readers, examples)
     topology = build_topology(spec, plan_for(spec))
     nodes = topology.of_role(Role.READER)
@@ -86,9 +90,10 @@ def rate(readers: int, examples: int) -> float:
     results = [done.get() for _ in procs]
     for proc in procs:
         proc.join()
-    handed = sum(n for n, _ in results)
+    handed = sum(n for n, _, _ in results)
     assert handed == examples, (handed, examples)
-    return handed / (max(t for _, t in results) - began)
+    wall = max(t for _, t, _ in results) - began
+    return handed / wall, handed / max(c for _, _, c in results)
 
 
 def main() -> None:
@@ -98,11 +103,15 @@ def main() -> None:
     parser.add_argument("--readers", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args()
     runs: dict[int, list[float]] = {r: [] for r in args.readers}
+    cpu_runs: dict[int, list[float]] = {r: [] for r in args.readers}
     for _ in range(args.repeats):  # counts interleaved: a change in the machine's load hits all
         for readers in args.readers:
-            runs[readers].append(rate(readers, args.examples))
+            wall, cpu = rate(readers, args.examples)
+            runs[readers].append(wall)
+            cpu_runs[readers].append(cpu)
     medians = {r: statistics.median(v) for r, v in runs.items()}
-    base = medians[args.readers[0]]
+    cpu_medians = {r: statistics.median(v) for r, v in cpu_runs.items()}
+    base, cpu_base = medians[args.readers[0]], cpu_medians[args.readers[0]]
     print(
         json.dumps(
             {
@@ -113,6 +122,8 @@ def main() -> None:
                 "examples_per_s": {str(r): round(m) for r, m in medians.items()},
                 "runs": {str(r): [round(x) for x in v] for r, v in runs.items()},
                 "ratio": {str(r): round(m / base, 2) for r, m in medians.items()},
+                "cpu_bound_examples_per_s": {str(r): round(m) for r, m in cpu_medians.items()},
+                "cpu_bound_ratio": {str(r): round(m / cpu_base, 2) for r, m in cpu_medians.items()},
             },
             indent=2,
         )

@@ -179,3 +179,25 @@ def test_readers_agree_on_the_step_a_cut_falls_before():
             reader.handle(Park(worker))
         assert reader.at_cut
     assert first.total_examples + second.total_examples == 8 * 64  # two whole steps
+
+
+def test_the_simulator_charges_each_reader_so_more_readers_lift_a_reader_bound_job():
+    # a reader that hands out 200 batches/s serves 8 workers that could take far more:
+    # the job runs at the readers' pace, 4 readers (a block of 4,096 examples each, twice)
+    # nearly 4 times as fast as 1
+    cost = CostModel(reader_batch_s=5e-3)
+    synthetic = dataclasses.replace(SYNTHETIC, num_train=8 * 4096)
+
+    def eps(readers: int) -> float:
+        spec = JobSpec(
+            MODEL,
+            TRAIN,
+            ClusterSpec(8, 1, 2, 0, num_readers=readers),
+            strategy_config("independent"),
+            synthetic,
+        )
+        return SimJob(spec, plan_for(spec), cost).run()["eps"]
+
+    one, four = eps(1), eps(4)
+    assert one <= 64 / 5e-3 * 1.01  # one reader's pace
+    assert four > 3.5 * one
