@@ -14,6 +14,7 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.node_specs import BuildContext, ReaderSpec
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.readers import common_step
+from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
@@ -21,7 +22,8 @@ from recsync.families import strategy_config
 from recsync.io.sources import SyntheticData
 from recsync.protocol.address import Role
 from recsync.protocol.reading import NextBatch, Park, PauseReading
-from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.cost import CostModel, Faults
+from recsync.runtime.sim.faulty import FaultySimJob
 from recsync.runtime.sim.job import SimJob
 
 SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=9_000, num_test=2_000)
@@ -201,3 +203,24 @@ def test_the_simulator_charges_each_reader_so_more_readers_lift_a_reader_bound_j
     one, four = eps(1), eps(4)
     assert one <= 64 / 5e-3 * 1.01  # one reader's pace
     assert four > 3.5 * one
+
+
+def test_a_lost_reader_rolls_the_job_back_to_every_reader_s_position_at_the_last_cut():
+    faults = Faults(reader_mtbf_s=0.15, detect_s=0.01, restart_s=0.02)
+    spec = job(3)
+    run = FaultySimJob(
+        spec,
+        CostModel(speed_spread=0.5, faults=faults),
+        CheckpointEvery(examples=1_500),
+        RecoveryPolicy(max_restarts=20),
+    )
+    summary = run.run()
+    losses = summary["recovery"]["losses"]
+    assert losses and all(x["node"].startswith("reader") for x in losses)
+    assert {x["node"] for x in losses} - {"reader"}, "only the first reader was lost"
+    assert any(x["back_to"] > 0 for x in losses), "no loss came after a cut"
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    assert summary["recovery"]["examples_replayed"] == sum(
+        x["position"] - x["back_to"] for x in losses
+    )
+    assert run.final_state is not None and run.final_state.data_position == SYNTHETIC.num_train

@@ -43,13 +43,16 @@ def joined_report(reports: Sequence[ReaderReport]) -> ReaderReport:
     def summed(lists: list[list[int]]) -> list[int]:
         return [sum(column) for column in zip(*lists, strict=True)] if lists[0] else []
 
-    at_stop = [r.handed_at_stop for r in reports]
+    # when the data ran out: each reader's count when its share did (else its total)
+    at_stop = None
+    if any(r.handed_at_stop is not None for r in reports):
+        at_stop = sum(
+            r.total_examples if r.handed_at_stop is None else r.handed_at_stop for r in reports
+        )
     return ReaderReport(
         summed([r.handed_examples for r in reports]),
         sum(r.total_examples for r in reports),
-        None
-        if all(a is None for a in at_stop)
-        else sum(a or r.total_examples for a, r in zip(at_stop, reports, strict=True)),
+        at_stop,
         first.test,
         first.teacher_auc,
         first.skipped,
