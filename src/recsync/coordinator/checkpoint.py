@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from recsync.data.shares import StreamPosition
 from recsync.ps.hash_delta import apply_shard_delta, is_hash_state, shard_delta
 from recsync.ps.layout import TableLayout
 
@@ -36,11 +37,15 @@ class JobState:
     in_flight_examples: int
     strategy: str
     family_state: dict[str, Any] | None = None  # what its family alone resumes from
+    # examples past `data_position` some readers had handed out (data/shares.py), as ranges
+    data_beyond: list[tuple[int, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         fields = asdict(self)
         if self.family_state is None:
             del fields["family_state"]  # a file as before families had state of their own
+        if not self.data_beyond:
+            del fields["data_beyond"]  # one reader's position: a prefix of the stream
         return {"format": FORMAT, **fields}
 
     @classmethod
@@ -49,6 +54,8 @@ class JobState:
             raise ValueError(f"checkpoint format {state.get('format')!r}, expected {FORMAT}")
         fields = {k: v for k, v in state.items() if k != "format"}
         fields["slices"] = [tuple(s) for s in fields["slices"]]
+        if fields.get("data_beyond"):
+            fields["data_beyond"] = [(int(a), int(b)) for a, b in fields["data_beyond"]]
         return cls(**fields)
 
     def check_finite(self) -> None:
@@ -62,6 +69,11 @@ class JobState:
         for name, value in _tensors(parts, ""):
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise ValueError(f"{name} holds NaN or infinite values")
+
+    @property
+    def stream_position(self) -> StreamPosition:
+        """The examples of the stream handed out before the state was taken."""
+        return StreamPosition(self.data_position, tuple(self.data_beyond or ()))
 
     def check_layout(self, layout: TableLayout) -> None:
         """The resumed job must place the tables on shards as the checkpointed one did."""

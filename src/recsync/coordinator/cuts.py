@@ -13,6 +13,7 @@ and the center only move towards each other, which changes no batch's count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.evaluation import MODEL_ROLES
 from recsync.coordinator.family import family_of
 from recsync.coordinator.outcome import JobEnd, final_dense, model_state
+from recsync.coordinator.readers import position_of
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address
 
@@ -71,9 +73,9 @@ def cut_nodes(topology: Topology) -> list[Address]:
     return [n.address for n in topology.nodes if n.address.role in roles]
 
 
-def cut_state(topology: Topology, reports: dict[Address, Any], handed: int) -> JobState:
+def cut_state(topology: Topology, reports: dict[Address, Any], handed: Sequence[int]) -> JobState:
     """The job's state at a cut: the reports of `cut_nodes`, taken with every worker
-    parked after `handed` examples."""
+    parked after reader r handed `handed[r]` examples."""
     now = JobEnd("cut", reports, {}, 0.0)
-    position = topology.spec.start_example + handed
+    position = position_of(topology, handed)
     return model_state(topology, now, final_dense(topology.spec, now), position, 0)

@@ -14,6 +14,7 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, model_state
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
+from recsync.data.shares import StreamPosition
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import Address, Role
 from recsync.trainer.stats import TrainerReport
@@ -102,7 +103,7 @@ def reported_model(topology: Topology, reports: dict[Address, Any], examples: in
     """The model the nodes' reports hold as a JobState, `examples` into the run (a model to
     export or score; its stream position is approximate: batches were in flight)."""
     now = JobEnd("now", reports, {}, 0.0)
-    position = topology.spec.start_example + examples
+    position = StreamPosition(topology.spec.start_example + examples)
     return model_state(topology, now, final_dense(topology.spec, now), position, 0)
 
 

@@ -5,6 +5,7 @@ family's own servers: its package (recsync/families/)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 import torch
 
 from recsync.coordinator.reader import ReaderNode
+from recsync.data.shares import Deal
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
@@ -101,14 +103,19 @@ class ReaderSpec(NodeSpec):
     limit: int | None
     num_workers: int
     batches_per_step: int
+    deal: Deal  # how the readers share what is left of the stream (data/shares.py)
+    step_share: int | None = None  # of each global step, the batches it hands out
 
     def build(self, context: BuildContext) -> ReaderNode:
+        deal, index = self.deal, self.address.index
+        whole = deal.num_readers == 1 and not deal.base.beyond
         source = open_training_data(
             self.synthetic,
             self.files,
             self.train,
             self.start_example,
             background=context.background_reading,
+            select=None if whole else functools.partial(deal.owned, index),
         )
         return ReaderNode(
             source,
@@ -117,6 +124,9 @@ class ReaderSpec(NodeSpec):
             self.limit,
             self.num_workers,
             self.batches_per_step,
+            deal,
+            index,
+            self.step_share,
         )
 
 

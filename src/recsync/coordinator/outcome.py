@@ -15,9 +15,11 @@ from recsync.coordinator.checkpoint import JobState, layout_slices
 from recsync.coordinator.family import family_of
 from recsync.coordinator.measures import check_one_pass, worker_step_measures
 from recsync.coordinator.reader import ReaderReport
+from recsync.coordinator.readers import joined_report, position_of
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
+from recsync.data.shares import StreamPosition
 from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions
 from recsync.protocol.address import Address, Role
@@ -128,7 +130,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
     """Check one-pass accounting, evaluate, and gather every measure of the run; and the
     end state as a checkpoint."""
     spec = topology.spec
-    reader: ReaderReport = end.of_role(Role.READER)[0]
+    reader = joined_report(end.of_role(Role.READER))
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     shards: list[ShardReport] = end.of_role(Role.EMBEDDING_SERVER)
     stats = [t.stats for t in trainers]
@@ -194,7 +196,9 @@ def _dataset(spec: JobSpec) -> int | None:
     """Examples the job must have handed out (known for the synthetic task)."""
     if spec.synthetic is None:
         return None
-    dataset = spec.synthetic.num_train * spec.train.epochs - spec.start_example
+    dataset = spec.synthetic.num_train * spec.train.epochs - spec.handed_before
+    if spec.stop_after_examples is not None and spec.cluster.readers > 1:
+        return None  # each reader stops at its share of the limit, in whole batches
     if spec.stop_after_examples is not None:
         batch = spec.train.batch_size
         dataset = min(dataset, spec.stop_after_examples // batch * batch)
@@ -272,21 +276,26 @@ def _checkpoint(topology: Topology, end: JobEnd, dense: torch.Tensor) -> JobStat
     """The quiescent end state. Examples in flight at the stop: handed out when the reader
     first said the data was consumed, minus trained when each trainer first learned it
     (trainers learn a little after the stop: a lower bound)."""
-    reader: ReaderReport = end.of_role(Role.READER)[0]
+    readers: list[ReaderReport] = end.of_role(Role.READER)
+    reader = joined_report(readers)
     trainers: list[TrainerReport] = end.of_role(Role.TRAINER)
     dry = [t.stats.trained_when_dry for t in trainers]
     in_flight = 0
     if reader.handed_at_stop is not None and all(d is not None for d in dry):
         in_flight = max(0, reader.handed_at_stop - sum(d for d in dry if d is not None))
-    position = topology.spec.start_example + reader.total_examples
+    position = position_of(topology, [r.total_examples for r in readers])
     return model_state(topology, end, dense, position, in_flight)
 
 
 def model_state(
-    topology: Topology, end: JobEnd, dense: torch.Tensor, data_position: int, in_flight: int
+    topology: Topology,
+    end: JobEnd,
+    dense: torch.Tensor,
+    position: StreamPosition,
+    in_flight: int,
 ) -> JobState:
     """The model the reports of `end` hold (embedding shards, dense part, optimizer states,
-    global step) as a JobState at `data_position` of the stream."""
+    global step) as a JobState at `position` of the stream."""
     spec = topology.spec
     family = family_of(spec.strategy)
     optimizer, steps = family.final_optimizer(spec, end.of_role)
@@ -295,7 +304,8 @@ def model_state(
         dense_optimizer=optimizer,
         shards=[s.state for s in end.of_role(Role.EMBEDDING_SERVER)],
         slices=layout_slices(topology.layout),
-        data_position=data_position,
+        data_position=position.prefix,
+        data_beyond=list(position.beyond) or None,
         global_step=(0 if spec.resume is None else spec.resume.global_step) + steps,
         in_flight_examples=in_flight,
         strategy=spec.strategy.describe(),

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
+from recsync.data.shares import Deal
 from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import Message
@@ -46,6 +47,13 @@ class ReaderReport:
 class ReaderNode(Node):
     """Serves batches to trainers in request order; counts what each trainer was handed.
 
+    With several readers (`deal`: data/shares.py), it hands out its share of the stream,
+    reader `index`, to the workers of its trainers; of each global step it hands out
+    `step_share` batches (its workers' part of `batches_per_step`), so that a batch's step
+    (its token, and where a cut may fall) is its own count over `step_share`, the same
+    for every reader. Where a step does not split evenly (`step_share` None), a token is
+    the batch's number in the stream's order (`Deal.sequence`) and no cut is taken.
+
     With `tokens` (GBA's token control), a batch asked for `with_token` comes with its
     token. With `limit`, no batch that would take the examples handed out past it is handed
     out (then the job stops: a checkpoint).
@@ -78,8 +86,14 @@ class ReaderNode(Node):
         limit: int | None = None,
         num_workers: int = 1,
         batches_per_step: int = 1,
+        deal: Deal | None = None,
+        index: int = 0,
+        step_share: int | None = None,
     ):
         self.source = source
+        self.deal, self.index = deal, index
+        self.step_share = batches_per_step if step_share is None else step_share
+        self.steps_split = step_share is not None or batches_per_step == 1
         self._batches: Iterator[Batch] = iter(source.train_batches())
         self.limit = limit
         self.tokens = tokens
@@ -95,14 +109,23 @@ class ReaderNode(Node):
         self.left = 0  # workers gone untracked (crashed in the simulator)
         self.handouts = Handouts(num_trainers)
         self.pausing = False  # a cut was asked for
+        self.pause_step = 0  # several readers: the global step it pauses before
         self.parked: set[int] = set()
 
     @property
     def paused(self) -> bool:
         """A cut is under way and the step in progress was handed out in full (or the data
         ran out)."""
-        boundary = self.batches_handed % self.batches_per_step == 0
+        if not self.shared:
+            boundary = self.batches_handed % self.batches_per_step == 0
+        else:
+            boundary = self.batches_handed >= self.pause_step * self.step_share
         return self.pausing and (boundary or self.exhausted)
+
+    @property
+    def shared(self) -> bool:
+        """One of several readers (its batches are numbered in the stream's order)."""
+        return self.deal is not None and self.deal.num_readers > 1
 
     @property
     def at_cut(self) -> bool:
@@ -137,7 +160,7 @@ class ReaderNode(Node):
             return HandedBatch(None, paused=True)
         token = None
         if message.with_token and self.tokens is not None:
-            token = self.tokens.token(self.batches_handed)
+            token = self.tokens.token(self._sequence())
         batch = self._next(message.trainer)
         if batch is None:
             if self.handed_at_stop is None:
@@ -146,6 +169,18 @@ class ReaderNode(Node):
             return HandedBatch(None)
         handouts.hand(message.worker, batch)
         return HandedBatch(batch, token)
+
+    def _sequence(self) -> int:
+        """The number of the batch it hands out next, as one reader would count (GBA's
+        token is it over the batches of a step): step by step of its own share, or (a step
+        that does not split among the readers) in the stream's order."""
+        if self.deal is None or not self.shared:
+            return self.batches_handed
+        if self.steps_split:
+            step, within = divmod(self.batches_handed, self.step_share)
+            return step * self.batches_per_step + within
+        batch_size = self.source.train.batch_size
+        return self.deal.sequence(self.index, self.total_examples, batch_size)
 
     def requeue(self, message: Requeue) -> int:
         t = message.trainer
@@ -172,10 +207,21 @@ class ReaderNode(Node):
         self.total_examples += batch.batch_size
         return batch
 
-    def pause(self, message: PauseReading) -> None:
+    def pause(self, message: PauseReading) -> int | None:
         self.pausing = True
+        if not self.shared or self.batches_per_step == 1:
+            return None
+        assert self.steps_split, "a cut of readers whose steps do not split evenly"
+        if message.until is None:
+            self.pause_step = -(-self.batches_handed // self.step_share)
+        elif message.until > self.pause_step:  # behind the others: its parked workers go on
+            self.pause_step = message.until
+            self.parked.clear()
+        return self.pause_step
 
     def park(self, message: Park) -> None:
+        if self.shared and not self.paused:
+            return  # parked before the cut's step moved on (`pause` with `until`): go on
         assert self.paused, f"worker {message.worker} parked with no cut under way"
         self.parked.add(message.worker)
 
@@ -195,7 +241,11 @@ class ReaderNode(Node):
         return self.total_examples
 
     def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
-        return self.total_examples, self.source.total_examples
+        """(examples it handed out, examples the job's stream holds, its readers' all)."""
+        total = self.source.total_examples
+        if total is not None and self.deal is not None:
+            total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
+        return self.total_examples, total
 
     def helper_cpu_seconds(self) -> float:
         """What its background producer spent making the stream (0.0 reading inline)."""

@@ -182,7 +182,7 @@ def restart_spec(first: JobSpec, back: JobState | None) -> JobSpec:
         return first
     limit = first.stop_after_examples
     if limit is not None:
-        limit -= back.data_position - first.start_example
+        limit -= back.stream_position.handed - first.handed_before
     return dataclasses.replace(first, resume=back, stop_after_examples=limit)
 
 
@@ -191,7 +191,7 @@ def account(
 ) -> None:
     """A rolled-back job's summary, from its last restart's (`last`): every example trained
     since `first` began counted once, EPS over the whole `seconds`, the losses."""
-    summary["examples_trained"] += last.start_example - first.start_example
+    summary["examples_trained"] += last.handed_before - first.handed_before
     summary["train_seconds"] = seconds
     summary["eps"] = summary["examples_trained"] / seconds
     summary["recovery"] = recoveries.summary()

@@ -8,6 +8,7 @@ import torch
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.data.batch import Batch
+from recsync.data.shares import StreamPosition, readers_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
 from recsync.model.spec import ModelSpec
@@ -17,6 +18,9 @@ from recsync.sync.family import StrategyFamily
 from recsync.trainer.replica import DenseReplica
 
 PLAN_SAMPLE_BATCHES = 8
+# worker threads one reader serves by default (docs/readers.md: a reader hands out about
+# 10,000 batches/s at the simulator's default price; 64 workers take a batch every 6.4 ms)
+WORKERS_PER_READER = 64
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,11 @@ class ClusterSpec:
     worker_processes: bool | None = None
     slowdown_window: tuple[float, float] = (0.0, float("inf"))
     server_slowdown: tuple[tuple[str, float], ...] = ()
+    num_readers: int | None = None  # None: `readers_for` (data/shares.py) decides
 
     def __post_init__(self) -> None:
+        if self.num_readers is not None and self.num_readers < 1:
+            raise ValueError(f"cluster.num_readers must be >= 1, got {self.num_readers}")
         for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"cluster.{name} must be >= 1, got {getattr(self, name)}")
@@ -81,6 +88,18 @@ class ClusterSpec:
     def hogwild_threads(self) -> int:
         return self.num_trainers * self.workers_per_trainer
 
+    @property
+    def readers(self) -> int:
+        """The reader nodes the job runs: `num_readers`, or one per WORKERS_PER_READER
+        worker threads (data/shares.py `readers_for`)."""
+        if self.num_readers is not None:
+            return self.num_readers
+        return readers_for(self.hogwild_threads, self.num_trainers, WORKERS_PER_READER)
+
+    def reader_of(self, trainer: int) -> int:
+        """The reader trainer `trainer` takes its batches from."""
+        return trainer % self.readers
+
     def elp(self, batch_size: int) -> int:
         """Examples in flight at most: replicas x Hogwild threads x batch size."""
         return self.hogwild_threads * batch_size
@@ -108,7 +127,39 @@ class JobSpec:
 
     @property
     def start_example(self) -> int:
+        """The stream's first example not handed out before the job started."""
         return 0 if self.resume is None else self.resume.data_position
+
+    @property
+    def start_position(self) -> StreamPosition:
+        """The examples handed out before the job started (a resumed job's checkpoint)."""
+        return StreamPosition() if self.resume is None else self.resume.stream_position
+
+    @property
+    def handed_before(self) -> int:
+        """How many examples were handed out before the job started."""
+        return self.start_position.handed
+
+    def cut_refusal(self) -> str | None:
+        """Why a running job cannot be cut for a checkpoint (None: it can): its strategy's
+        reason, or a global step that does not split evenly among its readers (each counts
+        the steps of its share: topology.py `step_share`)."""
+        refusal = self.strategy.cut_refusal()
+        cluster = self.cluster
+        readers, workers = cluster.readers, cluster.hogwild_threads
+        steps = self.strategy.batches_per_step(workers)
+        served = [
+            sum(cluster.reader_of(t) == r for t in range(cluster.num_trainers))
+            * cluster.workers_per_trainer
+            for r in range(readers)
+        ]
+        if refusal is None and readers > 1 and any(steps * s % workers for s in served):
+            return (
+                f"a global step of {steps} batches does not split evenly among {readers} "
+                f"readers serving {served} of the {workers} workers (choose "
+                "cluster.num_readers so that it does, or 1)"
+            )
+        return refusal
 
     @property
     def num_dense_servers(self) -> int:

@@ -226,7 +226,7 @@ class Supervisor:
     @property
     def before(self) -> int:
         """Examples the job trained before its current start (a rollback's cut)."""
-        return self.spec.start_example - self.first.start_example
+        return self.spec.handed_before - self.first.handed_before
 
     def replaceable(self) -> frozenset[Role]:
         """The roles whose lost node is replaced alone, even while the job starts."""
@@ -324,14 +324,14 @@ class Supervisor:
     def _loss(self, event: NodeLost, action: str) -> Loss:
         """The loss as the job counts it: where the stream was, where the job goes back to
         (a restarted trainer: nowhere, what it held goes out again)."""
-        first = self.first.start_example
+        first = self.first.handed_before
         position = event.position - first
         if action == "restart":
             back_to = position
         elif self.last_cut is not None:
-            back_to = self.last_cut.data_position - first
+            back_to = self.last_cut.stream_position.handed - first
         else:
-            back_to = (self.spec.start_example if action == "partial" else first) - first
+            back_to = (self.spec.handed_before if action == "partial" else first) - first
         loss = Loss(event.node, event.seconds, position, back_to, event.exact, action)
         self.recoveries.add(loss)
         return loss

@@ -21,11 +21,13 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
+from recsync.data.shares import Deal, block_for
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
 from recsync.sync.family import StrategyFamily
+from recsync.sync.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
 
 
@@ -91,21 +93,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
     if resume is not None:
         resume.check_layout(layout)
     workers = cluster.hogwild_threads
-    reader = ReaderSpec(
-        READER,
-        threads=1,
-        max_calls=workers + SERVER_MARGIN,  # workers parked for a cut wait in it
-        serialized=True,
-        synthetic=spec.synthetic,
-        files=spec.files,
-        train=train,
-        start_example=spec.start_example,
-        num_trainers=cluster.num_trainers,
-        tokens=family.tokens(spec.strategy, workers),
-        limit=spec.stop_after_examples,
-        num_workers=workers,
-        batches_per_step=spec.strategy.batches_per_step(workers),
-    )
+    readers = reader_specs(spec, family.tokens(spec.strategy, workers))
     policy = family.shard_policy(spec.strategy)
     calls = (1 if policy is None else 2) * workers + SERVER_MARGIN
     shards = [
@@ -125,7 +113,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
     ]
     dense = family.dense_servers(spec, plan, initial_dense(spec))
     wiring = Wiring(
-        READER,
+        READER,  # each trainer's own reader below
         tuple(s.address for s in shards),
         tuple(s.address for s in dense),
         tuple(plan.dense.ranges) if plan.dense is not None else (),
@@ -145,7 +133,11 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
                 spec.model,
                 train,
                 layout,
-                family.trainer_wiring(spec, t, wiring),
+                family.trainer_wiring(
+                    spec,
+                    t,
+                    dataclasses.replace(wiring, reader=readers[cluster.reader_of(t)].address),
+                ),
                 initial,
             ),
             strategy=spec.strategy,
@@ -156,7 +148,7 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
         for t in range(cluster.num_trainers)
     ]
     collectives = family.collectives(spec, dense, trainers)
-    servers = [_slowed(cluster, node) for node in (reader, *shards, *dense)]
+    servers = [_slowed(cluster, node) for node in (*readers, *shards, *dense)]
     unknown = sorted(set(dict(cluster.server_slowdown)) - {s.address.name for s in servers})
     if unknown:
         raise ConfigError(
@@ -164,6 +156,53 @@ def build_topology(spec: JobSpec, plan: JobPlan, cpus: int | None = None) -> Top
             f"{[s.address.name for s in servers]}"
         )
     return Topology(spec, plan, (*servers, *trainers), collectives)
+
+
+def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
+    """The job's readers: `cluster.readers` of them, each handing out its share of what is
+    left of the stream (data/shares.py) to the workers of the trainers it serves
+    (`ClusterSpec.reader_of`)."""
+    cluster, train = spec.cluster, spec.train
+    count = cluster.readers
+    if count > cluster.num_trainers:
+        raise ConfigError(
+            f"cluster.num_readers = {count}: more readers than the job's "
+            f"{cluster.num_trainers} trainers (each trainer takes its batches from one)"
+        )
+    workers = cluster.hogwild_threads
+    steps = spec.strategy.batches_per_step(workers)
+    deal = Deal(count, block_for(train.batch_size), spec.start_position)
+    specs = []
+    for index in range(count):
+        served = [t for t in range(cluster.num_trainers) if cluster.reader_of(t) == index]
+        limit = spec.stop_after_examples
+        specs.append(
+            ReaderSpec(
+                Address(Role.READER, index),
+                threads=1,
+                max_calls=workers + SERVER_MARGIN,  # workers parked for a cut wait in it
+                serialized=True,
+                synthetic=spec.synthetic,
+                files=spec.files,
+                train=train,
+                start_example=spec.start_example,
+                num_trainers=cluster.num_trainers,
+                tokens=tokens,
+                limit=None if limit is None else deal.limit_share(index, limit),
+                num_workers=len(served) * cluster.workers_per_trainer,
+                batches_per_step=steps,
+                deal=deal,
+                step_share=step_share(steps, len(served) * cluster.workers_per_trainer, workers),
+            )
+        )
+    return specs
+
+
+def step_share(batches_per_step: int, served: int, workers: int) -> int | None:
+    """Of a global step's batches, those a reader serving `served` of the job's `workers`
+    hands out (None: the step does not split evenly among the readers)."""
+    share, rest = divmod(batches_per_step * served, workers)
+    return share if not rest and share else None
 
 
 def _slowed(cluster: ClusterSpec, node: NodeSpec) -> NodeSpec:

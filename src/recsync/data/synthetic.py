@@ -19,6 +19,7 @@ import torch
 
 from recsync.data.batch import Batch, concat, rebatch
 from recsync.data.keys import check_features, prefixes
+from recsync.data.shares import Select
 from recsync.metrics.quality import auc
 
 CHUNK = 4096
@@ -200,6 +201,24 @@ class SyntheticTask:
         for day, count in zip(days, split_days(total, len(days)), strict=True):
             for index, start in enumerate(range(0, count, CHUNK)):
                 yield self._chunk(min(CHUNK, count - start), day, stream, index)[0]
+
+    def train_selected(self, batch_size: int, select: Select) -> Iterator[Batch]:
+        """The examples of the training stream `select` picks (a reader's share), cut into
+        batches; a chunk with none of them is never made."""
+
+        def pieces() -> Iterator[Batch]:
+            at = 0
+            days = range(self.spec.num_days)
+            for day, count in zip(days, split_days(self.spec.num_train, len(days)), strict=True):
+                for index, start in enumerate(range(0, count, CHUNK)):
+                    size = min(CHUNK, count - start)
+                    wanted = select(at, at + size)
+                    if wanted:
+                        chunk = self._chunk(size, day, 1, index)[0]
+                        yield from (chunk.slice(a - at, b - at) for a, b in wanted)
+                    at += size
+
+        return rebatch(pieces(), batch_size)
 
     def train_batches(self, batch_size: int, start_example: int = 0) -> Iterator[Batch]:
         """The training stream, day after day, cut into batches; `start_example` skips ahead

@@ -26,6 +26,7 @@ from recsync.data.batch import Batch, concat, rebatch
 from recsync.data.criteo import CriteoSchema
 from recsync.data.epochs import epochs_of
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
+from recsync.data.shares import Select, selected
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
 from recsync.data.tabular import TabularSchema
@@ -65,12 +66,14 @@ class SyntheticData:
         train: TrainSpec,
         start_example: int = 0,
         background: bool = False,
+        select: Select | None = None,
     ):
         self.spec = spec
         self.task = SyntheticTask(spec)
         self.train = train
         self.start_example = start_example
         self.background = background
+        self.select = select
         self.total_examples: int | None = spec.num_train * train.epochs - start_example
         self.skips = SkipReport()
 
@@ -81,8 +84,19 @@ class SyntheticData:
     def train_batches(self) -> Iterator[Batch]:
         if self.background:
             return BackgroundBatches(
-                functools.partial(_synthetic_stream, self.spec, self.train, self.start_example)
+                functools.partial(
+                    _synthetic_stream, self.spec, self.train, self.start_example, self.select
+                )
             )
+        train, select = self.train, self.select
+        if train.epochs == 1 and select is not None:
+            return self.task.train_selected(train.batch_size, select)
+        if select is not None:
+            return selected(self._stream(), self.start_example, select, train.batch_size)
+        return self._stream()
+
+    def _stream(self) -> Iterator[Batch]:
+        """The whole stream (every reader's share) from `start_example`."""
         train = self.train
         if train.epochs == 1:
             return self.task.train_batches(train.batch_size, self.start_example)
@@ -98,9 +112,11 @@ class SyntheticData:
         return self.task.test_set()[0]
 
 
-def _synthetic_stream(spec: SyntheticSpec, train: TrainSpec, start_example: int) -> Iterator[Batch]:
+def _synthetic_stream(
+    spec: SyntheticSpec, train: TrainSpec, start_example: int, select: Select | None
+) -> Iterator[Batch]:
     """The synthetic training stream, made where this runs (a background producer)."""
-    return SyntheticData(spec, train, start_example).train_batches()
+    return SyntheticData(spec, train, start_example, select=select).train_batches()
 
 
 @dataclass(frozen=True)
@@ -116,9 +132,16 @@ class FileTrainingData:
     test_fraction until test_max_examples are held (then the test set is the ones held so
     far: intermediate evaluations see a growing set)."""
 
-    def __init__(self, files: FileData, train: TrainSpec, background: bool = False):
+    def __init__(
+        self,
+        files: FileData,
+        train: TrainSpec,
+        background: bool = False,
+        select: Select | None = None,
+    ):
         self.background = background
         self.start_example = 0
+        self.select = select
         self.files = files
         self.train = train
         self.batch_size = batch_size = train.batch_size
@@ -189,8 +212,17 @@ class FileTrainingData:
 
     def train_batches(self) -> Iterator[Batch]:
         if self.background:
-            make = functools.partial(_file_stream, self.files, self.train, self.start_example)
+            make = functools.partial(
+                _file_stream, self.files, self.train, self.start_example, self.select
+            )
             return BackgroundBatches(make, on_side=self._learned)
+        if self.select is not None:
+            whole = self._whole_stream()
+            return selected(whole, self.start_example, self.select, self.batch_size)
+        return self._whole_stream()
+
+    def _whole_stream(self) -> Iterator[Batch]:
+        """The training stream (every reader's share) from `start_example`."""
         train = self.train
         stream = epochs_of(self._one_pass, train.epochs, train.shuffle_buffer, train.seed)
         if self.start_example:
@@ -213,12 +245,12 @@ class FileTrainingData:
 
 
 def _file_stream(
-    files: FileData, train: TrainSpec, start_example: int
+    files: FileData, train: TrainSpec, start_example: int, select: Select | None
 ) -> Iterator[Batch | HeldOut | SkipReport]:
     """A file source's training stream, made where this runs (a background producer),
     with the rows it holds out and its skip counts (whenever they changed) before each
     batch, and both once more at the end."""
-    source = FileTrainingData(dataclasses.replace(files, test_paths=()), train)
+    source = FileTrainingData(dataclasses.replace(files, test_paths=()), train, select=select)
     source.start_example = start_example
     held, skipped = 0, 0
 
@@ -242,14 +274,17 @@ def open_training_data(
     train: TrainSpec,
     start_example: int = 0,
     background: bool = False,
+    select: Select | None = None,
 ) -> SyntheticData | FileTrainingData:
     """The run's data source: synthetic, or files (opened now: a missing file fails early);
     the training stream (`train.epochs` passes, cut into `train.batch_size` batches) starts
     after `start_example` examples (a resumed run); `background`: the training stream is
-    made in a process of its own."""
+    made in a process of its own; `select`: only the pieces of the stream it picks (a
+    reader's share, data/shares.py; the stream's examples numbered from the job's first
+    start)."""
     if synthetic is not None:
-        return SyntheticData(synthetic, train, start_example, background)
+        return SyntheticData(synthetic, train, start_example, background, select)
     assert files is not None
-    source = FileTrainingData(files, train, background)
+    source = FileTrainingData(files, train, background, select)
     source.start_example = start_example
     return source

@@ -23,7 +23,8 @@ class Role(StrEnum):
 
 
 class Address(NamedTuple):
-    """A node of the job: role and index (the reader is index 0, named `reader`). A tuple
+    """A node of the job: role and index (the first reader is index 0, named `reader`;
+    more readers are `reader-1`, ...). A tuple
     of a string enum and an int: hashed in C (the simulator looks nodes up per message)."""
 
     role: Role
@@ -31,7 +32,9 @@ class Address(NamedTuple):
 
     @property
     def name(self) -> str:
-        return self.role.value if self.role is Role.READER else f"{self.role.value}-{self.index}"
+        if self.role is Role.READER and self.index == 0:
+            return self.role.value
+        return f"{self.role.value}-{self.index}"
 
     def __str__(self) -> str:
         return self.name

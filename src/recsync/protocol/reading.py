@@ -79,9 +79,15 @@ class Requeue(Message):
 
 @dataclass(slots=True, eq=False)
 class PauseReading(Message):
-    """-> None. Begin a cut: the reader stops handing out batches at the next boundary of a
-    global step (the strategy's `batches_per_step`), and workers park as they come."""
+    """-> the step it pauses at (None: one reader, or steps of one batch). Begin a cut: the
+    reader stops handing out batches at the next boundary of a global step (the strategy's
+    `batches_per_step`), and workers park as they come. Several readers each answer the
+    global step they pause before (each counts the steps of its own share); the driver
+    then sends every reader the latest as `until`: each hands out its batches of every
+    step before it, so the cut falls between the same two steps for all
+    (coordinator/readers.py)."""
 
+    until: int | None = None
     kind: ClassVar[str] = "PauseReading"
     control: ClassVar[bool] = True
     mutates: ClassVar[bool] = True

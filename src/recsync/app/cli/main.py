@@ -41,6 +41,7 @@ from recsync.app.runs.distributed import job_spec, run_distributed
 from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.progress import warn
+from recsync.app.runs.readers_plan import readers_text
 from recsync.app.runs.reference import run_training
 from recsync.app.runs.run_dir import RunDir
 from recsync.app.runs.simulate import run_simulation
@@ -335,6 +336,7 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
     console.print(plan_table(job_plan, spec.model.tables, label))
     for view in family_of(spec.strategy).plan_view(spec):
         console.print(view)
+    console.print(readers_text(spec, simulation_cost(cfg)))
 
 
 if __name__ == "__main__":

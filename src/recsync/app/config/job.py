@@ -22,7 +22,9 @@ class ClusterSection(Section):
     a CPU per worker. `trainer_slowdown`: per trainer, how many times slower it computes
     (emulated stragglers, both drivers), from `slowdown_from_s` until `slowdown_until_s`
     seconds into the job (unset: to its end); `server_slowdown`: servers by name (e.g.
-    embedding-server-0) and how many times slower they answer (both drivers)."""
+    embedding-server-0) and how many times slower they answer (both drivers).
+    `num_readers`: reader nodes sharing the stream (docs/readers.md); unset: one per 64
+    worker threads, at least one, at most one a trainer."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)
@@ -36,6 +38,7 @@ class ClusterSection(Section):
     slowdown_until_s: float | None = Field(default=None, gt=0)
     server_slowdown: dict[str, float] = {}
     worker_processes: bool | None = None
+    num_readers: int | None = Field(default=None, ge=1)
 
     def dense_servers(self, strategy: StrategyFamily | None) -> int:
         """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
@@ -72,6 +75,7 @@ class ClusterSection(Section):
                 self.worker_processes,
                 (self.slowdown_from_s, self.slowdown_until_s or float("inf")),
                 tuple(sorted(self.server_slowdown.items())),
+                self.num_readers,
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None

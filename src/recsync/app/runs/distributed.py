@@ -97,7 +97,7 @@ def checkpoints_while_training(config: Config, spec: JobSpec) -> CheckpointEvery
     """[run.checkpoint] as the run can take it: none while training (a warning says why)
     for a strategy whose running job cannot be cut."""
     every = config.run.checkpoint.to_spec()
-    refusal = spec.strategy.cut_refusal()
+    refusal = spec.cut_refusal()
     if every.enabled and refusal is not None:
         warn(f"run.checkpoint: {refusal}")
         return CheckpointEvery()

@@ -65,7 +65,7 @@ def run_simulation(
                 spec, plan_for(spec), cost, checkpoint_every=every, on_checkpoint=writer.write,
                 **options,
             )  # fmt: skip
-            bar.update(task, total=sim.reader.source.total_examples)
+            bar.update(task, total=sim.reader.readers[0].source.total_examples)
             try:
                 summary = sim.run()
             except TableFullError as error:  # as the engine ends: its checkpoints named

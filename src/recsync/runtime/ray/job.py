@@ -19,6 +19,7 @@ from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
+from recsync.coordinator.readers import common_step
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.supervisor import (
@@ -41,7 +42,7 @@ from recsync.coordinator.supervisor import (
 )
 from recsync.coordinator.topology import build_topology
 from recsync.protocol import reading
-from recsync.protocol.address import READER, Address
+from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import AwaitCut, ReaderProgress
 from recsync.ps.placement import JobPlan
@@ -93,7 +94,7 @@ class RayJob(Recovering):
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
         self._done: set[Any] = set()
         self._last_ping = 0.0
-        self._position = spec.start_example  # the stream's position when last polled
+        self._position = spec.handed_before  # examples handed out when last polled
         self._polled_s = 0.0  # seconds into training at the last poll
         self._paused = 0.0  # when the cut under way paused the reader (perf_counter)
         self.started = 0.0  # when training began (perf_counter); losses count from it
@@ -124,16 +125,24 @@ class RayJob(Recovering):
         """Stop handing out batches (safe from a signal handler: the watch loop sends it)."""
         self.stop_reason = reason
 
-    def _ask_reader(self, message: Message) -> Any:
-        """The reader's answer to a driver's message (a dead reader is named, as lost)."""
-        return self._reader_reply(self.hosts.actors[READER].call.remote(wire.encode(message)))
+    def _ask_reader(self, message: Message, reader: Address = READER) -> Any:
+        """A reader's answer to a driver's message (a dead reader is named, as lost)."""
+        ref = self.hosts.actors[reader].call.remote(wire.encode(message))
+        return self._reader_reply(ref, reader)
 
-    def _reader_reply(self, ref: Any) -> Any:
-        """The reply of a call to the reader (a dead reader is named, as lost)."""
+    def _ask_readers(self, message: Message) -> list[Any]:
+        """Every reader's answer to a driver's message, in reader order (sent to all at
+        once)."""
+        readers = [n.address for n in self.topology.of_role(Role.READER)]
+        refs = [self.hosts.actors[a].call.remote(wire.encode(message)) for a in readers]
+        return [self._reader_reply(ref, a) for ref, a in zip(refs, readers, strict=True)]
+
+    def _reader_reply(self, ref: Any, reader: Address = READER) -> Any:
+        """The reply of a call to a reader (a dead reader is named, as lost)."""
         try:
             return ray.get(ref)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
-            raise failure(READER.name, error) from None
+            raise failure(reader.name, error) from None
 
     def _feed(self, event: Event) -> None:
         """Tell the supervisor what happened; carry out what it says."""
@@ -149,11 +158,11 @@ class RayJob(Recovering):
                 if self.on_eval is not None:
                     self.on_eval(command.record)
             case StopReading():
-                self._ask_reader(reading.StopReading())
+                self._ask_readers(reading.StopReading())
             case PauseReading():
                 self._cut()
             case ResumeReading():
-                self._ask_reader(reading.ResumeReading())
+                self._ask_readers(reading.ResumeReading())
                 self.cut_seconds += time.perf_counter() - self._paused
                 self._feed(Resumed())
             case Checkpoint():
@@ -175,8 +184,9 @@ class RayJob(Recovering):
             self._check_runs(wait_s=0.5)
             if not polls:
                 continue
-            handed, total = self._ask_reader(ReaderProgress())
-            self._position = self.spec.start_example + handed
+            replies = self._ask_readers(ReaderProgress())
+            handed, total = sum(h for h, _ in replies), replies[0][1]
+            self._position = self.spec.handed_before + handed
             handed += self.before
             total = None if total is None else total + self.before
             seconds = self._polled_s = time.perf_counter() - started
@@ -212,17 +222,21 @@ class RayJob(Recovering):
         """A checkpoint while the job trains (coordinator/cuts.py): pause the reader, wait
         until every worker parked (watching for failures meanwhile), take the model's
         reports; the supervisor then says to resume and hand the state on."""
-        reader = self.hosts.actors[READER]
+        readers = [n.address for n in self.topology.of_role(Role.READER)]
         self._paused = time.perf_counter()
-        self._ask_reader(reading.PauseReading())
-        at_cut = reader.call.remote(wire.encode(AwaitCut()))
-        while not ray.wait([at_cut], timeout=0)[0]:
+        until = common_step(self._ask_readers(reading.PauseReading()))
+        if until is not None:  # several readers: every one pauses at the same step
+            self._ask_readers(reading.PauseReading(until))
+        at_cut = [self.hosts.actors[a].call.remote(wire.encode(AwaitCut())) for a in readers]
+        while len(ray.wait(at_cut, num_returns=len(at_cut), timeout=0)[0]) < len(at_cut):
             self._check_runs(wait_s=0.01)
-        handed = self._reader_reply(at_cut)
+        handed = [self._reader_reply(ref, a) for ref, a in zip(at_cut, readers, strict=True)]
         state = None
-        if handed is not None:
-            state = cut_state(self.topology, self._reports(cut_nodes(self.topology)), handed)
-        self._feed(CutSettled(state, self.before + (handed or 0), self._polled_s))
+        if all(h is not None for h in handed):
+            reports = self._reports(cut_nodes(self.topology))
+            state = cut_state(self.topology, reports, handed)
+        total = sum(h or 0 for h in handed)
+        self._feed(CutSettled(state, self.before + total, self._polled_s))
 
     def _scored(self, wait: bool) -> None:
         """Record the evaluation under way once it is scored (`wait`: wait for it)."""

@@ -59,7 +59,7 @@ class Recovering:
     _done: set[Any]
     _position: int
 
-    def _ask_reader(self, message: Message) -> Any:
+    def _ask_reader(self, message: Message, reader: Address = READER) -> Any:
         raise NotImplementedError
 
     def _actors_up(self) -> None:
@@ -116,7 +116,8 @@ class Recovering:
         """A lost trainer alone restarts: its replica from the center (EASGD) or the last
         cut, and the batches it held handed out again."""
         address = node.address
-        requeued = int(self._ask_reader(Requeue(address.index, node.workers)))
+        reader = Address(Role.READER, self.spec.cluster.reader_of(address.index))
+        requeued = int(self._ask_reader(Requeue(address.index, node.workers), reader))
         command.loss.replayed_examples = requeued
         restarted = restarted_trainer(node, self.spec, command.back, self._center_slices())
         self.replaced[address] = restarted
@@ -140,20 +141,23 @@ class Recovering:
         if self.scoring is not None:
             self.scoring.forget()
         self.spec = spec
-        self._position = spec.start_example
+        self._position = spec.handed_before
         self.replaced.clear()
         self.topology = build_topology(spec, self.plan, self.cpus)
         self.hosts = JobActors(self.topology, self._actors_up)
 
     def _stream_position(self) -> tuple[int, bool]:
         """Examples handed out so far, from the job's start, and whether the count is exact:
-        the reader's count if it still answers, else its last one polled (a lower bound)."""
-        if READER not in self.hosts.actors:
+        the readers' count if they all still answer, else the last one polled (a lower
+        bound)."""
+        readers = [n.address for n in self.topology.of_role(Role.READER)]
+        if any(a not in self.hosts.actors for a in readers):
             return self._position, False
         try:
-            reply = self.hosts.actors[READER].call.remote(wire.encode(ReaderProgress()))
-            handed, _ = ray.get(reply, timeout=PING_TIMEOUT_S)
-            return self.spec.start_example + int(handed), True
+            message = wire.encode(ReaderProgress())
+            refs = [self.hosts.actors[a].call.remote(message) for a in readers]
+            replies = ray.get(refs, timeout=PING_TIMEOUT_S)
+            return self.spec.handed_before + sum(int(h) for h, _ in replies), True
         except ray.exceptions.RayError:
             return self._position, False
 

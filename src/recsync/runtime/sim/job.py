@@ -13,6 +13,7 @@ from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_qua
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
 from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.readers import ReaderGroup
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.supervisor import (
@@ -33,7 +34,7 @@ from recsync.coordinator.supervisor import (
 )
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol import reading
-from recsync.protocol.address import READER, Address, Role
+from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import HandedBatch
 from recsync.ps.placement import JobPlan
@@ -108,10 +109,12 @@ class SimJob:
             if node_spec.slowdown > 1.0:
                 host.slowdown_at = node_spec.slowdown_at
             self.hosts[address] = host
-        reader = self.hosts[READER]
-        assert isinstance(reader.node, ReaderNode)
-        self.reader = reader.node
-        reader.observer = self._handed
+        readers = []
+        for host in self.hosts_of(Role.READER):
+            assert isinstance(host.node, ReaderNode)
+            host.observer = self._handed
+            readers.append(host.node)
+        self.reader = ReaderGroup(topology, readers)
         self._check_faults(topology)
         self.transport = Transport(clock, self.network, self.hosts)
         collectives = {}
@@ -158,10 +161,10 @@ class SimJob:
                 if self.on_eval is not None:
                     self.on_eval(command.record)
             case StopReading():
-                self.reader.handle(reading.StopReading())  # as at a data limit
+                self.reader.handle_all(reading.StopReading())  # as at a data limit
             case PauseReading():
                 self.cut_started = self.clock.now
-                self.reader.handle(reading.PauseReading())
+                self.reader.pause()
             case ResumeReading():  # once the state was handed over
                 self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
             case Checkpoint():
@@ -283,21 +286,21 @@ class SimJob:
         handed, state = self.reader.total_examples, None
         if self.reader.at_cut:
             reports = {a: self.hosts[a].node.report() for a in cut_nodes(self.topology)}
-            state = cut_state(self.topology, reports, handed)
+            state = cut_state(self.topology, reports, self.reader.totals)
         self.feed(CutSettled(state, self.supervisor.before + handed, self.clock.now))
 
     def _resume(self, _: Any = None) -> None:
         """The cut's state was handed over (`faults.cut_s` after every worker parked)."""
         self.feed(Resumed())
         self.cut_seconds += self.clock.now - self.cut_started
-        self.reader.handle(reading.ResumeReading())
+        self.reader.handle_all(reading.ResumeReading())
         self.transport.changed.fire()  # the parked workers' requests re-check
 
     def _evaluate(self, seconds: float) -> None:
         """Quality of the model as it is now, at the exact mark (in no virtual time)."""
         nodes = Evaluations.nodes(self.topology)
         reports = {a: self.hosts[a].node.report() for a in nodes}
-        test = self.reader.source.test_set()
+        test = self.reader.test_set()
         if test is None or not two_classes(test):
             return  # no usable held-out set yet (a split of the stream fills it as it goes)
         quality = model_quality(self.topology, reports, test)
@@ -331,7 +334,7 @@ class SimJob:
         self.crashed.add(host.address.index)
         if runner.worker is None:
             return
-        self.reader.worker_left()
+        self.reader.of_trainer(host.address.index).worker_left()
         if self.supervisor.cutting and self.reader.cut_settled:
             self._take_cut()
         worker, transport = runner.worker, self.transport

@@ -65,7 +65,8 @@ class OneNodeRecovery:
         incarnation is built; its loops start `restart_s` later."""
         node, back, loss = lost
         sim, address = self.sim, node.address
-        loss.replayed_examples = int(sim.reader.handle(Requeue(address.index, node.workers)))
+        reader = sim.reader.of_trainer(address.index)
+        loss.replayed_examples = int(reader.handle(Requeue(address.index, node.workers)))
         sim.transport.changed.fire()
         centers = [h.node.report() for h in sim.hosts_of(Role.SYNC_SERVER)]
         restarted = restarted_trainer(node, sim.spec, back, centers)
