@@ -21,11 +21,24 @@ HOME_LINKS = {  # the README's links into docs/, as the site's pages see them
 }
 
 
+RESULTS = "Results"  # the nav entry of the results pages (mkdocs.yml)
+
+
 def home_page(readme: str) -> str:
     """The README as the site's home page."""
     for old, new in HOME_LINKS.items():
         readme = readme.replace(old, new)
     return readme
+
+
+def on_config(config: Any) -> Any:
+    """The results section of the navigation: its index, then one entry per report."""
+    pages: list[Any] = [results.INDEX]
+    pages += [{report.title: report.page} for report in results.REPORTS_RENDERED]
+    for entry in config["nav"]:
+        if isinstance(entry, dict) and entry.get(RESULTS) == results.INDEX:
+            entry[RESULTS] = pages
+    return config
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -34,7 +47,7 @@ def on_files(files: Files, config: Any) -> Files:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "index.md", content=home_page(readme)))
     files.append(File.generated(config, "configuration.md", content=config_reference.render()))
-    files.append(File.generated(config, "results/index.md", content=results.index()))
+    files.append(File.generated(config, results.INDEX, content=results.index()))
     for report in results.REPORTS_RENDERED:
         files.append(File.generated(config, report.page, content=results.render(report)))
         for image in results.images(report):

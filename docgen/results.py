@@ -31,6 +31,7 @@ from experiments.repro import (
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 BENCH_READERS = ROOT / "benchmarks" / "bench_readers.py"
+INDEX = "results/index.md"
 
 
 def _stragglers(results: Any, _: Path) -> str:
@@ -63,8 +64,10 @@ def _readers(results: dict[str, Any], _: Path) -> str:
 
 @dataclass(frozen=True)
 class Report:
-    """A directory of reports/ and how its report is rendered from its results file."""
+    """A directory of reports/ and how its report is rendered from its results file; the
+    title names its page in the site's navigation."""
 
+    title: str
     directory: str
     results_file: str
     render: Callable[[Any, Path], str]
@@ -76,35 +79,64 @@ class Report:
 
 
 REPORTS_RENDERED = (
-    Report("shadowsync_fig5", "points.json", lambda r, _: shadowsync._report(r)),
-    Report("shadowsync_quality", "results.json", lambda r, _: shadowsync_quality_report.report(r)),
     Report(
+        "ShadowSync Fig. 5",
+        "shadowsync_fig5",
+        "points.json",
+        lambda r, _: shadowsync._report(r),
+    ),
+    Report(
+        "ShadowSync quality",
+        "shadowsync_quality",
+        "results.json",
+        lambda r, _: shadowsync_quality_report.report(r),
+    ),
+    Report(
+        "Async staleness",
         "async_staleness",
         "points.json",
         lambda r, _: async_at_scale._staleness_report(r["points"], r["fit"]),
     ),
-    Report("gba_stragglers", "results.json", _stragglers),
+    Report("GBA under stragglers", "gba_stragglers", "results.json", _stragglers),
     Report(
+        "GBA switching",
         "gba_switching",
         "results.json",
         lambda r, _: gba_switching._switching_report(r["branches"], r["segment"]),
     ),
-    Report("psp", "results.json", lambda r, _: psp._report(r)),
+    Report("PSP", "psp", "results.json", lambda r, _: psp._report(r)),
     Report(
+        "Failures",
         "failures",
         "results.json",
         lambda r, _: failures.render_report(r["scale"], r["best"], r["validation"]),
     ),
-    Report("staleness_norm", "results.json", lambda r, _: staleness_norm_report.report(r)),
     Report(
+        "Staleness normalization",
+        "staleness_norm",
+        "results.json",
+        lambda r, _: staleness_norm_report.report(r),
+    ),
+    Report(
+        "Automatic switching",
         "auto_switching",
         "results.json",
         lambda r, d: auto_switching_report.report(r, (d / "scenario.toml").read_text()),
     ),
-    Report("swap_days", "results.json", lambda r, _: swap_days.report(r)),
-    Report("embeddings", "results.json", lambda r, _: embeddings_report.report(r)),
-    Report("hierarchical", "results.json", lambda r, _: hierarchical_report._report(r)),
-    Report("readers", "results.json", _readers),
+    Report("SWAP over days", "swap_days", "results.json", lambda r, _: swap_days.report(r)),
+    Report(
+        "Embedding tables",
+        "embeddings",
+        "results.json",
+        lambda r, _: embeddings_report.report(r),
+    ),
+    Report(
+        "Hierarchical training",
+        "hierarchical",
+        "results.json",
+        lambda r, _: hierarchical_report._report(r),
+    ),
+    Report("Readers", "readers", "results.json", _readers),
 )
 
 

@@ -3,7 +3,10 @@ of the config schema, and every results file under reports/ has its page."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from doc_commands import pages
 
 from docgen import config_reference, hooks, results
 from recsync.app.config.schema import Config
@@ -57,3 +60,16 @@ def test_every_results_file_under_reports_has_a_page():
 def test_the_home_page_links_the_readme_to_the_site_pages():
     home = hooks.home_page("see [training](docs/training.md)")
     assert home == "see [training](training.md)"
+
+
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def test_no_page_but_the_performance_log_names_a_commit():
+    texts = {path.name: path.read_text(encoding="utf-8") for path in pages()}
+    texts.pop("perf-log.md")
+    texts["configuration.md"] = config_reference.render()
+    texts |= {r.directory: results.render(r) for r in results.REPORTS_RENDERED}
+    named = {name: COMMIT.findall(FENCE.sub("", text)) for name, text in texts.items()}
+    assert not {name: found for name, found in named.items() if found}
