@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint layers types bench clean
+.PHONY: run test test-fast lint layers types docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,8 @@ run: $(STAMP)
 	$(BIN)/recsync train
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks experiments
-	$(BIN)/ruff format --check src tests benchmarks experiments
+	$(BIN)/ruff check src tests benchmarks experiments docgen
+	$(BIN)/ruff format --check src tests benchmarks experiments docgen
 
 layers: $(STAMP)
 	$(BIN)/lint-imports
@@ -24,7 +24,10 @@ layers: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-test: lint layers types
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint layers types docs
 	$(BIN)/python -m pytest -q --durations=20
 
 test-fast: $(STAMP)
@@ -35,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_embedding.py
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

@@ -16,7 +16,7 @@ thread, as in the reader's process (io/background.py).
 `--all FILE`: every format (Parquet and CSV also with hashed string ids), fixed and keyed,
 written to FILE as JSON with the machine's load average before and after (the CPU time of
 a loaded machine runs higher), and as a Markdown table beside it (FILE with .md:
-reports/readers/results.md, which the README quotes)."""
+reports/readers/results.md; the docs site renders it from the JSON)."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def main() -> None:
 
 
 def markdown_table(results: list[dict[str, object]]) -> str:
-    """The results as a Markdown table (written beside the JSON: the README quotes it)."""
+    """The results as a Markdown table (written beside the JSON, and rendered on the docs site)."""
     lines = [
         "| format | ids | examples/s | reader CPU us/example (median, lowest-highest) "
         "| row parser: examples/s, CPU us/example | ratio |",

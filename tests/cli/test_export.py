@@ -1,4 +1,4 @@
-"""`recsync export` and `recsync predict`: the exported state dict, loaded by the README's
+"""`recsync export` and `recsync predict`: the exported state dict, loaded by docs/export.md's
 plain-PyTorch lines, scores as recsync does; predict scores a file of the run's format."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from recsync.app.runs.export import exported_model
 from recsync.io.readers import open_dataset
 from recsync.io.sources import prepared
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXPORT_PAGE = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 
 
-def readme_snippet(model_dir: Path) -> str:
-    text = README.read_text(encoding="utf-8")
+def export_snippet(model_dir: Path) -> str:
+    text = EXPORT_PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- export-snippet -->\n```python\n(.*?)```", text, re.S)
-    assert found, "README has no export snippet"
+    assert found, "docs/export.md has no export snippet"
     return found.group(1).replace("model_dir/", f"{model_dir.as_posix()}/")
 
 
@@ -39,7 +39,7 @@ def trained(parquet_files):  # noqa: F811
     return workdir / "runs" / "to-export", test
 
 
-def test_the_readme_lines_load_the_export_and_score_as_recsync(trained, tmp_path):
+def test_the_export_page_lines_load_the_export_and_score_as_recsync(trained, tmp_path):
     run, test_file = trained
     result = invoke("export", str(run), str(tmp_path / "model"))
     assert result.exit_code == 0, result.output
@@ -48,7 +48,7 @@ def test_the_readme_lines_load_the_export_and_score_as_recsync(trained, tmp_path
         description["format"] == "recsync-export-1" and description["data"]["source"] == "parquet"
     )
     scope: dict = {}
-    exec(compile(readme_snippet(tmp_path / "model"), "README snippet", "exec"), scope)
+    exec(compile(export_snippet(tmp_path / "model"), "docs/export.md snippet", "exec"), scope)
     plain = scope["model"]
     ours, config = exported_model(run)
     files = config.to_specs().files
@@ -104,8 +104,8 @@ def test_a_reference_run_ends_with_a_checkpoint_that_exports(parquet_files, tmp_
     )
 
 
-def test_the_readme_lines_score_a_model_of_data_with_no_dense_feature(tmp_path):
-    # one multi-hot libFM bag: the README's model takes the branch with no bottom MLP
+def test_the_export_page_lines_score_a_model_of_data_with_no_dense_feature(tmp_path):
+    # one multi-hot libFM bag: the export page's model takes the branch with no bottom MLP
     lines = [
         f"{(i % 5 + i % 7) % 2} {i % 30}:1 {30 + i % 11}:1 {41 + i % 3}:1\n" for i in range(3_000)
     ]
@@ -125,7 +125,7 @@ def test_the_readme_lines_score_a_model_of_data_with_no_dense_feature(tmp_path):
     run = tmp_path / "runs" / "bag"
     assert invoke("export", str(run), str(tmp_path / "model")).exit_code == 0
     scope: dict = {}
-    exec(compile(readme_snippet(tmp_path / "model"), "README snippet", "exec"), scope)
+    exec(compile(export_snippet(tmp_path / "model"), "docs/export.md snippet", "exec"), scope)
     ours, config = exported_model(run)
     files = config.to_specs().files
     batch = next(

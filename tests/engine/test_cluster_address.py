@@ -1,4 +1,4 @@
-"""Joining a running Ray cluster by its address, as the README shows: a real head started
+"""Joining a running Ray cluster by its address, as docs/clusters.md shows: a real head started
 with `ray start --head` (token authentication on), a job through `--address`, and an
 address with no cluster behind it failing fast."""
 

@@ -189,7 +189,7 @@ def test_a_hash_table_job_resumed_from_a_cut_ends_with_the_uninterrupted_jobs_mo
             assert torch.equal(mine[name], theirs[name]), name
 
 
-def test_the_readme_scores_a_keyed_export_as_predict_does(tmp_path, monkeypatch):
+def test_the_export_page_scores_a_keyed_export_as_predict_does(tmp_path, monkeypatch):
     import re
     from pathlib import Path
 
@@ -209,11 +209,14 @@ def test_the_readme_scores_a_keyed_export_as_predict_does(tmp_path, monkeypatch)
     assert invoke("export", "runs/r", "model_dir").exit_code == 0
     predicted = invoke("predict", "runs/r", "clicks.ffm", "--out", "s.parquet")
     assert predicted.exit_code == 0, predicted.output
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    snippet = re.search(r"<!-- keyed-export-snippet -->\n```python\n(.*?)```", readme, re.S)
-    assert snippet, "README has no keyed export snippet"
+    page = Path(__file__).resolve().parents[2] / "docs" / "export.md"
+    found = re.search(
+        r"<!-- keyed-export-snippet -->\n```python\n(.*?)```", page.read_text("utf-8"), re.S
+    )
+    assert found, "docs/export.md has no keyed export snippet"
+    snippet = found
     scope: dict = {}
-    exec(compile(snippet.group(1), "README snippet", "exec"), scope)
+    exec(compile(snippet.group(1), "docs/export.md snippet", "exec"), scope)
     scores = pq.read_table(tmp_path / "s.parquet").column("score").to_pylist()
     for n in (0, 333, 999):
         user, item = lines[n].split()[1:]

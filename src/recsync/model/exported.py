@@ -1,6 +1,6 @@
 """A trained model as one plain `nn.Module`: the dense part and every embedding table in
 full, scoring a batch's dense features and bags (the form `recsync export` writes; the
-README shows the few lines of plain PyTorch that rebuild it from the state dict)."""
+page docs/export.md shows the few lines of plain PyTorch that rebuild it from the state dict)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from recsync.app.cli.common import ConfigOption, SetOption, cpu_table, fail
+from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, cpu_table, fail
 from recsync.app.config.load import parse_overrides
 from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
@@ -27,24 +27,33 @@ from recsync.errors import RecsyncError
 
 
 def calibrate(
-    out: Annotated[Path, typer.Option(help="Where to write the cost profile (TOML).")] = Path(
-        "cost_profile.toml"
-    ),
+    out: Annotated[
+        Path, typer.Option(metavar="FILE", help="Where to write the cost profile (TOML).")
+    ] = Path("cost_profile.toml"),
     check: Annotated[
-        bool, typer.Option(help="Also compare simulated and real EPS on the engine benchmarks.")
+        bool,
+        typer.Option(
+            show_default=False,
+            help="Also compare simulated and real EPS on the engine benchmarks (default).",
+        ),
     ] = True,
     examples: Annotated[
-        int, typer.Option(help="Examples per engine run (each fit job and each check).")
+        int,
+        typer.Option(metavar="N", help="Examples per engine run (each fit job and each check)."),
     ] = 180_000,
     repeats: Annotated[
-        int, typer.Option(min=1, help="Runs of each fit job (the one of median EPS is measured).")
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Runs of each fit job (the one of median EPS is measured)."
+        ),
     ] = 1,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     data: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="Measure only the reader on this data file (the job's: --config, --format, "
-            "--set) and set its format's price of an example in the profile at --out."
+            "--set) and set its format's price of an example in the profile at --out.",
         ),
     ] = None,
     format_: Annotated[
@@ -52,13 +61,18 @@ def calibrate(
         typer.Option("--format", "-f", help="The --data file's format (default: by name)."),
     ] = None,
     sample: Annotated[
-        int, typer.Option(min=1, help="Examples each timed pass over the --data file reads.")
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Examples each timed pass over the --data file reads."
+        ),
     ] = 50_000,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Measure this machine into a simulator cost profile (use: simulate --profile FILE);
-    with --data, the reader's cost on a data file, into the profile."""
+    """Measure this machine into a simulator cost profile.
+
+    Then simulate with it: recsync simulate --profile FILE. With --data, measure only the
+    reader's cost on a data file, into the profile."""
     if data is not None:
         _calibrate_reader(out, data, format_, config, set_, sample)
         return

@@ -15,13 +15,23 @@ from recsync.app.config.schema import Config
 
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="TOML config, layered on the embedded default."),
+    typer.Option(
+        "--config", "-c", metavar="FILE", help="A TOML config, layered on the embedded default."
+    ),
 ]
-NameOption = Annotated[str | None, typer.Option(help="Run directory name (default: a timestamp).")]
-ForceOption = Annotated[bool, typer.Option(help="Overwrite a non-empty run directory.")]
+NameOption = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Run directory name (default: a timestamp).")
+]
+ForceOption = Annotated[
+    bool, typer.Option(show_default=False, help="Overwrite a non-empty run directory.")
+]
 SetOption = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Override a config key, e.g. --set train.batch_size=128."),
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Set a config key, e.g. --set train.batch_size=128 (repeatable).",
+    ),
 ]
 
 
@@ -150,3 +160,8 @@ def cpu_table(rows: list[dict[str, Any]]) -> Table:
             *(f"{engine[r]:g} / {charged.get(r, 0.0):g}" if r in engine else "-" for r in roles),
         )
     return table
+
+
+ProgressOption = Annotated[
+    bool, typer.Option(show_default=False, help="Show the progress (default) or not.")
+]

@@ -37,47 +37,64 @@ def continual(
     set_: SetOption = None,
     engine: Annotated[
         str | None,
-        typer.Option(help=f"Where each day trains: one of {', '.join(ENGINES)} (default sim)."),
+        typer.Option(
+            metavar="ENGINE",
+            help=f"Where each day trains: one of {', '.join(ENGINES)} (default sim).",
+        ),
     ] = None,
     schedule: Annotated[
         str | None,
-        typer.Option(help="Strategy changes at day boundaries, e.g. '2=gba,5=sync'."),
+        typer.Option(
+            metavar="DAY=NAME,...",
+            help="Strategy changes at day boundaries, e.g. '2=gba,5=sync'.",
+        ),
     ] = None,
     resume: Annotated[
         Path | None,
-        typer.Option(help="Continue this continual run directory from its next day."),
+        typer.Option(
+            metavar="RUN", help="Continue this continual run directory from its next day."
+        ),
     ] = None,
     day_file: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="FILE",
             help="A day's data file, in order (repeat: --day-file d0.csv --day-file d1.csv "
-            "...); data.source gives their format. Default: the synthetic task's days."
+            "...); data.source gives their format. Default: the synthetic task's days.",
         ),
     ] = None,
     scenario: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="A TOML file of the cluster's changes day by day: stragglers, trainers, "
-            "slow servers (README, 'Continual training')."
+            "slow servers (docs/continual.md).",
         ),
     ] = None,
     controller: Annotated[
         str | None,
         typer.Option(
+            metavar="RULES",
             help="Switch strategies automatically from what each stretch measured: "
             "'default', or thresholds and strategies as KEY=VALUE,... (e.g. "
-            "'spread_on=1.3,stragglers=async'; docs/strategies.md)."
+            "'spread_on=1.3,stragglers=async'; docs/strategies.md).",
         ),
     ] = None,
     segments: Annotated[
         int | None,
-        typer.Option(help="Stretches a day trains in, the controller deciding after each."),
+        typer.Option(
+            metavar="N", help="Stretches a day trains in, the controller deciding after each."
+        ),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show each day's progress.")] = True,
+    progress: Annotated[
+        bool, typer.Option(show_default=False, help="Show each day's progress (default).")
+    ] = True,
 ) -> None:
-    """Train day after day (the synthetic task's data.synthetic.num_days days, or
-    --day-file files), each day resumed from the previous day's checkpoint, and score each
-    day's model on the next day's data; per-day records in metrics.jsonl, days.png."""
+    """Train day after day, each day's model scored on the next day.
+
+    The days are the synthetic task's data.synthetic.num_days days, or --day-file files;
+    each day resumes from the previous day's checkpoint. Per-day records go to
+    metrics.jsonl and days.png."""
     console = Console(emoji=False)
     try:
         cfg, root = _setup(config, name, force, set_, resume, day_file)

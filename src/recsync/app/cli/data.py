@@ -24,7 +24,9 @@ from recsync.errors import ConfigError, RecsyncError
 from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
 
-data_app = typer.Typer(help="Write and inspect data files.", no_args_is_help=True)
+data_app = typer.Typer(
+    help="Write and inspect data files.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 SYNTH_CHUNK_ROWS = 65_536
@@ -67,12 +69,14 @@ def write_synthetic_parquet(spec: SyntheticSpec, out: Path, split: Split) -> int
 
 @data_app.command("synth")
 def synth(
-    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Parquet file to write.")],
     config: ConfigOption = None,
     split: Annotated[Split, typer.Option(help="Which split to write.")] = Split.train,
     set_: SetOption = None,
 ) -> None:
-    """Write the synthetic task (the config's data.synthetic table) as a Parquet file."""
+    """Write the synthetic task as a Parquet file.
+
+    The task of the config's data.synthetic table, as columns label, I1.., C1..."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
         spec = build_dataclass(SyntheticSpec, cfg.data.synthetic, "data.synthetic")
@@ -154,18 +158,31 @@ def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
 
 @data_app.command("inspect")
 def inspect(
-    path: Annotated[Path, typer.Argument(help="Data file to read.")],
+    path: Annotated[Path, typer.Argument(metavar="FILE", help="Data file to read.")],
     format_: Annotated[
         str | None,
-        typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (default: by name)."),
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help=f"One of {', '.join(FORMATS)} (default: by the file's name).",
+        ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Take the schema from this config.")
+        Path | None,
+        typer.Option("--config", "-c", metavar="FILE", help="Take the schema from this config."),
     ] = None,
-    label: Annotated[str, typer.Option(help="Label column of a CSV/Parquet table.")] = "label",
-    strict: Annotated[bool, typer.Option(help="Stop at the first malformed line.")] = False,
+    label: Annotated[
+        str, typer.Option(metavar="COLUMN", help="Label column of a CSV or Parquet table.")
+    ] = "label",
+    strict: Annotated[
+        bool, typer.Option(show_default=False, help="Stop at the first malformed line.")
+    ] = False,
 ) -> None:
-    """Read a data file: its schema, rows, positive rate and skipped lines by reason."""
+    """Read a data file and say how it reads.
+
+    Its schema (each column and what it is taken for), rows, positive rate, and the
+    lines skipped by reason."""
     try:
         if format_ is not None and format_ not in FORMATS:
             raise ConfigError(f"--format {format_!r}: expected one of {list(FORMATS)}")

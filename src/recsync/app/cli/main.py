@@ -20,6 +20,7 @@ from recsync.app.cli.common import (
     ConfigOption,
     ForceOption,
     NameOption,
+    ProgressOption,
     SetOption,
     end_of_run,
     fail,
@@ -57,6 +58,7 @@ app = typer.Typer(
     help="Train recommendation models with switchable synchronization strategies.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # click's help: wrapped to the terminal, at most 80 columns
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_app, name="data")
@@ -121,20 +123,31 @@ def _prepare_run(
     return cfg, run_dir, state
 
 
+RunArgument = Annotated[
+    Path, typer.Argument(metavar="RUN", help="A run directory with a checkpoint.")
+]
 ResumeOption = Annotated[
     Path | None,
-    typer.Option(help="Continue from this run directory's checkpoint (its config is the base)."),
+    typer.Option(
+        metavar="RUN",
+        help="Continue from this run directory's checkpoint; its config is the base.",
+    ),
 ]
 StrategyOption = Annotated[
-    str | None, typer.Option(help="Strategy name (with --resume: switch to it).")
+    str | None,
+    typer.Option(metavar="NAME", help="Strategy name (with --resume: switch to it)."),
 ]
 EpochsOption = Annotated[
     int | None,
-    typer.Option(help="Passes over the training data (train.epochs); later ones shuffled."),
+    typer.Option(
+        metavar="N", help="Passes over the training data (train.epochs); later ones shuffled."
+    ),
 ]
 StopAfterOption = Annotated[
     int | None,
-    typer.Option(help="Hand out at most this many examples, then stop and checkpoint."),
+    typer.Option(
+        metavar="N", help="Hand out at most N examples, then stop and write the checkpoint."
+    ),
 ]
 
 
@@ -144,18 +157,23 @@ def train(
     name: NameOption = None,
     force: ForceOption = False,
     set_: SetOption = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     address: Annotated[
         str | None,
-        typer.Option(help="Join this Ray cluster (e.g. auto, or HEAD_IP:6379); default: local."),
+        typer.Option(
+            metavar="ADDRESS",
+            help="Join this Ray cluster (auto, or HEAD_IP:6379); default: start a local one.",
+        ),
     ] = None,
     resume: ResumeOption = None,
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
     epochs: EpochsOption = None,
 ) -> None:
-    """Train on the data (train.epochs passes, default one); write config, metrics, summary,
-    plots and a checkpoint to a run dir. --resume RUN --strategy OTHER
+    """Train a job on the Ray engine.
+
+    Train on the data (train.epochs passes, default one) and write the config, metrics,
+    summary, plots and a checkpoint to a run directory. --resume RUN --strategy OTHER
     continues RUN under OTHER."""
     try:
         extra: dict[str, Any] = {} if address is None else {"cluster.address": address}
@@ -203,18 +221,23 @@ def simulate(
     name: NameOption = None,
     force: ForceOption = False,
     set_: SetOption = None,
-    progress: Annotated[bool, typer.Option(help="Show a spinner.")] = True,
+    progress: ProgressOption = True,
     profile: Annotated[
         Path | None,
-        typer.Option(help="A cost profile written by `recsync calibrate` ([simulate] profile)."),
+        typer.Option(
+            metavar="FILE",
+            help="A cost profile written by recsync calibrate ([simulate] profile).",
+        ),
     ] = None,
     resume: ResumeOption = None,
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
     epochs: EpochsOption = None,
 ) -> None:
-    """Run the job of `train` in the cluster simulator (a cost profile): virtual time, real
-    math."""
+    """Run a job in the cluster simulator.
+
+    The job `train` would run, with the real math in virtual time, on a cost profile
+    (--profile, or [simulate] profile; without one, the cost model's defaults)."""
     try:
         extra: dict[str, Any] = {}
         if profile is not None:
@@ -245,22 +268,29 @@ def simulate(
 
 BestOption = Annotated[
     bool,
-    typer.Option(help="The run's best evaluated model (best.pt), not its final one."),
+    typer.Option(
+        show_default=False, help="The run's best evaluated model (best.pt), not its final one."
+    ),
 ]
 
 
 @app.command()
 def export(
-    run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
-    out: Annotated[Path, typer.Argument(help="Directory to write the model to.")],
+    run: RunArgument,
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="Directory to write the model to.")],
     best: BestOption = False,
     delta_from: Annotated[
         Path | None,
-        typer.Option(help="An earlier export: also write each table's changed rows since it."),
+        typer.Option(
+            metavar="DIR",
+            help="An earlier export: also write each table's rows changed since it.",
+        ),
     ] = None,
 ) -> None:
-    """Write a run's model for serving and model.json: fixed tables as one PyTorch state
-    dict (model.pt); hash tables as id/vector Parquet files and dense.pt2 (torch.export)."""
+    """Write a run's model for serving.
+
+    Fixed tables: one PyTorch state dict (model.pt); hash tables: id/vector Parquet files
+    and a torch.export program (dense.pt2); and model.json, the architecture and data."""
     try:
         written = export_run(run, out, best, delta_from)
     except (RecsyncError, OSError) as error:
@@ -271,14 +301,16 @@ def export(
 
 @app.command()
 def predict(
-    run: Annotated[Path, typer.Argument(help="A run directory with a checkpoint.")],
-    data: Annotated[Path, typer.Argument(help="A file of the run's data format.")],
-    out: Annotated[Path, typer.Option(help="Parquet file of label and score columns.")] = Path(
-        "scores.parquet"
-    ),
+    run: RunArgument,
+    data: Annotated[Path, typer.Argument(metavar="FILE", help="A file of the run's data format.")],
+    out: Annotated[
+        Path, typer.Option(metavar="FILE", help="Parquet file of label and score columns.")
+    ] = Path("scores.parquet"),
     best: BestOption = False,
 ) -> None:
-    """Score every line of a file of the run's format with the run's model."""
+    """Score a data file with a run's model.
+
+    Every good line of a file of the run's format; skipped lines are counted."""
     try:
         rows, skips = predict_file(run, data, out, best)
     except (RecsyncError, OSError) as error:
@@ -290,10 +322,14 @@ def predict(
 
 @app.command()
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
-    out: Annotated[Path, typer.Option(help="Figure of their curves (PNG).")] = Path("compare.png"),
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN", help="Run directories.")],
+    out: Annotated[Path, typer.Option(metavar="FILE", help="Figure of their curves (PNG).")] = Path(
+        "compare.png"
+    ),
 ) -> None:
-    """Several runs' final metrics in one table, and their test curves on one figure."""
+    """Compare runs: final metrics and test curves.
+
+    Several runs' final metrics in one table, and their test curves on one figure."""
     try:
         rows = compare_rows(runs)
         figure = plot_runs(runs, out)
@@ -320,9 +356,11 @@ def compare(
 
 @app.command()
 def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
-    """Print the placement plan: tables on embedding servers, the dense part's slices on
-    sync or dense servers (hierarchical training: each operator on the trainers or a group
-    PS, with the estimated utilisation before and after refinement)."""
+    """Print the placement plan of a job.
+
+    Tables on embedding servers, the dense part's slices on sync or dense servers
+    (hierarchical training: each operator on the trainers or a group PS, with the
+    estimated utilisation before and after refinement)."""
     try:
         cfg = load_config(config, parse_overrides(set_ or []))
         warn_deprecations(cfg)

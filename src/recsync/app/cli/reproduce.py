@@ -45,21 +45,26 @@ class ReproductionGroup(TyperGroup):
     def _add_reproductions(self) -> None:
         if self.commands:
             return
-        commands = typer.Typer()
+        commands = typer.Typer(rich_markup_mode=None)
         for reproduction in _reproductions().values():
             _command(commands, reproduction)
         for name, command in typer.main.get_group(commands).commands.items():
             self.add_command(command, name)
 
 
-reproduce_app = typer.Typer(cls=ReproductionGroup, help="Reproduce the papers' figures (reports/).")
+reproduce_app = typer.Typer(
+    cls=ReproductionGroup, help="Reproduce the papers' figures (reports/).", rich_markup_mode=None
+)
 
 
 @reproduce_app.callback(invoke_without_command=True)
 def reproductions(
     ctx: typer.Context,
     list_: Annotated[
-        bool, typer.Option("--list", help="Name every reproduction and its duration.")
+        bool,
+        typer.Option(
+            "--list", show_default=False, help="Name every reproduction and its duration."
+        ),
     ] = False,
 ) -> None:
     """Reproduce the papers' figures and tables in the simulator (reports/)."""
@@ -94,7 +99,7 @@ def _run(reproduction: Reproduction, out: Path) -> Any:
 
 def _command(commands: typer.Typer, reproduction: Reproduction) -> None:
     def command(
-        out: Annotated[Path, typer.Option(help="Report directory.")] = Path(
+        out: Annotated[Path, typer.Option(metavar="DIR", help="Report directory.")] = Path(
             reproduction.report_dir
         ),
     ) -> None:
@@ -104,4 +109,5 @@ def _command(commands: typer.Typer, reproduction: Reproduction) -> None:
         f"{reproduction.paper}: {reproduction.claim} (about {reproduction.minutes:g} minutes; "
         f"writes {reproduction.report_dir})."
     )
-    commands.command(reproduction.name)(command)
+    short = f"{reproduction.paper} ({reproduction.minutes:g} min)"  # --list says what
+    commands.command(reproduction.name, short_help=short)(command)

@@ -1,0 +1,56 @@
+"""The mkdocs hook (mkdocs.yml `hooks:`): adds the generated pages to the site before it is
+built, so that nav entries and links to them are checked like any page's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]  # docgen, experiments, benchmarks
+
+from mkdocs.structure.files import File, Files  # noqa: E402
+
+from docgen import config_reference, results  # noqa: E402
+
+HOME_LINKS = {  # the README's links into docs/, as the site's pages see them
+    "](docs/": "](",
+    "(`docs/configuration.md` on the site)": "([configuration](configuration.md))",
+    "(`docs/results/` on the site;": "([results](results/index.md);",
+}
+
+
+RESULTS = "Results"  # the nav entry of the results pages (mkdocs.yml)
+
+
+def home_page(readme: str) -> str:
+    """The README as the site's home page."""
+    for old, new in HOME_LINKS.items():
+        readme = readme.replace(old, new)
+    return readme
+
+
+def on_config(config: Any) -> Any:
+    """The results section of the navigation: its index, then one entry per report."""
+    pages: list[Any] = [results.INDEX]
+    pages += [{report.title: report.page} for report in results.REPORTS_RENDERED]
+    for entry in config["nav"]:
+        if isinstance(entry, dict) and entry.get(RESULTS) == results.INDEX:
+            entry[RESULTS] = pages
+    return config
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """The home page (the README), the configuration reference and one page per report,
+    with its figures."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    files.append(File.generated(config, "index.md", content=home_page(readme)))
+    files.append(File.generated(config, "configuration.md", content=config_reference.render()))
+    files.append(File.generated(config, results.INDEX, content=results.index()))
+    for report in results.REPORTS_RENDERED:
+        files.append(File.generated(config, report.page, content=results.render(report)))
+        for image in results.images(report):
+            uri = f"{report.page.rsplit('/', 1)[0]}/{image.name}"
+            files.append(File.generated(config, uri, abs_src_path=str(image)))
+    return files

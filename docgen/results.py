@@ -1,0 +1,175 @@
+"""The results pages, generated from what the reproductions wrote under reports/: each
+page is the reproduction's own report, rendered again by its code from its results file
+(results.json, or points.json), so no figure on the site is typed by hand."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.repro import (
+    async_at_scale,
+    auto_switching_report,
+    embeddings_report,
+    failures,
+    gba,
+    gba_switching,
+    hierarchical_report,
+    psp,
+    shadowsync,
+    shadowsync_quality_report,
+    staleness_norm_report,
+    swap_days,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "reports"
+BENCH_READERS = ROOT / "benchmarks" / "bench_readers.py"
+INDEX = "results/index.md"
+
+
+def _stragglers(results: Any, _: Path) -> str:
+    examples = gba.STRAGGLER_WORKERS * gba.STRAGGLER_STEPS_PER_WORKER * 256
+    return gba._stragglers_report(results, examples)
+
+
+def _readers(results: dict[str, Any], _: Path) -> str:
+    spec = importlib.util.spec_from_file_location("bench_readers", BENCH_READERS)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    markdown_table: Callable[[list[dict[str, object]]], str] = bench.markdown_table
+    load = ", ".join(f"{x:.1f}" for x in results["load_before"])
+    return "\n".join(
+        [
+            "# Reading files into batches (benchmarks/bench_readers.py)",
+            "",
+            f"{results['examples']:,} examples a format, medians of {results['repeats']} "
+            "reads, the process CPU of every thread per example, torch on one thread as in "
+            f"the reader's process; {results['cores']} cores, load average before: {load}. "
+            "The row parser's figures are what each format costs read a line (or a row) at a "
+            "time, the ratio the block reader's examples/s over the row parser's.",
+            "",
+            markdown_table(results["results"]),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    """A directory of reports/ and how its report is rendered from its results file; the
+    title names its page in the site's navigation."""
+
+    title: str
+    directory: str
+    results_file: str
+    render: Callable[[Any, Path], str]
+
+    @property
+    def page(self) -> str:
+        """The page's path on the site."""
+        return f"results/{self.directory}/index.md"
+
+
+REPORTS_RENDERED = (
+    Report(
+        "ShadowSync Fig. 5",
+        "shadowsync_fig5",
+        "points.json",
+        lambda r, _: shadowsync._report(r),
+    ),
+    Report(
+        "ShadowSync quality",
+        "shadowsync_quality",
+        "results.json",
+        lambda r, _: shadowsync_quality_report.report(r),
+    ),
+    Report(
+        "Async staleness",
+        "async_staleness",
+        "points.json",
+        lambda r, _: async_at_scale._staleness_report(r["points"], r["fit"]),
+    ),
+    Report("GBA under stragglers", "gba_stragglers", "results.json", _stragglers),
+    Report(
+        "GBA switching",
+        "gba_switching",
+        "results.json",
+        lambda r, _: gba_switching._switching_report(r["branches"], r["segment"]),
+    ),
+    Report("PSP", "psp", "results.json", lambda r, _: psp._report(r)),
+    Report(
+        "Failures",
+        "failures",
+        "results.json",
+        lambda r, _: failures.render_report(r["scale"], r["best"], r["validation"]),
+    ),
+    Report(
+        "Staleness normalization",
+        "staleness_norm",
+        "results.json",
+        lambda r, _: staleness_norm_report.report(r),
+    ),
+    Report(
+        "Automatic switching",
+        "auto_switching",
+        "results.json",
+        lambda r, d: auto_switching_report.report(r, (d / "scenario.toml").read_text()),
+    ),
+    Report("SWAP over days", "swap_days", "results.json", lambda r, _: swap_days.report(r)),
+    Report(
+        "Embedding tables",
+        "embeddings",
+        "results.json",
+        lambda r, _: embeddings_report.report(r),
+    ),
+    Report(
+        "Hierarchical training",
+        "hierarchical",
+        "results.json",
+        lambda r, _: hierarchical_report._report(r),
+    ),
+    Report("Readers", "readers", "results.json", _readers),
+)
+
+
+@functools.cache
+def render(report: Report) -> str:
+    """The report's page: its report as its code renders it from its results file."""
+    directory = REPORTS / report.directory
+    results = json.loads((directory / report.results_file).read_text(encoding="utf-8"))
+    text = report.render(results, directory)
+    source = f"reports/{report.directory}/{report.results_file}"
+    return f"{text.rstrip()}\n\n*Generated from `{source}` when the site was built.*\n"
+
+
+def images(report: Report) -> list[Path]:
+    """The figures its page shows (they sit beside it on the site)."""
+    return sorted((REPORTS / report.directory).glob("*.png"))
+
+
+def index() -> str:
+    """The results page: what each reproduction measured, one link each."""
+    lines = [
+        "# Results",
+        "",
+        "Each page below is a reproduction's report, rendered when the site is built from",
+        "the results file its `recsync reproduce NAME` run wrote under `reports/`. Rerun",
+        "the command to measure again; the page follows. Timing benchmarks and the",
+        "history of the engine's speed are in the [performance log](../perf-log.md).",
+        "",
+        "| report | results file |",
+        "| --- | --- |",
+    ]
+    for report in REPORTS_RENDERED:
+        title = render(report).splitlines()[0].lstrip("# ").strip()
+        source = f"reports/{report.directory}/{report.results_file}"
+        lines.append(f"| [{title}]({report.directory}/index.md) | `{source}` |")
+    return "\n".join(lines) + "\n"

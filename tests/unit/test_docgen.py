@@ -1,0 +1,75 @@
+"""The documentation site's generated pages: the configuration reference names every key
+of the config schema, and every results file under reports/ has its page."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from doc_commands import pages
+
+from docgen import config_reference, hooks, results
+from recsync.app.config.schema import Config
+from recsync.app.config.strategy import SECTIONS
+from recsync.sync.staleness_norm import StalenessNorm
+
+
+def _dotted(table: dict[str, Any], prefix: str) -> set[str]:
+    keys = set()
+    for key, value in table.items():
+        keys.add(f"{prefix}.{key}")
+        if isinstance(value, dict) and key not in ("server_slowdown", "cost"):
+            keys |= _dotted(value, f"{prefix}.{key}")
+    return keys
+
+
+def test_the_reference_names_every_key_of_every_section_and_strategy():
+    keys = set()
+    for section, table in Config().dump().items():
+        if isinstance(table, dict) and section != "cost":
+            keys |= _dotted(table, section)
+    for section in SECTIONS.values():
+        keys |= _dotted(section().model_dump(by_alias=True), "strategy")
+    keys |= {f"strategy.staleness_norm.{key}" for key in StalenessNorm.__dataclass_fields__}
+    page = config_reference.render()
+    missing = sorted(key for key in keys if f"`{key}`" not in page)
+    assert len(keys) > 100 and not missing, missing
+    for name in SECTIONS:
+        assert f'`[strategy] name = "{name}"`' in page
+
+
+def test_the_reference_notes_a_key_from_the_default_config_comment():
+    page = config_reference.render()
+    assert "| `run.eval_every` | int | `50000` | examples between evaluations" in page
+
+
+def test_every_results_file_under_reports_has_a_page():
+    files = {
+        path.parent.name
+        for name in ("results.json", "points.json")
+        for path in results.REPORTS.glob(f"*/{name}")
+    }
+    assert files == {report.directory for report in results.REPORTS_RENDERED}
+    for report in results.REPORTS_RENDERED:
+        page = results.render(report)
+        assert page.startswith("# ") and "\n| --- |" in page, report.directory
+        for image in results.images(report):
+            assert image.exists()
+
+
+def test_the_home_page_links_the_readme_to_the_site_pages():
+    home = hooks.home_page("see [training](docs/training.md)")
+    assert home == "see [training](training.md)"
+
+
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def test_no_page_but_the_performance_log_names_a_commit():
+    texts = {path.name: path.read_text(encoding="utf-8") for path in pages()}
+    texts.pop("perf-log.md")
+    texts["configuration.md"] = config_reference.render()
+    texts |= {r.directory: results.render(r) for r in results.REPORTS_RENDERED}
+    named = {name: COMMIT.findall(FENCE.sub("", text)) for name, text in texts.items()}
+    assert not {name: found for name, found in named.items() if found}
