@@ -31,6 +31,7 @@ from experiments.repro import (
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 BENCH_READERS = ROOT / "benchmarks" / "bench_readers.py"
+READER_SIZING = ROOT / "benchmarks" / "reader_sizing_doc.py"
 INDEX = "results/index.md"
 
 
@@ -39,12 +40,26 @@ def _stragglers(results: Any, _: Path) -> str:
     return gba._stragglers_report(results, examples)
 
 
-def _readers(results: dict[str, Any], _: Path) -> str:
-    spec = importlib.util.spec_from_file_location("bench_readers", BENCH_READERS)
+def _benchmark(path: Path) -> Any:
+    """A script of benchmarks/, imported by its path (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _reader_cost(results: dict[str, Any], _: Path) -> str:
+    sizing = _benchmark(READER_SIZING)
+    section: str = sizing.sizing_section(results)
+    return "# The reader's cost on the user's files (benchmarks/bench_sim_vs_engine.py)\n\n" + (
+        section
+    )
+
+
+def _readers(results: dict[str, Any], _: Path) -> str:
+    bench = _benchmark(BENCH_READERS)
     markdown_table: Callable[[list[dict[str, object]]], str] = bench.markdown_table
     load = ", ".join(f"{x:.1f}" for x in results["load_before"])
     return "\n".join(
@@ -137,6 +152,7 @@ REPORTS_RENDERED = (
         lambda r, _: hierarchical_report._report(r),
     ),
     Report("Readers", "readers", "results.json", _readers),
+    Report("The reader's cost on the user's files", "reader_cost", "results.json", _reader_cost),
 )
 
 
