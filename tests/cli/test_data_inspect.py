@@ -133,7 +133,7 @@ def test_measures_stay_dense_and_ids_by_value_are_categorical():
             "age": rng.integers(18, 80, rows),
             "I1": popular_ids(rng, rows, 500, 10**6),  # named as a count
             "paid": np.round(np.exp(rng.normal(7, 1, rows))).astype(np.int64),  # not an id
-            "shop": popular_ids(rng, rows, 900, 10**6),  # ids by their values
+            "vendor_ref": popular_ids(rng, rows, 900, 10**6),  # ids by their values
             "C3": rng.integers(0, 5, rows),
             "score": rng.random(rows),
             "created_time": rng.integers(0, 40, rows),  # a duration, not a Unix time
@@ -141,9 +141,9 @@ def test_measures_stay_dense_and_ids_by_value_are_categorical():
     )
     found = infer_columns(table, "label", "t")
     why = {r.name: r.why for r in found.roles}
-    assert found.categorical == ("shop", "C3"), why
+    assert found.categorical == ("vendor_ref", "C3"), why
     assert found.dense == ("clicks", "height_mm", "age", "I1", "paid", "score", "created_time"), why
-    assert "not ordered like a measure" in why["shop"] and "named as an id" in why["C3"]
+    assert "not ordered like a measure" in why["vendor_ref"] and "named as an id" in why["C3"]
 
 
 def test_simulate_trains_on_an_integer_id_csv_with_no_schema(tmp_path):

@@ -85,12 +85,22 @@ def synth(
 def _inferred_tabular_schema(found: InferredColumns) -> TabularSchema:
     """The schema a config with no declared columns trains on (io/columns.py)."""
     rows = (INSPECT_TABLE_ROWS,) * len(found.categorical)
-    return TabularSchema(found.label, found.dense, found.categorical, rows, hashed=found.hashed)
+    return TabularSchema(
+        found.label,
+        found.dense,
+        found.categorical,
+        rows,
+        hashed=found.hashed,
+        multi_valued=dict(found.multi_valued),
+    )
 
 
 def _describe_schema(schema: Any) -> str:
     if isinstance(schema, TabularSchema):
         hashed = f" (hashed: {', '.join(schema.hashed)})" if schema.hashed else ""
+        if schema.multi_valued:
+            lists = ", ".join(f"{c} split at {s!r}" for c, s in schema.multi_valued.items())
+            hashed += f" (multi-valued: {lists})"
         return (
             f"label {schema.label}; {len(schema.dense)} dense: {', '.join(schema.dense) or '-'}; "
             f"{len(schema.categorical)} categorical: {', '.join(schema.categorical) or '-'}"

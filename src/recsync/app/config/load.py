@@ -167,4 +167,5 @@ def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
         "dense": list(found.dense),
         "categorical": list(found.categorical),
         "hashed": list(found.hashed),
+        "multi_valued": dict(found.multi_valued),
     }
