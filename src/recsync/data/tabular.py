@@ -9,8 +9,8 @@ numbers, bools, strings (CSV text) or None (null); an empty string counts as nul
 - label: 0 or 1 (number, bool or its text) — "missing_label" if null, "bad_label" otherwise.
 - dense: a finite number (or its text); null -> `null_dense` (0.0 by default; None makes a
   null a "missing_value" skip); NaN/inf -> "nan_value"; anything else -> "bad_value".
-- categorical, integer columns: a non-negative integer (int, integral float or decimal
-  text); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
+- categorical, integer columns: a non-negative integer (int, integral float, decimal
+  text, or text of a whole float such as "123.0", as pandas writes ids with nulls); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
 - categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
   id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
 - `keyed`: an id is instead the feature-prefixed key of the integer, or of the string hashed
@@ -41,6 +41,7 @@ from recsync.data.skips import Rejected, SkipReport
 from recsync.errors import DataError
 
 DECIMAL = re.compile(r"[0-9]+")  # an integer id written as text (fullmatch, stripped)
+WHOLE_TEXT = re.compile(r"([0-9]+)\.0*")  # one written as a whole float ("123.0", pandas)
 SEPARATORS = "^|;,"  # what splits a multi-valued text column (io/columns.py looks for them)
 
 
@@ -157,16 +158,20 @@ def _dense(value: object, column: str) -> float:
 
 def _integer_id(value: object, column: str) -> int:
     number: int
+    whole = WHOLE_TEXT.fullmatch(value.strip()) if isinstance(value, str) else None
     if (
         isinstance(value, int)
         or (isinstance(value, float) and value.is_integer())
         or (isinstance(value, str) and DECIMAL.fullmatch(value.strip()) is not None)
     ):
         number = int(value)
+    elif whole is not None:
+        number = int(whole.group(1))
     elif isinstance(value, float) and math.isnan(value):
         raise Rejected("nan_value", column, "categorical id is NaN")
     else:
-        raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id{_hint(value, column)}")
+        hint = _hint(value, column)
+        raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id{hint}")
     if number < 0:
         raise Rejected("bad_id", column, f"{value!r} is a negative id")
     return number

@@ -3,10 +3,11 @@
 - a list column (Parquet `list<...>`) of integers is a bag of integer ids, of strings a bag
   of hashed ids; a list of any other type is left out;
 - a text column is a list when one separator of SEPARATORS ("^", "|", ";", ",") splits
-  at least LIST_SHARE (1%) of its non-empty sampled values, and splitting every value at it
-  leaves no empty element and no element holding whitespace (free text such as "red, blue
-  shoes" is not a list); with several, the one found in most values. Its elements are
-  integer ids when every sampled element is decimal digits, hashed ids otherwise.
+  at least one in LIST_EVERY (1000) of its non-empty sampled values (and at least one),
+  and splitting every value at it leaves no empty element and no element holding
+  whitespace (free text such as "red, blue shoes" is not a list); with several, the one
+  found in most values. Its elements are integer ids when every sampled element is
+  decimal digits, hashed ids otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 
 from recsync.data.tabular import SEPARATORS
 
-LIST_SHARE = 0.01
+LIST_EVERY = 1000
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def separated_list(values: pa.ChunkedArray) -> ListColumn | None:
     best: tuple[int, str] | None = None
     for separator in SEPARATORS:
         splitting = int(pc.sum(pc.match_substring(present, separator)).as_py() or 0)
-        if splitting < max(1, LIST_SHARE * len(present)):
+        if splitting < max(1, len(present) / LIST_EVERY):
             continue
         elements = pc.list_flatten(pc.split_pattern(present, separator))
         empty = pc.any(pc.equal(pc.utf8_length(elements), 0)).as_py()

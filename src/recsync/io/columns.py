@@ -7,7 +7,8 @@ column trains on it (and the run's config records it). The rule, first match win
 - the `label` column is the label;
 - lists are categorical multi-hot bags: a list column, or text split by a separator
   (io/column_lists.py: `^`, `|`, `;` or `,`), recorded in data.schema.multi_valued;
-- other strings are categorical (hashed); floats are dense; other types are left out;
+- other strings are categorical (hashed); floats are dense, except whole floats named as
+  an id (below: integer ids with nulls, as pandas writes them); other types are left out;
 - an integer column whose name says id is categorical: `id`, `*id`, `*_id`, `*Id`, `C<n>`
   (the last word ending in "id", but not a word such as paid, bid or valid);
 - an integer column whose name says count or amount is dense: its first word is one of
@@ -194,15 +195,21 @@ def _role(column: pa.Field, values: pa.ChunkedArray) -> tuple[str, str]:
     kind = column.type
     if _textual(column):
         return CATEGORICAL, "text: hashed ids"
+    words = [w.lower() for w in WORD.findall(column.name)]
+    last = words[-1] if words else ""
+    id_named = bool(CATEGORICAL_NAME.fullmatch(column.name)) or (
+        last.endswith(("id", "ids")) and last not in NOT_ID_WORDS
+    )
     if pa.types.is_floating(kind):
+        present = values.drop_null().to_numpy()
+        if id_named and present.size and bool((present == np.floor(present)).all()):
+            return CATEGORICAL, (
+                "whole floats named as an id (integer ids with nulls, as pandas writes them)"
+            )
         return DENSE, "floating point: a measure"
     if not pa.types.is_integer(kind):
         return LEFT_OUT, f"type {kind} is neither a number nor text"
-    words = [w.lower() for w in WORD.findall(column.name)]
-    last = words[-1] if words else ""
-    if CATEGORICAL_NAME.fullmatch(column.name) or (
-        last.endswith(("id", "ids")) and last not in NOT_ID_WORDS
-    ):
+    if id_named:
         return CATEGORICAL, "integer named as an id"
     if (len(words) > 1 and words[0] in COUNT_FIRST) or last in MEASURE_WORDS:
         return DENSE, f"integer named as a count or amount ({column.name})"

@@ -49,8 +49,10 @@ class LibFFMFields:
         return max(self.fields) + 1 if self.fields else 0
 
 
-def libffm_fields(path: Path, max_lines: int = SAMPLE_LINES) -> LibFFMFields:
-    """The fields of the first `max_lines` lines of a libffm file (plain or gzip)."""
+def libffm_fields(path: Path, max_lines: int | None = None) -> LibFFMFields:
+    """The fields of the first `max_lines` (SAMPLE_LINES) lines of a libffm file (plain or
+    gzip)."""
+    max_lines = SAMPLE_LINES if max_lines is None else max_lines
     fields: dict[int, FieldSeen] = {}
     read = 0
     with open_text(path) as lines:

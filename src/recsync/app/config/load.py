@@ -137,7 +137,8 @@ def load_config(
         config = Config.model_validate(tree)
         columns = _inferred_columns(config)
         if columns:
-            config = Config.model_validate(merge_tables(tree, {"data": {"schema": columns}}))
+            tree = merge_tables(tree, {"data": {"schema": columns}})
+            config = Config.model_validate(tree)
         tables = _libffm_tables(config)
         if tables is not None:
             config = Config.model_validate(merge_tables(tree, {"model": {"num_tables": tables}}))
