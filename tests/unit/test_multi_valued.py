@@ -172,9 +172,7 @@ def _parquet_both(path, monkeypatch, schema=SCHEMA):
 
 
 @pytest.mark.parametrize("nulls", [False, True])
-def test_parquet_list_columns_are_bags_column_by_column_as_row_by_row(
-    tmp_path, monkeypatch, nulls
-):
+def test_parquet_list_columns_are_bags_column_by_column_as_row_by_row(tmp_path, monkeypatch, nulls):
     schema = TabularSchema(**{**_fields(SCHEMA), "multi_valued": {}})  # lists need no separator
     path, table = _parquet(tmp_path, 200, seed=3, nulls=nulls)
     (mine, skips), (theirs, _) = _parquet_both(path, monkeypatch, schema)

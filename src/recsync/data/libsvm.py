@@ -188,7 +188,6 @@ class LibFFMLineParser:
                 bags[f].append(key(f, integer_id(index)) if keyed else index % rows[f])
         return dense, bags, label
 
-
     def _field_outside(self, field: str) -> str:
         n = self.schema.num_fields
         if not _NON_NEGATIVE.fullmatch(field):

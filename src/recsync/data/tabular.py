@@ -10,7 +10,8 @@ numbers, bools, strings (CSV text) or None (null); an empty string counts as nul
 - dense: a finite number (or its text); null -> `null_dense` (0.0 by default; None makes a
   null a "missing_value" skip); NaN/inf -> "nan_value"; anything else -> "bad_value".
 - categorical, integer columns: a non-negative integer (int, integral float, decimal
-  text, or text of a whole float such as "123.0", as pandas writes ids with nulls); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
+  text, or text of a whole float such as "123.0", as pandas writes ids with nulls);
+  id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
 - categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
   id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
 - `keyed`: an id is instead the feature-prefixed key of the integer, or of the string hashed
@@ -237,7 +238,7 @@ class TabularRowParser:
             raise Rejected(
                 "bad_id", column, f"{value!r} has an empty element (separator {separator!r})"
             )
-        return elements  # type: ignore[return-value]
+        return elements
 
     def _hash(self, value: object, column: str) -> int:
         return mmh3.hash(_hash_text(value, column), self.schema.hash_seed, signed=False)

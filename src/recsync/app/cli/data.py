@@ -231,15 +231,15 @@ def _print_fields(console: Console, found: LibFFMFields, path: Path) -> None:
     for heading in ("field", "lines", "indices", "read as"):
         fields.add_column(heading)
     measures = []
-    for number in range(found.num_fields):
-        seen = found.fields.get(number, FieldSeen())
+    for field_number in range(found.num_fields):
+        seen = found.fields.get(field_number, FieldSeen())
         indices = len(seen.indices)
         many = "or more" if indices > INDEX_KINDS_KEPT else ""
         role = "categorical"
         if seen.looks_dense():
             role = "categorical (one index, values not 0/1: a measure? declare it dense)"
-            measures.append(number)
-        fields.add_row(str(number), f"{seen.lines:,}", f"{indices} {many}".strip(), role)
+            measures.append(field_number)
+        fields.add_row(str(field_number), f"{seen.lines:,}", f"{indices} {many}".strip(), role)
     console.print(fields)
     console.print("to declare:")
     lines = [
