@@ -153,8 +153,8 @@ def load_config(
 def _inferred_columns(config: Config) -> dict[str, list[str] | dict[str, str]] | None:
     """[data.schema]'s dense, categorical, hashed and multi-valued columns read from a
     CSV's or Parquet file's header and first rows (io/columns.py) when the config lists
-    none; None if it lists some (or the data is not a table, or its file is not there: reading it will say
-    so)."""
+    none; None if it lists some (or the data is not a table, or its file is not there:
+    reading it will say so)."""
     data = config.data
     schema = data.table_schema
     if data.source not in TABULAR_FORMATS or schema.dense or schema.categorical:
