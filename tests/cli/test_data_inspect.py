@@ -243,3 +243,17 @@ def test_a_libffm_file_is_inspected_and_trained_on_with_the_fields_it_shows(tmp_
     run = tmp_path / "runs" / "ffm"
     assert json.loads((run / "config.json").read_text())["model"]["num_tables"] == 2
     assert json.loads((run / "summary.json").read_text())["test_auc"] > 0.6
+
+
+def test_a_declared_text_column_of_lists_not_declared_multi_valued_is_pointed_out(tmp_path):
+    path = tmp_path / "clicks.csv"
+    with_click_lists(path, rows=200)
+    config = tmp_path / "declared.toml"
+    config.write_text(
+        '[data]\nsource = "csv"\ntest_fraction = 0.2\n[data.schema]\nlabel = "clk"\n'
+        'categorical = ["userid", "click_sequence"]\nhashed = ["click_sequence"]\n'
+    )
+    result = invoke("data", "inspect", str(path), "-c", str(config))
+    assert result.exit_code == 0, result.output
+    assert "undeclared list" in result.output
+    assert 'declare data.schema.multi_valued = {click_sequence = "^"}' in result.output

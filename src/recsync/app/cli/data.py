@@ -21,6 +21,7 @@ from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, RecsyncError
+from recsync.io.column_lists import separated_list
 from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
 from recsync.io.libffm_fields import INDEX_KINDS_KEPT, FieldSeen, LibFFMFields, libffm_fields
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
@@ -146,6 +147,23 @@ def _inspect_schema(
     return fmt, _inferred_tabular_schema(found), sample.schema, found
 
 
+def _undeclared_lists(path: Path, fmt: str, schema: TabularSchema) -> list[str]:
+    """A declared text column that holds lists of ids (io/column_lists.py) but is not in
+    data.schema.multi_valued: what to declare, one line each."""
+    sample = table_sample(path, fmt, schema.delimiter)
+    lines = []
+    for column in schema.categorical:
+        if column in schema.multi_valued or column not in sample.column_names:
+            continue
+        if not pa.types.is_string(sample.schema.field(column).type):
+            continue
+        found = separated_list(sample.column(column))
+        if found is not None:
+            declare = f'data.schema.multi_valued = {{{column} = "{found.separator}"}}'
+            lines.append(f"{column}: {found.why}; read as one string unless you declare {declare}")
+    return lines
+
+
 def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
     """What a user must declare to train on a table read as `found` infers it."""
     label = f" --set data.schema.label={found.label}" if found.label != "label" else ""
@@ -204,6 +222,9 @@ def inspect(
     if columns is not None and found is None:
         table.add_row("columns", ", ".join(f"{f.name}: {f.type}" for f in columns))
     table.add_row("schema", escape(_describe_schema(schema)))
+    if isinstance(schema, TabularSchema) and found is None:
+        for line in _undeclared_lists(path, fmt, schema):
+            table.add_row("undeclared list", escape(line))
     table.add_row("rows", f"{rows:,}")
     table.add_row("positive rate", number(positives / rows if rows else None))
     table.add_row("skipped lines", skips_text(reader.skips.as_dict()))
