@@ -17,6 +17,7 @@ from recsync.data.skips import Rejected, SkipReport
 from recsync.data.tabular import TabularRowParser, TabularSchema
 from recsync.errors import DataError
 from recsync.io import table_blocks
+from recsync.io.columns import infer_columns
 from recsync.io.readers import csv_blocks, open_dataset
 from recsync.io.table_blocks import columnar_batch, typed_csv
 
@@ -195,3 +196,16 @@ def test_a_null_inside_a_parquet_list_is_skipped(tmp_path, monkeypatch):
     _same(mine, theirs)
     assert skips.counts == {"bad_id": 1}
     assert "line 8" in skips.first["bad_id"] and "null element" in skips.first["bad_id"]
+
+
+def test_a_pandas_category_column_is_inferred_hashed_and_read_column_by_column():
+    cities = pa.array(["berlin", "paris", "berlin", None]).dictionary_encode()
+    table = pa.table({"clk": [0, 1, 1, 0], "city": cities})
+    found = infer_columns(table, "clk", "t")
+    assert found.categorical == found.hashed == ("city",)
+    schema = TabularSchema("clk", (), ("city",), (97,), hashed=("city",))
+    clean = table.slice(0, 3).to_batches()[0]
+    mine = columnar_batch(clean, schema)
+    rows = TabularRowParser(schema)
+    assert mine is not None
+    assert mine.ids.tolist() == [rows((0, c))[1][0][0] for c in ("berlin", "paris", "berlin")]

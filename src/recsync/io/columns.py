@@ -187,7 +187,14 @@ def _lists(column: pa.Field, values: pa.ChunkedArray) -> ListColumn | None:
 
 
 def _textual(column: pa.Field) -> bool:
-    return bool(pa.types.is_string(column.type) or pa.types.is_binary(column.type))
+    """Text or bytes, dictionary-encoded too (a pandas category column)."""
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    )
 
 
 def _role(column: pa.Field, values: pa.ChunkedArray) -> tuple[str, str]:

@@ -149,6 +149,8 @@ def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch
     first = 1 + len(schema.dense)
     for f, name in enumerate(schema.categorical):
         column = record_batch.column(first + f)
+        if pa.types.is_dictionary(column.type):  # a pandas category column
+            column = column.dictionary_decode()
         separator = schema.multi_valued.get(name)
         bag_lengths = None
         if separator is not None or _is_list(column):
