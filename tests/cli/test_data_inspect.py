@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 from test_cli import config_file, invoke
 from test_formats import sets
@@ -21,7 +22,7 @@ AD_HEADER = "clk,time_stamp,userid,adgroup_id,pid,cate_id,campaign_id,customer,b
 
 def role_of(output: str, column: str) -> str:
     """The 'read as' cell of `column`'s row in inspect's table of inferred columns."""
-    found = re.search(rf"│ {re.escape(column)} +│ \S+ +│ ([a-z ]+?) +│", output)
+    found = re.search(rf"│ {re.escape(column)} +│ [^│]+│ ([a-z ]+?) +│", output)
     assert found, output
     return found.group(1)
 
@@ -133,7 +134,7 @@ def test_measures_stay_dense_and_ids_by_value_are_categorical():
             "age": rng.integers(18, 80, rows),
             "I1": popular_ids(rng, rows, 500, 10**6),  # named as a count
             "paid": np.round(np.exp(rng.normal(7, 1, rows))).astype(np.int64),  # not an id
-            "shop": popular_ids(rng, rows, 900, 10**6),  # ids by their values
+            "vendor_ref": popular_ids(rng, rows, 900, 10**6),  # ids by their values
             "C3": rng.integers(0, 5, rows),
             "score": rng.random(rows),
             "created_time": rng.integers(0, 40, rows),  # a duration, not a Unix time
@@ -141,9 +142,9 @@ def test_measures_stay_dense_and_ids_by_value_are_categorical():
     )
     found = infer_columns(table, "label", "t")
     why = {r.name: r.why for r in found.roles}
-    assert found.categorical == ("shop", "C3"), why
+    assert found.categorical == ("vendor_ref", "C3"), why
     assert found.dense == ("clicks", "height_mm", "age", "I1", "paid", "score", "created_time"), why
-    assert "not ordered like a measure" in why["shop"] and "named as an id" in why["C3"]
+    assert "not ordered like a measure" in why["vendor_ref"] and "named as an id" in why["C3"]
 
 
 def test_simulate_trains_on_an_integer_id_csv_with_no_schema(tmp_path):
@@ -162,3 +163,97 @@ def test_simulate_trains_on_an_integer_id_csv_with_no_schema(tmp_path):
     assert 'categorical = ["user_id", "item_id"]' in toml and "dense = []" in toml
     schema = json.loads((run / "config.json").read_text())["data"]["schema"]
     assert schema["categorical"] == ["user_id", "item_id"] and schema["dense"] == []
+
+
+def with_click_lists(path, rows: int = 1500) -> None:
+    """A ratings-like table with a `^`-separated list of clicked items that decides the
+    label."""
+    rng = np.random.default_rng(4)
+    lines = []
+    for _ in range(rows):
+        clicks = rng.integers(1, 60, rng.integers(1, 4))
+        label = int((clicks % 5 == 0).any())
+        clicks_text = "^".join(map(str, clicks))
+        lines.append(f"{label},{rng.integers(1, 300)},{rng.random():.3f},{clicks_text}")
+    path.write_text("clk,userid,score,click_sequence\n" + "\n".join(lines) + "\n")
+
+
+def test_a_click_list_is_inspected_as_a_bag_and_trained_on(tmp_path):
+    path = tmp_path / "clicks.csv"
+    with_click_lists(path)
+    result = invoke("data", "inspect", str(path), "--label", "clk")
+    assert result.exit_code == 0, result.output
+    assert role_of(result.output, "click_sequence") == "categorical"
+    assert "a multi-hot bag of integer ids" in result.output
+    assert 'data.schema.multi_valued = {click_sequence = "^"}' in result.output
+    keys = {"data.source": "csv", "data.path": path.as_posix(), "data.test_fraction": "0.2"}
+    keys |= {"data.schema.label": "clk"}
+    trained = invoke(
+        "simulate", "-c", config_file(tmp_path), "--name", "bags", "--no-progress",
+        "--strategy", "async", *sets(**keys),
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    run = tmp_path / "runs" / "bags"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["examples_trained"] > 0 and summary["skipped"]["total"] == 0
+    assert '[data.schema.multi_valued]\nclick_sequence = "^"' in (run / "config.toml").read_text()
+
+
+def test_a_parquet_list_column_is_inspected_as_a_bag(tmp_path):
+    path = tmp_path / "lists.parquet"
+    history = [[1, 2], [], None, [7]]
+    table = pa.table(
+        {
+            "label": [0, 1, 0, 1],
+            "user_id": [1, 2, 3, 4],
+            "history": pa.array(history, pa.list_(pa.int64())),
+            "tags": pa.array([["a"], ["b", "c"], [], ["a"]], pa.list_(pa.string())),
+            "vector": pa.array([[0.5]] * 4, pa.list_(pa.float32())),
+        }
+    )
+    pq.write_table(table, path)
+    result = invoke("data", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    assert role_of(result.output, "history") == "categorical"
+    assert role_of(result.output, "tags") == "categorical"
+    assert role_of(result.output, "vector") == "left out"
+    assert re.search(r"rows +│ 4 ", result.output), result.output
+
+
+def test_a_libffm_file_is_inspected_and_trained_on_with_the_fields_it_shows(tmp_path):
+    path = tmp_path / "clicks.ffm"
+    rng = np.random.default_rng(5)
+    lines = []
+    for _ in range(1200):
+        user, items = rng.integers(0, 50), rng.integers(0, 80, rng.integers(1, 3))
+        label = int(user % 2 == 0)
+        tokens = [f"0:0:{rng.random() * 9:.2f}", f"1:{user}:1", *(f"2:{i}:1" for i in items)]
+        lines.append(f"{label} " + " ".join(tokens))
+    path.write_text("\n".join(lines) + "\n")
+    result = invoke("data", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    assert "data.libffm.dense_fields=[0]" in result.output and "reads 3 fields" in result.output
+    keys = {"data.source": "libffm", "data.path": path.as_posix(), "data.test_fraction": "0.2"}
+    keys |= {"data.libffm.dense_fields": "[0]"}
+    trained = invoke(
+        "simulate", "-c", config_file(tmp_path), "--name", "ffm", "--no-progress",
+        "--strategy", "async", *sets(**keys),
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    run = tmp_path / "runs" / "ffm"
+    assert json.loads((run / "config.json").read_text())["model"]["num_tables"] == 2
+    assert json.loads((run / "summary.json").read_text())["test_auc"] > 0.6
+
+
+def test_a_declared_text_column_of_lists_not_declared_multi_valued_is_pointed_out(tmp_path):
+    path = tmp_path / "clicks.csv"
+    with_click_lists(path, rows=200)
+    config = tmp_path / "declared.toml"
+    config.write_text(
+        '[data]\nsource = "csv"\ntest_fraction = 0.2\n[data.schema]\nlabel = "clk"\n'
+        'categorical = ["userid", "click_sequence"]\nhashed = ["click_sequence"]\n'
+    )
+    result = invoke("data", "inspect", str(path), "-c", str(config))
+    assert result.exit_code == 0, result.output
+    assert "undeclared list" in result.output
+    assert 'declare data.schema.multi_valued = {click_sequence = "^"}' in result.output

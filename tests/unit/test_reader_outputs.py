@@ -173,8 +173,8 @@ BEFORE = {
     ("csv", True): "11960 4197b9ff12e68c37",
     ("csv_hashed", False): "11963 f9d094a56478a119",
     ("csv_hashed", True): "11963 9db86490e47fd9b3",
-    ("libffm", False): "11904 69f03a53453c16d2",
-    ("libffm", True): "11904 e79a961b11c08cac",
+    ("libffm", False): "11904 48d17ede7141ba7c",  # bad_field says what to set
+    ("libffm", True): "11904 fc32692cabd109ed",
     ("libsvm", False): "11906 f46bdd6edd1b6892",
     ("libsvm", True): "11906 087c555e5025e045",
     ("parquet", False): "11991 0900151aba1e7ec8",

@@ -169,9 +169,7 @@ class LibFFMLineParser:
             if len(parts) != 3:
                 raise Rejected("bad_token", where, "expected field:index:value")
             if not _NON_NEGATIVE.fullmatch(parts[0]) or int(parts[0]) >= self.schema.num_fields:
-                raise Rejected(
-                    "bad_field", where, f"field {parts[0]!r} not in [0, {self.schema.num_fields})"
-                )
+                raise Rejected("bad_field", where, self._field_outside(parts[0]))
             field = int(parts[0])
             index = _index(parts[1], where)
             value = _number(parts[2], where)
@@ -189,6 +187,16 @@ class LibFFMLineParser:
                 f = self._feature[field]
                 bags[f].append(key(f, integer_id(index)) if keyed else index % rows[f])
         return dense, bags, label
+
+    def _field_outside(self, field: str) -> str:
+        n = self.schema.num_fields
+        if not _NON_NEGATIVE.fullmatch(field):
+            return f"field {field!r} is not a non-negative integer"
+        return (
+            f"field {field} not in [0, {n}): {n} fields are model.num_tables categorical ones "
+            "and data.libffm.dense_fields (with no model.num_tables, as many as the file's "
+            "first lines show); set model.num_tables to read more"
+        )
 
 
 def libsvm_batches(

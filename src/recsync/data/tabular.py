@@ -9,17 +9,25 @@ numbers, bools, strings (CSV text) or None (null); an empty string counts as nul
 - label: 0 or 1 (number, bool or its text) — "missing_label" if null, "bad_label" otherwise.
 - dense: a finite number (or its text); null -> `null_dense` (0.0 by default; None makes a
   null a "missing_value" skip); NaN/inf -> "nan_value"; anything else -> "bad_value".
-- categorical, integer columns: a non-negative integer (int, integral float or decimal
-  text); id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
+- categorical, integer columns: a non-negative integer (int, integral float, decimal
+  text, or text of a whole float such as "123.0", as pandas writes ids with nulls);
+  id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
 - categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
   id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
 - `keyed`: an id is instead the feature-prefixed key of the integer, or of the string hashed
   with mmh3's 64-bit hash and hash_seed (data/keys.py); table_rows only counts the features.
+- multi-valued columns (a multi-hot bag of ids per row): a list value (a Parquet list
+  column) in any categorical column, or text split at the separator `multi_valued` declares
+  for its column (`{"click_sequence": "^"}`); each element becomes an id as above (hashed
+  or integer, by the column), in order, a repeated element counted twice (sum pooling). An
+  empty element ("1^^2", a trailing separator) or a null in a list is "bad_id"; an empty
+  list is an empty bag, as a null is.
 - null categorical: an empty bag. A row whose declared columns are all null: "empty_line".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,6 +42,8 @@ from recsync.data.skips import Rejected, SkipReport
 from recsync.errors import DataError
 
 DECIMAL = re.compile(r"[0-9]+")  # an integer id written as text (fullmatch, stripped)
+WHOLE_TEXT = re.compile(r"([0-9]+)\.0*")  # one written as a whole float ("123.0", pandas)
+SEPARATORS = "^|;,"  # what splits a multi-valued text column (io/columns.py looks for them)
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,8 @@ class TabularSchema:
     table_rows[f] is the table size of categorical[f]; `hashed` lists the categorical
     columns holding strings (hashed with mmh3), the others hold integer ids. `keyed`: ids
     are feature-prefixed keys (data/keys.py), table_rows never reduces them.
+    `multi_valued` maps a categorical text column to the one character that separates
+    the elements of its multi-hot bag.
     """
 
     label: str
@@ -54,6 +66,7 @@ class TabularSchema:
     hash_seed: int = 0
     delimiter: str = ","  # CSV/TSV text only
     keyed: bool = False
+    multi_valued: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.delimiter) != 1 or self.delimiter in '\r\n"':
@@ -73,6 +86,17 @@ class TabularSchema:
             raise ValueError(f"tabular schema: a column is declared twice: {self.columns}")
         if not set(self.hashed) <= set(self.categorical):
             raise ValueError("tabular schema: hashed columns must be categorical columns")
+        object.__setattr__(self, "multi_valued", dict(self.multi_valued))
+        for column, separator in self.multi_valued.items():
+            if column not in self.categorical:
+                raise ValueError(
+                    f"tabular schema: multi_valued column {column!r} is not a categorical column"
+                )
+            if len(separator) != 1 or separator.isalnum() or separator in "\r\n":
+                raise ValueError(
+                    f"tabular schema: multi_valued {column!r}: the separator must be one "
+                    f"character, neither a letter nor a digit, got {separator!r}"
+                )
         if not 0 <= self.hash_seed < 2**32:
             raise ValueError(
                 f"tabular schema: hash_seed must be in [0, 2^32), got {self.hash_seed}"
@@ -135,16 +159,20 @@ def _dense(value: object, column: str) -> float:
 
 def _integer_id(value: object, column: str) -> int:
     number: int
+    whole = WHOLE_TEXT.fullmatch(value.strip()) if isinstance(value, str) else None
     if (
         isinstance(value, int)
         or (isinstance(value, float) and value.is_integer())
         or (isinstance(value, str) and DECIMAL.fullmatch(value.strip()) is not None)
     ):
         number = int(value)
+    elif whole is not None:
+        number = int(whole.group(1))
     elif isinstance(value, float) and math.isnan(value):
         raise Rejected("nan_value", column, "categorical id is NaN")
     else:
-        raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id")
+        hint = _hint(value, column)
+        raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id{hint}")
     if number < 0:
         raise Rejected("bad_id", column, f"{value!r} is a negative id")
     return number
@@ -158,6 +186,7 @@ class TabularRowParser:
         self._num_dense = len(schema.dense)
         hashed = set(schema.hashed)
         self._is_hashed = [c in hashed for c in schema.categorical]
+        self._separator = [schema.multi_valued.get(c) for c in schema.categorical]
 
     def __call__(self, row: Sequence[object]) -> Example:
         schema = self.schema
@@ -181,13 +210,35 @@ class TabularRowParser:
         ):
             if _is_null(value):
                 bags.append([])
-            elif schema.keyed:
-                bags.append([key(f, self._keyed_id(value, column, self._is_hashed[f]))])
-            elif self._is_hashed[f]:
-                bags.append([self._hash(value, column) % schema.table_rows[f]])
+            elif isinstance(value, list | tuple):
+                bags.append([self._id(f, column, _element(v, column)) for v in value])
+            elif self._separator[f] is not None and isinstance(value, str | bytes):
+                elements = self._split(value, f, column)
+                bags.append([self._id(f, column, v) for v in elements])
             else:
-                bags.append([_integer_id(value, column) % schema.table_rows[f]])
+                bags.append([self._id(f, column, value)])
         return dense, bags, label
+
+    def _id(self, f: int, column: str, value: object) -> int:
+        """The id (or key) of one value of categorical feature f."""
+        if self.schema.keyed:
+            return key(f, self._keyed_id(value, column, self._is_hashed[f]))
+        if self._is_hashed[f]:
+            return self._hash(value, column) % self.schema.table_rows[f]
+        return _integer_id(value, column) % self.schema.table_rows[f]
+
+    def _split(self, value: str | bytes, f: int, column: str) -> list[str] | list[bytes]:
+        """A multi-valued text value's elements; an empty one is "bad_id"."""
+        separator = self._separator[f]
+        assert separator is not None
+        elements = (
+            value.split(separator.encode()) if isinstance(value, bytes) else value.split(separator)
+        )
+        if any(not e for e in elements):
+            raise Rejected(
+                "bad_id", column, f"{value!r} has an empty element (separator {separator!r})"
+            )
+        return elements
 
     def _hash(self, value: object, column: str) -> int:
         return mmh3.hash(_hash_text(value, column), self.schema.hash_seed, signed=False)
@@ -196,6 +247,23 @@ class TabularRowParser:
         if hashed:
             return hashed_id(_hash_text(value, column), self.schema.hash_seed)
         return integer_id(_integer_id(value, column))
+
+
+def _hint(value: object, column: str) -> str:
+    """What to declare when a value looks like a list of ids."""
+    if isinstance(value, str):
+        for separator in SEPARATORS:
+            if separator in value and all(DECIMAL.fullmatch(e) for e in value.split(separator)):
+                declare = f'data.schema.multi_valued = {{{column} = "{separator}"}}'
+                return f" (a list of ids? declare {declare})"
+    return ""
+
+
+def _element(value: object, column: str) -> object:
+    """One element of a list value: a null one is "bad_id"."""
+    if value is None:
+        raise Rejected("bad_id", column, "a null element in a list")
+    return value
 
 
 def _hash_text(value: object, column: str) -> str | bytes:

@@ -5,9 +5,17 @@ by column with the reason; a config whose [data.schema] lists no dense and no ca
 column trains on it (and the run's config records it). The rule, first match wins:
 
 - the `label` column is the label;
-- strings are categorical (hashed); floats are dense; other types are left out;
+- lists are categorical multi-hot bags: a list column, or text split by a separator
+  (io/column_lists.py: `^`, `|`, `;` or `,`), recorded in data.schema.multi_valued;
+- other strings are categorical (hashed); floats are dense, except whole floats named as
+  an id (below: integer ids with nulls, as pandas writes them); other types are left out;
 - an integer column whose name says id is categorical: `id`, `*id`, `*_id`, `*Id`, `C<n>`
   (the last word ending in "id", but not a word such as paid, bid or valid);
+- an integer column whose name says count or amount is dense: its first word is one of
+  COUNT_FIRST (`num_clicks`, `n_items`, `total_spend`) or its last one of MEASURE_WORDS
+  (`click_count`, `price`, `age`, `duration_s`...);
+- an integer column whose last word names a thing that has ids (ENTITY_WORDS: user, item,
+  brand, customer, campaign, shop, ...) is categorical;
 - an integer column named `I<n>` (Criteo's counts) is dense;
 - an integer column whose name says time (`time`, `timestamp`, `time_stamp`, `*_time`,
   `date`, `ts`) and whose values are Unix times (seconds or milliseconds, 1980-2100) is left
@@ -38,6 +46,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from recsync.errors import DataError
+from recsync.io.column_lists import ListColumn, list_column, list_type, separated_list
 from recsync.io.readers import is_gzip
 
 CATEGORICAL_NAME = re.compile(r"C\d+")
@@ -45,6 +54,23 @@ DENSE_NAME = re.compile(r"I\d+")
 WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # snake_case, camelCase, UPPER
 NOT_ID_WORDS = frozenset(["paid", "unpaid", "prepaid", "bid", "valid", "invalid", "void"])
 TIME_WORDS = frozenset(["time", "timestamp", "date", "datetime", "ts", "epoch"])
+COUNT_FIRST = frozenset(["num", "n", "count", "total", "nb"])
+MEASURE_WORDS = frozenset(
+    [
+        "count", "counts", "cnt", "num", "total", "sum", "amount", "price", "cost", "qty",
+        "quantity", "age", "duration", "length", "size", "seconds", "secs", "s", "ms",
+        "minutes", "clicks", "views", "impressions", "visits", "score", "rank", "rating",
+        "revenue", "spend", "bytes",
+    ]
+)  # fmt: skip
+ENTITY_WORDS = frozenset(
+    [
+        "user", "item", "brand", "customer", "campaign", "adgroup", "advertiser", "creative",
+        "category", "cate", "cat", "shop", "seller", "merchant", "store", "product", "sku",
+        "author", "artist", "movie", "song", "query", "city", "country", "region", "device",
+        "app", "site", "domain", "publisher", "channel", "member", "account", "uid", "pid",
+    ]
+)  # fmt: skip
 UNIX_TIMES = ((315_532_800, 4_102_444_800), (315_532_800_000, 4_102_444_800_000))  # 1980-2100
 
 SAMPLE_ROWS = 65_536
@@ -78,6 +104,7 @@ class InferredColumns:
     hashed: tuple[str, ...]
     ignored: tuple[str, ...]
     roles: tuple[ColumnRole, ...] = ()
+    multi_valued: tuple[tuple[str, str], ...] = ()  # (text column, separator)
 
 
 def table_columns(path: Path, fmt: str, delimiter: str = ",") -> pa.Schema:
@@ -119,24 +146,55 @@ def infer_columns(sample: pa.Table, label: str, source: str) -> InferredColumns:
             "data.schema.label (or --label for inspect)",
             source=source,
         )
-    roles = []
+    roles, hashed, multi_valued = [], [], []
     for column in sample.schema:
+        lists = _lists(column, sample.column(column.name))
         if column.name == label:
             role, why = LABEL, "the label (data.schema.label)"
+        elif lists is not None:
+            role, why = CATEGORICAL, lists.why
+            hashed += [column.name] if lists.hashed else []
+            if lists.separator is not None:
+                multi_valued.append((column.name, lists.separator))
+        elif list_type(column.type):
+            role, why = LEFT_OUT, f"type {column.type}: a list of neither integers nor text"
         else:
             role, why = _role(column, sample.column(column.name))
+            hashed += [column.name] if role == CATEGORICAL and _textual(column) else []
         roles.append(ColumnRole(column.name, str(column.type), role, why))
 
     def named(role: str) -> tuple[str, ...]:
         return tuple(r.name for r in roles if r.role == role)
 
-    categorical = named(CATEGORICAL)
-    hashed = tuple(c.name for c in sample.schema if c.name in categorical and _textual(c))
-    return InferredColumns(label, named(DENSE), categorical, hashed, named(LEFT_OUT), tuple(roles))
+    return InferredColumns(
+        label,
+        named(DENSE),
+        named(CATEGORICAL),
+        tuple(hashed),
+        named(LEFT_OUT),
+        tuple(roles),
+        tuple(multi_valued),
+    )
+
+
+def _lists(column: pa.Field, values: pa.ChunkedArray) -> ListColumn | None:
+    """What a list column or a text column of lists holds (io/column_lists.py), or None."""
+    if list_type(column.type):
+        return list_column(column.type)
+    if _textual(column) and pa.types.is_string(column.type):
+        return separated_list(values)
+    return None
 
 
 def _textual(column: pa.Field) -> bool:
-    return bool(pa.types.is_string(column.type) or pa.types.is_binary(column.type))
+    """Text or bytes, dictionary-encoded too (a pandas category column)."""
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    )
 
 
 def _role(column: pa.Field, values: pa.ChunkedArray) -> tuple[str, str]:
@@ -144,16 +202,26 @@ def _role(column: pa.Field, values: pa.ChunkedArray) -> tuple[str, str]:
     kind = column.type
     if _textual(column):
         return CATEGORICAL, "text: hashed ids"
+    words = [w.lower() for w in WORD.findall(column.name)]
+    last = words[-1] if words else ""
+    id_named = bool(CATEGORICAL_NAME.fullmatch(column.name)) or (
+        last.endswith(("id", "ids")) and last not in NOT_ID_WORDS
+    )
     if pa.types.is_floating(kind):
+        present = values.drop_null().to_numpy()
+        if id_named and present.size and bool((present == np.floor(present)).all()):
+            return CATEGORICAL, (
+                "whole floats named as an id (integer ids with nulls, as pandas writes them)"
+            )
         return DENSE, "floating point: a measure"
     if not pa.types.is_integer(kind):
         return LEFT_OUT, f"type {kind} is neither a number nor text"
-    words = [w.lower() for w in WORD.findall(column.name)]
-    last = words[-1] if words else ""
-    if CATEGORICAL_NAME.fullmatch(column.name) or (
-        last.endswith(("id", "ids")) and last not in NOT_ID_WORDS
-    ):
+    if id_named:
         return CATEGORICAL, "integer named as an id"
+    if (len(words) > 1 and words[0] in COUNT_FIRST) or last in MEASURE_WORDS:
+        return DENSE, f"integer named as a count or amount ({column.name})"
+    if last in ENTITY_WORDS:
+        return CATEGORICAL, f"integer named as a thing with ids ({last})"
     if DENSE_NAME.fullmatch(column.name):
         return DENSE, "integer named I<n>: a count"
     present = values.drop_null().to_numpy()

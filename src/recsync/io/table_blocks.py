@@ -4,7 +4,9 @@ A record batch whose values are all plain converts column by column, with no Pyt
 row: numeric labels in {0, 1}; integer or floating dense columns, finite (nulls filled
 with `null_dense` where it is set); non-negative integer ids with no null; hashed columns
 of strings with no null and no empty string (hashed by compiled code, io/murmur.py, bit
-for bit as the row parser hashes them with mmh3). Any other record batch (a null label, a
+for bit as the row parser hashes them with mmh3); multi-valued columns (a Parquet list
+column, or text split at its declared separator by pyarrow) whose elements are such, a
+null row an empty bag, flattened with each row's bag length. Any other record batch (a null label, a
 bad value, floats in an id column, ...) goes row by row through `TabularRowParser`, which
 rejects and counts exactly what it always did, with its row numbers: both paths give the
 same examples, in order (tested), in fixed and in keyed mode (`schema.keyed`: keys of
@@ -93,6 +95,41 @@ def _ids(
     return values.astype(np.int64) % table_rows
 
 
+def _is_list(column: pa.Array) -> bool:
+    kind = column.type
+    return bool(pa.types.is_list(kind) or pa.types.is_large_list(kind))
+
+
+def _bags(column: pa.Array, separator: str | None) -> tuple[pa.Array, np.ndarray] | None:
+    """A multi-valued column's elements, flat, and each row's number of them: a list
+    column's, or text split at `separator`; None where a value needs the row parser (an
+    empty string, an empty element, a null in a list). A null row is an empty bag."""
+    if not _is_list(column):
+        textual = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        if separator is None or not textual:
+            return None
+        if pc.any(pc.equal(pc.binary_length(column), 0)).as_py():
+            return None
+        column = pc.split_pattern(column, separator)
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+    elements = pc.list_flatten(column)
+    if elements.null_count:
+        return None
+    return elements, lengths.astype(np.int64)
+
+
+def _digits_as_ids(elements: pa.Array) -> pa.Array | None:
+    """Text elements of an integer-id column as int64, or None where one is not plain."""
+    if not (pa.types.is_string(elements.type) or pa.types.is_large_string(elements.type)):
+        return elements
+    if not _all_match(elements, _DIGITS):
+        return None
+    try:
+        return elements.cast(pa.int64())
+    except pa.ArrowInvalid:
+        return None
+
+
 def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch | None:
     """The record batch's examples (columns in `schema.columns` order), or None where a
     value needs the row parser."""
@@ -108,23 +145,46 @@ def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch
         dense.append(values)
     hashed = set(schema.hashed)
     ids = []
+    lengths: list[np.ndarray | None] = []  # None: one id a row
     first = 1 + len(schema.dense)
     for f, name in enumerate(schema.categorical):
         column = record_batch.column(first + f)
+        if pa.types.is_dictionary(column.type):  # a pandas category column
+            column = column.dictionary_decode()
+        separator = schema.multi_valued.get(name)
+        bag_lengths = None
+        if separator is not None or _is_list(column):
+            bags = _bags(column, separator)
+            if bags is None:
+                return None
+            column, bag_lengths = bags
+            if name not in hashed and (column := _digits_as_ids(column)) is None:
+                return None
         keyed_feature = f if schema.keyed else None
         values = _ids(column, schema.table_rows[f], name in hashed, schema.hash_seed, keyed_feature)
         if values is None:
             return None
         ids.append(values)
-    F = len(ids)
+        lengths.append(bag_lengths)
     dense_matrix = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
     flat_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
     return Batch(
         dense=torch.from_numpy(dense_matrix.astype(np.float32)),
         ids=torch.from_numpy(flat_ids),
-        offsets=torch.arange(F * n + 1, dtype=torch.int64),
+        offsets=_offsets(lengths, n),
         labels=torch.from_numpy(labels),
     )
+
+
+def _offsets(lengths: list[np.ndarray | None], n: int) -> torch.Tensor:
+    """The batch's bag offsets, feature-major, from each feature's bag lengths (None: one
+    id for each of the n rows)."""
+    if all(length is None for length in lengths):
+        return torch.arange(len(lengths) * n + 1, dtype=torch.int64)
+    every = [np.ones(n, dtype=np.int64) if length is None else length for length in lengths]
+    offsets = torch.zeros(len(every) * n + 1, dtype=torch.int64)
+    torch.cumsum(torch.from_numpy(np.concatenate(every)), 0, out=offsets[1:])
+    return offsets
 
 
 def all_true(mask: pa.Array) -> bool:
@@ -152,7 +212,7 @@ def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordB
         typed.append(column.cast(pa.float64()))
     hashed = set(schema.hashed)
     for name, column in zip(schema.categorical, columns[first:], strict=True):
-        if name in hashed:
+        if name in hashed or name in schema.multi_valued:  # text, split by columnar_batch
             typed.append(column)
             continue
         if not _all_match(column, _DIGITS):

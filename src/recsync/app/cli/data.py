@@ -17,11 +17,13 @@ from recsync.app.cli.common import ConfigOption, SetOption, fail, number, skips_
 from recsync.app.config.base import build_dataclass
 from recsync.app.config.load import load_config, parse_overrides
 from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibSVMSchema
+from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, RecsyncError
+from recsync.io.column_lists import separated_list
 from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
+from recsync.io.libffm_fields import INDEX_KINDS_KEPT, FieldSeen, LibFFMFields, libffm_fields
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
 
 data_app = typer.Typer(
@@ -89,12 +91,22 @@ def synth(
 def _inferred_tabular_schema(found: InferredColumns) -> TabularSchema:
     """The schema a config with no declared columns trains on (io/columns.py)."""
     rows = (INSPECT_TABLE_ROWS,) * len(found.categorical)
-    return TabularSchema(found.label, found.dense, found.categorical, rows, hashed=found.hashed)
+    return TabularSchema(
+        found.label,
+        found.dense,
+        found.categorical,
+        rows,
+        hashed=found.hashed,
+        multi_valued=dict(found.multi_valued),
+    )
 
 
 def _describe_schema(schema: Any) -> str:
     if isinstance(schema, TabularSchema):
         hashed = f" (hashed: {', '.join(schema.hashed)})" if schema.hashed else ""
+        if schema.multi_valued:
+            lists = ", ".join(f"{c} split at {s!r}" for c, s in schema.multi_valued.items())
+            hashed += f" (multi-valued: {lists})"
         return (
             f"label {schema.label}; {len(schema.dense)} dense: {', '.join(schema.dense) or '-'}; "
             f"{len(schema.categorical)} categorical: {', '.join(schema.categorical) or '-'}"
@@ -109,9 +121,9 @@ def _describe_schema(schema: Any) -> str:
 
 def _inspect_schema(
     path: Path, fmt: str | None, config: Path | None, label: str
-) -> tuple[str, Schema, pa.Schema | None, InferredColumns | None]:
-    """(format, reader schema, the file's own columns or None, what was inferred of them or
-    None) to read `path` with."""
+) -> tuple[str, Schema, pa.Schema | None, InferredColumns | LibFFMFields | None]:
+    """(format, reader schema, the file's own columns or None, what was inferred of them
+    (a table's columns, a libffm file's fields) or None) to read `path` with."""
     if not path.is_file():
         raise ConfigError(f"data file not found: {path}")
     if config is not None:
@@ -128,10 +140,32 @@ def _inspect_schema(
     if fmt == "libsvm":
         return fmt, LibSVMSchema(INSPECT_TABLE_ROWS), None, None
     if fmt == "libffm":
-        raise ConfigError("libffm: the file does not say which fields are dense; pass --config")
+        fields = libffm_fields(path)
+        if not fields.num_fields:
+            raise ConfigError(
+                f"libffm: no field:index:value token in the first {fields.lines:,} lines"
+            )
+        return fmt, LibFFMSchema((INSPECT_TABLE_ROWS,) * fields.num_fields), None, fields
     sample = table_sample(path, fmt)
     found = infer_columns(sample, label, str(path))
     return fmt, _inferred_tabular_schema(found), sample.schema, found
+
+
+def _undeclared_lists(path: Path, fmt: str, schema: TabularSchema) -> list[str]:
+    """A declared text column that holds lists of ids (io/column_lists.py) but is not in
+    data.schema.multi_valued: what to declare, one line each."""
+    sample = table_sample(path, fmt, schema.delimiter)
+    lines = []
+    for column in schema.categorical:
+        if column in schema.multi_valued or column not in sample.column_names:
+            continue
+        if not pa.types.is_string(sample.schema.field(column).type):
+            continue
+        found = separated_list(sample.column(column))
+        if found is not None:
+            declare = f'data.schema.multi_valued = {{{column} = "{found.separator}"}}'
+            lines.append(f"{column}: {found.why}; read as one string unless you declare {declare}")
+    return lines
 
 
 def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
@@ -142,6 +176,12 @@ def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
         needs.append(
             "no column reads as categorical, and a DLRM needs one (an id): declare the "
             "columns in [data.schema] (dense = [...], categorical = [...])"
+        )
+    if found.multi_valued:
+        lists = ", ".join(f'{c} = "{s}"' for c, s in found.multi_valued)
+        needs.append(
+            f"nothing for the lists: train records data.schema.multi_valued = {{{lists}}}; a "
+            "declared schema must list it"
         )
     if found.ignored:
         needs.append(
@@ -199,6 +239,9 @@ def inspect(
     if columns is not None and found is None:
         table.add_row("columns", ", ".join(f"{f.name}: {f.type}" for f in columns))
     table.add_row("schema", escape(_describe_schema(schema)))
+    if isinstance(schema, TabularSchema) and found is None:
+        for line in _undeclared_lists(path, fmt, schema):
+            table.add_row("undeclared list", escape(line))
     table.add_row("rows", f"{rows:,}")
     table.add_row("positive rate", number(positives / rows if rows else None))
     table.add_row("skipped lines", skips_text(reader.skips.as_dict()))
@@ -206,7 +249,9 @@ def inspect(
         table.add_row(f"  first {reason}", escape(where))
     console = Console(emoji=False)
     console.print(table)
-    if found is not None:
+    if isinstance(found, LibFFMFields):
+        _print_fields(console, found, path)
+    elif found is not None:
         roles = Table(title=escape("columns, inferred (no [data.schema] declared)"))
         for heading in ("column", "type", "read as", "why"):
             roles.add_column(heading)
@@ -216,3 +261,35 @@ def inspect(
         console.print("to declare:")
         for line in _declare_text(found, path, fmt):
             console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def _print_fields(console: Console, found: LibFFMFields, path: Path) -> None:
+    """A libffm file's fields as its first lines show them, and what to declare."""
+    fields = Table(title=f"fields, read from the first {found.lines:,} lines")
+    for heading in ("field", "lines", "indices", "read as"):
+        fields.add_column(heading)
+    measures = []
+    for field_number in range(found.num_fields):
+        seen = found.fields.get(field_number, FieldSeen())
+        indices = len(seen.indices)
+        many = "or more" if indices > INDEX_KINDS_KEPT else ""
+        role = "categorical"
+        if seen.looks_dense():
+            role = "categorical (one index, values not 0/1: a measure? declare it dense)"
+            measures.append(field_number)
+        fields.add_row(str(field_number), f"{seen.lines:,}", f"{indices} {many}".strip(), role)
+    console.print(fields)
+    console.print("to declare:")
+    lines = [
+        f"a run with no model.num_tables reads {found.num_fields} fields from the file "
+        "(the categorical ones are its tables)",
+        f"train with: --set data.source=libffm --set data.path={path}",
+    ]
+    if measures:
+        lines.insert(
+            0,
+            f"fields {measures} look like measures: --set data.libffm.dense_fields={measures} "
+            "to read them as dense (the file cannot say)",
+        )
+    for line in lines:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)

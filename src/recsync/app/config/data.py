@@ -39,6 +39,7 @@ class TabularSchemaSection(Section):
     hash_seed: int = 0
     dense_log1p: bool = False
     delimiter: str = ","  # "\t" for TSV tables
+    multi_valued: dict[str, str] = {}  # column = separator: a multi-hot bag of ids a row
 
 
 class LibSVMSection(Section):
@@ -109,6 +110,7 @@ def reader_schema(
         hash_seed=s.hash_seed,
         delimiter=s.delimiter,
         keyed=keyed,
+        multi_valued=dict(s.multi_valued),
     )
 
 

@@ -18,6 +18,7 @@ from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS, unknown_key_message
 from recsync.errors import ConfigError, DataError
 from recsync.io.columns import infer_columns, table_sample
+from recsync.io.libffm_fields import libffm_fields
 
 DEFAULT_SOURCE = "<embedded default.toml>"
 
@@ -136,7 +137,11 @@ def load_config(
         config = Config.model_validate(tree)
         columns = _inferred_columns(config)
         if columns:
-            config = Config.model_validate(merge_tables(tree, {"data": {"schema": columns}}))
+            tree = merge_tables(tree, {"data": {"schema": columns}})
+            config = Config.model_validate(tree)
+        tables = _libffm_tables(config)
+        if tables is not None:
+            config = Config.model_validate(merge_tables(tree, {"model": {"num_tables": tables}}))
         config.to_specs()
     except ValidationError as error:
         raise ConfigError(validation_message(error, source)) from None
@@ -145,11 +150,11 @@ def load_config(
     return config
 
 
-def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
-    """[data.schema]'s dense, categorical and hashed columns read from a CSV's or Parquet
-    file's header and first rows (io/columns.py) when the config lists none; None if it
-    lists some (or the data is not a table, or its file is not there: reading it will say
-    so)."""
+def _inferred_columns(config: Config) -> dict[str, list[str] | dict[str, str]] | None:
+    """[data.schema]'s dense, categorical, hashed and multi-valued columns read from a
+    CSV's or Parquet file's header and first rows (io/columns.py) when the config lists
+    none; None if it lists some (or the data is not a table, or its file is not there:
+    reading it will say so)."""
     data = config.data
     schema = data.table_schema
     if data.source not in TABULAR_FORMATS or schema.dense or schema.categorical:
@@ -167,4 +172,32 @@ def _inferred_columns(config: Config) -> dict[str, list[str]] | None:
         "dense": list(found.dense),
         "categorical": list(found.categorical),
         "hashed": list(found.hashed),
+        "multi_valued": dict(found.multi_valued),
     }
+
+
+def _libffm_tables(config: Config) -> int | None:
+    """model.num_tables of a libffm run that sets neither it nor a list of table_rows: the
+    fields its first file's first lines show (io/libffm_fields.py) less the dense ones;
+    None otherwise (or when the file is not there: reading it will say so)."""
+    data, model = config.data, config.model
+    if data.source != "libffm" or model.num_tables is not None:
+        return None
+    if isinstance(model.table_rows, list):
+        return None
+    paths = [data.path] if isinstance(data.path, str) else data.path or []
+    if not paths or not Path(paths[0]).is_file():
+        return None
+    try:
+        seen = libffm_fields(Path(paths[0]))
+    except OSError as error:
+        message = f"model.num_tables: cannot read the fields of {paths[0]}: {error}"
+        raise ConfigError(message) from None
+    dense = data.libffm.dense_fields
+    num_fields = max(seen.num_fields, max(dense, default=-1) + 1)
+    if num_fields == 0:
+        raise ConfigError(
+            f"model.num_tables: no field:index:value token in the first {seen.lines:,} lines "
+            f"of {paths[0]}; set it"
+        )
+    return num_fields - len(dense)
