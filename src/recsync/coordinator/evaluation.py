@@ -131,20 +131,26 @@ class Evaluations:
 
     def new_segment(self, topology: Topology, offset: int) -> None:
         """The job restarted (rolled back) with new trainers, `offset` examples in: their
-        counts start from 0 again."""
+        counts start from 0 again. The marks go on where they were: one recorded before the
+        rollback is not evaluated again (`again_from` for those never scored)."""
         self.topology, self.offset = topology, offset
         self._loss_sum, self._examples = 0.0, offset
-        if self.eval_every:
-            self.next_mark = (offset // self.eval_every + 1) * self.eval_every
 
-    def due(self, handed: int, total: int | None = None) -> bool:
-        """True (once per mark passed) when `handed` examples went out, unless they are the
-        whole stream of `total` (the run's last record follows)."""
-        if not self.eval_every or handed < self.next_mark or handed == total:
-            return False
-        while self.next_mark <= handed:
+    def passed(self, handed: int, trained: int | None = None) -> list[int]:
+        """The marks passed (each once) when `handed` examples went out and the model
+        stands for `trained` of them (None: `handed`): those at or below `trained` that the
+        stream went on past. A mark at the stream's end is not one: the run's last record
+        stands for it."""
+        trained = handed if trained is None else trained
+        marks: list[int] = []
+        while self.eval_every and self.next_mark <= trained and self.next_mark < handed:
+            marks.append(self.next_mark)
             self.next_mark += self.eval_every
-        return True
+        return marks
+
+    def again_from(self, mark: int) -> None:
+        """The evaluations from `mark` on were dropped unscored (a rollback): due again."""
+        self.next_mark = min(self.next_mark, mark)
 
     @staticmethod
     def nodes(topology: Topology) -> list[Address]:
