@@ -1,9 +1,10 @@
-"""Evaluation while a distributed job trains, the same on both drivers: each time
-`eval_every` more examples were handed out, the driver gathers the reports of the nodes
-that hold the model (trainers, dense servers, embedding servers; their tensors are copies
-taken while training goes on) and this module turns them into one metrics record: the
-examples trained so far, the mean train loss since the previous record, and the model's
-held-out quality."""
+"""Evaluation while a distributed job trains, the same on both drivers: at each multiple of
+`eval_every` examples handed out that the stream goes past (a mark; one at the stream's
+very end is the run's last record), the driver gathers the reports of the nodes that hold
+the model (trainers, dense servers, embedding servers; their tensors are copies taken
+while training goes on) and this module turns them into one metrics record: the examples
+trained so far, the mean train loss since the previous record, and the model's held-out
+quality. When to evaluate and in what order the records come: coordinator/supervisor.py."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import torch
 from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.outcome import two_classes
 from recsync.coordinator.reader import ReaderReport
+from recsync.coordinator.supervisor import Scored
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address
@@ -77,17 +78,17 @@ class Scoring:
             return False
         return bool(ray.wait([self._under_way[0][0]], timeout=timeout)[0])
 
-    def oldest(self) -> tuple[Quality | None, dict[Address, Any], float]:
-        """The oldest evaluation under way, once scored (waits for it): its quality (None:
-        no held-out example yet), the reports it scored, and when it was taken."""
+    def oldest(self) -> Scored:
+        """The oldest evaluation under way, once scored (waits for it): the reports it
+        scored, their quality (None: no held-out example yet), and when it was taken."""
         quality, nodes, refs, seconds = self._under_way.popleft()
         try:
             scored = ray.get(quality)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
             raise failure("evaluator", error) from None
         if scored is None:
-            return None, {}, seconds
-        return scored, dict(zip(nodes, ray.get(refs), strict=True)), seconds
+            return Scored({}, None, seconds)
+        return Scored(dict(zip(nodes, ray.get(refs), strict=True)), scored, seconds)
 
     def forget(self) -> None:
         """Drop the evaluations under way (the actors they read from are gone)."""

@@ -35,7 +35,6 @@ from recsync.coordinator.supervisor import (
     Record,
     Resumed,
     ResumeReading,
-    Scored,
     Started,
     StopAsked,
     StopReading,
@@ -63,6 +62,7 @@ POLL_NEAR_MARK_S = 0.01  # the shortest wait between polls as a mark nears
 Progress = Callable[[int, int | None, float], None]
 OnEval = Callable[[dict[str, Any]], None]
 OnCheckpoint = Callable[[JobState], None]
+OnRecovery = Callable[[str], None]
 
 
 class RayJob(Recovering):
@@ -92,6 +92,8 @@ class RayJob(Recovering):
         self.scoring = Scoring(self.topology) if eval_every else None
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
+        self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
+        self._recovering = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
         self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
@@ -205,7 +207,7 @@ class RayJob(Recovering):
             on_progress(handed, total, handed / max(seconds, 1e-9))
         self._feed(Progressed(handed, total, seconds))
         while self.scoring is not None and self.scoring.oldest_done():
-            self._feed(Scored(*self.scoring.oldest()))
+            self._feed(self.scoring.oldest())
 
     def _poll_wait(self) -> float:
         """Seconds to the next poll: sooner as the next evaluation mark nears (at the rate
@@ -221,7 +223,7 @@ class RayJob(Recovering):
         assert self.scoring is not None
         while self._training() and not self.scoring.oldest_done(timeout=0.05):
             self._check_runs(wait_s=0.0)
-        self._feed(Scored(*self.scoring.oldest()))
+        self._feed(self.scoring.oldest())
 
     def _check_runs(self, wait_s: float) -> None:
         """Wait up to `wait_s` for a node's loops to end; a failed one is a loss, for the
@@ -279,6 +281,7 @@ class RayJob(Recovering):
                 if not self.started:
                     self.started = time.perf_counter()
                 self.doing = "training"
+                self._restarted()
                 self._feed(Started(self.topology, self._seconds))
                 self._watch(looping, on_progress, self.started)
                 train_seconds = time.perf_counter() - self.started
@@ -334,17 +337,20 @@ def run_job(
     checkpoint_every: CheckpointEvery | None = None,
     on_checkpoint: OnCheckpoint | None = None,
     recovery: RecoveryPolicy | None = None,
+    on_recovery: OnRecovery | None = None,
 ) -> dict[str, Any]:
     """Plan, start, train (evaluating every `eval_every` examples handed out: each record
     to `on_eval`; cutting as `checkpoint_every` says: each cut's state to `on_checkpoint`;
-    recovering from a lost node as `recovery` says, None: never), evaluate, stop. Starts
-    (and stops) a local Ray if no address."""
+    recovering from a lost node as `recovery` says, None: never, a line per loss and per
+    recovery to `on_recovery`), evaluate, stop. Starts (and stops) a local Ray if no
+    address."""
     started_ray = connect(address, num_cpus)
     job = RayJob(
         spec, plan_for(spec), eval_every, early_stopping, keep_best, checkpoint_every, recovery
     )
     job.on_eval = on_eval
     job.on_checkpoint = on_checkpoint
+    job.on_recovery = on_recovery
     try:
         if on_start is not None:
             on_start(job)
