@@ -2,9 +2,9 @@
 x 2 workers, default model and synthetic task) with evaluations every `--eval-every`
 examples handed out over the same job with none, paired run by run. Prints one JSON
 object: EPS of each, `ratio` (median of the paired ratios, with evaluations / without),
-and how many metrics records the evaluating runs wrote (a mark that comes while the
-previous record is still being scored is skipped: on a saturated machine the evaluator,
-at a low priority, gets little CPU).
+and how many metrics records the evaluating runs wrote: one per mark and the end's (marks
+that come while a record is being scored queue up; on a saturated machine the evaluator,
+at a low priority, gets little CPU, and the job's end waits for it).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def main() -> None:
                 "eps_evaluating": [round(e) for e in evaluating],
                 "eps_plain": [round(e) for e in plain],
                 "records": records,
-                "records_due": args.examples // args.eval_every,
+                "records_due": -(-args.examples // args.eval_every),  # the end's included
                 "ratio": round(statistics.median(ratios), 3),
             }
         )

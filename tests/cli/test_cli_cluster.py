@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pytest
 from test_cli import config_file, invoke
 
 
@@ -114,16 +115,23 @@ def test_resume_from_a_directory_without_checkpoint_is_a_clear_error(tmp_path):
     assert result.exit_code == 1 and "no checkpoint" in result.output
 
 
-def test_simulate_writes_a_metrics_record_at_every_evaluation_mark(tmp_path):
-    path = config_file(tmp_path)  # eval_every 600 on 2,000 examples
-    result = invoke("simulate", "-c", path, "--name", "ev", "--no-progress", "--strategy", "async")
+@pytest.mark.parametrize(("every", "marks"), [(600, [600, 1200, 1800]), (1000, [1000])])
+def test_simulate_writes_one_metrics_record_per_evaluation_mark_and_one_at_the_end(
+    tmp_path, every, marks
+):
+    # 2,000 examples: with eval_every 1,000 the last mark is the stream's end, whose record
+    # is the run's last (written once)
+    path = config_file(tmp_path)
+    args = ("--name", "ev", "--no-progress", "--strategy", "async")
+    result = invoke("simulate", "-c", path, *args, "--set", f"run.eval_every={every}")
     assert result.exit_code == 0, result.output
     run_dir = tmp_path / "runs" / "ev"
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert len(records) == 4  # at 600, 1,200 and 1,800 examples handed out, and the end
     examples = [r["examples"] for r in records]
-    assert examples == sorted(examples) and examples[-1] == 2000
+    assert len(records) == len(marks) + 1 and examples[-1] == 2000
+    assert examples == sorted(set(examples))  # none twice, the end's included
+    assert all(e <= m for e, m in zip(examples, marks, strict=False))  # evaluated at the mark
     assert all(0.0 < r["test_auc"] < 1.0 and r["train_loss"] > 0 for r in records)
     assert records[-1]["test_auc"] == summary["test_auc"]
     seconds = [r["train_seconds"] for r in records]

@@ -45,12 +45,17 @@ def test_shadow_strategies_train_to_reference_quality(strategy, reference_auc):
 
 
 @pytest.mark.parametrize("strategy", ["easgd", "async"])
-def test_evaluations_while_training_record_the_model_as_it_was(strategy):
+def test_evaluations_while_training_record_each_mark_once_then_the_end(strategy):
+    # 40,000 examples, a mark every 8,000: at 8,000 to 32,000 (40,000 is the end's record)
     records: list[dict] = []
-    summary = run_job(spec(strategy), eval_every=10_000, on_eval=records.append)
-    assert records, "no evaluation was recorded"
-    examples = [r["examples"] for r in records]
-    assert examples == sorted(examples) and 0 < examples[-1] < SYNTHETIC.num_train
+    jobs: list = []
+    summary = run_job(
+        spec(strategy), eval_every=8_000, on_eval=records.append, on_start=jobs.append
+    )
+    assert len(records) == 4, [r["examples"] for r in records]
+    assert jobs[0].evaluations.records[:-1] == records  # then the end's, once
+    examples = [r["examples"] for r in jobs[0].evaluations.records]
+    assert examples == sorted(set(examples)) and examples[-1] == SYNTHETIC.num_train
     assert all(0.5 < r["test_auc"] < 1.0 and r["train_loss"] > 0 for r in records)
     assert all(r["train_seconds"] < summary["train_seconds"] for r in records)
     assert records[0]["test_auc"] < summary["test_auc"] + 0.01  # it was still learning

@@ -158,19 +158,17 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
     assert summary["test_auc"] >= reference_auc - 0.03
 
 
-def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last_cut(
-    tmp_path, monkeypatch
-):
-    # the CLI's own run, with [recovery] embedding_server = "stop"; the shard is killed
-    # half-way by a hook on the job's progress
+def kill_in_the_cli(monkeypatch, target: Address, at: int) -> dict:
+    """The CLI's next runs kill `target` once `at` examples were handed out (a hook on the
+    job's progress); what it returns holds when (`at`)."""
     started: dict = {}
 
     def killing(spec, *args, on_progress=None, on_start=None, **kwargs):
         def progress(done, total, eps):
             on_progress(done, total, eps)
-            if "at" not in started and done >= 60_000:
-                shard = started["job"].hosts.actors[Address(Role.EMBEDDING_SERVER, 0)]
-                os.kill(ray.get(shard.ping.remote()), signal.SIGKILL)
+            if "at" not in started and done >= at:
+                node = started["job"].hosts.actors[target]
+                os.kill(ray.get(node.ping.remote()), signal.SIGKILL)
                 started["at"] = time.perf_counter()
 
         def start(job):
@@ -180,6 +178,16 @@ def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last
         return run_job(spec, *args, on_progress=progress, on_start=start, **kwargs)
 
     monkeypatch.setattr(distributed, "run_job", killing)
+    return started
+
+
+def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last_cut(
+    tmp_path, monkeypatch
+):
+    # the CLI's own run, with [recovery] embedding_server = "stop", loses its shard
+    # half-way; the resumed run loses a trainer and recovers: the terminal says so in a
+    # line each, Ray's own messages go to the run's ray.log
+    started = kill_in_the_cli(monkeypatch, Address(Role.EMBEDDING_SERVER, 0), 60_000)
     keys = {
         "data.synthetic.num_train": LONG.num_train,
         "strategy.name": "easgd",
@@ -195,11 +203,17 @@ def test_with_recovery_off_a_lost_node_stops_the_run_which_resumes_from_its_last
     assert time.perf_counter() - started["at"] < 30
     run = tmp_path / "runs" / "stopped"
     assert (run / "checkpoint.pt").exists() and not (run / "summary.json").exists()
-    monkeypatch.setattr(distributed, "run_job", run_job)
+    kill_in_the_cli(monkeypatch, Address(Role.TRAINER, 1), 20_000)
     result = invoke("train", "--resume", str(run), "--name", "resumed", "--no-progress")
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "runs" / "resumed" / "summary.json").read_text())
-    first_position = LONG.num_train - summary["examples_trained"]
+    lines = result.output.splitlines()
+    assert len([line for line in lines if line.startswith("lost trainer-1 (")]) == 1
+    assert len([line for line in lines if line.startswith("recovered from losing")]) == 1
+    assert "(raylet)" not in result.output and "worker died" not in result.output
+    resumed = tmp_path / "runs" / "resumed"
+    summary = json.loads((resumed / "summary.json").read_text())
+    assert [loss["node"] for loss in summary["recovery"]["losses"]] == ["trainer-1"]
+    first_position = LONG.num_train - (summary["examples_trained"])
     assert 15_000 <= first_position <= 60_000 + 15_000
 
 

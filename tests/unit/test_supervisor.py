@@ -14,6 +14,8 @@ from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.supervisor import (
+    MAX_SCORING,
+    AwaitScored,
     Checkpoint,
     CutSettled,
     Ended,
@@ -69,10 +71,14 @@ def state(position: int) -> JobState:
     return JobState(torch.zeros(1), {}, [{}, {}], [], position, 0, 0, "easgd")
 
 
-def scored(examples: int, logloss: float) -> Scored:
+def scored(examples: int, logloss: float = 0.5) -> Scored:
     stats = SimpleNamespace(total_examples=examples, loss_sum=0.5 * examples)
     reports = {Address(Role.TRAINER, 0): SimpleNamespace(stats=stats)}
     return Scored(reports, Quality(1_000, logloss, 1.0, 0.7, 1.0), 1.0)
+
+
+def recorded(commands: list) -> list[int]:
+    return [c.record["examples"] for c in commands if isinstance(c, Record)]
 
 
 def test_a_cut_pauses_reading_takes_the_state_resumes_and_hands_it_on():
@@ -92,19 +98,60 @@ def test_a_cut_pauses_reading_takes_the_state_resumes_and_hands_it_on():
     assert job.handle(Progressed(10_000, 10_000, 3.0)) == []  # never at the stream's end
 
 
-def test_an_evaluation_is_due_once_per_mark_and_its_record_is_handed_on():
+def test_each_mark_the_stream_went_past_is_evaluated_once_and_recorded_in_order():
     job = supervisor(eval_every=500)
-    assert job.handle(Progressed(499, None, 1.0)) == []
-    assert job.handle(Progressed(1_200, None, 2.0)) == [Evaluate(2.0)]  # two marks, once
+    assert job.handle(Progressed(500, None, 1.0)) == []  # at the mark, not past it yet
+    assert job.handle(Progressed(1_200, None, 2.0)) == [Evaluate(2.0, 500), Evaluate(2.0, 1_000)]
     assert job.handle(Progressed(1_300, None, 2.1)) == []
-    assert job.handle(Progressed(1_600, None, 2.5, trained=1_536)) == [Evaluate(2.5)]
-    commands = job.handle(scored(1_536, 0.5))
-    assert len(commands) == 1 and isinstance(commands[0], Record)
-    assert commands[0].record["examples"] == 1_536 and job.evaluations.records
+    assert job.handle(Progressed(1_600, None, 2.5, trained=1_500)) == [Evaluate(2.5, 1_500)]
+    assert list(job.scoring) == [500, 1_000, 1_500]  # each under way: none dropped
+    assert recorded(job.handle(scored(1_201))) == [1_201]
+    assert recorded(job.handle(scored(1_202))) == [1_202]
+    assert recorded(job.handle(scored(1_500))) == [1_500]
+    assert not job.scoring and len(job.evaluations.records) == 3
+
+
+def test_marks_queue_while_scoring_and_beyond_the_bound_wait_for_the_oldest():
+    job = supervisor(eval_every=100)
+    first = job.handle(Progressed(MAX_SCORING * 100 + 1, None, 1.0))
+    assert first == [Evaluate(1.0, 100 * (i + 1)) for i in range(MAX_SCORING)]
+    beyond = (MAX_SCORING + 2) * 100
+    assert job.handle(Progressed(beyond + 1, None, 2.0)) == [
+        AwaitScored(),
+        Evaluate(2.0, beyond - 100),
+        AwaitScored(),
+        Evaluate(2.0, beyond),
+    ]
+    assert len(job.scoring) == MAX_SCORING + 2  # until the driver fed the two awaited
+    job.handle(scored(150))
+    job.handle(scored(250))
+    assert len(job.scoring) == MAX_SCORING
+
+
+def test_the_end_waits_for_every_evaluation_and_a_mark_at_the_end_is_the_last_record():
+    job = supervisor(eval_every=500)
+    assert job.handle(Progressed(1_000, 1_000, 3.0)) == [Evaluate(3.0, 500)]  # not 1,000
+    assert job.handle(Ended()) == [AwaitScored()]
+    unscored = Scored({}, None, 3.0)  # no held-out example yet: no record
+    assert job.handle(unscored) == [] and not job.scoring and not job.evaluations.records
+    assert job.handle(Ended()) == []
+
+
+def test_a_rollback_evaluates_again_only_the_marks_it_dropped_unscored():
+    job = supervisor(eval_every=500, policy=RecoveryPolicy())
+    assert job.handle(Progressed(600, None, 1.0)) == [Evaluate(1.0, 500)]
+    assert recorded(job.handle(scored(600))) == [600]
+    assert job.handle(Progressed(1_100, None, 2.0)) == [Evaluate(2.0, 1_000)]
+    [rollback] = job.handle(NodeLost("trainer-1", 1_150, True, 2.1))
+    assert isinstance(rollback, RollBack) and not job.scoring
+    job.handle(Started(topology(), 3.0))  # from the job's start: no cut
+    assert job.handle(Progressed(600, None, 3.5)) == []  # 500 was recorded
+    assert job.handle(Progressed(1_001, None, 4.0)) == [Evaluate(4.0, 1_000)]
 
 
 def test_early_stopping_stops_reading_once():
     job = supervisor(eval_every=500, early=EarlyStopping(patience=1))
+    assert len(job.handle(Progressed(1_501, None, 1.0))) == 3
     assert [type(c) for c in job.handle(scored(500, 0.5))] == [Record]
     assert job.handle(scored(1_000, 0.6))[1:] == [StopReading("early stopping")]
     assert job.handle(scored(1_500, 0.7))[1:] == []

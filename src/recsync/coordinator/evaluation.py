@@ -1,9 +1,10 @@
-"""Evaluation while a distributed job trains, the same on both drivers: each time
-`eval_every` more examples were handed out, the driver gathers the reports of the nodes
-that hold the model (trainers, dense servers, embedding servers; their tensors are copies
-taken while training goes on) and this module turns them into one metrics record: the
-examples trained so far, the mean train loss since the previous record, and the model's
-held-out quality."""
+"""Evaluation while a distributed job trains, the same on both drivers: at each multiple of
+`eval_every` examples handed out that the stream goes past (a mark; one at the stream's
+very end is the run's last record), the driver gathers the reports of the nodes that hold
+the model (trainers, dense servers, embedding servers; their tensors are copies taken
+while training goes on) and this module turns them into one metrics record: the examples
+trained so far, the mean train loss since the previous record, and the model's held-out
+quality. When to evaluate and in what order the records come: coordinator/supervisor.py."""
 
 from __future__ import annotations
 
@@ -132,20 +133,26 @@ class Evaluations:
 
     def new_segment(self, topology: Topology, offset: int) -> None:
         """The job restarted (rolled back) with new trainers, `offset` examples in: their
-        counts start from 0 again."""
+        counts start from 0 again. The marks go on where they were: one recorded before the
+        rollback is not evaluated again (`again_from` for those never scored)."""
         self.topology, self.offset = topology, offset
         self._loss_sum, self._examples = 0.0, offset
-        if self.eval_every:
-            self.next_mark = (offset // self.eval_every + 1) * self.eval_every
 
-    def due(self, handed: int, total: int | None = None) -> bool:
-        """True (once per mark passed) when `handed` examples went out, unless they are the
-        whole stream of `total` (the run's last record follows)."""
-        if not self.eval_every or handed < self.next_mark or handed == total:
-            return False
-        while self.next_mark <= handed:
+    def passed(self, handed: int, trained: int | None = None) -> list[int]:
+        """The marks passed (each once) when `handed` examples went out and the model
+        stands for `trained` of them (None: `handed`): those at or below `trained` that the
+        stream went on past. A mark at the stream's end is not one: the run's last record
+        stands for it."""
+        trained = handed if trained is None else trained
+        marks: list[int] = []
+        while self.eval_every and self.next_mark <= trained and self.next_mark < handed:
+            marks.append(self.next_mark)
             self.next_mark += self.eval_every
-        return True
+        return marks
+
+    def again_from(self, mark: int) -> None:
+        """The evaluations from `mark` on were dropped unscored (a rollback): due again."""
+        self.next_mark = min(self.next_mark, mark)
 
     @staticmethod
     def nodes(topology: Topology) -> list[Address]:

@@ -10,6 +10,12 @@ parked, resume), when to stop reading on a signal, and what to do on losing a no
 cut), with the accounting of each loss. It holds no threads, clocks or IO: seconds and
 positions come in the events, so a driver's own time (wall or virtual) is its business.
 
+Evaluation marks: each mark the stream goes past (coordinator/evaluation.py) is one
+`Evaluate` (a snapshot of the model), and each is scored in order, its `Scored` one
+`Record`, none dropped: at most `MAX_SCORING` are under way (snapshots held: copies of the
+model), a further one first waits for the oldest (`AwaitScored`), and the job's end waits
+for all of them, before the run's last record (the drivers' `Evaluations.final`, once).
+
 How a driver carries a command is its own: the engine polls the reader and scores an
 evaluation in another process (its `Scored` comes later), the simulator evaluates at the
 exact mark and hands the state on at once.
@@ -17,6 +23,7 @@ exact mark and hands the state on at once.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +35,8 @@ from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import Address, Role
+
+MAX_SCORING = 4  # evaluations under way at most: each holds a snapshot (a copy) of the model
 
 # events: what a driver saw
 
@@ -70,11 +79,12 @@ class Resumed:
 
 @dataclass(frozen=True)
 class Scored:
-    """An evaluation was scored: the model nodes' `reports`, their `quality`, taken
-    `seconds` into training."""
+    """The oldest evaluation under way was scored: the model nodes' `reports`, their
+    `quality` (None: the held-out set had no example yet, no record), taken `seconds` into
+    training."""
 
     reports: dict[Address, Any]
-    quality: Quality
+    quality: Quality | None
     seconds: float
 
 
@@ -118,9 +128,16 @@ Event = (
 
 @dataclass(frozen=True)
 class Evaluate:
-    """Score the model as it is now, `seconds` into training (then feed `Scored`)."""
+    """Score the model as it is now, `seconds` into training, for evaluation mark `mark`
+    (examples handed out): take its snapshot now, score it in turn (then feed `Scored`)."""
 
     seconds: float
+    mark: int
+
+
+@dataclass(frozen=True)
+class AwaitScored:
+    """Wait until the oldest evaluation under way was scored, and feed its `Scored`."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +204,7 @@ class Fail:
 
 Command = (
     Evaluate
+    | AwaitScored
     | Record
     | PauseReading
     | ResumeReading
@@ -200,7 +218,8 @@ Command = (
 
 class Supervisor:
     """The state of one running job's rules (module docstring): its cut schedule and the
-    cut under way, its evaluations, the stop asked for, the last cut, the losses."""
+    cut under way, its evaluations and the marks under way, the stop asked for, the last
+    cut, the losses."""
 
     def __init__(
         self,
@@ -222,6 +241,7 @@ class Supervisor:
         self.stop_sent = False  # to the reader of the current start
         self.replacing = False  # a one-node recovery is under way
         self.ended = False
+        self.scoring: deque[int] = deque()  # the marks of the evaluations under way, in order
 
     @property
     def before(self) -> int:
@@ -257,7 +277,7 @@ class Supervisor:
                 return []
             case Ended():
                 self.ended = True
-                return []
+                return [AwaitScored() for _ in self.scoring]
         raise AssertionError(f"not an event: {event!r}")
 
     def _started(self, event: Started) -> list[Command]:
@@ -272,8 +292,11 @@ class Supervisor:
         commands: list[Command] = []
         handed, total = event.handed, event.total
         trained = handed if event.trained is None else event.trained
-        if self.evaluations.due(trained, total):
-            commands.append(Evaluate(event.seconds))
+        for mark in self.evaluations.passed(handed, trained):
+            if len(self.scoring) >= MAX_SCORING + commands.count(AwaitScored()):
+                commands.append(AwaitScored())
+            self.scoring.append(mark)
+            commands.append(Evaluate(event.seconds, mark))
         if not self.cutting and handed != total and self.cuts.due(handed, event.seconds):
             self.cutting = True
             commands.append(PauseReading())
@@ -288,6 +311,10 @@ class Supervisor:
         return [ResumeReading(), Checkpoint(event.state)]
 
     def _scored(self, event: Scored) -> list[Command]:
+        assert self.scoring, "scored with no evaluation under way"
+        self.scoring.popleft()
+        if event.quality is None:
+            return []
         record = self.evaluations.record(event.reports, event.quality, event.seconds)
         commands: list[Command] = [Record(record)]
         if self.evaluations.stop_now:
@@ -317,6 +344,9 @@ class Supervisor:
         if self.replacing:  # the rollback redoes what the replacement was redoing
             losses[-1].action = "superseded"
         loss = self._loss(event, "rollback")
+        if self.scoring:  # the driver drops the evaluations under way: their marks again
+            self.evaluations.again_from(self.scoring[0])
+            self.scoring.clear()
         self.spec = restart_spec(self.first, self.last_cut)
         self.cutting = self.replacing = self.stop_sent = False
         return [RollBack(self.spec, loss)]

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
+
 from recsync.app.config.schema import Config
 from recsync.app.runs.checkpoints import BEST, CheckpointWriter, save_checkpoint
 from recsync.app.runs.interrupts import interrupts
 from recsync.app.runs.plots import plot_curves
 from recsync.app.runs.progress import examples_bar, warn
-from recsync.app.runs.run_dir import CURVES, RunDir
+from recsync.app.runs.run_dir import CURVES, RAY_LOG, RunDir
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError, JobFailed
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import RayJob, run_job
+from recsync.runtime.ray.ray_log import ray_messages_to
 
 
 def job_spec(
@@ -49,7 +52,8 @@ def run_distributed(
     resume: JobState | None = None,
     stop_after: int | None = None,
 ) -> dict[str, Any]:
-    """Train one pass on the Ray engine; writes config, metrics, summary, plot, checkpoint."""
+    """Train one pass on the Ray engine; writes config, metrics, summary, plot, checkpoint,
+    and Ray's own messages to ray.log (the terminal shows a line per loss and recovery)."""
     spec = job_spec(config, resume, stop_after)
     run_dir.write_config(config)
     bar = examples_bar(spec.strategy.describe().split()[0], progress)
@@ -61,7 +65,7 @@ def run_distributed(
         signals.attach(job.request_stop)
 
     try:
-        with interrupts() as signals, bar:
+        with interrupts() as signals, bar, ray_messages_to(run_dir.path / RAY_LOG):
             task = bar.add_task("train", total=None, eps=0.0)
 
             def on_progress(done: int, total: int | None, eps: float) -> None:
@@ -80,6 +84,7 @@ def run_distributed(
                 checkpoint_every=checkpoints_while_training(config, spec),
                 on_checkpoint=writer.write,
                 recovery=config.recovery.to_spec(),
+                on_recovery=lambda line: bar.console.print(escape(line), highlight=False),
             )
     except NodeFailure as error:
         writer.wait()

@@ -9,7 +9,9 @@ Layout of `runs/<name>/`:
 - checkpoint.prev.pt: the checkpoint before it;
 - checkpoint.delta-NNNN.pt: hash tables' changes since checkpoint.pt, cut by cut;
 - best.pt: the best evaluated model by run.early_stopping.metric (run.keep_best);
-- tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard.
+- tensorboard/: the same scalars as TensorBoard events, if [run].tensorboard;
+- ray.log: Ray's own messages to the driver of a run on Ray (a worker that died...), kept
+  out of the terminal (runtime/ray/ray_log.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 CURVES = "curves.png"
 TENSORBOARD = "tensorboard"
+RAY_LOG = "ray.log"
 ARTIFACTS = (
     CONFIG_JSON,
     CONFIG_TOML,
@@ -52,6 +55,7 @@ ARTIFACTS = (
     PREVIOUS,
     BEST,
     BEST_TMP,
+    RAY_LOG,
 )
 
 

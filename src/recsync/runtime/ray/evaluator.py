@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections import deque
 from typing import Any
 
 import ray
@@ -14,6 +15,7 @@ import torch
 from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.outcome import two_classes
 from recsync.coordinator.reader import ReaderReport
+from recsync.coordinator.supervisor import Scored
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address
@@ -47,13 +49,15 @@ class EvaluatorActor:
 
 
 class Scoring:
-    """Mid-run evaluations of a job: at most one under way, scored by an evaluator actor
-    (started before training: it imports torch) on copies of the model nodes' reports."""
+    """Mid-run evaluations of a job, scored in order by an evaluator actor (started before
+    training: it imports torch) on snapshots of the model nodes' reports (object refs: the
+    copies stay in Ray's object store until scored). How many are under way at once is the
+    job's supervisor's to bound (coordinator/supervisor.py, MAX_SCORING)."""
 
     def __init__(self, topology: Topology):
         self.topology = topology
         self.actor: Any = None
-        self._under_way: tuple[Any, list[Address], list[Any], float] | None = None
+        self._under_way: deque[tuple[Any, list[Address], list[Any], float]] = deque()
 
     def launch(self) -> None:
         """Start the evaluator actor (once), without waiting: its process starts while the
@@ -67,36 +71,35 @@ class Scoring:
         ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
 
     def start(self, hosts: JobActors, seconds: float) -> None:
-        """Score the model as it is now, `seconds` into training, while training goes on (a
-        mark that comes while one is scored is skipped)."""
-        if self._under_way is not None:
-            return
+        """Snapshot the model as it is now, `seconds` into training, and score it after
+        those under way (the actor takes its calls in order) while training goes on."""
         nodes = Evaluations.nodes(self.topology)
         refs = [hosts.actors[a].report.remote() for a in nodes]
         reader = hosts.actors[READER].report.remote()
         quality = self.actor.quality.remote(reader, nodes, *refs)
-        self._under_way = (quality, nodes, refs, seconds)
+        self._under_way.append((quality, nodes, refs, seconds))
 
-    def result(self, wait: bool) -> tuple[Quality, dict[Address, Any], float] | None:
-        """The evaluation under way once scored (`wait`: wait for it): its quality, the
-        reports it scored and when; None if none is done, or none had a held-out example."""
-        if self._under_way is None:
-            return None
-        quality, nodes, refs, seconds = self._under_way
-        if not wait and not ray.wait([quality], timeout=0)[0]:
-            return None
-        self._under_way = None
+    def oldest_done(self, timeout: float = 0.0) -> bool:
+        """Whether the oldest evaluation under way was scored (waiting up to `timeout`)."""
+        if not self._under_way:
+            return False
+        return bool(ray.wait([self._under_way[0][0]], timeout=timeout)[0])
+
+    def oldest(self) -> Scored:
+        """The oldest evaluation under way, once scored (waits for it): the reports it
+        scored, their quality (None: no held-out example yet), and when it was taken."""
+        quality, nodes, refs, seconds = self._under_way.popleft()
         try:
             scored = ray.get(quality)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
             raise failure("evaluator", error) from None
         if scored is None:
-            return None  # no held-out example yet
-        return scored, dict(zip(nodes, ray.get(refs), strict=True)), seconds
+            return Scored({}, None, seconds)
+        return Scored(dict(zip(nodes, ray.get(refs), strict=True)), scored, seconds)
 
     def forget(self) -> None:
-        """Drop the evaluation under way (the actors it read from are gone)."""
-        self._under_way = None
+        """Drop the evaluations under way (the actors they read from are gone)."""
+        self._under_way.clear()
 
     def shutdown(self) -> None:
         if self.actor is not None:

@@ -3,8 +3,9 @@ loops end; then the same end of job as the simulator's (coordinator/outcome.py).
 
 While it trains, the job's supervisor (coordinator/supervisor.py) says when to evaluate,
 cut for a checkpoint, stop, and what to do on losing a node; this driver feeds it what it
-sees (the reader's progress, polled; evaluations scored in another process; lost actors)
-and carries out its commands on the actors (runtime/ray/recovery.py for a loss)."""
+sees (the reader's progress, polled: more often as an evaluation mark nears; evaluations
+scored in order in another process; lost actors) and carries out its commands on the actors
+(runtime/ray/recovery.py for a loss)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from recsync.coordinator.readers import common_step
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.supervisor import (
+    AwaitScored,
     Checkpoint,
     Command,
     CutSettled,
@@ -34,7 +36,6 @@ from recsync.coordinator.supervisor import (
     Record,
     Resumed,
     ResumeReading,
-    Scored,
     Started,
     StopAsked,
     StopReading,
@@ -56,10 +57,13 @@ from recsync.runtime.ray.recovery import Recovering, RolledBack
 __all__ = ["RayJob", "connect", "run_job"]
 
 PING_EVERY_S = 2.0
+POLL_EVERY_S = 0.5  # the reader's progress, unless an evaluation mark is nearer
+POLL_NEAR_MARK_S = 0.01  # the shortest wait between polls as a mark nears
 
 Progress = Callable[[int, int | None, float], None]
 OnEval = Callable[[dict[str, Any]], None]
 OnCheckpoint = Callable[[JobState], None]
+OnRecovery = Callable[[str], None]
 
 
 class RayJob(Recovering):
@@ -89,6 +93,8 @@ class RayJob(Recovering):
         self.scoring = Scoring(self.topology) if eval_every else None
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
+        self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
+        self._recovering = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
         self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
@@ -96,6 +102,8 @@ class RayJob(Recovering):
         self._last_ping = 0.0
         self._position = spec.handed_before  # examples handed out when last polled
         self._polled_s = 0.0  # seconds into training at the last poll
+        self._handed = 0  # examples handed out since the job's first start, at the last poll
+        self._rate = 0.0  # examples handed out a second, between the last two polls
         self._paused = 0.0  # when the cut under way paused the reader (perf_counter)
         self.started = 0.0  # when training began (perf_counter); losses count from it
 
@@ -154,6 +162,8 @@ class RayJob(Recovering):
             case Evaluate():
                 assert self.scoring is not None
                 self.scoring.start(self.hosts, command.seconds)  # scored in the background
+            case AwaitScored():
+                self._await_scored()
             case Record():
                 if self.on_eval is not None:
                     self.on_eval(command.record)
@@ -178,22 +188,52 @@ class RayJob(Recovering):
         self._last_ping = time.perf_counter()
         every = self.supervisor.cuts.every
         polls = on_progress is not None or self.scoring is not None or every.enabled
-        while len(self._done) < len(self._runs):
+        while self._training():
             if self.stop_reason is not None:  # asked by a signal handler
                 self._feed(StopAsked(self.stop_reason))
-            self._check_runs(wait_s=0.5)
-            if not polls:
-                continue
-            replies = self._ask_readers(ReaderProgress())
-            handed, total = sum(h for h, _ in replies), replies[0][1]
-            self._position = self.spec.handed_before + handed
-            handed += self.before
-            total = None if total is None else total + self.before
-            seconds = self._polled_s = time.perf_counter() - started
-            if on_progress is not None:
-                on_progress(handed, total, handed / max(seconds, 1e-9))
-            self._feed(Progressed(handed, total, seconds))
-            self._scored(wait=False)
+            self._check_runs(wait_s=self._poll_wait() if polls else POLL_EVERY_S)
+            if polls:
+                self._poll(on_progress, started)
+        if polls:  # the marks passed since the last poll
+            self._poll(on_progress, started)
+
+    def _training(self) -> bool:
+        """Some node's loops still run."""
+        return len(self._done) < len(self._runs)
+
+    def _poll(self, on_progress: Progress | None, started: float) -> None:
+        """Ask the readers how far they went; tell the progress bar and the supervisor; record
+        the evaluations scored meanwhile."""
+        replies = self._ask_readers(ReaderProgress())
+        handed, total = sum(h for h, _ in replies), replies[0][1]
+        self._position = self.spec.handed_before + handed
+        handed += self.before
+        total = None if total is None else total + self.before
+        seconds = time.perf_counter() - started
+        if seconds > self._polled_s:
+            self._rate = (handed - self._handed) / (seconds - self._polled_s)
+        self._handed, self._polled_s = handed, seconds
+        if on_progress is not None:
+            on_progress(handed, total, handed / max(seconds, 1e-9))
+        self._feed(Progressed(handed, total, seconds))
+        while self.scoring is not None and self.scoring.oldest_done():
+            self._feed(self.scoring.oldest())
+
+    def _poll_wait(self) -> float:
+        """Seconds to the next poll: sooner as the next evaluation mark nears (at the rate
+        of the last polls), so that each mark's snapshot is taken close to it."""
+        if self.scoring is None or self._rate <= 0:
+            return POLL_EVERY_S
+        to_mark = (self.evaluations.next_mark - self._handed) / self._rate
+        return min(POLL_EVERY_S, max(POLL_NEAR_MARK_S, to_mark))
+
+    def _await_scored(self) -> None:
+        """Wait until the oldest evaluation under way was scored (watching the nodes while
+        they train: a loss is recovered from as any) and record it."""
+        assert self.scoring is not None
+        while self._training() and not self.scoring.oldest_done(timeout=0.05):
+            self._check_runs(wait_s=0.0)
+        self._feed(self.scoring.oldest())
 
     def _check_runs(self, wait_s: float) -> None:
         """Wait up to `wait_s` for a node's loops to end; a failed one is a loss, for the
@@ -238,16 +278,6 @@ class RayJob(Recovering):
         total = sum(h or 0 for h in handed)
         self._feed(CutSettled(state, self.before + total, self._polled_s))
 
-    def _scored(self, wait: bool) -> None:
-        """Record the evaluation under way once it is scored (`wait`: wait for it)."""
-        if self.scoring is None:
-            return
-        scored = self.scoring.result(wait)
-        if scored is None:
-            return
-        quality, reports, seconds = scored
-        self._feed(Scored(reports, quality, seconds))
-
     def _reports(self, addresses: list[Address]) -> dict[Address, Any]:
         """The reports of nodes `addresses`; a node that died meanwhile is named, as lost
         (NodeFailure), for the job to recover from as from any loss."""
@@ -265,6 +295,7 @@ class RayJob(Recovering):
                 if not self.started:
                     self.started = time.perf_counter()
                 self.doing = "training"
+                self._restarted()
                 self._feed(Started(self.topology, self._seconds))
                 self._watch(looping, on_progress, self.started)
                 train_seconds = time.perf_counter() - self.started
@@ -275,8 +306,7 @@ class RayJob(Recovering):
                 continue
             except NodeFailure as error:  # in a start, a recovery, or after the loops ended
                 self._lost(error, in_flight=False)
-        self._feed(Ended())
-        self._scored(wait=True)  # a record under way is still written
+        self._feed(Ended())  # every evaluation under way is scored and recorded
         actors = self.hosts
         end = JobEnd("ray", reports, measures, train_seconds)
         try:
@@ -323,17 +353,20 @@ def run_job(
     checkpoint_every: CheckpointEvery | None = None,
     on_checkpoint: OnCheckpoint | None = None,
     recovery: RecoveryPolicy | None = None,
+    on_recovery: OnRecovery | None = None,
 ) -> dict[str, Any]:
     """Plan, start, train (evaluating every `eval_every` examples handed out: each record
     to `on_eval`; cutting as `checkpoint_every` says: each cut's state to `on_checkpoint`;
-    recovering from a lost node as `recovery` says, None: never), evaluate, stop. Starts
-    (and stops) a local Ray if no address."""
+    recovering from a lost node as `recovery` says, None: never, a line per loss and per
+    recovery to `on_recovery`), evaluate, stop. Starts (and stops) a local Ray if no
+    address."""
     started_ray = connect(address, num_cpus)
     job = RayJob(
         spec, plan_for(spec), eval_every, early_stopping, keep_best, checkpoint_every, recovery
     )
     job.on_eval = on_eval
     job.on_checkpoint = on_checkpoint
+    job.on_recovery = on_recovery
     try:
         if on_start is not None:
             on_start(job)

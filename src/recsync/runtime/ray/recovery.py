@@ -4,19 +4,22 @@ a trainer restarted with the batches it held handed out again), or rolling every
 to the last cut on the machines left, or ending the job with `NotRecovered`, which says
 what the job was doing and what it recovered from. A node lost while the job starts,
 restarts or replaces a node is a loss like any other (only a rollback recovers from it).
+Each loss recovered from, and each recovery once done, is told in one line (`on_recovery`:
+the CLI's terminal; Ray's own messages meanwhile go to the run's log, runtime/ray/ray_log.py).
 A part of `RayJob` (runtime/ray/job.py), which holds the job's actors and topology."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
 
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.node_specs import ShardSpec
-from recsync.coordinator.recovery import restarted_trainer, restored_shard
+from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.supervisor import (
     Event,
@@ -55,6 +58,8 @@ class Recovering:
     replaced: dict[Address, TrainerSpec]
     started: float
     doing: str
+    on_recovery: Callable[[str], None] | None
+    _recovering: Loss | None  # the loss recovered from by the restart under way
     _runs: dict[Any, Any]
     _done: set[Any]
     _position: int
@@ -90,11 +95,25 @@ class Recovering:
                     lost, doing, why = command.node, self.doing, command.why
                     raise NotRecovered(error.message, lost, doing, why, command.recovered_from)
                 case ReplaceNode():
+                    self._tell(lost_line(command.loss))
                     self._replace(command)
+                    self._tell(recovered_line(command.loss, self._seconds))
                 case RollBack():
+                    self._tell(lost_line(command.loss))
                     self._roll_back(command.spec)
+                    self._recovering = command.loss
                     rolled_back = True
         return rolled_back
+
+    def _tell(self, line: str) -> None:
+        if self.on_recovery is not None:
+            self.on_recovery(line)
+
+    def _restarted(self) -> None:
+        """Every node is back after a rollback (or the job's first start)."""
+        if self._recovering is not None:
+            self._tell(recovered_line(self._recovering, self._seconds))
+            self._recovering = None
 
     def _replace(self, command: ReplaceNode) -> None:
         """Replace only the lost node (CPR's partial recovery of an embedding shard, or a
@@ -171,3 +190,19 @@ def _read_ended(loops: list[Any]) -> None:
     for ref in ended:
         with contextlib.suppress(ray.exceptions.RayError):
             ray.get(ref)
+
+
+def lost_line(loss: Loss) -> str:
+    """One line for a loss the job recovers from: which node, where, and what it does."""
+    where = f"{loss.position:,} examples in" if loss.exact else f"about {loss.position:,} in"
+    does = {
+        "rollback": f"every node goes back to {loss.back_to:,} examples",
+        "partial": f"it alone comes back from the cut at {loss.back_to:,} examples",
+        "restart": "it alone restarts; what it held is handed out again",
+    }[loss.action]
+    return f"lost {loss.node} ({where}, {loss.at_seconds:.1f} s): {does}"
+
+
+def recovered_line(loss: Loss, seconds: float) -> str:
+    """One line once the job recovered from `loss`, `seconds` into training."""
+    return f"recovered from losing {loss.node} in {seconds - loss.at_seconds:.1f} s"

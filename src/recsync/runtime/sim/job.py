@@ -17,6 +17,7 @@ from recsync.coordinator.readers import ReaderGroup
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.supervisor import (
+    AwaitScored,
     Checkpoint,
     Command,
     CutSettled,
@@ -157,6 +158,8 @@ class SimJob:
         match command:
             case Evaluate():
                 self._evaluate(command.seconds)
+            case AwaitScored():
+                pass  # every evaluation was scored as it was taken
             case Record():
                 if self.on_eval is not None:
                     self.on_eval(command.record)
@@ -301,9 +304,9 @@ class SimJob:
         nodes = Evaluations.nodes(self.topology)
         reports = {a: self.hosts[a].node.report() for a in nodes}
         test = self.reader.test_set()
-        if test is None or not two_classes(test):
-            return  # no usable held-out set yet (a split of the stream fills it as it goes)
-        quality = model_quality(self.topology, reports, test)
+        quality = None  # no usable held-out set yet (a split of the stream fills it as it goes)
+        if test is not None and two_classes(test):
+            quality = model_quality(self.topology, reports, test)
         self.feed(Scored(reports, quality, float(seconds)))
 
     def _crashes(self, address: Address) -> bool:
