@@ -105,8 +105,10 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     cpu = summary["cpu_seconds"]  # every role's processes, the trainer's three summed
     assert set(cpu) == {"trainers", "reader", "embedding_servers", "sync_servers"}, cpu
     assert all(seconds > 0 for seconds in cpu.values()), cpu
-    assert cpu["trainers"] > cpu["reader"], cpu  # the reader's batches are made elsewhere
     threads = summary["thread_cpu_seconds"]  # of that, the node's own threads' by kind
+    # the reader's batches are made elsewhere (its producer): handing them out costs its
+    # serving threads less than training them costs the workers
+    assert threads["reader"]["channel"] < threads["trainers"]["worker_loops"], threads
     assert set(threads["trainers"]) == {"worker_loops", "other_loops"}, threads  # + shadow
     assert set(threads["embedding_servers"]) == {"channel"}, threads
     assert threads["reader"]["helper_processes"] > 0, threads  # its batch producer's

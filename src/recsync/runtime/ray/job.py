@@ -59,6 +59,7 @@ __all__ = ["RayJob", "connect", "run_job"]
 PING_EVERY_S = 2.0
 POLL_EVERY_S = 0.5  # the reader's progress, unless an evaluation mark is nearer
 POLL_NEAR_MARK_S = 0.01  # the shortest wait between polls as a mark nears
+POLL_UNTIL_RATE_S = 0.05  # between polls while evaluations are asked and no rate is known
 
 Progress = Callable[[int, int | None, float], None]
 OnEval = Callable[[dict[str, Any]], None]
@@ -221,9 +222,12 @@ class RayJob(Recovering):
 
     def _poll_wait(self) -> float:
         """Seconds to the next poll: sooner as the next evaluation mark nears (at the rate
-        of the last polls), so that each mark's snapshot is taken close to it."""
-        if self.scoring is None or self._rate <= 0:
+        of the last polls), so that each mark's snapshot is taken close to it. Until a rate
+        is known, soon: a fast job may pass its first marks within one long wait."""
+        if self.scoring is None:
             return POLL_EVERY_S
+        if self._rate <= 0:
+            return POLL_UNTIL_RATE_S
         to_mark = (self.evaluations.next_mark - self._handed) / self._rate
         return min(POLL_EVERY_S, max(POLL_NEAR_MARK_S, to_mark))
 
