@@ -8,7 +8,8 @@ reader's count (`Deal.position_after`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from recsync.coordinator.node_specs import ReaderSpec
 from recsync.coordinator.reader import ReaderNode, ReaderReport
@@ -72,6 +73,15 @@ def common_step(boundaries: Sequence[int | None]) -> int | None:
     return max(known)
 
 
+def pause_together(ask_all: Callable[[Message], Sequence[Any]]) -> None:
+    """Begin a cut, whichever driver holds the readers (`ask_all`: a message to every
+    reader, their replies in reader order): every reader pauses at the same step's end
+    (`common_step`)."""
+    until = common_step(ask_all(PauseReading()))
+    if until is not None:
+        ask_all(PauseReading(until))
+
+
 class ReaderGroup:
     """The job's reader nodes, in reader order, for a driver holding them in-process: the
     counts summed, a cut settled once every reader's is, messages for all sent to each."""
@@ -113,10 +123,8 @@ class ReaderGroup:
         return self.readers[self.cluster.reader_of(trainer)]
 
     def pause(self) -> None:
-        """Begin a cut: every reader pauses at the same step's end (`common_step`)."""
-        until = common_step([r.handle(PauseReading()) for r in self.readers])
-        if until is not None:
-            self.handle_all(PauseReading(until))
+        """Begin a cut: every reader pauses at the same step's end (`pause_together`)."""
+        pause_together(lambda message: [r.handle(message) for r in self.readers])
 
     def handle_all(self, message: Message) -> None:
         """Send a message of the job's (pause, resume, stop) to every reader."""

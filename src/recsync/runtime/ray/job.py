@@ -20,7 +20,7 @@ from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.outcome import JobEnd, finish_job
-from recsync.coordinator.readers import common_step
+from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.supervisor import (
@@ -268,9 +268,7 @@ class RayJob(Recovering):
         reports; the supervisor then says to resume and hand the state on."""
         readers = [n.address for n in self.topology.of_role(Role.READER)]
         self._paused = time.perf_counter()
-        until = common_step(self._ask_readers(reading.PauseReading()))
-        if until is not None:  # several readers: every one pauses at the same step
-            self._ask_readers(reading.PauseReading(until))
+        pause_together(self._ask_readers)
         at_cut = [self.hosts.actors[a].call.remote(wire.encode(AwaitCut())) for a in readers]
         while len(ray.wait(at_cut, num_returns=len(at_cut), timeout=0)[0]) < len(at_cut):
             self._check_runs(wait_s=0.01)
