@@ -27,11 +27,12 @@ types: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# two pytest workers: one runs the engine tests (one Ray at a time), the other the rest
 test: lint layers types docs
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q --durations=20 -n 2 --dist loadgroup
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not engine and not long"
+	$(BIN)/python -m pytest -q -m "not engine and not long" -n 2
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_step.py

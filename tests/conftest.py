@@ -26,6 +26,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = Path(item.path).relative_to(root).parts[0]
         assert tier in TIERS, f"{item.nodeid}: a test belongs in one of {TIERS}"
         item.add_marker(getattr(pytest.mark, tier))
+        if tier == "engine":  # one Ray at a time: under xdist, one worker runs them all
+            item.add_marker(pytest.mark.xdist_group("engine"))
 
 
 class SharedRay:

@@ -252,6 +252,11 @@ class ReaderNode(Node):
         batches = self._batches
         return batches.cpu_seconds() if isinstance(batches, BackgroundBatches) else 0.0
 
+    def close(self) -> None:
+        batches = self._batches
+        if isinstance(batches, BackgroundBatches):
+            batches.close()
+
     def report(self) -> ReaderReport:
         source = self.source
         return ReaderReport(

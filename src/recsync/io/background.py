@@ -16,6 +16,7 @@ import fcntl
 import multiprocessing as mp
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
@@ -31,6 +32,12 @@ F_SETPIPE_SZ = 1031  # Linux's fcntl to resize a pipe (default 64 KiB: half a ba
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 POLL_S = 1.0  # how often a blocked read checks the producer is alive
 START_WAIT_S = 300.0  # a producer starts a Python with torch: slow on a busy machine
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ended:
+    cpu_seconds: float  # the producer's, since its first item (its last word: once it
+    # exits, the fork server reaps it and /proc no longer tells)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,12 +57,14 @@ def decoded(arrays: tuple[np.ndarray, ...]) -> Batch:
 
 def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
     """The producer: every item of `make()` in order (a batch as numpy arrays, anything
-    else, a side item, as it is), then None (or the error). It blocks while the pipe is
+    else, a side item, as it is), then what it spent (or the error). It blocks while the pipe is
     full, and ends once the reader is gone (a broken pipe)."""
     torch.set_num_threads(1)
+    first: float | None = None
     try:
         try:
             for item in make():
+                first = time.process_time() if first is None else first
                 out.send(encoded(item) if isinstance(item, Batch) else item)
         except Exception as error:  # noqa: BLE001 - handed to the reader, which raises it
             message = (
@@ -63,7 +72,7 @@ def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
             )
             out.send(_Failed(message, isinstance(error, DataError)))
             return
-        out.send(None)
+        out.send(_Ended(0.0 if first is None else time.process_time() - first))
     except (BrokenPipeError, ConnectionResetError):
         return
 
@@ -100,7 +109,11 @@ class BackgroundBatches(Iterator[Batch]):
         on_side: Callable[[Any], None] | None = None,
     ):
         self._on_side = on_side
-        context = mp.get_context("spawn")  # the reader runs Ray's threads: never fork it
+        # the reader runs Ray's threads: never fork it; a fork server (a clean process that
+        # imported torch once) forks each producer, so a process hosting readers of one job
+        # after another (runtime/ray/pool.py) pays a producer's start once
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(["torch", __name__])
         self._pipe, writer = context.Pipe(duplex=False)
         with contextlib.suppress(OSError):  # not Linux, or a lower limit: a smaller pipe
             fcntl.fcntl(self._pipe.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
@@ -112,11 +125,14 @@ class BackgroundBatches(Iterator[Batch]):
         self._first: Any = self._get(START_WAIT_S)
         self._cpu_at_first = self._cpu_now()
         self._cpu_at_close: float | None = None
+        self._cpu_spent: float | None = None  # the producer's own word, once it ended
 
     def cpu_seconds(self) -> float:
         """CPU seconds the producer spent since it made its first item (its start, a Python
         importing torch, left out): what making the stream costs. 0.0 where the system
         does not tell another process's CPU (Linux's /proc does)."""
+        if self._cpu_spent is not None:
+            return self._cpu_spent
         now = self._cpu_at_close if self._cpu_at_close is not None else self._cpu_now()
         return max(now - self._cpu_at_first, 0.0)
 
@@ -136,9 +152,10 @@ class BackgroundBatches(Iterator[Batch]):
                 item, self._first = self._first, None
             else:
                 item = self._get(None)
-            if item is None or isinstance(item, _Failed):
+            if isinstance(item, (_Ended, _Failed)):
                 self._close()
-                if item is None:
+                if isinstance(item, _Ended):
+                    self._cpu_spent = item.cpu_seconds
                     break
                 if item.data_error:
                     raise DataError(item.error)

@@ -94,6 +94,10 @@ class Node:
         which a driver adds to the node's own."""
         return 0.0
 
+    def close(self) -> None:
+        """Release what the node holds beyond its memory (the reader's batch producer), for
+        a driver that hosts another node in the same process next."""
+
     def report(self) -> Any:
         """What the node did and holds at the end: stats, and its state for a checkpoint."""
         raise NotImplementedError

@@ -60,6 +60,11 @@ class NodeActor:
 
     def __init__(self, spec: NodeSpec, part: Part | None = None):
         torch.set_num_threads(1)
+        self.epoch = 0  # of the nodes this process hosted: a timer of an earlier one is void
+        self._host(spec, part)
+
+    def _host(self, spec: NodeSpec, part: Part | None) -> None:
+        self.released, self.running = False, False
         self.spec, self.part = spec, part
         self.name = (
             spec.address.name
@@ -90,6 +95,34 @@ class NodeActor:
         self.driver: LoopDriver | None = None  # while its loops run
         self.server: ChannelServer | None = None  # once a peer may call it
         self.cpu_at_start = _process_cpu_s()
+        self.threads_at_start = cpu_by_kind()  # of the nodes this process hosted before
+
+    def rehost(self, spec: NodeSpec, part: Part | None = None) -> int:
+        """Host another node (a later job's) in this process, `release`d before; returns the
+        process id."""
+        assert self.released, "rehost of a node actor that was not released"
+        self._host(spec, part)
+        return os.getpid()
+
+    def release(self) -> bool:
+        """Close what the node holds beyond its memory (its channel and connections, its
+        collective group, wake pipe and helper processes) and drop it, so that this process
+        can host a later job's node (pool.py); False, closing nothing, while its loops run."""
+        if self.running:
+            return False
+        if self.server is not None:
+            self.server.close()
+        if self.listener is not None:
+            self.listener.close()
+        if self.bell is not None:
+            self.bell.close()
+        if self.group is not None and dist.is_initialized():
+            dist.destroy_process_group()
+        self.node.close()
+        epoch = self.epoch + 1
+        self.__dict__.clear()
+        self.epoch, self.released = epoch, True
+        return True
 
     def ping(self) -> int:
         """Alive: its process id."""
@@ -169,7 +202,9 @@ class NodeActor:
             time.sleep((slowdown - 1.0) * (time.perf_counter() - started))
         return reply
 
-    def _fire(self, timer_id: int) -> None:
+    def _fire(self, epoch: int, timer_id: int) -> None:
+        if epoch != self.epoch:  # armed by a node this process hosted before
+            return
         assert self.cond is not None
         with self.cond:
             self.hosted.fire(timer_id, self.wakes)
@@ -204,7 +239,11 @@ class NodeActor:
         driver.group = self.group
         self.driver = driver
         part, loops = self.part, self.node.loops()
-        driver.run(loops if part is None else [loop for loop in loops if part.runs(loop)])
+        self.running = True
+        try:
+            driver.run(loops if part is None else [loop for loop in loops if part.runs(loop)])
+        finally:
+            self.running = False
 
     def _wake(self) -> None:
         """A worker process of this node notified: the loops here re-check their waits."""
@@ -217,7 +256,12 @@ class NodeActor:
 
     def node_measures(self) -> NodeMeasures:
         helpers = self.node.helper_cpu_seconds()
-        threads = {f"{THREADS}{kind}": s for kind, s in cpu_by_kind().items()}
+        before = self.threads_at_start  # what threads of earlier nodes spent, by kind
+        threads = {
+            f"{THREADS}{kind}": s - before.get(kind, 0.0)
+            for kind, s in cpu_by_kind().items()
+            if kind not in before or s > before[kind]
+        }
         if helpers:
             threads[f"{THREADS}{HELPER_PROCESSES}"] = helpers
         with self.counting:
@@ -250,7 +294,8 @@ class _Wakes:
             driver.wake()
 
     def arm(self, host: HostedNode, timer: StartTimer) -> None:
-        thread = threading.Timer(timer.seconds, self.actor._fire, args=(timer.timer_id,))
+        actor = self.actor
+        thread = threading.Timer(timer.seconds, actor._fire, args=(actor.epoch, timer.timer_id))
         thread.daemon = True
         thread.start()
 

@@ -12,6 +12,7 @@ travel without a copy into the pickle)."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import pickle
 import secrets
@@ -110,7 +111,20 @@ class ChannelServer:
         self._token = secrets.token_bytes(TOKEN_BYTES)
         self._listener = socket.create_server(("", 0))
         self.endpoint: Endpoint = (host, self._listener.getsockname()[1], self._token)
+        self._open: set[socket.socket] = set()  # live connections, closed by `close`
+        self._guard = threading.Lock()
+        self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        """Stop answering: no new connection, and every open one closed (its thread ends)."""
+        with self._guard:
+            self._closed = True
+            sockets = [self._listener, *self._open]
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked on it
+            sock.close()
 
     def _accept(self) -> None:
         while True:
@@ -118,12 +132,24 @@ class ChannelServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
+            with self._guard:
+                if self._closed:
+                    conn.close()
+                    return
+                self._open.add(conn)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(
                 target=counted(CHANNEL, self._serve), args=(conn,), daemon=True
             ).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        try:
+            self._answer(conn)
+        finally:
+            with self._guard:
+                self._open.discard(conn)
+
+    def _answer(self, conn: socket.socket) -> None:
         with conn:
             try:
                 token = _recv_exact(conn, TOKEN_BYTES)

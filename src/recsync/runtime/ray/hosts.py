@@ -6,7 +6,7 @@ of any call to them (an actor died, a peer it called died, a call timed out) com
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import ray
@@ -22,6 +22,7 @@ from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.channel import Endpoint
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.pool import IDLE, Key, concurrency_for
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
 
@@ -62,6 +63,7 @@ class JobActors:
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
         self.unreleased: dict[Address, str] = {}  # shared-state files not yet unlinked
         self.replaceable: frozenset[Role] = frozenset()
+        self.pool_keys: dict[str, Key] = {}  # actor id -> what its process can host again
 
     @_naming_losses
     def start(self, replaceable: frozenset[Role] = frozenset()) -> list[Address]:
@@ -70,15 +72,15 @@ class JobActors:
         then called again) and form its collective groups; returns the nodes that run loops
         (the trainers, group PSs)."""
         self.replaceable = replaceable
+        hosted = []
         for node in self.topology.nodes:
             part = None
             if node.worker_processes:
                 part = Part(shared_path(node.address.name))
                 self.unreleased[node.address] = part.path
-            actor = NodeActor.options(  # type: ignore[attr-defined]
-                max_concurrency=node.max_calls, **self._placed(node.address)
-            )
-            self.actors[node.address] = actor.remote(node, part)
+            hosted.append((node, part, self._machine(node.address)))
+        for node, actor in zip(self.topology.nodes, self._host(hosted), strict=True):
+            self.actors[node.address] = actor
         self.check_alive(START_TIMEOUT_S)
         self._up()
         self._check_placement()
@@ -107,12 +109,34 @@ class JobActors:
         ray.get(pending)
         return looping
 
-    def _placed(self, address: Address) -> dict[str, Any]:
-        """The actor options that pin a node to its machine (none on one machine)."""
-        if len(self.machines) == 1:
-            return {}
-        machine = self.machines[self.machine_of[address]]
-        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(machine, soft=False)}
+    def _machine(self, address: Address) -> str | None:
+        """The Ray node id of the machine a node runs on (None: the only one)."""
+        return None if len(self.machines) == 1 else self.machines[self.machine_of[address]]
+
+    def _host(self, nodes: Sequence[tuple[NodeSpec, Part | None, str | None]]) -> list[Any]:
+        """An actor for each (node, part of it, machine): a process kept from an earlier job
+        (pool.py) that fits, hosting the node anew, else a new one."""
+        wanted = [(machine or "", node.max_calls) for node, _, machine in nodes]
+        actors, rehosting = [], []
+        for (node, part, machine), kept in zip(nodes, IDLE.take(wanted), strict=True):
+            if kept is None:
+                placed = {} if machine is None else {"scheduling_strategy": _on(machine)}
+                concurrency = concurrency_for(node.max_calls)
+                options = NodeActor.options(  # type: ignore[attr-defined]
+                    max_concurrency=concurrency, **placed
+                )
+                actor = options.remote(node, part)
+            else:
+                concurrency, actor = kept
+                rehosting.append((node.address, actor.rehost.remote(node, part)))
+            self.pool_keys[actor._actor_id.hex()] = (machine or "", concurrency)
+            actors.append(actor)
+        for address, ref in rehosting:
+            try:
+                ray.get(ref, timeout=START_TIMEOUT_S)
+            except ray.exceptions.RayError as error:
+                raise failure(address.name, error) from None
+        return actors
 
     @_naming_losses
     def replace(self, node: NodeSpec) -> None:
@@ -124,10 +148,7 @@ class JobActors:
         alive = cluster_machines()
         if self.machines[self.machine_of[address]] not in alive:
             self.machine_of[address] = self.machines.index(alive[0])
-        actor = NodeActor.options(  # type: ignore[attr-defined]
-            max_concurrency=node.max_calls, **self._placed(address)
-        )
-        self.actors[address] = actor.remote(node, None)
+        self.actors[address] = self._host([(node, None, self._machine(address))])[0]
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
         self._up()
         endpoint = self.endpoints[address] = ray.get(self.actors[address].endpoint.remote())
@@ -141,16 +162,14 @@ class JobActors:
         returns its actors (connected to their peers)."""
         address = node.address
         for actor in self.actors_of(address):
+            self.pool_keys.pop(actor._actor_id.hex(), None)
             ray.kill(actor, no_restart=True)
         self.worker_actors.pop(address, None)
         alive = cluster_machines()
         if self.machines[self.machine_of[address]] not in alive:
             self.machine_of[address] = self.machines.index(alive[-1])
         part = Part(shared_path(address.name)) if node.worker_processes else None
-        actor = NodeActor.options(  # type: ignore[attr-defined]
-            max_concurrency=node.max_calls, **self._placed(address)
-        )
-        self.actors[address] = actor.remote(node, part)
+        self.actors[address] = self._host([(node, part, self._machine(address))])[0]
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
         self._up()
         if part is not None:
@@ -208,13 +227,9 @@ class JobActors:
         for node, node_id in zip(split, homes, strict=True):
             assert isinstance(node, TrainerSpec)
             path = self.unreleased[node.address]
-            options = NodeActor.options(  # type: ignore[attr-defined]
-                max_concurrency=node.max_calls,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-            )
-            self.worker_actors[node.address] = [
-                options.remote(node, Part(path, worker)) for worker in node.workers
-            ]
+            machine = None if len(self.machines) == 1 else node_id
+            parts = [(node, Part(path, worker), machine) for worker in node.workers]
+            self.worker_actors[node.address] = self._host(parts)
         self.check_alive(START_TIMEOUT_S)
         ray.get([self.actors[n.address].release_shared.remote() for n in split])
         self.unreleased.clear()
@@ -261,10 +276,28 @@ class JobActors:
             except (ray.exceptions.RayError, KeyError):
                 release_shared(path)  # the home is gone: the files are here, if anywhere
                 release_shared(wake_path(path))
-        for address in self.actors:
-            for actor in self.actors_of(address):
+        actors = [actor for address in self.actors for actor in self.actors_of(address)]
+        released = [actor.release.remote() for actor in actors]
+        ready, _ = ray.wait(released, num_returns=len(released), timeout=PING_TIMEOUT_S)
+        for actor, ref in zip(actors, released, strict=True):
+            key = self.pool_keys.pop(actor._actor_id.hex(), None)
+            if not (key is not None and _released(ref, ready) and IDLE.give(key, actor)):
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
         self.endpoints.clear()
         self.worker_actors.clear()
         self.unreleased.clear()
+
+
+def _on(machine: str) -> NodeAffinitySchedulingStrategy:
+    return NodeAffinitySchedulingStrategy(machine, soft=False)
+
+
+def _released(ref: Any, ready: list[Any]) -> bool:
+    """Whether a `release` call answered True in time (its process may host another node)."""
+    if ref not in ready:
+        return False
+    try:
+        return bool(ray.get(ref))
+    except ray.exceptions.RayError:
+        return False

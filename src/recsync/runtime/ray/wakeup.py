@@ -62,6 +62,10 @@ class Bell:
             message = f"wake pipe {path}: {error} (the node's home is gone?)"
             raise FileNotFoundError(message) from error
 
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
     def ring(self) -> None:
         with contextlib.suppress(BlockingIOError):  # full: the home has rings unread already
             os.write(self._fd, b"\0")
