@@ -61,6 +61,7 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
             raise ConnectionError(f"cannot join the Ray cluster at {address}: {error}") from None
         return False
     ray.init(
+        address="local",  # a cluster of its own, even where another runs or RAY_ADDRESS is set
         num_cpus=num_cpus or 2,
         include_dashboard=False,
         log_to_driver=False,
