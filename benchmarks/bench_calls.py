@@ -25,12 +25,12 @@ from typing import Any
 
 import ray
 import torch
-from recsync.runtime.transport.channel import ChannelServer, Connection, Endpoint
 
 from recsync.protocol.messages import Lookup, Pooled
-from recsync.runtime.transport import wire
 from recsync.runtime.ray.job import connect
 from recsync.runtime.ray.probe import idle_cores, per_call
+from recsync.runtime.transport import wire
+from recsync.runtime.transport.channel import ChannelServer, Connection, Endpoint
 
 IDS = 256 * 26 // 8
 DIM = 16

@@ -12,6 +12,9 @@ import time
 
 import numpy as np
 import pytest
+
+from recsync.protocol.messages import Lookup
+from recsync.runtime.transport import wire
 from recsync.runtime.transport.channel import (
     ChannelClosed,
     ChannelServer,
@@ -20,9 +23,6 @@ from recsync.runtime.transport.channel import (
     wait,
 )
 from recsync.runtime.transport.frames import read_frame, write_frame
-
-from recsync.protocol.messages import Lookup
-from recsync.runtime.transport import wire
 
 
 def _echo(request):

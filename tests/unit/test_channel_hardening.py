@@ -163,7 +163,8 @@ def test_a_server_that_cannot_prove_the_key_is_refused_before_any_frame():
     [
         (handshake.HELLO.pack(handshake.MAGIC, handshake.VERSION + 1, bytes(16)), 2),
         (b"SSH-2.0-OpenSSH_9.6\r\n\x00", None),
-    ],    ids=["version-2", "not-recsync"],
+    ],
+    ids=["version-2", "not-recsync"],
 )
 def test_a_server_of_another_protocol_is_a_named_error(hello, theirs):
     listener = socket.create_server((HOST, 0))
@@ -314,7 +315,7 @@ def test_close_ends_every_thread_and_the_port_refuses(short_handshake):
     assert _until(lambda: server.serving() == 4)
     assert server.close(wait_s=5.0)
     assert server.serving() == 0
-    assert set(threading.enumerate()) - before == set()  # its acceptor's and connections' 
+    assert set(threading.enumerate()) - before == set()  # acceptor, connections: ended
     with pytest.raises(ChannelClosed):
         connections[0].request("down").result(10.0)
     assert _closed_after(silent, 5.0) is not None

@@ -36,7 +36,8 @@ from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.thread_cpu import OTHER_LOOPS, WORKER_LOOPS, counted
 from recsync.runtime.timeouts import REPLACE_WAIT_S, REPLY_WAIT_S
 from recsync.runtime.transport import channel, wire
-from recsync.runtime.transport.channel import ChannelClosed, Connection, Endpoint, RemoteError
+from recsync.runtime.transport.channel import Connection, Endpoint
+from recsync.runtime.transport.errors import ChannelClosed, RemoteError
 from recsync.runtime.transport.peers import Peers, Sent
 
 POLL_S = 0.05  # an Await of the next notification re-checks at least this often
