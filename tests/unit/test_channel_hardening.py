@@ -71,9 +71,10 @@ def _answer_as(sock: socket.socket, key: bytes, version: int) -> None:
     sock.sendall(handshake.ANSWER.pack(handshake.MAGIC, version, client_nonce, shown))
 
 
-def test_the_handshake_timeout_is_seconds():
+def test_the_handshake_timeouts_are_the_tables_and_seconds():
     assert 1.0 <= timeouts.HANDSHAKE_TIMEOUT_S <= 10.0
     assert channel.HANDSHAKE_TIMEOUT_S == timeouts.HANDSHAKE_TIMEOUT_S
+    assert channel.CLIENT_HANDSHAKE_S == timeouts.CLIENT_HANDSHAKE_S
 
 
 def test_a_stranger_sending_garbage_is_dropped_and_good_clients_go_on(short_handshake):
@@ -119,6 +120,28 @@ def test_a_stranger_trickling_bytes_is_dropped_at_the_handshakes_deadline(short_
                     raise ConnectionResetError
         assert time.monotonic() - started < SHORT_HANDSHAKE_S + 1.0
     assert server.close()
+
+
+def test_a_server_that_never_says_hello_is_unreachable(monkeypatch):
+    """A hung server, or one of the protocol before versions (which waited for a token)."""
+    monkeypatch.setattr(channel, "CLIENT_HANDSHAKE_S", 0.5)
+    listener = socket.create_server((HOST, 0))
+    started = time.monotonic()
+    connection = Connection((HOST, listener.getsockname()[1], handshake.new_key()))
+    assert time.monotonic() - started < 2.0
+    assert isinstance(connection.broken, ChannelClosed)
+    assert "did not finish the handshake" in str(connection.broken)
+    listener.close()
+
+
+def test_bytes_that_came_in_time_count_when_read_late():
+    """A busy process's thread may read after the deadline what came before it."""
+    left, right = socket.socketpair()
+    with left, right:
+        left.sendall(b"in time")
+        assert handshake.recv_by(right, 7, time.monotonic() - 1.0) == b"in time"
+        with pytest.raises(TimeoutError, match="0 of 1 bytes"):
+            handshake.recv_by(right, 1, time.monotonic() - 1.0)
 
 
 def test_a_wrong_key_is_refused_with_a_named_error():

@@ -13,10 +13,14 @@ CONNECT_TIMEOUT_S = 30.0
 (a busy machine can take seconds to accept; a dead one refuses at once)."""
 
 HANDSHAKE_TIMEOUT_S = 5.0
-"""The whole handshake (hello, proof of the key, verdict) ends within this, on either end.
-A server closes a connection that has not proved the key by then (a stranger that sends
-nothing or garbage); a client calls a server that does not finish it unreachable. Both
-ends are running processes that answer at once: seconds are plenty."""
+"""A server closes a connection whose handshake (the client's answer to its hello: version
+and proof of the key) has not come within this: a stranger that sends nothing, too little
+or garbage. A real client answers at once: seconds are plenty."""
+
+CLIENT_HANDSHAKE_S = 30.0
+"""A client calls a server unreachable (a lost peer) if its side of the handshake (hello,
+verdict, proof) has not come within this: longer than the server's, so that a loaded
+machine, whose server thread may start late, does not pass for a lost node."""
 
 FRAME_REST_S = 60.0
 """Once a reply began to arrive, the longest its rest may take (a frame of a few hundred

@@ -24,6 +24,7 @@ from typing import Any
 
 from recsync.runtime.thread_cpu import CHANNEL, counted
 from recsync.runtime.timeouts import (
+    CLIENT_HANDSHAKE_S,
     CLOSE_WAIT_S,
     CONNECT_TIMEOUT_S,
     FRAME_REST_S,
@@ -195,7 +196,7 @@ class Connection:
             return
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            handshake.join(self.sock, key, where, time.monotonic() + HANDSHAKE_TIMEOUT_S)
+            handshake.join(self.sock, key, where, time.monotonic() + CLIENT_HANDSHAKE_S)
             self.sock.settimeout(None)
         except ChannelClosed as error:
             self._break(error)
