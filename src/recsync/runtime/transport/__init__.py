@@ -13,4 +13,7 @@ loop its peers' endpoints).
 - `wire`: tensors as numpy arrays, the form messages cross in (the channel and Ray calls).
 
 Imports no Ray, no coordinator and no strategy family (import-linter holds it); its
-timeouts are in runtime/timeouts.py, the engine's one table of them."""
+timeouts are in runtime/timeouts.py, the engine's one table of them. How a trainer's
+worker processes share its state on one machine (runtime/ray/shared_memory.py, wakeup.py)
+is hosting, not the data path: no message crosses there, and nothing from another
+machine reaches it."""
