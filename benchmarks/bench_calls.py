@@ -1,5 +1,5 @@
 """What one call between two nodes costs: a Ray actor call against a channel round trip
-(runtime/ray/channel.py, the engine's loops' path), same message, same run.
+(runtime/transport/channel.py, the engine's loops' path), same message, same run.
 
 The message is a lookup as a worker sends it to one of 8 embedding servers (256 x 26 ids
 over 8 shards: 832 ids and offsets) and its reply (832 x 16 pooled floats), both as the
@@ -27,10 +27,10 @@ import ray
 import torch
 
 from recsync.protocol.messages import Lookup, Pooled
-from recsync.runtime.ray import wire
-from recsync.runtime.ray.channel import ChannelServer, Connection, Endpoint
 from recsync.runtime.ray.job import connect
 from recsync.runtime.ray.probe import idle_cores, per_call
+from recsync.runtime.transport import wire
+from recsync.runtime.transport.channel import ChannelServer, Connection, Endpoint
 
 IDS = 256 * 26 // 8
 DIM = 16

@@ -1,4 +1,4 @@
-"""CPU by kind of thread (runtime/ray/thread_cpu.py): threads that ended and threads still
+"""CPU by kind of thread (runtime/thread_cpu.py): threads that ended and threads still
 running are both counted, each under its kind."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from recsync.runtime.ray.thread_cpu import counted, cpu_by_kind
+from recsync.runtime.thread_cpu import counted, cpu_by_kind
 
 
 def _spin(seconds: float) -> None:

@@ -25,16 +25,15 @@ from recsync.coordinator.outcome import HELPER_PROCESSES, THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.node import LoopSpec, StartTimer
-from recsync.runtime.ray import wire
-from recsync.runtime.ray.channel import ChannelServer, Endpoint
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.loops import LoopDriver
-from recsync.runtime.ray.peers import Peers
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
-from recsync.runtime.ray.thread_cpu import cpu_by_kind
 from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
-
-READY_WAIT_S = 900.0  # the longest a request may wait for its server to be ready
+from recsync.runtime.thread_cpu import cpu_by_kind
+from recsync.runtime.timeouts import READY_WAIT_S
+from recsync.runtime.transport import wire
+from recsync.runtime.transport.channel import ChannelServer, Endpoint
+from recsync.runtime.transport.peers import Peers
 
 
 @dataclass(frozen=True)

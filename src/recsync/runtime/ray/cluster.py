@@ -14,7 +14,8 @@ import ray
 from ray._private import ray_constants
 from ray._private import utils as ray_utils
 
-CONNECT_TIMEOUT_S = 10.0
+from recsync.runtime.timeouts import RAY_CONNECT_TIMEOUT_S
+
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
 
@@ -77,7 +78,7 @@ def cluster_machines() -> list[str]:
     return [n["NodeID"] for n in alive]
 
 
-def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
     """A TCP connection to `address` (HOST:PORT) opens within `timeout_s`, or a clear
     ConnectionError (Ray itself would retry for a long time)."""
     host, _, port = address.rpartition(":")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ray
 
-from recsync.runtime.ray.channel import ChannelClosed, RemoteError
+from recsync.runtime.transport.errors import ChannelClosed, RemoteError
 
 
 class NodeFailure(RuntimeError):

@@ -20,7 +20,8 @@ from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address
 from recsync.runtime.ray.errors import failure
-from recsync.runtime.ray.hosts import START_TIMEOUT_S, JobActors
+from recsync.runtime.ray.hosts import JobActors
+from recsync.runtime.timeouts import START_TIMEOUT_S
 
 EVAL_NICE = 10
 

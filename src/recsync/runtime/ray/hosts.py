@@ -19,16 +19,13 @@ from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
-from recsync.runtime.ray.channel import Endpoint
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.pool import IDLE, Key, concurrency_for
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
-
-PING_TIMEOUT_S = 10.0
-START_TIMEOUT_S = 300.0  # actors start their processes and import torch: slow on a busy machine
-COLLECTIVE_TIMEOUT_S = 60.0
+from recsync.runtime.timeouts import COLLECTIVE_TIMEOUT_S, PING_TIMEOUT_S, START_TIMEOUT_S
+from recsync.runtime.transport.channel import Endpoint
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -47,12 +47,12 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import AwaitCut, ReaderProgress
 from recsync.ps.placement import JobPlan
-from recsync.runtime.ray import wire
 from recsync.runtime.ray.cluster import connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.ray.recovery import Recovering, RolledBack
+from recsync.runtime.transport import wire
 
 __all__ = ["RayJob", "connect", "run_job"]
 

@@ -1,6 +1,6 @@
 """Runs a node's loops on real threads, one handler per effect type: messages go to the
-peers over the loop's own connections (channel.py), collectives go through gloo, waits use
-one condition per node.
+peers over the loop's own connections (transport/channel.py), collectives go through
+gloo, waits use one condition per node.
 Time blocked and effects yielded are counted by effect label; bytes by message kind."""
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ from recsync.protocol.effects import (
 )
 from recsync.protocol.messages import Message
 from recsync.protocol.node import LoopSpec
-from recsync.runtime.ray import channel, wire
-from recsync.runtime.ray.channel import ChannelClosed, Connection, Endpoint, RemoteError
 from recsync.runtime.ray.errors import NodeFailure, failure
-from recsync.runtime.ray.peers import Peers, Sent
-from recsync.runtime.ray.thread_cpu import OTHER_LOOPS, WORKER_LOOPS, counted
+from recsync.runtime.thread_cpu import OTHER_LOOPS, WORKER_LOOPS, counted
+from recsync.runtime.timeouts import REPLACE_WAIT_S, REPLY_WAIT_S
+from recsync.runtime.transport import channel, wire
+from recsync.runtime.transport.channel import Connection, Endpoint
+from recsync.runtime.transport.errors import ChannelClosed, RemoteError
+from recsync.runtime.transport.peers import Peers, Sent
 
-REPLY_WAIT_S = 1_000.0  # the longest a call waits for its reply (servers bound their waits)
 POLL_S = 0.05  # an Await of the next notification re-checks at least this often
 BACKGROUND_NICE = 10  # a background loop (shadow sync) only takes CPU the workers leave idle
 
@@ -180,7 +181,14 @@ class LoopDriver:
                 lost = isinstance(error, ChannelClosed)
                 if not lost or sent.target.role not in self.peers.replaceable:
                     raise failure(sent.target.name, error) from None
-                endpoint, incarnation = self.peers.successor(sent, self.name)
+                replaced = self.peers.successor(sent)
+                if replaced is None:
+                    raise NodeFailure(
+                        f"{self.name}: {sent.target} was lost and not replaced within "
+                        f"{REPLACE_WAIT_S:.0f} s",
+                        lost=sent.target.name,
+                    ) from None
+                endpoint, incarnation = replaced
                 ticket = state.connection(endpoint).request(self._sent(sent.message))
                 sent = Sent(ticket, sent.target, sent.message, incarnation)
 

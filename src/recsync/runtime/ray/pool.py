@@ -16,9 +16,10 @@ from typing import Any
 
 import ray
 
+from recsync.runtime.timeouts import PING_TIMEOUT_S
+
 MAX_IDLE = 32  # kept processes in all (each holds an interpreter with torch: ~300 MB)
 MIN_CONCURRENCY = 16  # the servers of small jobs ask for 4 to 13 calls at once
-PING_TIMEOUT_S = 10.0  # a kept process that does not answer within it is dropped
 
 Key = tuple[str, int]  # (the Ray node id it runs on, "" on one machine; its max_concurrency)
 
@@ -54,7 +55,7 @@ class IdleActors:
 
     def take(self, wanted: list[tuple[str, int]]) -> list[tuple[int, Any] | None]:
         """For each (machine, max_calls): a kept (concurrency, actor) that fits and answers
-        a ping, or None."""
+        a ping (within PING_TIMEOUT_S), or None."""
         self._sync()
         taken = [self._pop(machine, calls) for machine, calls in wanted]
         pinged = [kept[1] for kept in taken if kept is not None]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from recsync.runtime.ray.channel import ChannelServer, Connection, Endpoint
+from recsync.runtime.transport.channel import ChannelServer, Connection, Endpoint
 
 IN_FLIGHT = 8  # calls at a time, as a worker's lookups to its embedding servers are
 

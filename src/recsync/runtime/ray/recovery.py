@@ -35,10 +35,11 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import ReaderProgress, Requeue
 from recsync.ps.placement import JobPlan
-from recsync.runtime.ray import wire
 from recsync.runtime.ray.errors import NodeFailure, NotRecovered
 from recsync.runtime.ray.evaluator import Scoring
-from recsync.runtime.ray.hosts import PING_TIMEOUT_S, JobActors
+from recsync.runtime.ray.hosts import JobActors
+from recsync.runtime.timeouts import PING_TIMEOUT_S
+from recsync.runtime.transport import wire
 
 
 class RolledBack(Exception):

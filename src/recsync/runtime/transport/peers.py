@@ -13,11 +13,10 @@ from typing import NamedTuple
 
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
-from recsync.runtime.ray.channel import Endpoint, Ticket
-from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.timeouts import REPLACE_WAIT_S
+from recsync.runtime.transport.channel import Endpoint, Ticket
 
-REPLACE_WAIT_S = 300.0  # the longest a caller waits for a lost node's replacement
-POLL_S = 0.05
+POLL_S = 0.05  # how often a caller waiting for a replacement looks for it
 
 
 class Sent(NamedTuple):
@@ -50,15 +49,13 @@ class Peers:
             self.endpoints[address] = endpoint
             self.incarnation[address] += 1
 
-    def successor(self, sent: Sent, name: str) -> tuple[Endpoint, int]:
-        """The endpoint of the actor that replaced the one `sent` went to (waits for it)."""
+    def successor(self, sent: Sent) -> tuple[Endpoint, int] | None:
+        """The endpoint (and incarnation) of the actor that replaced the one `sent` went to,
+        once there is one; None if none came within REPLACE_WAIT_S."""
         deadline = time.perf_counter() + REPLACE_WAIT_S
         while time.perf_counter() < deadline:
             endpoint, incarnation = self[sent.target]
             if incarnation > sent.incarnation:
                 return endpoint, incarnation
             time.sleep(POLL_S)
-        raise NodeFailure(
-            f"{name}: {sent.target} was lost and not replaced within {REPLACE_WAIT_S:.0f} s",
-            lost=sent.target.name,
-        )
+        return None
