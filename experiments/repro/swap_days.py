@@ -30,6 +30,7 @@ from experiments.repro.common import (
     strategy,
 )
 from experiments.repro.registry import Progress, reproduction
+from experiments.repro.verdict import judge
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.model.spec import ModelSpec, default_tables
@@ -163,16 +164,13 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
     swap = next(v for k, v in by.items() if k.startswith("Adagrad-SWAP"))
     late = 3  # index of day 4 scored
     gain_plain, gain_swap = plain[-1] - plain[late], swap[-1] - swap[late]
-    stalls = gain_plain < STALL * max(gain_swap, 1e-9)
-    if stalls and swap[-1] > plain[-1]:
-        verdict = "holds (SWAP keeps improving where Adagrad stalls)."
-    elif swap[-1] > plain[-1]:
-        verdict = (
-            f"holds in part: SWAP ends {swap[-1] - plain[-1]:+.4f} ahead, but Adagrad does "
-            "not stall here."
-        )
-    else:
-        verdict = "does not hold: SWAP does not end ahead of Adagrad."
+    # one seed: the verdict rule shows each margin, and says too few seeds
+    stalls = judge([gain_plain], STALL * max(gain_swap, 1e-9), "lower")
+    ahead = judge([swap[-1]], plain[-1], "higher")
+    verdict = (
+        f"SWAP ends ahead of Adagrad: {ahead.describe()}; Adagrad's late gain below {STALL:g}x "
+        f"SWAP's (stalls): {stalls.describe()}."
+    )
     return [
         "Findings:",
         "",
