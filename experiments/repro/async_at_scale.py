@@ -103,6 +103,8 @@ def _staleness_point(p: dict[str, Any]) -> str:
     claim="mean staleness grows linearly with workers (10 ... 1,000)",
     report_dir="reports/async_staleness",
     minutes=2.0,
+    seeds=(0,),
+    cost={"cluster": CLUSTER_COST},
     show=_staleness_point,
 )
 def reproduce_staleness(

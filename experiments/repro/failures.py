@@ -252,6 +252,12 @@ def _failure_point(p: dict[str, Any]) -> str:
     claim="best checkpoint interval and recovery policy under node losses at 1,000 workers",
     report_dir="reports/failures",
     minutes=10,
+    seeds={
+        "timeline draws": SEEDS,
+        "real-math runs": VALIDATION_SEEDS,
+        "one-node runs": ONE_NODE_SEEDS,
+    },
+    cost={"cluster": CLUSTER_COST},
     show=_failure_point,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:

@@ -96,6 +96,8 @@ def _straggler_row(r: dict[str, Any]) -> str:
     claim="throughput, staleness and drops of every gradient strategy with 20% stragglers",
     report_dir="reports/gba_stragglers",
     minutes=20.0,
+    seeds=(0,),
+    cost={"stragglers": with_stragglers(STRAGGLER_COST, STRETCHES)},
     show=_straggler_row,
 )
 def reproduce_stragglers(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:

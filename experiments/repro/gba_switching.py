@@ -63,6 +63,8 @@ def task_spec() -> SyntheticSpec:
     claim="Fig. 6: sync for 2 days, then each strategy from the checkpoint, back to sync",
     report_dir="reports/gba_switching",
     minutes=15.0,
+    seeds=(0,),
+    cost={"calm": CLUSTER_COST, "stragglers": with_stragglers()},
 )
 def reproduce_switching(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -145,6 +145,8 @@ def _psp_row(r: dict[str, Any]) -> str:
     claim="Table 1: partial push/pull vs full sync with 0.16% of dense pulls delayed 4 s",
     report_dir="reports/psp",
     minutes=8.0,
+    seeds={PAPER: list(SEEDS), EXTENSION: list(SEEDS[:1])},
+    cost={"paper setting": psp_cost(FAULTS)},
     show=_psp_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:

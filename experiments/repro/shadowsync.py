@@ -91,6 +91,8 @@ def _fig5_point(p: dict[str, Any]) -> str:
     claim="Fig. 5: EPS vs trainers, S-EASGD vs FR-EASGD-5/30, 2 and 4 sync servers",
     report_dir="reports/shadowsync_fig5",
     minutes=17.0,
+    seeds=(0,),
+    cost={"cluster": CLUSTER_COST},
     show=_fig5_point,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:

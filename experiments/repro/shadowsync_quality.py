@@ -117,6 +117,8 @@ def _quality_row(r: dict[str, Any]) -> str:
     claim="Tables 2(a) and 3: loss vs sync gap, relative loss increase from 5 to 20 trainers",
     report_dir="reports/shadowsync_quality",
     minutes=26.0,  # 3 seeds (17.5 with 2)
+    seeds=SEEDS,
+    cost={"cluster": CLUSTER_COST},
     show=_quality_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:

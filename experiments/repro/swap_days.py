@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro.common import (
+    CLUSTER_COST,
     WORKERS_PER_TRAINER,
     run_in_processes,
     run_segment,
@@ -104,6 +105,8 @@ def _swap_row(r: dict[str, Any]) -> str:
     claim="Fig. 7: next-day AUC over 11 days, Adagrad vs per-step decay vs SWAP",
     report_dir="reports/swap_days",
     minutes=5.0,
+    seeds=(0,),
+    cost={"cluster": CLUSTER_COST},
     show=_swap_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
