@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.verdict import judge
 from recsync.app.runs.continual_plot import label_strategies
 from recsync.app.runs.plots import new_figure, save_figure
@@ -115,7 +116,7 @@ def report(results: dict[str, Any], scenario: str) -> str:
         aucs = " | ".join(f"{d['next_day_auc']:.4f}" for d in r["days"])
         lines.append(f"| {r['variant']} | {aucs} |")
     lines += ["", *findings(by, fastest, best), "", *NOTES, "", *decisions(by.get("controller"))]
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "auto-switching")
 
 
 def findings(

@@ -33,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import CLUSTER_COST
 from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
@@ -352,7 +353,7 @@ def render_report(scale: dict[str, Any], best: list[dict[str, Any]], v: dict[str
         "",
         *findings(scale, best, v),
     ]
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "failures")
 
 
 def _validation_lines(v: dict[str, Any], what: str) -> list[str]:

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import (
     CLUSTER_COST,
     WORKERS_PER_TRAINER,
@@ -171,7 +172,8 @@ def _stragglers_report(rows: list[dict[str, Any]], examples: int) -> str:
             f"{PAPER_STALENESS.get(name, '-')} | {r['mean_row_staleness']:.2f} | {dropped} | "
             f"{PAPER_DROPPED.get(name, '-')} | {r['blocked_s']:,.1f} | {r['test_auc']:.4f} |"
         )
-    return "\n".join([*lines, "", *_stragglers_findings(rows, gradients)]) + "\n"
+    text = "\n".join([*lines, "", *_stragglers_findings(rows, gradients)]) + "\n"
+    return reviewer.appended(text, "gba-stragglers")
 
 
 def _in_global_steps(row: dict[str, Any], gradients: int) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import (
     CLUSTER_COST,
     allreduce_cluster,
@@ -166,7 +167,18 @@ def _switching_report(
         lines.append(
             f"| {name} | " + " | ".join(f"{a:.4f}" for a in auc) + f" | {diff:+.4f} | {eps:,.0f} |"
         )
-    return "\n".join([*lines, "", *_switching_findings(branches), *_speed_findings(segment)]) + "\n"
+    text = "\n".join([*lines, "", *_switching_findings(branches), *_speed_findings(segment)])
+    same = sorted(
+        name
+        for name, b in branches.items()
+        if name != "gba" and "gba" in branches and b["auc"] == branches["gba"]["auc"]
+    )
+    extra = [
+        f"`{name}` gives the same AUC as `gba` on every day: a reviewer would ask whether "
+        "the two apply different updates at all in this setting."
+        for name in same
+    ]
+    return reviewer.appended(text, "gba-switching", extra)
 
 
 def _speed_findings(segment: dict[str, dict[str, float]]) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import hierarchical_settings as ht
+from experiments.repro import reviewer
 from experiments.repro.verdict import Direction, judge
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.model.dlrm import build_dense
@@ -227,7 +228,7 @@ def _report(results: dict[str, Any]) -> str:
         + f"; cross-group syncs {engine['cross_group_syncs'][0]} (simulator) vs "
         f"{engine['cross_group_syncs'][1]} (Ray).",
     ]
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "hierarchical")
 
 
 def _fig7_8_claims(results: dict[str, Any], ht10: float, rel_train: list[float]) -> list[str]:

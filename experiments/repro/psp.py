@@ -26,6 +26,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import CLUSTER_COST, run_in_processes, run_segment, strategy
 from experiments.repro.registry import Progress, reproduction
 from experiments.repro.verdict import judge
@@ -214,7 +215,8 @@ def _report(rows: list[dict[str, Any]]) -> str:
     ]
     for setting in SETTINGS:
         lines += _table(setting, _by_variant(rows, setting))
-    return "\n".join([*lines, *_findings(_by_variant(rows, PAPER))]) + "\n"
+    text = "\n".join([*lines, *_findings(_by_variant(rows, PAPER))]) + "\n"
+    return reviewer.appended(text, "psp")
 
 
 def _table(setting: str, by: dict[str, list[dict[str, Any]]]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from statistics import mean
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.verdict import judge
 
 # the paper's Table 2(a) (train, eval loss) and Table 3 (relative increase over 5 trainers)
@@ -110,7 +111,9 @@ def report(results: dict[str, Any]) -> str:
                 )
                 + f" | +{train:.3f}%, +{test:.3f}% |"
             )
-    return "\n".join([*lines, "", *findings(rows, gap_variants, scale_variants, scale)]) + "\n"
+    text = "\n".join([*lines, "", *findings(rows, gap_variants, scale_variants, scale)])
+    extra = [f"These results have {len(seeds)} seeds."]
+    return reviewer.appended(text, "shadowsync-quality", extra)
 
 
 _KEYS = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.verdict import judge
 from recsync.app.runs.plots import new_figure, save_figure
 
@@ -87,7 +88,7 @@ def report(result: dict[str, Any]) -> str:
             f"| {run['label']} | `{run['norm']}` | {run['final_auc']:.4f} | "
             f"{run['final_logloss']:.4f} |"
         )
-    return "\n".join([*lines, "", *findings(result)]) + "\n"
+    return reviewer.appended("\n".join([*lines, "", *findings(result)]), "staleness-norm")
 
 
 def _staleness_table(runs: dict[str, dict[str, Any]], paper: dict[str, Any]) -> list[str]:

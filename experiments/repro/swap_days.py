@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import (
     CLUSTER_COST,
     WORKERS_PER_TRAINER,
@@ -157,7 +158,7 @@ def report(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {row['variant']} | " + " | ".join(f"{a:.4f}" for a in row["next_day_auc"]) + " |"
         )
-    return "\n".join([*lines, "", *findings(rows)]) + "\n"
+    return reviewer.appended("\n".join([*lines, "", *findings(rows)]), "swap-days")
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:

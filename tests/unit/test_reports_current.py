@@ -105,3 +105,10 @@ def test_a_stale_report_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert stamp.stale_reason("experiments.repro.toy", out) == (
         "stamped from uncommitted changes to its code"
     )
+
+
+def test_every_report_has_its_reviewer_section_and_a_stamp_block() -> None:
+    for r in REPRODUCTIONS.values():
+        report = (ROOT / r.report_dir / "report.md").read_text()
+        assert "\n## What a reviewer would still ask\n" in report, r.report_dir
+        assert report.count(stamp.BEGIN) == 1 and report.count(stamp.END) == 1, r.report_dir
