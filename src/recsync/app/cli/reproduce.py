@@ -69,7 +69,9 @@ def reproductions(
     list_: Annotated[
         bool,
         typer.Option(
-            "--list", show_default=False, help="Name every reproduction and its duration."
+            "--list",
+            show_default=False,
+            help="Name every reproduction, its duration and whether its report is current.",
         ),
     ] = False,
     all_: Annotated[
@@ -82,7 +84,8 @@ def reproductions(
         ),
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", min=1, help="With --all: reproductions run at once.")
+        int,
+        typer.Option("--jobs", min=1, metavar="N", help="With --all: reproductions run at once."),
     ] = 2,
     force: Annotated[
         bool,
