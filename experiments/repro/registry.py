@@ -19,6 +19,7 @@ from experiments.repro import stamp
 Progress = Callable[[Any], None]  # told of each point or line a reproduction finishes
 Runner = Callable[[Path, Progress | None], Any]  # writes the report under its path
 R = TypeVar("R", bound=Runner)
+STATED = "stated in the reproduction's code (a cluster like the paper's), not calibrated"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Reproduction:
     show: Callable[[Any], str] = str
     seeds: Any = (0,)
     cost: Mapping[str, Any] = field(default_factory=dict)
+    cost_source: str = STATED
 
     def reproduce(
         self, out: Path, progress: Progress | None = None, command: str | None = None
@@ -52,6 +54,7 @@ class Reproduction:
         made = stamp.make_stamp(
             self.name, self.run.__module__, list_of(self.seeds), self.cost, started, wall
         )
+        made["cost_source"] = self.cost_source
         if command is not None:
             made["command"] = command
         stamp.write_stamp(out, made)
@@ -79,6 +82,7 @@ def reproduction(
     show: Callable[[Any], str] = str,
     seeds: Any = (0,),
     cost: Mapping[str, Any] | None = None,
+    cost_source: str = STATED,
 ) -> Callable[[R], R]:
     """Register the decorated runner as the reproduction `name` (unchanged)."""
 
@@ -89,7 +93,7 @@ def reproduction(
                 f"and {run.__module__}"
             )
         REPRODUCTIONS[name] = Reproduction(
-            name, paper, claim, run, report_dir, minutes, show, seeds, dict(cost or {})
+            name, paper, claim, run, report_dir, minutes, show, seeds, dict(cost or {}), cost_source
         )
         return run
 

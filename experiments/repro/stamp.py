@@ -139,7 +139,9 @@ def header(stamp: dict[str, Any]) -> str:
         + (f" (from `{stamp['launched_by']}`)" if stamp["launched_by"] else "")
         + f"; seeds {seeds_text}; machine {m['system']}, {m['cpus']} CPUs ({m['cpu']}), "
         f"Python {m['python']}; started {stamp['started_utc']}, {stamp['wall_s'] / 60:.1f} "
-        "minutes wall. Cost model" + (":" if stamp["cost_model"] else ": none named."),
+        "minutes wall. Cost model"
+        + (f" ({stamp['cost_source']})" if stamp.get("cost_source") else "")
+        + (":" if stamp["cost_model"] else ": none named."),
     ]
     for name, numbers in stamp["cost_model"].items():
         text = (

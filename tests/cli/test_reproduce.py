@@ -107,6 +107,7 @@ def test_a_new_module_is_a_new_command(tmp_path: Path, own_experiments: None) ->
     assert report.endswith("<!-- /stamp -->\n\ntoy")
     stamp = json.loads((out / "stamp.json").read_text())
     assert stamp["reproduction"] == "toy" and stamp["seeds"] == [0]
+    assert stamp["cost_source"].startswith("stated in the reproduction's code")
     assert stamp["command"].startswith("recsync reproduce toy --out")
     assert stamp["commit"] is None and stamp["dirty"]  # the toy folder is no git checkout
     assert stamp["machine"]["cpus"] >= 1 and stamp["wall_s"] >= 0
