@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint layers types docs bench clean
+.PHONY: run test test-fast lint layers types docs bench reproduce clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_step.py
 	$(BIN)/python benchmarks/bench_embedding.py
+
+# every reproduction whose report is not current (hours in all); resumes where it stopped
+JOBS ?= 2
+reproduce: $(STAMP)
+	$(BIN)/recsync reproduce --all --jobs $(JOBS)
 
 clean:
 	rm -rf $(VENV) runs site

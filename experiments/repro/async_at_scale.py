@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.repro import reviewer
 from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -103,6 +104,8 @@ def _staleness_point(p: dict[str, Any]) -> str:
     claim="mean staleness grows linearly with workers (10 ... 1,000)",
     report_dir="reports/async_staleness",
     minutes=2.0,
+    seeds=(0,),
+    cost={"cluster": CLUSTER_COST},
     show=_staleness_point,
 )
 def reproduce_staleness(
@@ -185,4 +188,4 @@ def _staleness_report(points: list[dict[str, Any]], fit: dict[str, float]) -> st
             f"{p['max_staleness']} | {p['mean_row_staleness']:.2f} | "
             f"{p['virtual_seconds']:.3f} |"
         )
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "async-staleness")

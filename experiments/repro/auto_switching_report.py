@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from experiments.repro import reviewer
+from experiments.repro.verdict import judge
 from recsync.app.runs.continual_plot import label_strategies
 from recsync.app.runs.plots import new_figure, save_figure
 
@@ -114,7 +116,7 @@ def report(results: dict[str, Any], scenario: str) -> str:
         aucs = " | ".join(f"{d['next_day_auc']:.4f}" for d in r["days"])
         lines.append(f"| {r['variant']} | {aucs} |")
     lines += ["", *findings(by, fastest, best), "", *NOTES, "", *decisions(by.get("controller"))]
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "auto-switching")
 
 
 def findings(
@@ -125,14 +127,18 @@ def findings(
     if controller:
         time_ratio = controller["total_seconds"] / fastest["total_seconds"]
         auc_gap = best["mean_next_day_auc"] - controller["mean_next_day_auc"]
-        time_ok, auc_ok = time_ratio <= 1 + TIME_TARGET, auc_gap <= AUC_TARGET
+        # one seed a run: the verdict rule reports the margins, and too few seeds
+        time_ok = judge([time_ratio], 1 + TIME_TARGET, "lower")
+        auc_ok = judge(
+            [controller["mean_next_day_auc"]], best["mean_next_day_auc"] - AUC_TARGET, "higher"
+        )
         out.append(
             f"- Controller: total time {time_ratio:.3f}x the fastest fixed strategy's "
             f"({fastest['variant']}; target <= {1 + TIME_TARGET:.2f}x: "
-            f"{'met' if time_ok else 'not met'}); mean next-day AUC "
+            f"{time_ok.describe(3)}); mean next-day AUC "
             f"{controller['mean_next_day_auc']:.4f}, {auc_gap:+.4f} below the best fixed "
             f"strategy's ({best['variant']}, {best['mean_next_day_auc']:.4f}; target <= "
-            f"{AUC_TARGET}: {'met' if auc_ok else 'not met'})."
+            f"{AUC_TARGET}: {auc_ok.describe()})."
         )
     hindsight = by.get("hindsight schedule")
     for name, r in by.items():
@@ -182,18 +188,20 @@ def fig6_verdict(variant: str, diffs: list[float], first: int, last: int) -> str
     switched, later = diffs[first : last + 1], diffs[last + 1 :]
     if variant == SWITCH_PREFIX + "gba > sync":
         worst = max(diffs[first:], key=abs)
-        holds = abs(worst) <= 0.002
+        # the claim: no day from the switch on falls more than 0.002 below sync (one seed)
+        verdict = judge([min(diffs[first:])], -0.002, "higher")
         return (
             f"- Fig. 6 shape for GBA: within 0.002 of sync on every day from the switch on "
-            f"(largest gap {worst:+.4f}): {'holds' if holds else 'does not hold'}."
+            f"(largest gap {worst:+.4f}): {verdict.describe()}."
         )
-    dips = min(switched) < -0.002
+    dips = judge([min(switched)], -0.002, "lower")
     back = next((last + 1 + i for i, d in enumerate(later) if d > -0.001), None)
+    recovers = judge([diffs[-1]], -0.001, "higher")
     return (
-        f"- Fig. 6 shape for {variant}: dips while switched (below sync by > 0.002): "
-        f"{'yes' if dips else 'no'} (lowest {min(switched):+.4f}); back within 0.001 of sync "
-        f"after the switch back: {f'on day {back}' if back is not None else 'not by the last day'}"
-        f" (lowest after {min(later, default=0.0):+.4f}, last day {diffs[-1]:+.4f})."
+        f"- Fig. 6 shape for {variant}: dips while switched (below sync by > 0.002; lowest "
+        f"{min(switched):+.4f}): {dips.describe()}; back within 0.001 of sync after the switch "
+        f"back ({f'on day {back}' if back is not None else 'not by the last day'}; lowest after "
+        f"{min(later, default=0.0):+.4f}, last day {diffs[-1]:+.4f}): {recovers.describe()}."
     )
 
 

@@ -249,6 +249,8 @@ def _embeddings_row(r: dict[str, Any]) -> str:
     "checkpoints",
     report_dir="reports/embeddings",
     minutes=3.0,
+    seeds={"quality": list(Setting().seeds), "continual": [0]},
+    cost={"default": CostModel()},
     show=_embeddings_row,
 )
 def reproduce(

@@ -6,10 +6,10 @@ variants' runs over seeds are compared."""
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from typing import Any
 
 from experiments.repro.embeddings_capacity import CRITEO_CARDINALITIES
+from experiments.repro.verdict import Direction, judge
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -141,9 +141,6 @@ def quality_variants(setting: Setting) -> list[tuple[str, int | None]]:
     return [*bounded, (UNBOUNDED, None)]
 
 
-NOISE = 2.0  # a difference "holds" when it exceeds NOISE x the seed spread
-
-
 def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The quality runs grouped by variant (their seeds in run order)."""
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -152,32 +149,23 @@ def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     return runs
 
 
-def seed_sd(values: list[float]) -> float:
-    """The standard deviation over seeds (0 for one seed)."""
-    return statistics.stdev(values) if len(values) > 1 else 0.0
-
-
 def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> dict[str, Any]:
-    """`a` minus `b` on `metric`, paired by seed: the mean difference, the seed spread (the
-    largest of either variant's standard deviation over seeds and that of the paired
-    differences) and the verdict."""
+    """`a` minus `b` on `metric`, paired by seed, judged by `verdict.judge`: the paper's
+    direction is `a` better (a higher AUC, a lower NE); `difference` is `a` minus `b`."""
     first = {r["seed"]: r[metric] for r in runs[a]}
     second = {r["seed"]: r[metric] for r in runs[b]}
-    seeds = sorted(first.keys() & second.keys())
-    diffs = [first[s] - second[s] for s in seeds]
-    spread = max(
-        seed_sd([first[s] for s in seeds]), seed_sd([second[s] for s in seeds]), seed_sd(diffs)
-    )
-    mean = statistics.fmean(diffs)
-    holds = len(seeds) > 1 and abs(mean) > NOISE * spread
+    direction: Direction = "lower" if metric.endswith("_ne") else "higher"
+    verdict = judge(first, second, direction)
+    sign = 1.0 if direction == "higher" else -1.0
     return {
         "a": a,
         "b": b,
         "metric": metric,
-        "seeds": len(seeds),
-        "difference": mean,
-        "spread": spread,
-        "verdict": "holds" if holds else "within noise",
+        "seeds": verdict.seeds,
+        "difference": sign * verdict.effect,
+        "spread": verdict.spread,
+        "verdict": verdict.label,
+        "judged": verdict.describe(),
     }
 
 

@@ -33,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import reviewer
 from experiments.repro.common import CLUSTER_COST
 from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
@@ -252,6 +253,12 @@ def _failure_point(p: dict[str, Any]) -> str:
     claim="best checkpoint interval and recovery policy under node losses at 1,000 workers",
     report_dir="reports/failures",
     minutes=10,
+    seeds={
+        "timeline draws": SEEDS,
+        "real-math runs": VALIDATION_SEEDS,
+        "one-node runs": ONE_NODE_SEEDS,
+    },
+    cost={"cluster": CLUSTER_COST},
     show=_failure_point,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
@@ -346,7 +353,7 @@ def render_report(scale: dict[str, Any], best: list[dict[str, Any]], v: dict[str
         "",
         *findings(scale, best, v),
     ]
-    return "\n".join(lines) + "\n"
+    return reviewer.appended("\n".join(lines), "failures")
 
 
 def _validation_lines(v: dict[str, Any], what: str) -> list[str]:
@@ -393,14 +400,16 @@ def findings(scale: dict[str, Any], best: list[dict[str, Any]], v: dict[str, Any
         f"the best interval found on the grid (steps of x{grid:.2f}) is {min(ratios):.2f} to "
         f"{max(ratios):.2f} times Young's over the 9 settings, and checkpointing at Young's "
         f"interval costs at most {max(extra):.2f} percentage points more than the best: the "
-        "formula holds for recsync's rollback (it is the same model: lose the work since the "
+        "formula describes recsync's rollback (it is the same model: lose the work since the "
         "last checkpoint, pay C a checkpoint).",
         "- CPR (Maeng et al., MLSys 2021) reports checkpoint-related overhead of 8.2-8.5% with "
         "full recovery against 0.53-0.68% with partial recovery, on a setup emulating a "
         "production cluster's failures. Here, at a job MTBF of 20 h and cut costs of "
         f"{costs}: rolling back costs {rolled} at the best interval, recovering only the lost "
-        f"node {recovered}. The shape holds (partial recovery costs {min(factors):.1f} to "
-        f"{max(factors):.1f} times less), and the figures are of the same order; the settings "
+        f"node {recovered}: partial recovery costs {min(factors):.1f} to "
+        f"{max(factors):.1f} times less, and the figures are of the same order (no verdict by "
+        "the seed rule: each figure is a mean over failure draws whose spread is not kept); "
+        "the settings "
         "differ (CPR's failure pattern and checkpoint cost are theirs, ours are stated above).",
         "- What partial recovery gives up: the updates a lost shard received since its last "
         f"checkpoint; at its best interval ({_span(lengths)} times rollback's) that is "

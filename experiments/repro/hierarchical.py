@@ -207,6 +207,8 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
     minutes=48.0,
+    seeds={"every run": [0], "baseline again": [1]},
+    cost={"cluster": COST},
     show=_hierarchical_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:

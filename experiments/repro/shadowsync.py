@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.repro import common
+from experiments.repro import common, reviewer
 from experiments.repro.registry import Progress, reproduction
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -91,6 +91,8 @@ def _fig5_point(p: dict[str, Any]) -> str:
     claim="Fig. 5: EPS vs trainers, S-EASGD vs FR-EASGD-5/30, 2 and 4 sync servers",
     report_dir="reports/shadowsync_fig5",
     minutes=17.0,
+    seeds=(0,),
+    cost={"cluster": CLUSTER_COST},
     show=_fig5_point,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
@@ -170,7 +172,8 @@ def _report(points: list[dict[str, Any]]) -> str:
             f"{gap} | {per_thread} | {p['sync_server_nic_utilization']:.0%} | "
             f"{p['test_auc']:.4f} |"
         )
-    return "\n".join([*lines, "", *_findings(points)]) + "\n"
+    text = "\n".join([*lines, "", *_findings(points)]) + "\n"
+    return reviewer.appended(text, "shadowsync-fig5")
 
 
 def _findings(points: list[dict[str, Any]]) -> list[str]:

@@ -170,6 +170,8 @@ def _norm_run(r: dict[str, Any]) -> str:
     "normalized staleness; data normalization over rho",
     report_dir="reports/staleness_norm",
     minutes=37.0,
+    seeds=(0,),
+    cost={"cluster": NORM_COST},
     show=_norm_run,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:

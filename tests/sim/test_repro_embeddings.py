@@ -121,7 +121,12 @@ def test_a_verdict_holds_only_beyond_twice_the_seed_spread():
     runs = setting.by_variant(rows("a", [0.70, 0.71, 0.72]) + rows("b", [0.60] * 3))
     assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "holds"
     runs = setting.by_variant(rows("a", [0.60, 0.64, 0.62]) + rows("b", [0.61] * 3))
+    assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "too few seeds"  # disagree
+    runs = setting.by_variant(rows("a", [0.60, 0.64, 0.62, 0.61, 0.63]) + rows("b", [0.61] * 5))
     assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "within noise"
+    runs = setting.by_variant(rows("a", [0.50, 0.51, 0.52]) + rows("b", [0.60] * 3))
+    assert setting.compare(runs, "a", "b", "test_auc")["verdict"] == "does not hold"
+    assert setting.compare(runs, "a", "b", "test_auc")["difference"] < 0
 
 
 def test_id_churn_brings_new_ids_each_day():

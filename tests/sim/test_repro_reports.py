@@ -141,9 +141,14 @@ def test_norm_report_reads_each_claim_off_the_runs():
     text = staleness_norm_report.report(result)
     assert "| 3,000 | 3,000 | 22,500 | 5.0% | 2,090 | 11,300 | 5.1% |" in text
     assert "x0.25 AUC 0.7000, x0.5 AUC 0.6000; x0.25 is frozen" in text
-    assert "rho on tau' 0.6800 (-0.0200). Shape holds in part: rho closes 80% of the gap" in text
-    assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016). Shape holds." in text
-    assert "ours 1K +0.0100 AUC, 3K -0.0200. Shape does not hold." in text
+    one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
+    assert f"rho on tau' 0.6800 (-0.0200). Shape rho within 0.005 of 1K: effect -0.0150 {one}; " \
+        f"closer to 1K than no normalization (closes 80% of the gap): effect +0.0800 {one}." \
+        in text  # fmt: skip
+    assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016); 1/tau below the other 3K " \
+        f"runs' lowest: effect +0.0500 {one}." in text  # fmt: skip
+    assert f"ours 1K +0.0100 AUC, 3K -0.0200; the smaller gain above 0: effect -0.0200 {one}." \
+        in text  # fmt: skip
 
 
 def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
@@ -212,17 +217,24 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
     assert (
         "eval logloss at each lr tried: 0.001: 0.50900, 0.002: 0.50800) and frozen at 0.002" in text
     )
-    assert "0.50105, 0.50205, 0.50305, 0.50405 (rising with the gap" in text
-    assert "Best FR: FR-EASGD-5; S-EASGD 0.50005 (at or below the best FR" in text
-    # S-EASGD: +0.4% (seed 0) and +0.8% (seed 1); FR-EASGD-30: +0.8% and +1.6%: they overlap
+    assert q.SEEDS == (0, 1, 2)
+    assert "0.50110, 0.50210, 0.50310, 0.50410 (the paper: rising with the gap; FR-EASGD-100 " \
+        "above FR-EASGD-5: effect +0.00300 against 2 x spread 0.00010 over 3 seeds: holds)" \
+        in text  # fmt: skip
+    assert "Best FR: FR-EASGD-5; S-EASGD 0.50010 (the paper: below every FR; below " \
+        "FR-EASGD-5: effect +0.00100 against 2 x spread 0.00010 over 3 seeds: holds)" \
+        in text  # fmt: skip
+    # S-EASGD: +0.4%, +0.8%, +1.2% by seed; FR-EASGD-30: +0.8%, +1.6%, +2.4%: the paired
+    # differences (0.4, 0.8, 1.2) are within 2 x FR-EASGD-30's spread (0.8)
     assert (
-        "mildest mean eval increase at 20 trainers is S-EASGD's (+0.600% (+0.400% .. +0.800%)"
+        "mildest mean eval increase at 20 trainers is S-EASGD's (+0.800% (+0.400% .. +1.200%)"
         in text
     )
-    assert "Shape holds in the mean, within the seeds' spread." in text
+    assert "S-EASGD's below FR-EASGD-30's (the closest), in points of percent: effect +0.800 " \
+        "against 2 x spread 0.800 over 3 seeds: within noise." in text  # fmt: skip
     assert "at each scale: 10 trainers: S-EASGD, 20 trainers: S-EASGD." in text
     assert "FR-EASGD-5 keeps 5.00 at 20 trainers" in text and "1.00x S-EASGD's" in text
-    assert "| 20 | FR-EASGD-5 | 0.51200 (0.50800 .. 0.51600) | +2.353% (+1.569% .. +3.137%)" in text
+    assert "| 20 | FR-EASGD-5 | 0.51600 (0.50800 .. 0.52400) | +3.137% (+1.569% .. +4.706%)" in text
     growth["FR-EASGD-30"] = 0.0045  # now every seed's S-EASGD increase is below the others'
     rows = [r for r in rows if r["table"] != "scale"]
     for seed in q.SEEDS:
@@ -231,20 +243,30 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
                 row("scale", v, n, seed, 0.5 + step * g * (1 + seed)) for v, g in growth.items()
             ]
     text = q.report(results | {"rows": rows})
-    assert "Shape holds (every seed's S-EASGD increase below every seed's of the others)." in text
+    # the differences grow with the seed as FR-EASGD-30's own spread does: still within noise
+    assert "S-EASGD's below FR-EASGD-5's (the closest), in points of percent: effect +2.400 " \
+        "against 2 x spread 1.600 over 3 seeds: within noise." in text  # fmt: skip
+    for r in rows:  # one offset a seed: the spread is the same for every variant, and small
+        if r["table"] == "scale" and r["trainers"] == q.SCALE_TRAINERS[-1]:
+            r["test_logloss"] = 0.5 + 0.001 * r["seed"] + growth[r["variant"]]
+        elif r["table"] == "scale":
+            r["test_logloss"] = 0.5 + 0.001 * r["seed"]
+    text = q.report(results | {"rows": rows})
+    assert "S-EASGD's below FR-EASGD-5's (the closest), in points of percent: effect +0.599 " \
+        "against 2 x spread 0.002 over 3 seeds: holds." in text  # fmt: skip
     gaps = {"S-EASGD": 7.0, "FR-EASGD-5": 5.0, "FR-EASGD-10": 10.0}
     for r in rows:
         if r["table"] == "gap":
             r["average_sync_gap"] = gaps.get(r["variant"], 30.0)
     text = q.report(results | {"rows": rows})
     assert "S-EASGD's gap 7.00 lies between FR-EASGD-5's (5.00) and FR-EASGD-10's (10.00)" in text
-    assert "does not lie between theirs (0.50105, 0.50205): here the gap alone does not " in text
+    assert "does not lie between theirs (0.50110, 0.50210): here the gap alone does not " in text
     assert "S-EASGD's loss is below both." in text
     for r in rows:
         if r["table"] == "gap" and r["variant"] == "S-EASGD":
             r["test_logloss"] += 0.0015
     text = q.report(results | {"rows": rows})
-    assert "0.50155 lies between theirs (0.50105, 0.50205): here the loss follows the gap" in text
+    assert "0.50160 lies between theirs (0.50110, 0.50210): here the loss follows the gap" in text
 
 
 def test_swap_days_report_compares_late_gains():
@@ -257,11 +279,13 @@ def test_swap_days_report_compares_late_gains():
     ]
     text = swap_days.report(rows)
     assert f"From day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in text
-    assert "Shape holds (SWAP keeps improving where Adagrad stalls)." in text
+    one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
+    assert f"Shape SWAP ends ahead of Adagrad: effect +0.0700 {one}; Adagrad's late gain below " \
+        f"0.25x SWAP's (stalls): effect +0.0175 {one}." in text  # fmt: skip
     rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
-    assert "holds in part: SWAP ends +0.0010 ahead, but Adagrad does not stall" in (
-        swap_days.report(rows)
-    )
+    text = swap_days.report(rows)
+    assert f"SWAP ends ahead of Adagrad: effect +0.0010 {one}" in text
+    assert f"(stalls): effect -0.0525 {one}." in text
 
 
 def switching_row(variant, seconds, aucs, strategies=None):
@@ -298,19 +322,23 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
     lines = auto_switching_report.findings(by, by["async throughout"], by["sync throughout"])
     assert lines[2] == (
         "- Controller: total time 1.080x the fastest fixed strategy's (async throughout; "
-        "target <= 1.10x: met); mean next-day AUC 0.7195, +0.0005 below the best fixed "
-        "strategy's (sync throughout, 0.7200; target <= 0.001: met)."
+        "target <= 1.10x: effect +0.020 against 2 x spread 0.000 over 1 seed: too few seeds); "
+        "mean next-day AUC 0.7195, +0.0005 below the best fixed strategy's (sync throughout, "
+        "0.7200; target <= 0.001: effect +0.0005 against 2 x spread 0.0000 over 1 seed: too "
+        "few seeds)."
     )
     assert "controller against the hindsight schedule (sync calm, GBA with stragglers): " \
         "time 0.675x, AUC -0.0005." in lines[3]  # fmt: skip
     assert lines[4] == (
         "- Fig. 6 shape for GBA: within 0.002 of sync on every day from the switch on "
-        "(largest gap -0.0015): holds."
+        "(largest gap -0.0015): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too "
+        "few seeds."
     )
     assert lines[6] == (
-        "- Fig. 6 shape for sync > async > sync: dips while switched (below sync by > 0.002): "
-        "yes (lowest -0.0100); back within 0.001 of sync after the switch back: on day 4 "
-        "(lowest after -0.0015, last day -0.0005)."
+        "- Fig. 6 shape for sync > async > sync: dips while switched (below sync by > 0.002; "
+        "lowest -0.0100): effect +0.0080 against 2 x spread 0.0000 over 1 seed: too few seeds; "
+        "back within 0.001 of sync after the switch back (on day 4; lowest after -0.0015, last "
+        "day -0.0005): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too few seeds."
     )
     assert lines[7].endswith("Adagrad accumulators after them 2.0x sync's (dense), 1.0x (rows).")
 
@@ -365,18 +393,26 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         "fig10_scaling.png",
         "fig11_ablation.png",
     }
-    assert "Ours: 3.00x; the shape does not hold." in text  # HT 10g: 300 vs 100
-    assert "Ours: -0.40% (train loss); holds. The baseline with another seed" in text
-    assert "5g -0.40%, 8g -0.20%, 10g +0.10%; 5 groups best: holds; in the order" in text
-    assert "HT 10g neutral (within 0.2%). Ours: +0.10%; holds." in text
-    assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape holds." in text
-    assert "EPS per node best at (6, 6); sublinear does not hold." in text
+    one = "against 2 x spread 0.00 over 1 seed: too few seeds"
+    assert "Ours: 3.00x; the shape (within 1.4-2.2x, i.e. at most 0.4 from 1.8x: effect " \
+        f"-0.80 {one})." in text  # HT 10g: 300 vs 100 # fmt: skip
+    assert "Ours: -0.40% (train loss); at least 0.2% better: effect +0.20 " \
+        f"{one}. The baseline with another seed" in text  # fmt: skip
+    assert f"5g -0.40%, 8g -0.20%, 10g +0.10%; 5 groups best: effect +0.20 {one}; in the " \
+        f"order of the groups throughout (smallest step +0.20%: effect +0.20 {one})." \
+        in text  # fmt: skip
+    assert "HT 10g neutral (within 0.2%). Ours: +0.10% (its size at most 0.2%: effect " \
+        f"+0.10 {one})." in text  # fmt: skip
+    assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape (at least 0.85x " \
+        f"linear: effect +0.75 {one})." in text  # fmt: skip
+    assert "EPS per node best at (6, 6); sublinear (below 0.9x linear: effect -0.50 " \
+        f"{one})." in text  # fmt: skip
     assert "EPS per trainer from (2, 2) to (10, 10): 5, 5, 5, 5, 5; (2, 2) with" in text
     assert "syncs 10x rarer: 25." in text and "at p = 2 takes its NIC" in text
     assert "another seed: +0.20% train loss, -0.10% test logloss: differences" in text
     assert "Ours without it: 0.93x (refinement helps here, as for Model-A)." in text
-    assert "Ours: 67% lower; the shape holds." in text  # 50 vs 150
-    assert "Ours without them: 0.80x; holds." in text
+    assert f"Ours: 67% lower; the shape (at most 0.6x: effect +0.27 {one})." in text
+    assert f"Ours without them: 0.80x; below 1x: effect +0.20 {one}." in text
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
     assert "HT is far better" not in text
     assert "bytes per node kind and message kind identical" in text

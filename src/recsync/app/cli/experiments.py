@@ -42,6 +42,13 @@ class Reproduction(Protocol):
     def run(self) -> Callable[[Path, Progress | None], Any]: ...
     @property
     def show(self) -> Callable[[Any], str]: ...
+    def reproduce(
+        self, out: Path, progress: Progress | None = None, command: str | None = None
+    ) -> Any:
+        """Run it into `out` and stamp the report (naming `command`)."""
+
+    def stale_reason(self, out: Path) -> str | None:
+        """Why the report in `out` is not current (None: it is)."""
 
 
 def candidate_folders() -> list[tuple[str, Path]]:

@@ -1,10 +1,15 @@
 """`recsync reproduce NAME`: one command per reproduced figure or table, each writing a
-report (markdown, PNG, JSON) under reports/; `recsync reproduce --list` names them with how
-long each takes. The commands are the experiments folder's reproductions (found as
-`recsync.app.cli.experiments` says), loaded when the group is first asked for them."""
+report (markdown, PNG, JSON) under reports/ and stamping it (commit, command, seeds,
+machine, wall time, cost model); `recsync reproduce --list` names them with how long each
+takes and whether its report is current; `recsync reproduce --all` runs every one whose
+report is not (`reproduce_all.py`). The commands are the experiments folder's reproductions
+(found as `recsync.app.cli.experiments` says), loaded when the group is first asked for
+them."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +20,7 @@ from typer.core import TyperGroup
 
 from recsync.app.cli.common import fail
 from recsync.app.cli.experiments import Reproduction, load_reproductions
+from recsync.app.cli.reproduce_all import run_all
 from recsync.errors import RecsyncError
 
 
@@ -63,27 +69,62 @@ def reproductions(
     list_: Annotated[
         bool,
         typer.Option(
-            "--list", show_default=False, help="Name every reproduction and its duration."
+            "--list",
+            show_default=False,
+            help="Name every reproduction, its duration and whether its report is current.",
         ),
+    ] = False,
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            show_default=False,
+            help="Run every reproduction whose report is not current (stamped at a commit "
+            "after which its code did not change), in parallel processes.",
+        ),
+    ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", min=1, metavar="N", help="With --all: reproductions run at once."),
+    ] = 2,
+    force: Annotated[
+        bool,
+        typer.Option("--force", show_default=False, help="With --all: rerun current ones too."),
     ] = False,
 ) -> None:
     """Reproduce the papers' figures and tables in the simulator (reports/)."""
     if ctx.invoked_subcommand is not None:
         return
+    console = Console(emoji=False)
+    if all_:
+        command = f"recsync reproduce --all --jobs {jobs}" + (" --force" if force else "")
+        failed = run_all(_reproductions(), jobs, force, _say(console), command)
+        if failed:
+            fail(RecsyncError(f"reproductions failed: {', '.join(failed)}"))
+        return
     if not list_:
-        Console(emoji=False).print(ctx.get_help())
+        console.print(ctx.get_help())
         raise typer.Exit(0)
     table = Table(title="recsync reproduce NAME (each writes a report under reports/)")
     table.add_column("name", no_wrap=True)
     table.add_column("paper")
     table.add_column("what")
     table.add_column("min", justify="right", no_wrap=True)
+    table.add_column("report")
     for r in _reproductions().values():
-        table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}")
-    Console(emoji=False).print(table)
+        reason = r.stale_reason(Path(r.report_dir))
+        table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}", reason or "current")
+    console.print(table)
 
 
-def _run(reproduction: Reproduction, out: Path) -> Any:
+def _say(console: Console) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    return say
+
+
+def _run(reproduction: Reproduction, out: Path, command: str) -> Any:
     console = Console(emoji=False)
     with console.status("simulating") as status:
 
@@ -92,7 +133,7 @@ def _run(reproduction: Reproduction, out: Path) -> Any:
             status.update(text)
             console.print(text, highlight=False)
 
-        result = reproduction.run(out, progress)
+        result = reproduction.reproduce(out, progress, command)
     console.print(f"report written to {out / 'report.md'}")
     return result
 
@@ -103,7 +144,8 @@ def _command(commands: typer.Typer, reproduction: Reproduction) -> None:
             reproduction.report_dir
         ),
     ) -> None:
-        _run(reproduction, out)
+        where = "" if out == Path(reproduction.report_dir) else f" --out {shlex.quote(str(out))}"
+        _run(reproduction, out, f"recsync reproduce {reproduction.name}{where}")
 
     command.__doc__ = (
         f"{reproduction.paper}: {reproduction.claim} (about {reproduction.minutes:g} minutes; "
