@@ -27,7 +27,7 @@ from recsync.ps.layout import TableLayout
 from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.gradient import ServerPolicies, Tokens
 from recsync.sync.replica import CenterStrategy
-from recsync.trainer.replica import DenseReplica
+from recsync.trainer.replica import DenseReplica, new_replica
 
 Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
@@ -50,10 +50,10 @@ class BuildContext:
 
         def make() -> DenseReplica:
             if not self.one_at_a_time:
-                return DenseReplica(model, train.seed, train.dense_optimizer)
+                return new_replica(model, train.seed, train.dense_optimizer)
             key = (model, train)
             if key not in self._workspaces:
-                self._workspaces[key] = DenseReplica(model, train.seed, train.dense_optimizer)
+                self._workspaces[key] = new_replica(model, train.seed, train.dense_optimizer)
             return self._workspaces[key]
 
         return make

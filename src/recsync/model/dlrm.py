@@ -74,3 +74,10 @@ def build_dense(spec: ModelSpec, seed: int) -> DenseArch:
         return DenseArch(spec)
     finally:
         torch.random.set_rng_state(state)
+
+
+def dense_num_params(spec: ModelSpec) -> int:
+    """The number of parameters of the model's dense part, counted without making them."""
+    with torch.device("meta"):
+        module = DenseArch(spec)
+    return sum(p.numel() for p in module.parameters())
