@@ -80,6 +80,22 @@ def _priced(value: Any) -> Any:
     return value
 
 
+def writable_alias(flat: torch.Tensor) -> torch.Tensor:
+    """An alias of `flat`'s memory with its own autograd version counter, for lock-free
+    in-place writes that another thread's backward must not trip over (a priced tensor,
+    which has no memory, is its own alias)."""
+    if isinstance(flat, PricedTensor):
+        return flat
+    return torch.empty(0).set_(flat.untyped_storage(), flat.storage_offset(), flat.shape, (1,))
+
+
+def scalar_value(value: torch.Tensor) -> float:
+    """A one-element tensor's value (a loss); NaN for a priced one (priced math has none)."""
+    if isinstance(value, PricedTensor):
+        return float("nan")
+    return float(value.detach())
+
+
 def is_priced(value: torch.Tensor) -> bool:
     """`value` is a priced tensor (it has no values)."""
     return isinstance(value, PricedTensor)

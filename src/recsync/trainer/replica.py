@@ -7,7 +7,7 @@ import torch.nn.functional as F_
 
 from recsync.data.batch import Batch
 from recsync.model.dlrm import build_dense, dense_num_params
-from recsync.model.priced import PricedTensor, priced_math, pricing
+from recsync.model.priced import PricedTensor, priced_math, pricing, writable_alias
 from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 
@@ -35,9 +35,7 @@ class DenseReplica:
             n = p.numel()
             p.data = flat[offset : offset + n].view_as(p)
             offset += n
-        self.writer = torch.empty(0).set_(
-            flat.untyped_storage(), flat.storage_offset(), flat.shape, (1,)
-        )
+        self.writer = writable_alias(flat)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """Its parameters and optimizer state, by name (what worker processes share)."""
