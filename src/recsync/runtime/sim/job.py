@@ -251,7 +251,8 @@ class SimJob:
     def finish(self) -> dict[str, Any]:
         """The end of a job whose loops all ended: the summary, the final state."""
         end = self._end()
-        summary, self.final_state = finish_job(self.topology, end)
+        with assembled(self.math):  # the final model of priced math is priced too
+            summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
         summary["cuts"] = {"taken": self.supervisor.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
