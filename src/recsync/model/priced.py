@@ -55,15 +55,74 @@ class PricedTensor(torch.Tensor):
                 'only; this needs `math = "real"`'
             )
         kwargs = kwargs or {}
-        out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
-        written = [
-            arg
-            for arg, schema in zip(args, func._schema.arguments, strict=False)
-            if schema.alias_info is not None and schema.alias_info.is_write
-        ]
+        written = _written(func, args, kwargs)
         if written:  # in place: the tensors written to (a real one keeps its values)
             return written[0] if len(written) == 1 else tuple(written)
-        return tree_map(_priced, out)
+        key = _key(func, args, kwargs)
+        shapes = _SHAPES.get(key) if key is not None else None
+        if shapes is None:
+            out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+            shapes = tree_map(_shape_of, out)
+            if key is not None and len(_SHAPES) < _MAX_SHAPES:
+                _SHAPES[key] = shapes
+        return tree_map(_made, shapes)
+
+
+class _Shape(tuple):
+    """An output's (shape, dtype), remembered for the same operation on the same shapes."""
+
+
+_SHAPES: dict[Any, Any] = {}  # (operation, its arguments' shapes and values) -> outputs'
+_MAX_SHAPES = 100_000
+_WRITES: dict[Any, tuple[tuple[int, str], ...]] = {}  # an operation's written arguments
+
+
+def _written(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments an in-place (or out=) operation writes to."""
+    writes = _WRITES.get(func)
+    if writes is None:
+        writes = tuple(
+            (i, a.name)
+            for i, a in enumerate(func._schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        )
+        _WRITES[func] = writes
+    found = []
+    for index, name in writes:
+        if name in kwargs:
+            found.append(kwargs[name])
+        elif index < len(args):
+            found.append(args[index])
+    return found
+
+
+def _key(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """What an operation's output shapes depend on (None: not known to be hashable)."""
+    try:
+        return (func, _part(args), _part(tuple(sorted(kwargs.items()))))
+    except TypeError:
+        return None
+
+
+def _part(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype, isinstance(value, PricedTensor))
+    if isinstance(value, (tuple, list)):
+        return tuple(_part(v) for v in value)
+    hash(value)  # a TypeError for what cannot be part of a key
+    return value
+
+
+def _shape_of(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return _Shape((tuple(value.shape), value.dtype))
+    return value
+
+
+def _made(value: Any) -> Any:
+    if isinstance(value, _Shape):
+        return PricedTensor(value[0], value[1])
+    return value
 
 
 def _as_meta(value: Any) -> Any:
@@ -71,12 +130,6 @@ def _as_meta(value: Any) -> Any:
         return torch.empty(value.shape, dtype=value.dtype, device="meta")
     if isinstance(value, torch.Tensor):
         return value.to("meta")
-    return value
-
-
-def _priced(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.device.type == "meta":
-        return PricedTensor(value.shape, value.dtype)
     return value
 
 
