@@ -38,17 +38,23 @@ class PricedTensor(torch.Tensor):
     """A tensor with a shape and a dtype and no values (see the module's docstring)."""
 
     @staticmethod
-    def __new__(cls, shape: tuple[int, ...] | torch.Size, dtype: torch.dtype = torch.float32):
-        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=dtype, device="cpu")
+    def __new__(
+        cls, shape: tuple[int, ...] | torch.Size, dtype: torch.dtype = torch.float32
+    ) -> PricedTensor:
+        cpu = torch.device("cpu")
+        made: PricedTensor = torch.Tensor._make_wrapper_subclass(
+            cls, shape, dtype=dtype, device=cpu
+        )
+        return made
 
     def __init__(self, shape: tuple[int, ...] | torch.Size, dtype: torch.dtype = torch.float32):
         pass
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         return f"PricedTensor({tuple(self.shape)}, {self.dtype})"
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def,override]
         if func in _READS:
             raise PricedValueRead(
                 f"a value of a priced tensor was read ({func}): priced math keeps shapes "
@@ -68,7 +74,7 @@ class PricedTensor(torch.Tensor):
         return tree_map(_made, shapes)
 
 
-class _Shape(tuple):
+class _Shape(tuple[Any, ...]):
     """An output's (shape, dtype), remembered for the same operation on the same shapes."""
 
 
@@ -159,7 +165,7 @@ def priced_like(value: torch.Tensor) -> PricedTensor:
     return PricedTensor(value.shape, value.dtype)
 
 
-class _PricedFactories(TorchDispatchMode):
+class _PricedFactories(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Makes each float32 tensor of more than one element made from nothing priced."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
@@ -186,7 +192,7 @@ def priced_math() -> Iterator[None]:
     global _active
     _active += 1
     try:
-        with _PricedFactories():
+        with _PricedFactories():  # type: ignore[no-untyped-call]
             yield
     finally:
         _active -= 1

@@ -63,7 +63,7 @@ def run_simulation(
     run_dir.write_config(config)
     bar = examples_bar(f"simulating {spec.strategy.describe().split()[0]}", progress, rate=False)
     writer = CheckpointWriter(run_dir.path, config.run.checkpoint.deltas_per_full)
-    every = None if priced else checkpoints_while_training(config, spec)
+    every = checkpoints_while_training(config, spec)
     with bar:
         task = bar.add_task("simulate", total=None)
         options: dict[str, Any] = {
@@ -85,8 +85,8 @@ def run_simulation(
             final, evaluations = faulty.final_state, faulty.evaluations
         else:
             sim = SimJob(
-                spec, plan_for(spec), cost, checkpoint_every=every, on_checkpoint=writer.write,
-                math=config.simulate.math, **options,
+                spec, plan_for(spec), cost, checkpoint_every=None if priced else every,
+                on_checkpoint=writer.write, math=config.simulate.math, **options,
             )  # fmt: skip
             bar.update(task, total=sim.reader.readers[0].source.total_examples)
             try:
