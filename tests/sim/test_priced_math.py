@@ -3,6 +3,7 @@ where the cost model prices the compute, no model values, little memory."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ import torch
 from recsync.coordinator.evaluation import EarlyStopping
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.model.hash_spec import Admission, HashTables
 from recsync.model.priced import PricedTensor, PricedValueRead, priced_math
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
@@ -59,8 +61,19 @@ def timeline(spec: JobSpec, math: str) -> tuple[SimJob, list[tuple[float, int]],
 def test_priced_runs_the_real_runs_events(strategy, cluster):
     """Every batch handed out at the same virtual time, the same end time, the same
     measures (messages, bytes, time blocked per effect, staleness): all but the quality."""
-    real_job, real_handed, real = timeline(spec_of(strategy, cluster), "real")
-    priced_job, priced_handed, priced = timeline(spec_of(strategy, cluster), "priced")
+    assert_same_events(spec_of(strategy, cluster))
+
+
+def test_priced_hash_tables_insert_and_evict_the_rows_real_ones_do():
+    synthetic = dataclasses.replace(SYNTHETIC, keyed=True)
+    model = dataclasses.replace(MODEL, hash_tables=HashTables(admission=Admission(min_count=2)))
+    spec = JobSpec(model, TrainSpec(batch_size=64), TWO_BY_TWO, strategy_config("async"), synthetic)
+    assert_same_events(spec)  # embedding_rows (live, inserted, refused) among the measures
+
+
+def assert_same_events(spec: JobSpec) -> None:
+    real_job, real_handed, real = timeline(spec, "real")
+    priced_job, priced_handed, priced = timeline(spec, "priced")
     assert priced_handed == real_handed
     assert priced_job.clock.now == real_job.clock.now
     assert priced.pop("math") == "priced" and "math" not in real
@@ -116,6 +129,7 @@ BIG_DENSE = """
 import resource, sys
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.model.hash_spec import Admission, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
