@@ -43,7 +43,7 @@ from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.host import SimHost
-from recsync.runtime.sim.math_modes import assembled, check_math, summary_of_math
+from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summary_of_math
 from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
@@ -105,7 +105,7 @@ class SimJob:
         self.clock = clock = Clock()
         self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, spec.train.seed)
         self.network = Network(clock, cost, self.speeds.delayed, topology.num_processes())
-        context = BuildContext(one_at_a_time=True)
+        context = BuildContext(one_at_a_time=True, labelled=labelled(math))
         self.hosts: dict[Address, SimHost] = {}
         for node_spec in topology.nodes:
             address = node_spec.address

@@ -4,7 +4,8 @@ replicas, shards or servers' parameters; the cost model prices the work as it al
 
 A job is assembled priced in one place, `assembled`: its topology and every node but the
 readers are built under `priced_math()` (the readers read the data for real: the ids decide
-which rows a batch looks up, and so what its messages carry). Everything that needs the
+which rows a batch looks up, and so what its messages carry; a synthetic training stream
+comes without its teacher's labels, `labelled`). Everything that needs the
 model's values is refused up front (`check_math`), and the summary says which mode ran and
 has no quality or loss in priced mode (`summary_of_math`).
 """
@@ -30,6 +31,12 @@ def assembled(math: str, role: Role | None = None) -> AbstractContextManager[Any
     if math == "priced" and role is not Role.READER:
         return priced_math()
     return nullcontext()
+
+
+def labelled(math: str) -> bool:
+    """The synthetic training stream's labels are made (priced math needs the ids only:
+    the teacher's labels cost twice what the ids do, and decide nothing it measures)."""
+    return math != "priced"
 
 
 def check_math(
