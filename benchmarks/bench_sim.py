@@ -10,13 +10,21 @@ apart (its time is taken out of the simulator's); both thus see the same machine
 `--method paired`, each repeat times both back to back, alternating which goes first.
 Prints one JSON object: `ratio` = the median over repeats of simulator time / reference
 time in the same repeat (the target is <= 1.5); `ratio_of_medians` as well.
+
+`--math-modes`: the simulator alone on the same job in both math modes (`real`, and
+`priced`: shapes only, runtime/sim/math_modes.py), each in a fresh process: wall seconds,
+effects (loop events) per second, the process's peak resident memory, and the priced/real
+ratios; `--top-mlp` makes the dense part larger (e.g. 4096,4096: 17 M parameters).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from itertools import islice
 
@@ -25,6 +33,7 @@ import torch
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.families.gradient.asynchronous import AsyncConfig
+from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
@@ -98,6 +107,55 @@ def interleaved_seconds(model, train, synthetic, workers: int, servers: int):
     return reference.seconds, sim, summary
 
 
+def one_mode(args: argparse.Namespace) -> dict:
+    """The simulator on the benchmark's job in `args.one_mode` math, in this process."""
+    torch.set_num_threads(1)
+    top = tuple(int(n) for n in args.top_mlp.split(","))
+    model = ModelSpec(tables=default_tables(num_rows=100, dim=8), bottom_mlp=(64, 32), top_mlp=top)
+    train = TrainSpec(batch_size=args.batch_size)
+    synthetic = SyntheticSpec(num_train=args.examples, num_test=10_000)
+    cluster = ClusterSpec(args.workers, 1, args.servers, num_dense_servers=args.servers)
+    spec = JobSpec(model, train, cluster, AsyncConfig(), synthetic)
+    start = time.perf_counter()
+    job = SimJob(spec, plan_for(spec), CostModel(), math=args.one_mode)
+    summary = job.run()
+    wall = time.perf_counter() - start
+    effects = sum(sum(h.measures.effects.values()) for h in job.hosts.values())
+    return {
+        "math": args.one_mode,
+        "wall_s": wall,
+        "effects": effects,
+        "effects_per_s": effects / wall,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "virtual_train_seconds": summary["train_seconds"],
+        "dense_params": dense_num_params(model),
+        "test_auc": summary["test_auc"],
+    }
+
+
+def math_modes(args: argparse.Namespace) -> dict:
+    """Both math modes, each in a fresh process (peak memory of its own)."""
+    runs = {}
+    for math in ("real", "priced"):
+        command = [sys.executable, __file__, "--one-mode", math, "--top-mlp", args.top_mlp]
+        command += ["--examples", str(args.examples), "--workers", str(args.workers)]
+        command += ["--servers", str(args.servers), "--batch-size", str(args.batch_size)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        runs[math] = json.loads(done.stdout.strip().splitlines()[-1])
+    real, priced = runs["real"], runs["priced"]
+    return {
+        "benchmark": "bench_sim --math-modes",
+        "examples": args.examples,
+        "workers": args.workers,
+        "same_virtual_time": real["virtual_train_seconds"] == priced["virtual_train_seconds"],
+        "real": real,
+        "priced": priced,
+        "wall_ratio_priced_over_real": priced["wall_s"] / real["wall_s"],
+        "events_per_s_ratio_priced_over_real": priced["effects_per_s"] / real["effects_per_s"],
+        "peak_rss_ratio_priced_over_real": priced["peak_rss_mb"] / real["peak_rss_mb"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=200_000)
@@ -108,7 +166,16 @@ def main() -> None:
         "--servers", type=int, default=2, help="embedding servers, and as many dense servers"
     )
     parser.add_argument("--method", choices=("interleaved", "paired"), default="interleaved")
+    parser.add_argument("--math-modes", action="store_true", help="the simulator in both modes")
+    parser.add_argument("--one-mode", choices=("real", "priced"), help=argparse.SUPPRESS)
+    parser.add_argument("--top-mlp", default="64,32", help="--math-modes: the top MLP's widths")
     args = parser.parse_args()
+    if args.one_mode:
+        print(json.dumps(one_mode(args)))
+        return
+    if args.math_modes:
+        print(json.dumps(math_modes(args), indent=1))
+        return
     torch.set_num_threads(1)
     model = small_model()
     train = TrainSpec(batch_size=args.batch_size)

@@ -48,15 +48,16 @@ from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
 
 
-def throughput(setting: Setting) -> dict[str, Any]:
+def throughput(setting: Setting, math: str = "real") -> dict[str, Any]:
     """One throughput run of `LARGE_MODEL`: EPS over virtual time, and how busy the
-    group PSs' CPUs were."""
+    group PSs' CPUs were. `math = "priced"`: the same times and traffic without the model's
+    math or memory (runtime/sim/math_modes.py)."""
     examples = setting.worker_threads * ITERATIONS_PER_THREAD * BATCH
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=1_000)
     spec = JobSpec(
         LARGE_MODEL, TrainSpec(batch_size=BATCH), setting.cluster(), setting.strategy(), synthetic
     )
-    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES)
+    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES, math=math)
     summary = sim.run()
     seconds = summary["train_seconds"]
     group_ps = sim.hosts_of(Role.GROUP_SERVER)

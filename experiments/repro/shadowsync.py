@@ -49,7 +49,9 @@ def examples_for(trainers: int, batch_size: int) -> int:
     return trainers * WORKERS_PER_TRAINER * ITERATIONS_PER_THREAD * batch_size
 
 
-def run_point(variant: str, trainers: int, sync_servers: int) -> dict[str, Any]:
+def run_point(variant: str, trainers: int, sync_servers: int, math: str = "real") -> dict[str, Any]:
+    """One point of Fig. 5. `math = "priced"`: the same times without the model's math
+    or memory (runtime/sim/math_modes.py), and no test AUC."""
     train = TrainSpec()
     examples = examples_for(trainers, train.batch_size)
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
@@ -60,7 +62,7 @@ def run_point(variant: str, trainers: int, sync_servers: int) -> dict[str, Any]:
         strategy_config("easgd", timing=VARIANTS[variant]),
         synthetic,
     )
-    sim = SimJob(spec, plan_for(spec), CLUSTER_COST)
+    sim = SimJob(spec, plan_for(spec), CLUSTER_COST, math=math)
     summary = sim.run()
     hosts = sim.hosts_of(Role.SYNC_SERVER)
     busy = max(h.machine.nic_busy_s for h in hosts) / summary["train_seconds"]

@@ -153,3 +153,31 @@ def test_compare_tabulates_runs_and_draws_their_curves(tmp_path):
     assert "2,000" in result.output and out.stat().st_size > 0
     missing = invoke("compare", str(tmp_path), "--out", str(out))
     assert missing.exit_code == 1 and "no summary.json" in missing.output
+
+
+def test_simulate_math_priced_runs_the_same_times_without_quality(tmp_path):
+    path = config_file(tmp_path)
+    summaries = {}
+    for math in ("real", "priced"):
+        result = invoke(
+            "simulate", "-c", path, "--name", math, "--no-progress", "--math", math,
+            "--set", "strategy.name=easgd",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        summaries[math] = json.loads((tmp_path / "runs" / math / "summary.json").read_text())
+    real, priced = summaries["real"], summaries["priced"]
+    assert priced["math"] == "priced" and "math" not in real
+    assert priced["train_seconds"] == real["train_seconds"] and priced["eps"] == real["eps"]
+    assert priced["test_auc"] is None and priced["train_loss"] is None
+    assert real["test_auc"] is not None
+    assert any("eval_every" in skipped for skipped in priced["priced_math_skipped"])
+    assert not (tmp_path / "runs" / "priced" / "checkpoint.pt").exists()
+
+
+def test_simulate_math_priced_refuses_early_stopping(tmp_path):
+    result = invoke(
+        "simulate", "-c", config_file(tmp_path), "--no-progress", "--math", "priced",
+        "--set", "strategy.name=easgd", "--set", "run.early_stopping.patience=2",
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "run.early_stopping.patience" in " ".join(result.output.split())

@@ -27,7 +27,7 @@ from recsync.ps.layout import TableLayout
 from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.gradient import ServerPolicies, Tokens
 from recsync.sync.replica import CenterStrategy
-from recsync.trainer.replica import DenseReplica
+from recsync.trainer.replica import DenseReplica, new_replica
 
 Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
@@ -38,11 +38,15 @@ class BuildContext:
     the loops of all its nodes one at a time (the simulator), so workers may share one
     dense workspace; otherwise every worker gets its own. `background_reading`: the reader
     may make its training stream in a process of its own (a real engine, whose one reader
-    serves every worker)."""
+    serves every worker). `labelled` False: a synthetic training stream's labels are left
+    out (priced math, whose events depend on the ids only)."""
 
-    def __init__(self, one_at_a_time: bool, background_reading: bool = False):
+    def __init__(
+        self, one_at_a_time: bool, background_reading: bool = False, labelled: bool = True
+    ):
         self.one_at_a_time = one_at_a_time
         self.background_reading = background_reading
+        self.labelled = labelled
         self._workspaces: dict[tuple[ModelSpec, TrainSpec], DenseReplica] = {}
 
     def workspace(self, model: ModelSpec, train: TrainSpec) -> Callable[[], DenseReplica]:
@@ -50,10 +54,10 @@ class BuildContext:
 
         def make() -> DenseReplica:
             if not self.one_at_a_time:
-                return DenseReplica(model, train.seed, train.dense_optimizer)
+                return new_replica(model, train.seed, train.dense_optimizer)
             key = (model, train)
             if key not in self._workspaces:
-                self._workspaces[key] = DenseReplica(model, train.seed, train.dense_optimizer)
+                self._workspaces[key] = new_replica(model, train.seed, train.dense_optimizer)
             return self._workspaces[key]
 
         return make
@@ -116,6 +120,7 @@ class ReaderSpec(NodeSpec):
             self.start_example,
             background=context.background_reading,
             select=None if whole else functools.partial(deal.owned, index),
+            labelled=context.labelled,
         )
         return ReaderNode(
             source,

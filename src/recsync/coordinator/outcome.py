@@ -22,6 +22,7 @@ from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition
 from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions
+from recsync.model.priced import is_priced
 from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
 from recsync.ps.layout import TableLayout
@@ -154,7 +155,10 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
             "NE are undefined (is the label column right? is the test data a sample of both?)"
         )
     dense = final_dense(spec, end)
-    quality = evaluate_model(spec, topology.layout, dense, [s.state for s in shards], reader.test)
+    quality = None  # priced math (model/priced.py): a model without values, no quality
+    if not is_priced(dense):
+        states = [s.state for s in shards]
+        quality = evaluate_model(spec, topology.layout, dense, states, reader.test)
     examples = sum(trained)
     summary: dict[str, Any] = {
         "engine": end.engine,
@@ -175,8 +179,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "train_loss": sum(s.loss_sum for s in stats) / max(examples, 1),
         **_traffic(end, sum(s.total_iterations for s in stats)),
         **_worker_steps(end),
-        **{f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"},
-        "test_examples": quality.examples,
+        **_test_measures(quality, reader.test.batch_size),
         "teacher_auc": reader.teacher_auc,
         "skipped": reader.skipped,
     }
@@ -190,6 +193,15 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "in_flight_examples": state.in_flight_examples,
     }
     return summary, state
+
+
+def _test_measures(quality: Quality | None, examples: int) -> dict[str, Any]:
+    """The held-out measures of the summary (None each without a quality)."""
+    if quality is None:
+        names = [k for k in Quality.__dataclass_fields__ if k != "examples"]
+        return {**{f"test_{k}": None for k in names}, "test_examples": examples}
+    measures = {f"test_{k}": v for k, v in quality.as_dict().items() if k != "examples"}
+    return {**measures, "test_examples": quality.examples}
 
 
 def _dataset(spec: JobSpec) -> int | None:

@@ -11,11 +11,12 @@ from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition, readers_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.sources import FileData, open_training_data
+from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.ps.placement import JobPlan, plan_job
 from recsync.sync.family import StrategyFamily
-from recsync.trainer.replica import DenseReplica
+from recsync.trainer.replica import new_replica
 
 PLAN_SAMPLE_BATCHES = 8
 # worker threads one reader serves by default (docs/readers.md: a reader hands out about
@@ -179,7 +180,7 @@ def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batc
 
 def plan_for(spec: JobSpec) -> JobPlan:
     """Placement from a sample of the data: tables on embedding servers, dense slices."""
-    num_params = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).num_params
+    num_params = dense_num_params(spec.model)
     return plan_job(
         spec.model,
         spec.cluster.num_embedding_servers,
@@ -191,7 +192,7 @@ def plan_for(spec: JobSpec) -> JobPlan:
 
 def initial_dense(spec: JobSpec) -> torch.Tensor:
     """The dense parameters a job starts from: the model's initial ones, or the checkpoint's."""
-    flat = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
+    flat = new_replica(spec.model, spec.train.seed, spec.train.dense_optimizer).flat
     if spec.resume is None:
         return flat
     spec.resume.check_dense(flat.numel())

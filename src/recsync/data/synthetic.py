@@ -155,8 +155,12 @@ class Teacher:
 class SyntheticTask:
     """Deterministic train/test streams of a synthetic task, with the teacher's AUC."""
 
-    def __init__(self, spec: SyntheticSpec):
+    def __init__(self, spec: SyntheticSpec, labelled_train: bool = True):
+        """`labelled_train` False: the training stream's labels are all 0, the teacher not
+        run on it (its ids and dense features are the same): for priced math, whose
+        events depend on the ids only. The test split is labelled either way."""
         self.spec = spec
+        self.labelled_train = labelled_train
         gen = torch.Generator().manual_seed(spec.seed)
         self.teachers = [Teacher(spec, gen)]
         for _ in range(1, spec.num_days):
@@ -170,7 +174,9 @@ class SyntheticTask:
         p = 1.0 / torch.arange(1, rows + 1, dtype=torch.float64) ** self.spec.zipf_exponent
         return p / p.sum()
 
-    def _chunk(self, size: int, day: int, stream: int, index: int) -> tuple[Batch, torch.Tensor]:
+    def _chunk(
+        self, size: int, day: int, stream: int, index: int, labelled: bool = True
+    ) -> tuple[Batch, torch.Tensor]:
         seed = hash((self.spec.seed, stream, day, index)) & 0x7FFF_FFFF  # int tuples hash stably
         gen = torch.Generator().manual_seed(seed)
         spec = self.spec
@@ -183,8 +189,11 @@ class SyntheticTask:
         if self.day_ids is not None:
             positions = [ids[day][pos] for ids, pos in zip(self.day_ids, positions, strict=True)]
         ids = torch.stack(positions, dim=1)
-        prob = torch.sigmoid(self.teachers[day].logits(dense, ids))
-        labels = (torch.rand(size, generator=gen) < prob).to(torch.float32)
+        if labelled:
+            prob = torch.sigmoid(self.teachers[day].logits(dense, ids))
+            labels = (torch.rand(size, generator=gen) < prob).to(torch.float32)
+        else:
+            prob = labels = torch.zeros(size)
         F = ids.shape[1]
         offsets = torch.arange(F * size + 1, dtype=torch.int64)
         by_feature = ids.t()
@@ -200,7 +209,8 @@ class SyntheticTask:
     def _chunks(self, total: int, days: range, stream: int) -> Iterator[Batch]:
         for day, count in zip(days, split_days(total, len(days)), strict=True):
             for index, start in enumerate(range(0, count, CHUNK)):
-                yield self._chunk(min(CHUNK, count - start), day, stream, index)[0]
+                size = min(CHUNK, count - start)
+                yield self._chunk(size, day, stream, index, self.labelled_train)[0]
 
     def train_selected(self, batch_size: int, select: Select) -> Iterator[Batch]:
         """The examples of the training stream `select` picks (a reader's share), cut into
@@ -214,7 +224,7 @@ class SyntheticTask:
                     size = min(CHUNK, count - start)
                     wanted = select(at, at + size)
                     if wanted:
-                        chunk = self._chunk(size, day, 1, index)[0]
+                        chunk = self._chunk(size, day, 1, index, self.labelled_train)[0]
                         yield from (chunk.slice(a - at, b - at) for a, b in wanted)
                     at += size
 

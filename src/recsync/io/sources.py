@@ -67,9 +67,12 @@ class SyntheticData:
         start_example: int = 0,
         background: bool = False,
         select: Select | None = None,
+        labelled: bool = True,
     ):
+        """`labelled` False: the training stream's labels are left out (SyntheticTask)."""
         self.spec = spec
-        self.task = SyntheticTask(spec)
+        self.labelled = labelled
+        self.task = SyntheticTask(spec, labelled)
         self.train = train
         self.start_example = start_example
         self.background = background
@@ -85,7 +88,12 @@ class SyntheticData:
         if self.background:
             return BackgroundBatches(
                 functools.partial(
-                    _synthetic_stream, self.spec, self.train, self.start_example, self.select
+                    _synthetic_stream,
+                    self.spec,
+                    self.train,
+                    self.start_example,
+                    self.select,
+                    self.labelled,
                 )
             )
         train, select = self.train, self.select
@@ -113,10 +121,16 @@ class SyntheticData:
 
 
 def _synthetic_stream(
-    spec: SyntheticSpec, train: TrainSpec, start_example: int, select: Select | None
+    spec: SyntheticSpec,
+    train: TrainSpec,
+    start_example: int,
+    select: Select | None,
+    labelled: bool = True,
 ) -> Iterator[Batch]:
     """The synthetic training stream, made where this runs (a background producer)."""
-    return SyntheticData(spec, train, start_example, select=select).train_batches()
+    return SyntheticData(
+        spec, train, start_example, select=select, labelled=labelled
+    ).train_batches()
 
 
 @dataclass(frozen=True)
@@ -275,15 +289,17 @@ def open_training_data(
     start_example: int = 0,
     background: bool = False,
     select: Select | None = None,
+    labelled: bool = True,
 ) -> SyntheticData | FileTrainingData:
     """The run's data source: synthetic, or files (opened now: a missing file fails early);
     the training stream (`train.epochs` passes, cut into `train.batch_size` batches) starts
     after `start_example` examples (a resumed run); `background`: the training stream is
     made in a process of its own; `select`: only the pieces of the stream it picks (a
     reader's share, data/shares.py; the stream's examples numbered from the job's first
-    start)."""
+    start); `labelled` False: a synthetic training stream's labels are left out (all 0:
+    priced math needs the ids only; a file's labels are read as they come)."""
     if synthetic is not None:
-        return SyntheticData(synthetic, train, start_example, background, select)
+        return SyntheticData(synthetic, train, start_example, background, select, labelled)
     assert files is not None
     source = FileTrainingData(files, train, background, select)
     source.start_example = start_example

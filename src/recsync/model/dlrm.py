@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -74,3 +76,11 @@ def build_dense(spec: ModelSpec, seed: int) -> DenseArch:
         return DenseArch(spec)
     finally:
         torch.random.set_rng_state(state)
+
+
+@functools.lru_cache(maxsize=64)
+def dense_num_params(spec: ModelSpec) -> int:
+    """The number of parameters of the model's dense part, counted without making them."""
+    with torch.device("meta"):
+        module = DenseArch(spec)
+    return sum(p.numel() for p in module.parameters())

@@ -145,7 +145,9 @@ class HashLayout(TableLayout):
     def rows_summary(self, states: list[dict[str, Any]]) -> dict[str, Any] | None:
         F = len(self.tables)
         counters = {
-            name: sum((state["counters"][name][:F] for state in states), torch.zeros(F))
+            name: sum(
+                (state["counters"][name][:F] for state in states), torch.zeros(F, dtype=torch.int64)
+            )
             for name in states[0]["counters"]
         }
         live = torch.zeros(F, dtype=torch.int64)

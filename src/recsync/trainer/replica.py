@@ -6,9 +6,10 @@ import torch
 import torch.nn.functional as F_
 
 from recsync.data.batch import Batch
-from recsync.model.dlrm import build_dense
+from recsync.model.dlrm import build_dense, dense_num_params
+from recsync.model.priced import PricedTensor, priced_math, pricing, writable_alias
 from recsync.model.spec import ModelSpec
-from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 
 
 class DenseReplica:
@@ -34,9 +35,7 @@ class DenseReplica:
             n = p.numel()
             p.data = flat[offset : offset + n].view_as(p)
             offset += n
-        self.writer = torch.empty(0).set_(
-            flat.untyped_storage(), flat.storage_offset(), flat.shape, (1,)
-        )
+        self.writer = writable_alias(flat)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """Its parameters and optimizer state, by name (what worker processes share)."""
@@ -77,3 +76,53 @@ class DenseReplica:
     def predict(self, batch: Batch, pooled: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             return torch.sigmoid(self.module(batch.dense, pooled))
+
+
+class PricedReplica:
+    """A dense replica of priced math (model/priced.py): the shapes of `DenseReplica`'s
+    parameters, gradients and optimizer state, no values, no arithmetic. Its loss is NaN
+    (priced math has none)."""
+
+    module = None  # no module: nothing to predict with or export
+
+    def __init__(self, spec: ModelSpec, seed: int, optimizer: DenseOptimizerSpec):
+        size = dense_num_params(spec)
+        self.flat: torch.Tensor = PricedTensor((size,))
+        self.writer = self.flat
+        with priced_math():
+            self.optimizer: FlatOptimizer = optimizer.build(size)
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        optimizer = {f"optimizer.{k}": v for k, v in self.optimizer.tensors().items()}
+        return {"flat": self.flat, **optimizer}
+
+    def rebind(self, tensors: dict[str, torch.Tensor]) -> None:
+        raise AssertionError("a priced replica is never shared with worker processes")
+
+    @property
+    def num_params(self) -> int:
+        return int(self.flat.numel())
+
+    def gradients(
+        self, batch: Batch, pooled: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(NaN, a priced P-gradient, a priced gradient of `pooled`'s shape)."""
+        nan = torch.full((), float("nan"))
+        return nan, PricedTensor(self.flat.shape), PricedTensor(pooled.shape)
+
+    def apply(self, flat_grad: torch.Tensor) -> None:
+        """Nothing to update (the step's cost is the cost model's)."""
+
+    def load_flat(self, flat: torch.Tensor) -> None:
+        """Nothing to overwrite."""
+
+    def predict(self, batch: Batch, pooled: torch.Tensor) -> torch.Tensor:
+        raise ValueError('priced math makes no predictions (simulate with math = "real")')
+
+
+def new_replica(spec: ModelSpec, seed: int, optimizer: DenseOptimizerSpec) -> DenseReplica:
+    """The dense replica a job is built with: a `PricedReplica` while the job is assembled
+    under `priced_math()`, else a `DenseReplica`."""
+    if pricing():
+        return PricedReplica(spec, seed, optimizer)  # type: ignore[return-value]
+    return DenseReplica(spec, seed, optimizer)

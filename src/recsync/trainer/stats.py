@@ -11,7 +11,7 @@ from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address
 from recsync.ps.layout import TableLayout
-from recsync.trainer.replica import DenseReplica
+from recsync.trainer.replica import DenseReplica, new_replica
 
 ITERATIONS, EXAMPLES, LOSS_SUM, DONE, SYNCS, DRY = range(6)  # the columns of TrainerStats
 
@@ -146,7 +146,7 @@ class TrainerSetup:
 
     def replica(self) -> DenseReplica:
         """A dense replica of the model at the setup's starting point."""
-        replica = DenseReplica(self.model, self.train.seed, self.train.dense_optimizer)
+        replica = new_replica(self.model, self.train.seed, self.train.dense_optimizer)
         if self.initial is not None:
             replica.load_flat(self.initial[0])
             replica.optimizer.load_state_dict(self.initial[1])

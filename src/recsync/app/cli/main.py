@@ -233,15 +233,26 @@ def simulate(
     strategy: StrategyOption = None,
     stop_after: StopAfterOption = None,
     epochs: EpochsOption = None,
+    math: Annotated[
+        str | None,
+        typer.Option(
+            metavar="real|priced",
+            help="real: the model's math done; priced: shapes only, no model quality "
+            "([simulate] math).",
+        ),
+    ] = None,
 ) -> None:
     """Run a job in the cluster simulator.
 
-    The job `train` would run, with the real math in virtual time, on a cost profile
-    (--profile, or [simulate] profile; without one, the cost model's defaults)."""
+    The job `train` would run, with the real math in virtual time (or only its shapes,
+    --math priced), on a cost profile (--profile, or [simulate] profile; without one, the
+    cost model's defaults)."""
     try:
         extra: dict[str, Any] = {}
         if profile is not None:
             extra["simulate.profile"] = str(profile.absolute())
+        if math is not None:
+            extra["simulate.math"] = math
         if epochs is not None:
             extra["train.epochs"] = epochs
         cfg, run_dir, state = _prepare_run(
@@ -262,6 +273,8 @@ def simulate(
     table.add_row("teacher AUC (best)", number(summary["teacher_auc"]))
     table.add_row("test AUC", number(summary["test_auc"]))
     table.add_row("test NE", number(summary["test_ne"]))
+    if summary.get("math") == "priced":
+        table.add_row("math", "priced: shapes only, no model quality")
     Console(emoji=False).print(table)
     end_of_run(summary)
 

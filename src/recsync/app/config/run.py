@@ -81,6 +81,10 @@ class RunSection(Section):
 class SimulateSection(Section):
     """[simulate]: `profile`, the simulator's cost profile: a TOML file with a [cost] table
     as `recsync calibrate` writes it (relative to the working directory); unset: the cost
-    model's defaults. `recsync simulate --profile FILE` sets it."""
+    model's defaults. `recsync simulate --profile FILE` sets it. `math`: "real" (the
+    model's math done in virtual-time order) or "priced" (the model's tensors shapes only:
+    the same virtual times and events where the cost model prices the compute, no model
+    quality, little memory; `recsync simulate --math priced`)."""
 
     profile: str | None = None
+    math: Literal["real", "priced"] = "real"

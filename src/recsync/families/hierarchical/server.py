@@ -18,6 +18,7 @@ from recsync.compress.encoded import Codec
 from recsync.compress.spec import GradientStreams
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.model.group_model import GroupDense, summed
+from recsync.model.priced import writable_alias
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 from recsync.optim.state import copy_state
@@ -112,9 +113,7 @@ class GroupServerNode(Node):
                 offset += p.numel()
             self.ranges[(stage, part)] = (first, offset)
         # writes go through an alias with its own version counter: Hogwild races intended
-        self.writer = torch.empty(0).set_(
-            self.flat.untyped_storage(), self.flat.storage_offset(), self.flat.shape, (1,)
-        )
+        self.writer = writable_alias(self.flat)
         self.optimizer = optimizer.build(self.flat.numel())  # its state, reported
         self.stage_optimizers = {
             stage: self._stage_optimizer(optimizer, stage) for stage, _ in self.owned
@@ -171,7 +170,7 @@ class GroupServerNode(Node):
         if not stage.per_part:  # one gradient of the summed output, the same for every part
             dys = dys * len(mine)
         first, last = self._stage_range(message.stage)
-        grad = torch.empty(last - first)
+        grad = self.flat.new_empty(last - first)
         inputs: list[torch.Tensor] = []
         for part, (leaf, out), dy in zip(mine, kept, dys, strict=True):
             params = list(self.dense.parts(message.stage)[part].parameters())

@@ -26,6 +26,7 @@ from recsync.compress.spec import GradientStreams
 from recsync.data.batch import Batch
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.model.group_model import GroupDense, Stage, summed
+from recsync.model.priced import is_priced, scalar_value
 from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
 from recsync.protocol.messages import (
@@ -166,8 +167,8 @@ class HierarchicalTrainer(Node):
         grad_pooled = grads[len(leaves)]
         if grad_pooled is None:
             grad_pooled = torch.zeros_like(pooled)
-        value = float(loss.detach())
-        if not (math.isfinite(value) and all_finite(grad_pooled)):
+        value = scalar_value(loss)
+        if not ((math.isfinite(value) or is_priced(loss)) and all_finite(grad_pooled)):
             raise ValueError(
                 f"worker {worker}: NaN or infinite loss or gradient (loss {value:g}); "
                 "the batch holds NaN or training diverged"

@@ -43,6 +43,7 @@ from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.host import SimHost
+from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summary_of_math
 from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
@@ -76,6 +77,7 @@ class SimJob:
         on_checkpoint: Callable[[JobState], None] | None = None,
         recovery: RecoveryPolicy | None = None,
         supervisor: Supervisor | None = None,
+        math: str = "real",
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
@@ -86,17 +88,24 @@ class SimJob:
         the job recovers from a lost node (runtime/sim/faulty.py loses them). `supervisor`:
         the job's rules (coordinator/supervisor.py), if this run restarts a job that has
         them (its records, cuts and losses go on; `eval_every`, `early_stopping`,
-        `keep_best`, `checkpoint_every` and `recovery` are then its own)."""
+        `keep_best`, `checkpoint_every` and `recovery` are then its own). `math`: "real"
+        (the model's math done) or "priced" (its tensors shapes only, no values: the same
+        virtual times and events where compute is priced by the cost model, no model
+        quality; runtime/sim/math_modes.py)."""
+        check_math(math, spec, eval_every, early_stopping, keep_best, checkpoint_every, recovery)
+        self.math = math
         fmt = None if spec.files is None else spec.files.fmt
         cost = cost.for_model(spec.model).for_data(fmt, spec.train.batch_size)
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster
-        self.topology = topology = build_topology(spec, plan, cost.shared_cpus or None)
+        with assembled(math):
+            topology = build_topology(spec, plan, cost.shared_cpus or None)
+        self.topology = topology
         self.clock = clock = Clock()
         self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, spec.train.seed)
         self.network = Network(clock, cost, self.speeds.delayed, topology.num_processes())
-        context = BuildContext(one_at_a_time=True)
+        context = BuildContext(one_at_a_time=True, labelled=labelled(math))
         self.hosts: dict[Address, SimHost] = {}
         for node_spec in topology.nodes:
             address = node_spec.address
@@ -106,7 +115,9 @@ class SimJob:
                 cost.message_cpu_at(address.role),
                 cost.byte_cpu_at(address.role),
             )
-            host = SimHost(address, node_spec.build(context), machine)
+            with assembled(math, address.role):
+                node = node_spec.build(context)
+            host = SimHost(address, node, machine)
             if node_spec.slowdown > 1.0:
                 host.slowdown_at = node_spec.slowdown_at
             self.hosts[address] = host
@@ -240,11 +251,12 @@ class SimJob:
     def finish(self) -> dict[str, Any]:
         """The end of a job whose loops all ended: the summary, the final state."""
         end = self._end()
-        summary, self.final_state = finish_job(self.topology, end)
+        with assembled(self.math):  # the final model of priced math is priced too
+            summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
         summary["cuts"] = {"taken": self.supervisor.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
-        return summary
+        return summary_of_math(summary, self.math)
 
     @property
     def curve(self) -> list[dict[str, Any]]:
