@@ -20,6 +20,7 @@ import pytest
 TIERS = ("unit", "sim", "cli", "engine")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's `loadgroup` reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
     for item in items:
