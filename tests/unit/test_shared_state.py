@@ -70,6 +70,7 @@ def test_created_tensors_hold_the_values_and_another_process_writes_them(path):
 
 def test_released_files_are_gone_and_the_mapping_lives_on(path):
     mine = create_shared(path, _tensors())
+    assert os.stat(path).st_mode & 0o777 == 0o600  # the node's user's alone
     release_shared(path)
     assert not glob.glob(path)
     mine["flat"].fill_(3.0)

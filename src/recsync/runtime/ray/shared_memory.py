@@ -49,7 +49,8 @@ def _map(path: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 def create_shared(path: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Tensors like `tensors`, holding their values, in a new file at `path`."""
     _, size = _layout(tensors)
-    with open(path, "xb") as file:
+    descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)  # the node's user's
+    with os.fdopen(descriptor, "wb") as file:
         file.truncate(size)
     mapped = _map(path, tensors)
     for name, tensor in tensors.items():
