@@ -228,8 +228,10 @@ class RayJob(Recovering):
             return POLL_EVERY_S
         if self._rate <= 0:
             return POLL_UNTIL_RATE_S
+        # half the time to the mark at the last rate: a job speeding up (its processes warm,
+        # its cores freed) still meets the mark, not the one after it too, in one wait
         to_mark = (self.evaluations.next_mark - self._handed) / self._rate
-        return min(POLL_EVERY_S, max(POLL_NEAR_MARK_S, to_mark))
+        return min(POLL_EVERY_S, max(POLL_NEAR_MARK_S, to_mark / 2))
 
     def _await_scored(self) -> None:
         """Wait until the oldest evaluation under way was scored (watching the nodes while
