@@ -21,7 +21,7 @@ from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
 from recsync.runtime.ray.cluster import cluster_machines
 from recsync.runtime.ray.errors import NodeFailure, failure
-from recsync.runtime.ray.pool import IDLE, Key, concurrency_for
+from recsync.runtime.ray.pool import IDLE, Key, concurrency_for, reply_of
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
 from recsync.runtime.timeouts import COLLECTIVE_TIMEOUT_S, PING_TIMEOUT_S, START_TIMEOUT_S
@@ -278,7 +278,7 @@ class JobActors:
         ready, _ = ray.wait(released, num_returns=len(released), timeout=PING_TIMEOUT_S)
         for actor, ref in zip(actors, released, strict=True):
             key = self.pool_keys.pop(actor._actor_id.hex(), None)
-            if not (key is not None and _released(ref, ready) and IDLE.give(key, actor)):
+            if not (key is not None and reply_of(ref, ready) is True and IDLE.give(key, actor)):
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
         self.endpoints.clear()
@@ -288,13 +288,3 @@ class JobActors:
 
 def _on(machine: str) -> NodeAffinitySchedulingStrategy:
     return NodeAffinitySchedulingStrategy(machine, soft=False)
-
-
-def _released(ref: Any, ready: list[Any]) -> bool:
-    """Whether a `release` call answered True in time (its process may host another node)."""
-    if ref not in ready:
-        return False
-    try:
-        return bool(ray.get(ref))
-    except ray.exceptions.RayError:
-        return False

@@ -62,7 +62,7 @@ class IdleActors:
         refs = [actor.ping.remote() for actor in pinged]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PING_TIMEOUT_S)
         answers = zip(pinged, refs, strict=True)
-        dead = {id(actor) for actor, ref in answers if not _answered(ref, ready)}
+        dead = {id(actor) for actor, ref in answers if reply_of(ref, ready) is None}
         for actor in pinged:
             if id(actor) in dead:
                 ray.kill(actor, no_restart=True)
@@ -82,14 +82,15 @@ class IdleActors:
         return sum(len(actors) for actors in self._idle.values())
 
 
-def _answered(ref: Any, ready: list[Any]) -> bool:
+def reply_of(ref: Any, ready: list[Any]) -> Any | None:
+    """The reply of a call among `ready` (those `ray.wait` returned), or None if it did not
+    come in time or its actor died."""
     if ref not in ready:
-        return False
+        return None
     try:
-        ray.get(ref)
+        return ray.get(ref)
     except ray.exceptions.RayError:
-        return False
-    return True
+        return None
 
 
 IDLE = IdleActors()
