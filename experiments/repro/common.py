@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from experiments.repro.points import kept_points
 from experiments.repro.registry import Progress
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import evaluate_model
@@ -45,16 +46,29 @@ def run_in_processes(
     """`run(item)` for every item, two processes at a time (the simulator is deterministic,
     so the order of the runs does not matter), each with one torch thread (two processes of
     two threads on two cores spin at every barrier); results in the items' order, each told
-    to `progress` as it is known."""
-    rows = []
-    with ProcessPoolExecutor(
-        max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
-    ) as pool:
-        for row in pool.map(run, items):
-            rows.append(row)
-            if progress:
-                progress(row)
-    return rows
+    to `progress` as it is known. Inside `points.points_kept` each result is kept on disk
+    and one computed by an earlier, stopped run of the same code is taken, not rerun."""
+    cache = kept_points()
+    known: list[tuple[bool, Any]] = [
+        (False, None) if cache is None else cache.get(run, item) for item in items
+    ]
+    todo = [item for item, (found, _) in zip(items, known, strict=True) if not found]
+    for found, row in known:
+        if found and progress:
+            progress(row)
+    computed: list[dict[str, Any]] = []
+    if todo:
+        with ProcessPoolExecutor(
+            max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool:
+            for item, row in zip(todo, pool.map(run, todo), strict=True):
+                if cache is not None:
+                    cache.put(run, item, row)
+                computed.append(row)
+                if progress:
+                    progress(row)
+    fresh = iter(computed)
+    return [row if found else next(fresh) for found, row in known]
 
 
 def strategy(name: str, **fields: Any) -> StrategyConfig:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from experiments.repro import stamp
+from experiments.repro import points, stamp
 
 Progress = Callable[[Any], None]  # told of each point or line a reproduction finishes
 Runner = Callable[[Path, Progress | None], Any]  # writes the report under its path
@@ -47,14 +47,17 @@ class Reproduction:
         self, out: Path, progress: Progress | None = None, command: str | None = None
     ) -> Any:
         """Run the reproduction into `out`, then stamp its report; `command`: the command
-        line the stamp names (this process's own where None)."""
+        line the stamp names (this process's own where None). Points finished by an earlier
+        run of the same code that stopped are taken from `out` (`points.py`)."""
         started, clock = time.time(), time.perf_counter()
-        result = self.run(out, progress)
+        with points.points_kept(out, self.run.__module__) as kept:
+            result = self.run(out, progress)
         wall = time.perf_counter() - clock
         made = stamp.make_stamp(
             self.name, self.run.__module__, list_of(self.seeds), self.cost, started, wall
         )
         made["cost_source"] = self.cost_source
+        made["points_resumed"] = kept.reused  # computed by an earlier run that stopped
         if command is not None:
             made["command"] = command
         stamp.write_stamp(out, made)

@@ -31,7 +31,7 @@ BEGIN = "<!-- stamp: written by experiments/repro/stamp.py, replaced at every ru
 END = "<!-- /stamp -->"
 PARENT_ENV = "RECSYNC_REPRODUCE_PARENT"  # set by `recsync reproduce --all` for its children
 SHARED = ("experiments/repro/common.py", "experiments/repro/verdict.py", "src/recsync/runtime/sim")
-NOT_DEPENDENCIES = {"registry", "stamp"}  # they change no number of a report
+NOT_DEPENDENCIES = {"registry", "stamp", "points"}  # they change no number of a report
 PACKAGE = "experiments.repro"
 
 
