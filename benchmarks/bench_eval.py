@@ -1,6 +1,7 @@
 """What evaluating while training costs the Ray engine: the default job (S-EASGD, 2 trainers
 x 2 workers, default model and synthetic task) with evaluations every `--eval-every`
-examples handed out over the same job with none, paired run by run. Prints one JSON
+examples handed out (each mark on `--eval-examples` held-out examples, the config's
+default; the end on all) over the same job with none, paired run by run. Prints one JSON
 object: EPS of each, `ratio` (median of the paired ratios, with evaluations / without),
 and how many metrics records the evaluating runs wrote: one per mark and the end's (marks
 that come while a record is being scored queue up; on a saturated machine the evaluator,
@@ -14,6 +15,7 @@ import dataclasses
 import json
 import statistics
 
+from recsync.app.config.run import RunSection
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -26,6 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=300_000)
     parser.add_argument("--eval-every", type=int, default=50_000)
+    parser.add_argument("--eval-examples", type=int, default=RunSection().eval_examples)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     connect(None, 2)
@@ -34,7 +37,12 @@ def main() -> None:
     plain, evaluating, ratios, records = [], [], [], []
     for _ in range(args.repeats):
         seen: list[dict] = []
-        with_eval = run_job(spec, eval_every=args.eval_every, on_eval=seen.append)["eps"]
+        with_eval = run_job(
+            spec,
+            eval_every=args.eval_every,
+            on_eval=seen.append,
+            eval_examples=args.eval_examples,
+        )["eps"]
         without = run_job(spec)["eps"]
         evaluating.append(with_eval)
         plain.append(without)
@@ -45,6 +53,7 @@ def main() -> None:
             {
                 "examples": args.examples,
                 "eval_every": args.eval_every,
+                "eval_examples": args.eval_examples,
                 "eps_evaluating": [round(e) for e in evaluating],
                 "eps_plain": [round(e) for e in plain],
                 "records": records,

@@ -50,10 +50,17 @@ def test_evaluations_while_training_record_each_mark_once_then_the_end(strategy)
     records: list[dict] = []
     jobs: list = []
     summary = run_job(
-        spec(strategy), eval_every=8_000, on_eval=records.append, on_start=jobs.append
+        spec(strategy),
+        eval_every=8_000,
+        on_eval=records.append,
+        on_start=jobs.append,
+        eval_examples=2_000,
     )
     assert len(records) == 4, [r["examples"] for r in records]
     assert jobs[0].evaluations.records[:-1] == records  # then the end's, once
+    assert [r["test_examples"] for r in jobs[0].evaluations.records] == [2_000] * 4 + [
+        SYNTHETIC.num_test
+    ]
     examples = [r["examples"] for r in jobs[0].evaluations.records]
     assert examples == sorted(set(examples)) and examples[-1] == SYNTHETIC.num_train
     assert all(0.5 < r["test_auc"] < 1.0 and r["train_loss"] > 0 for r in records)

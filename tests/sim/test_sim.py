@@ -470,3 +470,21 @@ def test_each_process_idling_on_the_shared_cores_leaves_the_work_the_rest():
         ValueError, match="5 processes idling at that would leave almost none of cost.shared_cpus"
     ):
         job("independent", cluster, dataclasses.replace(machine, process_idle_cpus=0.4))
+
+
+def test_a_mark_mid_run_scores_its_share_of_the_held_out_set_and_the_end_all_of_it():
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 1, 1), strategy_config("easgd"), SYNTHETIC)
+    sampled = SimJob(spec, plan_for(spec), CostModel(), eval_every=3_000, eval_examples=1_000)
+    sampled.run()
+    whole = SimJob(spec, plan_for(spec), CostModel(), eval_every=3_000)
+    whole.run()
+    marks = [r["test_examples"] for r in sampled.evaluations.records]
+    assert marks == [1_000] * 3 + [SYNTHETIC.num_test]
+    assert [r["test_examples"] for r in whole.evaluations.records] == [SYNTHETIC.num_test] * 4
+    # the same run (scoring does not touch it), and the end's record scores the same model
+    assert sampled.evaluations.records[-1] == whole.evaluations.records[-1]
+    for part, full in zip(
+        sampled.evaluations.records[:-1], whole.evaluations.records, strict=False
+    ):
+        assert part["examples"] == full["examples"]
+        assert abs(part["test_auc"] - full["test_auc"]) < 0.05

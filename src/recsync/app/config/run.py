@@ -72,6 +72,7 @@ class RunSection(Section):
     seed: int = 0
     runs_dir: str = "runs"
     eval_every: int = Field(default=50_000, ge=0)
+    eval_examples: int = Field(default=10_000, ge=0)
     tensorboard: bool = False
     keep_best: bool = True  # best.pt: the best evaluated model by early_stopping.metric
     early_stopping: EarlyStoppingSection = Field(default_factory=EarlyStoppingSection)

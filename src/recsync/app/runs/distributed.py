@@ -78,6 +78,7 @@ def run_distributed(
                 on_progress=on_progress,
                 on_start=on_start,
                 eval_every=config.run.eval_every,
+                eval_examples=config.run.eval_examples,
                 on_eval=run_dir.append_metrics,
                 early_stopping=config.run.early_stopping.to_spec(),
                 keep_best=config.run.keep_best,

@@ -68,6 +68,7 @@ def run_simulation(
         task = bar.add_task("simulate", total=None)
         options: dict[str, Any] = {
             "eval_every": None if priced else config.run.eval_every,
+            "eval_examples": config.run.eval_examples,
             "on_handed": lambda handed: bar.update(task, completed=handed),
             "on_eval": run_dir.append_metrics,
             "early_stopping": None if priced else config.run.early_stopping.to_spec(),

@@ -12,8 +12,7 @@ from typing import Any
 import ray
 import torch
 
-from recsync.coordinator.evaluation import Evaluations, model_quality
-from recsync.coordinator.outcome import two_classes
+from recsync.coordinator.evaluation import Evaluations, mark_test_set, model_quality
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.supervisor import Scored
 from recsync.coordinator.topology import Topology
@@ -39,12 +38,14 @@ class EvaluatorActor:
     def ready(self) -> bool:
         return True
 
-    def quality(self, reader: ReaderReport, nodes: list[Address], *reports: Any) -> Quality | None:
+    def quality(
+        self, reader: ReaderReport, mark_examples: int, nodes: list[Address], *reports: Any
+    ) -> Quality | None:
         """`reports[i]`: the report of `nodes[i]` (object refs, resolved here); scored on
-        the reader's held-out set as it is now (None while it is empty: a split of the
-        stream holds its first examples out as it goes)."""
-        test = reader.test
-        if test is None or not two_classes(test):
+        `mark_examples` of the reader's held-out set as it is now (`mark_test_set`; None
+        while it is empty: a split of the stream holds its first examples out as it goes)."""
+        test = mark_test_set(reader.test, mark_examples)
+        if test is None:
             return None
         return model_quality(self.topology, dict(zip(nodes, reports, strict=True)), test)
 
@@ -55,8 +56,8 @@ class Scoring:
     copies stay in Ray's object store until scored). How many are under way at once is the
     job's supervisor's to bound (coordinator/supervisor.py, MAX_SCORING)."""
 
-    def __init__(self, topology: Topology):
-        self.topology = topology
+    def __init__(self, topology: Topology, mark_examples: int = 0):
+        self.topology, self.mark_examples = topology, mark_examples
         self.actor: Any = None
         self._under_way: deque[tuple[Any, list[Address], list[Any], float]] = deque()
 
@@ -77,7 +78,7 @@ class Scoring:
         nodes = Evaluations.nodes(self.topology)
         refs = [hosts.actors[a].report.remote() for a in nodes]
         reader = hosts.actors[READER].report.remote()
-        quality = self.actor.quality.remote(reader, nodes, *refs)
+        quality = self.actor.quality.remote(reader, self.mark_examples, nodes, *refs)
         self._under_way.append((quality, nodes, refs, seconds))
 
     def oldest_done(self, timeout: float = 0.0) -> bool:

@@ -79,6 +79,7 @@ class RayJob(Recovering):
         keep_best: bool = False,
         checkpoint_every: CheckpointEvery | None = None,
         recovery: RecoveryPolicy | None = None,
+        eval_examples: int = 0,
     ):
         self.first_spec = self.spec = spec
         self.plan = plan
@@ -89,9 +90,11 @@ class RayJob(Recovering):
         self.doing = "starting"  # what the job does now, for an error's message
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
-        evaluations = Evaluations(self.topology, eval_every, early_stopping, keep_best)
+        evaluations = Evaluations(
+            self.topology, eval_every, early_stopping, keep_best, eval_examples
+        )
         self.supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
-        self.scoring = Scoring(self.topology) if eval_every else None
+        self.scoring = Scoring(self.topology, eval_examples) if eval_every else None
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
         self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
@@ -358,15 +361,24 @@ def run_job(
     on_checkpoint: OnCheckpoint | None = None,
     recovery: RecoveryPolicy | None = None,
     on_recovery: OnRecovery | None = None,
+    eval_examples: int = 0,
 ) -> dict[str, Any]:
-    """Plan, start, train (evaluating every `eval_every` examples handed out: each record
-    to `on_eval`; cutting as `checkpoint_every` says: each cut's state to `on_checkpoint`;
+    """Plan, start, train (evaluating every `eval_every` examples handed out, on
+    `eval_examples` of the held-out set (0: all; the end's on all): each record to
+    `on_eval`; cutting as `checkpoint_every` says: each cut's state to `on_checkpoint`;
     recovering from a lost node as `recovery` says, None: never, a line per loss and per
     recovery to `on_recovery`), evaluate, stop. Starts (and stops) a local Ray if no
     address."""
     started_ray = connect(address, num_cpus)
     job = RayJob(
-        spec, plan_for(spec), eval_every, early_stopping, keep_best, checkpoint_every, recovery
+        spec,
+        plan_for(spec),
+        eval_every,
+        early_stopping,
+        keep_best,
+        checkpoint_every,
+        recovery,
+        eval_examples,
     )
     job.on_eval = on_eval
     job.on_checkpoint = on_checkpoint

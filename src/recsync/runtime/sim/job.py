@@ -9,9 +9,14 @@ from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
-from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
+from recsync.coordinator.evaluation import (
+    EarlyStopping,
+    Evaluations,
+    mark_test_set,
+    model_quality,
+)
 from recsync.coordinator.node_specs import BuildContext
-from recsync.coordinator.outcome import JobEnd, finish_job, two_classes
+from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.readers import ReaderGroup
 from recsync.coordinator.recovery import RecoveryPolicy
@@ -78,6 +83,7 @@ class SimJob:
         recovery: RecoveryPolicy | None = None,
         supervisor: Supervisor | None = None,
         math: str = "real",
+        eval_examples: int = 0,
     ):
         """`server_threads`: CPU slots of a server's machine. `eval_every`: evaluate the
         current model on the test set each time that many more examples were handed out
@@ -91,7 +97,8 @@ class SimJob:
         `keep_best`, `checkpoint_every` and `recovery` are then its own). `math`: "real"
         (the model's math done) or "priced" (its tensors shapes only, no values: the same
         virtual times and events where compute is priced by the cost model, no model
-        quality; runtime/sim/math_modes.py)."""
+        quality; runtime/sim/math_modes.py). `eval_examples`: held-out examples a mark in
+        the middle of the run is scored on (0: all; coordinator/evaluation.py)."""
         check_math(math, spec, eval_every, early_stopping, keep_best, checkpoint_every, recovery)
         self.math = math
         fmt = None if spec.files is None else spec.files.fmt
@@ -142,7 +149,9 @@ class SimJob:
             collectives,
         )
         if supervisor is None:
-            evaluations = Evaluations(topology, eval_every or 0, early_stopping, keep_best)
+            evaluations = Evaluations(
+                topology, eval_every or 0, early_stopping, keep_best, eval_examples
+            )
             supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
         self.supervisor = supervisor
         self.on_eval = on_eval
@@ -315,10 +324,9 @@ class SimJob:
         """Quality of the model as it is now, at the exact mark (in no virtual time)."""
         nodes = Evaluations.nodes(self.topology)
         reports = {a: self.hosts[a].node.report() for a in nodes}
-        test = self.reader.test_set()
-        quality = None  # no usable held-out set yet (a split of the stream fills it as it goes)
-        if test is not None and two_classes(test):
-            quality = model_quality(self.topology, reports, test)
+        # None: no usable held-out set yet (a split of the stream fills it as it goes)
+        test = mark_test_set(self.reader.test_set(), self.evaluations.mark_examples)
+        quality = None if test is None else model_quality(self.topology, reports, test)
         self.feed(Scored(reports, quality, float(seconds)))
 
     def _crashes(self, address: Address) -> bool:
