@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from recsync.coordinator.evaluation import mark_test_set
+from recsync.data.held_out import mark_test_set
 from recsync.data.batch import Batch
 
 

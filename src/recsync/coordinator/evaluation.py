@@ -11,16 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.outcome import (
-    JobEnd,
-    evaluate_model,
-    final_dense,
-    model_state,
-    two_classes,
-)
+from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, model_state
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition
@@ -95,21 +87,6 @@ class EarlyStopWatch:
         }
 
 
-def mark_test_set(test: Batch | None, examples: int) -> Batch | None:
-    """The held-out examples a mark in the middle of a run is scored on: `examples` of
-    `test` spread evenly over it (0, or a set no larger: all of it), so that scoring every
-    mark costs a bounded share of training (the run's last record scores the whole set);
-    None when no set (or no set of both classes) is there to score yet. A sample of one
-    class falls back to the whole set."""
-    if test is None or not two_classes(test):
-        return None
-    if 0 < examples < test.batch_size:
-        sample = test.take(torch.linspace(0, test.batch_size - 1, examples).round().long())
-        if two_classes(sample):
-            return sample
-    return test
-
-
 def model_quality(topology: Topology, reports: dict[Address, Any], test: Batch) -> Quality:
     """Held-out quality of the model the nodes' reports hold (those of `Evaluations.nodes`)."""
     spec = topology.spec
@@ -144,7 +121,7 @@ class Evaluations:
     ):
         """`keep_best`: keep the model of the best record by the early-stopping rule's
         metric (`best_state`), the end's included. `mark_examples`: held-out examples a mark
-        in the middle of the run is scored on (`mark_test_set`; 0: all)."""
+        in the middle of the run is scored on (data/held_out.py; 0: all)."""
         if eval_every < 0:
             raise ValueError(f"run.eval_every must be >= 0, got {eval_every}")
         if mark_examples < 0:

@@ -19,6 +19,7 @@ from recsync.coordinator.readers import joined_report, position_of
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
+from recsync.data.held_out import two_classes
 from recsync.data.shares import StreamPosition
 from recsync.errors import DataError
 from recsync.metrics.quality import Quality, evaluate_predictions
@@ -100,12 +101,6 @@ def final_dense(spec: JobSpec, end: JobEnd) -> torch.Tensor:
     """The dense model the job ends with, as the strategy's family puts it together (the
     dense servers' blocks, or a combination of the trainers' or groups' replicas)."""
     return family_of(spec.strategy).final_dense(spec, end.of_role)
-
-
-def two_classes(test: Batch) -> bool:
-    """The held-out labels hold both classes (AUC and NE are defined)."""
-    labels = test.labels
-    return bool(labels.numel()) and bool((labels != labels[0]).any())
 
 
 def evaluate_model(

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from recsync.coordinator.handouts import Handouts
 from recsync.data.batch import Batch
+from recsync.data.held_out import mark_test_set
 from recsync.data.shares import Deal
 from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileTrainingData, SyntheticData
@@ -16,6 +17,7 @@ from recsync.protocol.node import Node
 from recsync.protocol.reading import (
     AwaitCut,
     HandedBatch,
+    HeldOutSample,
     NextBatch,
     Park,
     PauseReading,
@@ -68,6 +70,7 @@ class ReaderNode(Node):
     handles: ClassVar[dict[type[Message], str]] = {
         NextBatch: "next_batch",
         ReaderProgress: "progress",
+        HeldOutSample: "held_out_sample",
         StopReading: "stop",
         Requeue: "requeue",
         PauseReading: "pause",
@@ -246,6 +249,9 @@ class ReaderNode(Node):
         if total is not None and self.deal is not None:
             total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
         return self.total_examples, total
+
+    def held_out_sample(self, message: HeldOutSample) -> Batch | None:
+        return mark_test_set(self.source.test_set(), message.examples)
 
     def helper_cpu_seconds(self) -> float:
         """What its background producer spent making the stream (0.0 reading inline)."""

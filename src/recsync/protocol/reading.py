@@ -122,6 +122,18 @@ class ReaderProgress(Message):
 
 
 @dataclass(slots=True, eq=False)
+class HeldOutSample(Message):
+    """-> the held-out examples an evaluation in the middle of a run scores: `examples` of
+    the set spread evenly over it (0: all), or None while there is no set of both classes
+    (coordinator/evaluation.py, `mark_test_set`). Asked by the driver at each mark, so
+    that only the sample crosses to the evaluator."""
+
+    examples: int
+    kind: ClassVar[str] = "HeldOutSample"
+    control: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
 class StopReading(Message):
     """-> examples handed out: the reader hands out no more batches; the job then ends as at
     a data limit (the batches in flight finish, the end state is a checkpoint). Sent by the

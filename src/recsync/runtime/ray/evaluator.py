@@ -12,15 +12,16 @@ from typing import Any
 import ray
 import torch
 
-from recsync.coordinator.evaluation import Evaluations, mark_test_set, model_quality
-from recsync.coordinator.reader import ReaderReport
+from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.supervisor import Scored
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address
+from recsync.protocol.reading import HeldOutSample
 from recsync.runtime.ray.errors import failure
 from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.timeouts import START_TIMEOUT_S
+from recsync.runtime.transport import wire
 
 EVAL_NICE = 10
 
@@ -38,13 +39,11 @@ class EvaluatorActor:
     def ready(self) -> bool:
         return True
 
-    def quality(
-        self, reader: ReaderReport, mark_examples: int, nodes: list[Address], *reports: Any
-    ) -> Quality | None:
-        """`reports[i]`: the report of `nodes[i]` (object refs, resolved here); scored on
-        `mark_examples` of the reader's held-out set as it is now (`mark_test_set`; None
-        while it is empty: a split of the stream holds its first examples out as it goes)."""
-        test = mark_test_set(reader.test, mark_examples)
+    def quality(self, test: Any, nodes: list[Address], *reports: Any) -> Quality | None:
+        """`reports[i]`: the report of `nodes[i]` (object refs, resolved here), scored on
+        `test`: the reader's reply to `HeldOutSample` (None while it has no set to score:
+        a split of the stream holds its first examples out as it goes)."""
+        test = wire.decode(test)
         if test is None:
             return None
         return model_quality(self.topology, dict(zip(nodes, reports, strict=True)), test)
@@ -67,18 +66,26 @@ class Scoring:
         if self.actor is None:
             self.actor = EvaluatorActor.remote(self.topology)  # type: ignore[attr-defined]
 
-    def ready(self) -> None:
-        """Wait until the evaluator actor answers (started if it was not)."""
+    def ready(self, hosts: JobActors) -> None:
+        """Wait until the evaluator actor answers (started if it was not), and have the
+        reader make (or read) its held-out set now, before training: the first mark does
+        not wait for it."""
         self.launch()
+        sample = hosts.actors[READER].call.remote(wire.encode(HeldOutSample(self.mark_examples)))
         ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+        try:
+            ray.get(sample, timeout=START_TIMEOUT_S)
+        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
+            raise failure(READER.name, error) from None
 
     def start(self, hosts: JobActors, seconds: float) -> None:
         """Snapshot the model as it is now, `seconds` into training, and score it after
         those under way (the actor takes its calls in order) while training goes on."""
         nodes = Evaluations.nodes(self.topology)
         refs = [hosts.actors[a].report.remote() for a in nodes]
-        reader = hosts.actors[READER].report.remote()
-        quality = self.actor.quality.remote(reader, self.mark_examples, nodes, *refs)
+        sample = wire.encode(HeldOutSample(self.mark_examples))
+        test = hosts.actors[READER].call.remote(sample)  # only the sample crosses
+        quality = self.actor.quality.remote(test, nodes, *refs)
         self._under_way.append((quality, nodes, refs, seconds))
 
     def oldest_done(self, timeout: float = 0.0) -> bool:

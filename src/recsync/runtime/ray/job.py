@@ -338,7 +338,7 @@ class RayJob(Recovering):
             self.scoring.launch()
         looping = self.hosts.start(self.supervisor.replaceable())
         if self.scoring is not None:
-            self.scoring.ready()
+            self.scoring.ready(self.hosts)
         return looping
 
     def shutdown(self) -> None:

@@ -9,12 +9,7 @@ from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
-from recsync.coordinator.evaluation import (
-    EarlyStopping,
-    Evaluations,
-    mark_test_set,
-    model_quality,
-)
+from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
@@ -39,6 +34,7 @@ from recsync.coordinator.supervisor import (
     Supervisor,
 )
 from recsync.coordinator.topology import Topology, build_topology
+from recsync.data.held_out import mark_test_set
 from recsync.protocol import reading
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
