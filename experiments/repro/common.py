@@ -121,8 +121,7 @@ def score(sim: SimJob, test: Batch) -> float:
     """AUC of a finished simulated job's model on `test`."""
     state = sim.final_state
     assert state is not None
-    weights = [s["weight"] for s in state.shards]
-    return evaluate_model(sim.spec, sim.plan.embeddings.layout, state.dense, weights, test).auc
+    return evaluate_model(sim.spec, sim.plan.embeddings.layout, state.dense, state.shards, test).auc
 
 
 def with_stragglers(
