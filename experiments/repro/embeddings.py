@@ -5,12 +5,14 @@ whose ids are hashed into buckets, in the simulator with the real math.
 The task: the synthetic teacher task with Criteo Kaggle's 26 per-feature cardinalities
 scaled down by `Setting.scale` (each at least `floor` ids), Zipf-skewed ids, embedding
 dimension 16, and id churn: every day a share of each feature's ids is replaced by
-never-seen ones. Four parts, each saved as it ends (parts/NAME.json, reused by a rerun with
-the same setting): quality at equal memory (several seeds), memory and next-day AUC over
-continual days with and without eviction (with full and delta checkpoints of every cut),
-and examples/s of hash vs fixed tables: the cost model's ratio, and on the Ray engine when
-`engine_examples` > 0 (off by default: it needs a machine where no other Ray session runs;
-a `ray stop` elsewhere kills this one's; once saved, a rerun without it reports it too).
+never-seen ones. Four parts: quality at equal memory (several seeds), memory and next-day
+AUC over continual days with and without eviction (with full and delta checkpoints of every
+cut), the capacity run, and examples/s of hash vs fixed tables: the cost model's ratio, and
+on the Ray engine when `engine_examples` > 0 (off by default: it needs a machine where no
+other Ray session runs; a `ray stop` elsewhere kills this one's). The Ray part is saved
+(parts/engine.json, with the commit it was measured at) and a rerun without it reports it
+again, said so; every other part is computed by each run (a stopped run resumes from its
+finished points, `points.py`), so the report's numbers are its stamp's code's.
 The report is `embeddings_report.py`'s.
 """
 
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import stamp
 from experiments.repro.common import run_in_processes
 from experiments.repro.embeddings_capacity import insert_all
 from experiments.repro.embeddings_report import write_report
@@ -201,11 +204,11 @@ def _part(
     compute: Callable[[], Any] | None,
     progress: Progress | None,
 ) -> dict[str, Any] | None:
-    """A part's result and the seconds it took: reused from parts/NAME.json if it was saved
-    for this setting, else computed (`compute()`) and saved. The Ray part (`compute` None:
-    not asked for) is reused if it was run on the same task and model."""
+    """A part's result and the seconds it took, computed (`compute()`); the Ray part is
+    saved in parts/engine.json with the commit it was measured at, and reused when not
+    asked for (`compute` None) if it was run on the same task and model."""
     path = out_dir / "parts" / f"{name}.json"
-    if path.exists():
+    if path.exists() and name == "engine":
         saved: dict[str, Any] = json.loads(path.read_text())
         strict = name == "engine" and compute is not None
         same_share = name != "capacity" or (
@@ -223,8 +226,10 @@ def _part(
     result = compute()
     saved = {"setting": setting.as_dict(), "result": result}
     saved["seconds"] = time.perf_counter() - start
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(saved, indent=1))
+    if name == "engine":
+        saved["commit"] = stamp.head_commit()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(saved, indent=1))
     return saved
 
 

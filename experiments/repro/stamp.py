@@ -68,6 +68,11 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def head_commit() -> str | None:
+    """The checkout's commit (None outside a git checkout)."""
+    return _git("rev-parse", "HEAD")
+
+
 def in_git_checkout() -> bool:
     return _git("rev-parse", "--is-inside-work-tree") == "true"
 
@@ -113,7 +118,7 @@ def make_stamp(
     status = _git("status", "--porcelain", "--", *depends)
     return {
         "reproduction": name,
-        "commit": _git("rev-parse", "HEAD"),
+        "commit": head_commit(),
         "dirty": status is None or bool(status),  # its files differ from the commit's
         "command": command(),
         "launched_by": os.environ.get(PARENT_ENV),

@@ -1,5 +1,5 @@
 """The hash-embedding reproduction on a tiny setting: its report is built from its runs, its
-parts are reused by a rerun; and the synthetic task's id churn and bucketing."""
+Ray part is reused by a rerun; and the synthetic task's id churn and bucketing."""
 
 from __future__ import annotations
 
@@ -106,12 +106,18 @@ def test_the_runs_count_what_the_tables_hold(tiny):
     assert stats["delta"]["delta"]["count"] > 0
 
 
-def test_a_rerun_reuses_the_saved_parts(tiny):
+def test_a_rerun_computes_every_simulated_part_again_and_gets_the_same_numbers(tiny):
     out, results, _ = tiny
     said: list = []
     again = embeddings.reproduce(out, said.append, TINY)
-    assert again["quality"] == results["quality"] and again["seconds"] == results["seconds"]
-    assert any("quality: reused" in str(s) for s in said)
+    for new, old in zip(again["quality"], results["quality"], strict=True):
+        assert {k: v for k, v in new.items() if k != "wall_s"} == {
+            k: v for k, v in old.items() if k != "wall_s"
+        }
+    for new, old in zip(again["continual"], results["continual"], strict=True):
+        assert new["days"] == old["days"]
+    assert not any("reused" in str(s) for s in said)  # only the Ray part is ever reused
+    assert not (out / "parts").exists()
 
 
 def test_a_verdict_holds_only_beyond_twice_the_seed_spread():
@@ -186,6 +192,7 @@ def test_a_saved_ray_part_is_reported_by_a_rerun_that_does_not_run_ray(tiny, tmp
     engine = {"examples": 4_096, "repeats": 2, "eps": {"fixed": [100.0, 110.0]}, "ratios": []}
     engine["eps"]["hash"], engine["ratios"] = [90.0, 99.0], [0.9, 0.9]
     saved = {"setting": asked.as_dict(), "result": engine, "seconds": 1.0}
+    (copy / "parts").mkdir()
     (copy / "parts" / "engine.json").write_text(json.dumps(saved))
     said: list = []
     results = embeddings.reproduce(copy, said.append, TINY)  # Ray not asked for: reused

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from recsync.data.held_out import mark_test_set
 from recsync.data.batch import Batch
+from recsync.data.held_out import mark_test_set
 
 
 def held_out(labels: list[float]) -> Batch:
