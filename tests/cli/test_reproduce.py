@@ -73,7 +73,7 @@ def _toy_folder(root: Path) -> Path:
     folder = root / "experiments"
     (folder / "repro").mkdir(parents=True)
     (folder / "__init__.py").write_text("")
-    for name in ("__init__.py", "registry.py", "stamp.py"):
+    for name in ("__init__.py", "registry.py", "stamp.py", "points.py"):
         shutil.copy(EXPERIMENTS / "repro" / name, folder / "repro" / name)
     (folder / "repro" / "toy.py").write_text(TOY)
     return folder
