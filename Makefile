@@ -38,10 +38,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_step.py
 	$(BIN)/python benchmarks/bench_embedding.py
 
-# every reproduction whose report is not current (hours in all); resumes where it stopped
+# every reproduction whose report is not current (hours in all); resumes where it stopped;
+# then the site, whose results pages and claims table are rendered from what they wrote
 JOBS ?= 2
 reproduce: $(STAMP)
 	$(BIN)/recsync reproduce --all --jobs $(JOBS)
+	$(MAKE) docs
 
 clean:
 	rm -rf $(VENV) runs site

@@ -15,9 +15,12 @@ from typing import Any
 
 from experiments.repro import (
     async_at_scale,
+    auto_switching,
     auto_switching_report,
     embeddings_report,
+    embeddings_setting,
     failures,
+    failures_claims,
     gba,
     gba_switching,
     hierarchical_report,
@@ -27,6 +30,7 @@ from experiments.repro import (
     staleness_norm_report,
     swap_days,
 )
+from experiments.repro.claims import Claim
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -80,12 +84,14 @@ def _readers(results: dict[str, Any], _: Path) -> str:
 @dataclass(frozen=True)
 class Report:
     """A directory of reports/ and how its report is rendered from its results file; the
-    title names its page in the site's navigation."""
+    title names its page in the site's navigation; `claims`, where the reproduction computes
+    them, feeds the claims table (docgen/claims_table.py)."""
 
     title: str
     directory: str
     results_file: str
     render: Callable[[Any, Path], str]
+    claims: Callable[[Any], list[Claim]] | None = None  # its headline claims, from its results
 
     @property
     def page(self) -> str:
@@ -111,6 +117,7 @@ REPORTS_RENDERED = (
         "async_staleness",
         "points.json",
         lambda r, _: async_at_scale._staleness_report(r["points"], r["fit"]),
+        async_at_scale.claims,
     ),
     Report("GBA under stragglers", "gba_stragglers", "results.json", _stragglers),
     Report(
@@ -125,6 +132,7 @@ REPORTS_RENDERED = (
         "failures",
         "results.json",
         lambda r, _: failures.render_report(r["scale"], r["best"], r["validation"]),
+        failures_claims.claims,
     ),
     Report(
         "Staleness normalization",
@@ -137,13 +145,21 @@ REPORTS_RENDERED = (
         "auto_switching",
         "results.json",
         lambda r, d: auto_switching_report.report(r, (d / "scenario.toml").read_text()),
+        auto_switching.claims,
     ),
-    Report("SWAP over days", "swap_days", "results.json", lambda r, _: swap_days.report(r)),
+    Report(
+        "SWAP over days",
+        "swap_days",
+        "results.json",
+        lambda r, _: swap_days.report(r),
+        swap_days.claims,
+    ),
     Report(
         "Embedding tables",
         "embeddings",
         "results.json",
         lambda r, _: embeddings_report.report(r),
+        embeddings_setting.claims,
     ),
     Report(
         "Hierarchical training",
@@ -156,12 +172,16 @@ REPORTS_RENDERED = (
 )
 
 
+def load(report: Report) -> Any:
+    """The report's results file, as its reproduction wrote it."""
+    path = REPORTS / report.directory / report.results_file
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 @functools.cache
 def render(report: Report) -> str:
     """The report's page: its report as its code renders it from its results file."""
-    directory = REPORTS / report.directory
-    results = json.loads((directory / report.results_file).read_text(encoding="utf-8"))
-    text = report.render(results, directory)
+    text = report.render(load(report), REPORTS / report.directory)
     source = f"reports/{report.directory}/{report.results_file}"
     return f"{text.rstrip()}\n\n*Generated from `{source}` when the site was built.*\n"
 

@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from experiments.repro import reviewer
+from experiments.repro.claims import Claim
 from experiments.repro.registry import Progress, reproduction
+from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -159,6 +161,29 @@ def _plot_staleness(points: list[dict[str, Any]], fit: dict[str, float], path: P
     save_figure(fig, path)
 
 
+def staleness_verdict(fit: dict[str, float]) -> Verdict:
+    """The claim "staleness grows with the workers": the fitted slope above 0 (one seed:
+    too few seeds, with the margin shown). The fit's R^2 says how linear the growth is."""
+    return judge([fit["slope"]], 0.0, "higher")
+
+
+def claims(results: dict[str, Any]) -> list[Claim]:
+    """The report's headline claim, from its results file (points.json)."""
+    points, fit = results["points"], results["fit"]
+    workers = [p["workers"] for p in points]
+    return [
+        Claim(
+            "staleness grows linearly with the number of asynchronous workers",
+            "analysis: each of the other n-1 workers pushes about once per step",
+            f"async, {min(workers):,} to {max(workers):,} workers ({len(workers)} counts): "
+            f"mean staleness = {fit['slope']:.3f} n {fit['intercept']:+.2f}, R^2 "
+            f"{fit['r2']:.4f} (one seed)",
+            staleness_verdict(fit),
+            "async",
+        )
+    ]
+
+
 def _staleness_report(points: list[dict[str, Any]], fit: dict[str, float]) -> str:
     lines = [
         "# Staleness vs number of workers (async SGD, simulator)",
@@ -175,7 +200,8 @@ def _staleness_report(points: list[dict[str, Any]], fit: dict[str, float]) -> st
         "workers pushes about once while one worker computes).",
         "",
         f"Least-squares fit: mean staleness = {fit['slope']:.4f} n {fit['intercept']:+.2f}, "
-        f"R^2 = {fit['r2']:.4f}.",
+        f"R^2 = {fit['r2']:.4f}. Staleness grows with n (the slope above 0): "
+        f"{staleness_verdict(fit).describe()}.",
         "",
         "![staleness vs workers](staleness_vs_workers.png)",
         "",

@@ -31,7 +31,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.auto_switching_report import plot, report
+from experiments.repro.auto_switching_report import (
+    AUC_TARGET,
+    FIXED_SUFFIX,
+    SWITCH_PREFIX,
+    TIME_TARGET,
+    controller_check,
+    fastest_and_best,
+    fig6_shape,
+    plot,
+    report,
+    switched_runs,
+)
+from experiments.repro.claims import Claim
 from experiments.repro.common import CLUSTER_COST, run_in_processes
 from experiments.repro.registry import Progress, reproduction
 from recsync.app.config.load import load_config
@@ -223,3 +235,69 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]
     plot(rows, out_dir / "days.png")
     (out_dir / "report.md").write_text(report(results, scenario.read_text()))
     return results
+
+
+def claims(results: dict[str, Any]) -> list[Claim]:
+    """The report's headline claims (the controller's targets, Fig. 6's shape), from its
+    results file."""
+    rows = results["variants"]
+    by = {r["variant"]: r for r in rows}
+    fastest, best = fastest_and_best(rows)
+    days = len(by["sync" + FIXED_SUFFIX]["days"])
+    out = []
+    controller = by.get("controller")
+    if controller:
+        check = controller_check(controller, fastest, best)
+        setting = f"{days} days of a changing simulated cluster (one seed)"
+        out += [
+            Claim(
+                f"an automatic controller trains within {TIME_TARGET:.0%} of the fastest "
+                "fixed strategy's time",
+                "GBA section 6: future work; the target is the issue's",
+                f"{setting}: {check.time_ratio:.3f}x {fastest['variant']}'s time",
+                check.time_ok,
+                "controller",
+            ),
+            Claim(
+                f"an automatic controller's mean next-day AUC is within {AUC_TARGET} of the "
+                "best fixed strategy's",
+                "GBA section 6: future work; the target is the issue's",
+                f"{setting}: {best['variant']} minus the controller {check.auc_gap:+.4f}",
+                check.auc_ok,
+                "controller",
+            ),
+        ]
+    for w in switched_runs(by):
+        strategy = w.run["variant"].removeprefix(SWITCH_PREFIX).split(" > ")[0]
+        shape = fig6_shape(w.run["variant"], w.diffs, w.first, w.last)
+        paper = "Fig. 6: switching as resources change, same hyper-parameters"
+        where = f"switched on days {w.first}-{w.last} of {days} (one seed)"
+        if shape.is_gba:
+            out.append(
+                Claim(
+                    "switching sync > GBA > sync keeps sync's AUC (within 0.002 every day)",
+                    paper,
+                    f"{where}: largest gap to sync {shape.worst:+.4f}",
+                    shape.holds,
+                    "gba",
+                )
+            )
+            continue
+        assert shape.dips is not None
+        out += [
+            Claim(
+                f"switched to {strategy}, AUC dips (> 0.002 below sync)",
+                paper,
+                f"{where}: lowest {min(shape.switched):+.4f} vs sync",
+                shape.dips,
+                strategy,
+            ),
+            Claim(
+                f"switched to {strategy} and back, AUC re-converges to sync's (within 0.001)",
+                paper,
+                f"{where}: last day {w.diffs[-1]:+.4f} vs sync",
+                shape.holds,
+                strategy,
+            ),
+        ]
+    return out

@@ -11,10 +11,11 @@ from experiments.repro.embeddings_setting import (
     BOUNDED,
     UNBOUNDED,
     by_variant,
+    continual_gap,
     quality_label,
     quality_verdicts,
 )
-from experiments.repro.verdict import MIN_SEEDS, NOISE, judge, seed_sd
+from experiments.repro.verdict import MIN_SEEDS, NOISE, seed_sd
 from recsync.app.runs.plots import new_figure, save_figure
 
 
@@ -163,16 +164,11 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
             f"| {a['day']} | {a['rows_live']:,} | {b['rows_live']:,} | "
             f"{a['next_day_auc']:.4f} | {b['next_day_auc']:.4f} |"
         )
-    gap = statistics.fmean(
-        b["next_day_auc"] - a["next_day_auc"] for a, b in zip(kept, evicting, strict=True)
-    )
+    gap, verdict = continual_gap(results["continual"])
     spread = max(
         (seed_sd([r["test_auc"] for r in g]) for g in by_variant(results["quality"]).values()),
         default=0.0,
     )
-    # one training seed: the rule says too few seeds, whatever the gap (the paper's
-    # direction: eviction costs no AUC, i.e. ttl is not below no eviction)
-    verdict = judge([gap], 0.0, "higher")
     last, last_kept = evicting[-1]["rows_live"], kept[-1]["rows_live"]
     half = len(kept) // 2
     lines += [

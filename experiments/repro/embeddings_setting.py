@@ -6,10 +6,12 @@ variants' runs over seeds are compared."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any
 
+from experiments.repro.claims import Claim
 from experiments.repro.embeddings_capacity import CRITEO_CARDINALITIES
-from experiments.repro.verdict import Direction, judge
+from experiments.repro.verdict import Direction, Verdict, judge
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -149,14 +151,23 @@ def by_variant(quality: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     return runs
 
 
+def paired(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> Verdict:
+    """`a` better than `b` on `metric` (a higher AUC, a lower NE), paired by seed, judged by
+    `verdict.judge`."""
+    first = {r["seed"]: r[metric] for r in runs[a]}
+    second = {r["seed"]: r[metric] for r in runs[b]}
+    return judge(first, second, _direction(metric))
+
+
+def _direction(metric: str) -> Direction:
+    return "lower" if metric.endswith("_ne") else "higher"
+
+
 def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) -> dict[str, Any]:
     """`a` minus `b` on `metric`, paired by seed, judged by `verdict.judge`: the paper's
     direction is `a` better (a higher AUC, a lower NE); `difference` is `a` minus `b`."""
-    first = {r["seed"]: r[metric] for r in runs[a]}
-    second = {r["seed"]: r[metric] for r in runs[b]}
-    direction: Direction = "lower" if metric.endswith("_ne") else "higher"
-    verdict = judge(first, second, direction)
-    sign = 1.0 if direction == "higher" else -1.0
+    verdict = paired(runs, a, b, metric)
+    sign = 1.0 if _direction(metric) == "higher" else -1.0
     return {
         "a": a,
         "b": b,
@@ -167,6 +178,18 @@ def compare(runs: dict[str, list[dict[str, Any]]], a: str, b: str, metric: str) 
         "verdict": verdict.label,
         "judged": verdict.describe(),
     }
+
+
+def continual_gap(continual: list[dict[str, Any]]) -> tuple[float, Verdict]:
+    """Next-day AUC, ttl eviction minus no eviction, mean over the days, and its verdict
+    (the paper's direction: eviction costs no AUC, i.e. ttl is not below no eviction; one
+    training seed: too few seeds, whatever the gap)."""
+    runs = {r["variant"]: r for r in continual}
+    kept, evicting = runs["no eviction"]["days"], runs["ttl eviction"]["days"]
+    gap = statistics.fmean(
+        b["next_day_auc"] - a["next_day_auc"] for a, b in zip(kept, evicting, strict=True)
+    )
+    return gap, judge([gap], 0.0, "higher")
 
 
 def quality_verdicts(quality: list[dict[str, Any]], caps: list[int]) -> list[dict[str, Any]]:
@@ -183,3 +206,43 @@ def quality_verdicts(quality: list[dict[str, Any]], caps: list[int]) -> list[dic
         if a in runs and b in runs
         for metric in ("test_auc", "test_ne")
     ]
+
+
+def claims(results: dict[str, Any]) -> list[Claim]:
+    """The report's headline claims (the papers' premises on hash tables), from its results
+    file: at each memory budget, bounded hash tables (LRS) against fixed tables on AUC; over
+    the continual days, ttl eviction against none."""
+    runs = by_variant(results["quality"])
+    seeds = len(results["setting"]["seeds"])
+    premise = "GBA; Liu & Zhao: production models on expandable hash tables (a premise)"
+    out = []
+    for cap in results["setting"]["fixed_caps"]:
+        fixed, lrs, _ = (quality_label(v, cap) for v in BOUNDED)
+        if fixed not in runs or lrs not in runs:
+            continue
+        verdict = paired(runs, lrs, fixed, "test_auc")
+        rows = runs[fixed][0]["rows_budget"]
+        out.append(
+            Claim(
+                "at equal memory, bounded hash tables score a higher AUC than fixed tables",
+                premise,
+                f"{rows:,} rows ({cap:,} a table), {seeds} seeds: test AUC, hash LRS minus "
+                f"fixed, {verdict.effect:+.4f}",
+                verdict,
+                "hash embeddings",
+            )
+        )
+    gap, verdict = continual_gap(results["continual"])
+    days = {r["variant"]: r["days"] for r in results["continual"]}
+    kept, evicting = days["no eviction"][-1]["rows_live"], days["ttl eviction"][-1]["rows_live"]
+    out.append(
+        Claim(
+            "evicting stale rows bounds memory without lowering next-day AUC",
+            premise,
+            f"{len(days['no eviction'])} continual days: next-day AUC, ttl minus no eviction, "
+            f"{gap:+.4f}; last day {evicting:,} rows vs {kept:,} (one seed)",
+            verdict,
+            "hash embeddings",
+        )
+    )
+    return out

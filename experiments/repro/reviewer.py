@@ -87,7 +87,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "setup emulating a production cluster, ours from the stated MTBF and costs.",
         "The timeline at 1,000 workers is validated against the real-math simulator at 8 x 2 "
         "workers only; each timeline figure is a mean over failure draws whose spread is not "
-        "reported, so no seed verdict is given.",
+        "kept, so every verdict on them reads too few seeds (the margin is shown).",
         "What partial recovery's lost updates cost in model quality is not simulated.",
     ),
     "staleness-norm": (

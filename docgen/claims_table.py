@@ -1,0 +1,84 @@
+"""The claims table (issue 55, part 5): one row per headline claim of every reproduction
+whose report computes its claims (`Report.claims`), rendered when the site is built from
+the results files under reports/, so no figure in it is typed by hand. A page includes it
+where it holds MARKER (docs/choosing-a-strategy.md); the hook (docgen/hooks.py) puts it
+there. The reproductions whose reports compute no claims yet are named under the table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from docgen import results
+from experiments.repro import REPRODUCTIONS
+from experiments.repro.claims import Claim
+from experiments.repro.verdict import Verdict
+
+MARKER = "<!-- claims table (docgen/claims_table.py) -->"
+HEADER = (
+    "| bears on | reproduction | claim | paper | ours | verdict |",
+    "| --- | --- | --- | --- | --- | --- |",
+)
+
+
+def anchor(bears_on: str) -> str:
+    """The id of the first row on `bears_on` ("hash embeddings" -> "claims-hash-embeddings"):
+    a page links a statement about a strategy to `#claims-<key>`."""
+    return "claims-" + re.sub(r"[^a-z0-9]+", "-", bears_on.lower()).strip("-")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _verdict(v: Verdict) -> str:
+    seeds = f"{v.seeds} seed{'s' if v.seeds != 1 else ''}"
+    return f"**{v.label}** (effect {v.effect:+.4f}, spread {v.spread:.4f}, {seeds})"
+
+
+def render(
+    claimed: Sequence[tuple[results.Report, Sequence[Claim]]],
+    unclaimed: Sequence[results.Report] = (),
+    base: str = "",
+) -> str:
+    """The table: rows grouped by what they bear on (in order of the key), each linking to
+    its report's page (`base` + the page's path: the including page's way to the site's
+    root); then a line naming the reports `unclaimed`."""
+    rows = [(claim, report) for report, claims in claimed for claim in claims]
+    rows.sort(key=lambda row: row[0].bears_on)  # stable: a report's claims keep their order
+    lines = list(HEADER)
+    seen: set[str] = set()
+    for claim, report in rows:
+        key = claim.bears_on
+        mark = f'<span id="{anchor(key)}"></span>' if key not in seen else ""
+        seen.add(key)
+        link = f"[{_cell(report.title)}]({base}{report.page})"
+        cells = (claim.claim, claim.paper, claim.ours)
+        lines.append(
+            f"| {mark}`{_cell(key)}` | {link} | "
+            + " | ".join(_cell(c) for c in cells)
+            + f" | {_verdict(claim.verdict)} |"
+        )
+    if not rows:
+        lines = ["No reproduction computes its claims yet."]
+    if unclaimed:
+        named = ", ".join(f"[{_cell(r.title)}]({base}{r.page})" for r in unclaimed)
+        lines += ["", f"Claims not yet generated: {named}."]
+    return "\n".join(lines) + "\n"
+
+
+def reproductions() -> list[results.Report]:
+    """The rendered reports that are a reproduction's (the benchmarks' are not)."""
+    dirs = {r.report_dir.rstrip("/").removeprefix("reports/") for r in REPRODUCTIONS.values()}
+    return [report for report in results.REPORTS_RENDERED if report.directory in dirs]
+
+
+def section(base: str = "") -> str:
+    """The table as the site shows it, from the results files under reports/."""
+    claimed, unclaimed = [], []
+    for report in reproductions():
+        if report.claims is None:
+            unclaimed.append(report)
+        else:
+            claimed.append((report, report.claims(results.load(report))))
+    return render(claimed, unclaimed, base)
