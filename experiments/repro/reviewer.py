@@ -94,12 +94,18 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "What partial recovery's lost updates cost in model quality is not simulated.",
     ),
     "staleness-norm": (
-        "80 steps per worker at 3K workers (staleness 1/80 of a run) against the paper's "
-        "about 4,000 (1/5,741): the normalizations act on a far staler run than the paper's.",
+        "400 and 1,200 workers stand in for the paper's 1K and 3K (the same 3:1 ratio and "
+        "steps a worker; cut from 1K/3K to keep the run near 40 minutes, see "
+        "experiments/repro/staleness_norm.py): the staleness compares as a fraction of the "
+        "workers, not in absolute steps.",
+        "80 steps per worker on the large cluster (staleness 1/80 of a run) against the "
+        "paper's about 4,000 (1/5,741): the normalizations act on a far staler run than the "
+        "paper's.",
         "3 seeds a quality point; the learning rates are tuned on one seed over a quarter of "
-        "the examples (at 3K a quarter is 20 steps a worker, barely past the first round of "
-        "pushes), once for each un-normalized baseline on the same grid; the normalized runs "
-        "keep the 1K baseline's rate (retuned per rule, their order might change).",
+        "the examples (on the large cluster a quarter is 20 steps a worker, barely past the "
+        "first round of pushes), once for each un-normalized baseline on the same grid; the "
+        "normalized runs keep the small baseline's rate (retuned per rule, their order might "
+        "change).",
         "A small DLRM (8 tables of 10,000 rows) on one dense and one embedding server, "
         "against a 30-billion-parameter Wide & Deep model: no server contention here.",
         "The workers' 5% speed spread is chosen to match the paper's staleness spread, not "

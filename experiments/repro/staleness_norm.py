@@ -23,12 +23,13 @@ The cut (issue 55 asks for at most about 90 minutes on one core): at 1K and 3K w
 240,000 updates a run, the plan (8 tuning runs of a quarter, 21 runs) is 5.5M simulated
 updates, about 190 minutes of one core at 2.05 ms an update (the last full run: 37 minutes on
 two processes, 1.08M updates on each). The simulator's cost is per update, not per worker
-(measured: 24,000 updates took about as long at 1,000 workers as at 3,000), so both clusters
-shrink by the same factor (0.4) and so does every run (96,000 updates), keeping each worker's
-steps, the 3:1 ratio of the clusters, the staleness against the run's length and every label
-on 3 seeds: 2.2M updates, about 75 minutes of one core (MINUTES on two processes). What the
-cut gives up: the paper's absolute worker counts; the staleness is compared with the paper's
-as the mean over the workers and sd / mean.
+(on the shared, loaded machine 24,000 updates took 141 s of one core at 1,000 workers and 154
+s at 3,000, about 6 ms an update there), so both clusters shrink by one factor (0.4) and so
+does every run (96,000 updates), keeping each worker's steps, the 3:1 ratio of the clusters,
+the staleness against the run's length and every label on 3 seeds: 2.2M updates, about 75
+minutes of one core (MINUTES on two processes). What the cut gives up: the paper's absolute
+worker counts; the staleness is compared with the paper's as the mean over the workers and
+sd / mean.
 """
 
 from __future__ import annotations
