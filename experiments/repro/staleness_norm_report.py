@@ -102,11 +102,13 @@ def _cell(values: dict[int, float]) -> str:
 
 
 def mean_curve(runs: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
-    """The test AUC at each evaluation point, averaged over the seeds' runs."""
-    points = [p["examples"] for p in runs[0]["curve"]]
-    aucs = [
-        statistics.fmean(run["curve"][i]["test_auc"] for run in runs) for i in range(len(points))
+    """The test AUC at each evaluation point (the n-th of every seed's run), averaged over
+    the seeds' runs."""
+    length = min(len(run["curve"]) for run in runs)
+    points = [
+        round(statistics.fmean(run["curve"][i]["examples"] for run in runs)) for i in range(length)
     ]
+    aucs = [statistics.fmean(run["curve"][i]["test_auc"] for run in runs) for i in range(length)]
     return points, aucs
 
 
