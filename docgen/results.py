@@ -24,7 +24,7 @@ from experiments.repro import (
     gba,
     gba_switching,
     hierarchical_report,
-    psp,
+    psp_report,
     shadowsync,
     shadowsync_quality_report,
     staleness_norm_report,
@@ -126,7 +126,7 @@ REPORTS_RENDERED = (
         "results.json",
         lambda r, _: gba_switching._switching_report(r["branches"], r["segment"]),
     ),
-    Report("PSP", "psp", "results.json", lambda r, _: psp._report(r)),
+    Report("PSP", "psp", "results.json", lambda r, _: psp_report.report(r)),
     Report(
         "Failures",
         "failures",

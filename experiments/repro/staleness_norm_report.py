@@ -1,8 +1,12 @@
 """The staleness-normalization reproduction's figures and report (Liu & Zhao Fig. 5 and 6),
-read off its results: the paper's setting and number beside ours, and whether the shape holds."""
+read off its results: the paper's setting and number beside ours, and whether the shape
+holds, each claim judged over seeds by `verdict.judge`. Results written before the seeds and
+the large cluster's own tuning existed (one run a label, no seed) still render, and say so."""
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,35 +14,122 @@ from experiments.repro import reviewer
 from experiments.repro.verdict import judge
 from recsync.app.runs.plots import new_figure, save_figure
 
-FIG5 = (
-    "1K, no normalization",
-    "3K, no normalization",
-    "3K, 1/tau (Zhang et al. 2016)",
-    "3K, rho on tau'",
-)
 NEAR = 0.005  # AUC: "almost achieves the same AUC as in 1K workers"
-FIG6 = ("1K, rho", "1K, rho + data norm", "3K, rho on tau'", "3K, rho on tau' + data norm")
 
 
-def by_label(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {run["label"]: run for run in result["runs"]}
+def size_name(workers: int) -> str:
+    """A cluster's short name: 1K, 3K; 0.4K, 1.2K."""
+    return f"{workers / 1000:g}K"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Each run's label for a small and a large cluster (the paper's 1K and 3K)."""
+
+    small: int
+    large: int
+
+    def _at(self, workers: int, rule: str) -> str:
+        return f"{size_name(workers)}, {rule}"
+
+    @property
+    def base_small(self) -> str:
+        return self._at(self.small, "no normalization")
+
+    @property
+    def base_large(self) -> str:
+        return self._at(self.large, "no normalization")
+
+    @property
+    def inverse(self) -> str:
+        return self._at(self.large, "1/tau (Zhang et al. 2016)")
+
+    @property
+    def rho_large(self) -> str:
+        return self._at(self.large, "rho on tau'")
+
+    @property
+    def rho_large_data(self) -> str:
+        return self._at(self.large, "rho on tau' + data norm")
+
+    @property
+    def rho_small(self) -> str:
+        return self._at(self.small, "rho")
+
+    @property
+    def rho_small_data(self) -> str:
+        return self._at(self.small, "rho + data norm")
+
+    @property
+    def fig5(self) -> tuple[str, ...]:
+        return (self.base_small, self.base_large, self.inverse, self.rho_large)
+
+    @property
+    def fig6(self) -> tuple[str, ...]:
+        return (self.rho_small, self.rho_small_data, self.rho_large, self.rho_large_data)
+
+
+def labels_of(result: dict[str, Any]) -> Labels:
+    """The labels of `result`'s clusters (its runs' smallest and largest worker counts)."""
+    workers = [run["workers"] for run in result["runs"]]
+    return Labels(min(workers), max(workers))
+
+
+Runs = dict[str, list[dict[str, Any]]]
+
+
+def by_label(result: dict[str, Any]) -> Runs:
+    """Every label's runs (one a seed; a run without a seed is seed 0's)."""
+    runs: Runs = {}
+    for run in result["runs"]:
+        runs.setdefault(run["label"], []).append(run)
+    return runs
+
+
+def per_seed(runs: Runs, label: str, key: str = "final_auc") -> dict[int, float]:
+    return {run.get("seed", 0): run[key] for run in runs[label]}
+
+
+def _mean(values: dict[int, float]) -> float:
+    return statistics.fmean(values.values())
+
+
+def _cell(values: dict[int, float]) -> str:
+    """`mean (min-max)`, or the one value."""
+    if len(values) < 2:
+        return f"{_mean(values):.4f}"
+    return f"{_mean(values):.4f} ({min(values.values()):.4f}-{max(values.values()):.4f})"
+
+
+def mean_curve(runs: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
+    """The test AUC at each evaluation point (the n-th of every seed's run), averaged over
+    the seeds' runs."""
+    length = min(len(run["curve"]) for run in runs)
+    points = [
+        round(statistics.fmean(run["curve"][i]["examples"] for run in runs)) for i in range(length)
+    ]
+    aucs = [statistics.fmean(run["curve"][i]["test_auc"] for run in runs) for i in range(length)]
+    return points, aucs
 
 
 def write_report(result: dict[str, Any], out_dir: Path) -> None:
-    runs = by_label(result)
+    runs, names = by_label(result), labels_of(result)
     for name, labels, title in (
-        ("fig5_staleness_norm.png", FIG5, "Fig. 5: staleness normalization at 3K workers"),
-        ("fig6_data_norm.png", FIG6, "Fig. 6: data normalization over rho"),
+        (
+            "fig5_staleness_norm.png",
+            names.fig5,
+            f"Fig. 5: staleness normalization at {size_name(names.large)} workers",
+        ),
+        ("fig6_data_norm.png", names.fig6, "Fig. 6: data normalization over rho"),
     ):
         fig, ax = new_figure(7, 4)
         for label in labels:
-            curve = runs[label]["curve"]
-            style = "k--" if label.startswith("1K, no") else "-"
-            ax.plot(
-                [p["examples"] for p in curve], [p["test_auc"] for p in curve], style, label=label
-            )
+            if label not in runs:
+                continue
+            style = "k--" if label == names.base_small else "-"
+            ax.plot(*mean_curve(runs[label]), style, label=label)
         ax.set_xlabel("examples")
-        ax.set_ylabel("test AUC")
+        ax.set_ylabel(f"test AUC (mean over {len(runs[names.base_small])} seeds)")
         ax.set_title(f"{title} (simulated)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -46,111 +137,170 @@ def write_report(result: dict[str, Any], out_dir: Path) -> None:
     (out_dir / "report.md").write_text(report(result))
 
 
+def _grid(tuning: list[dict[str, Any]], workers: int) -> str:
+    rows = [t for t in tuning if t.get("workers", workers) == workers]
+    return ", ".join(f"x{t['lr_factor']:g} AUC {t['final_auc']:.4f}" for t in rows)
+
+
+def _edge(factor: float, tuning: list[dict[str, Any]]) -> str:
+    grid = [t["lr_factor"] for t in tuning]
+    return " (at the grid's edge)" if factor in (min(grid), max(grid)) else ""
+
+
+def tuning_text(result: dict[str, Any], names: Labels) -> str:
+    """How the learning rates were set: the grid at each size and what was frozen."""
+    tuning, lr = result["tuning"], result["lr_factor"]
+    small, large = size_name(names.small), size_name(names.large)
+    text = (
+        "Learning rates: tuned once on each un-normalized baseline over a quarter of the "
+        "examples (seed 0), factors of the default dense (0.01) and sparse (0.05) Adagrad "
+        f"rates; {small}: {_grid(tuning, names.small)}; x{lr:g}{_edge(lr, tuning)} is frozen "
+        f"for every run below but the {large} un-normalized baseline"
+    )
+    if "lr_factor_large" not in result:
+        return (
+            text + ", which ran at it too: these results predate its own tuning (`recsync "
+            "reproduce staleness-norm` tunes it on the same grid)."
+        )
+    lr_large = result["lr_factor_large"]
+    return (
+        f"{text}. {large}, on the same grid: {_grid(tuning, names.large)}; the {large} "
+        f"un-normalized baseline runs at its best, x{lr_large:g}{_edge(lr_large, tuning)}."
+    )
+
+
 def report(result: dict[str, Any]) -> str:
     runs, paper, setting = by_label(result), result["paper"], result["setting"]
-    small, large = runs["1K, no normalization"], runs["3K, no normalization"]
+    names = labels_of(result)
+    small, large = runs[names.base_small][0], runs[names.base_large][0]
+    s_name, l_name = size_name(names.small), size_name(names.large)
+    seeds = sorted(per_seed(runs, names.base_small))
     lines = [
-        "# Staleness and data normalization at 1K and 3K workers (Liu & Zhao Fig. 5, 6; simulator)",
+        f"# Staleness and data normalization at {s_name} and {l_name} workers (Liu & Zhao "
+        "Fig. 5, 6; simulator)",
         "",
         "Paper: an e-commerce Wide & Deep model (30 billion sparse parameters), asynchronous "
         f"SGD on 1K and 3K workers, about {paper['batch']} examples per iteration, 12 million "
         f"iterations at 3K workers (about {paper['steps_per_worker']:,} per worker), Adagrad.",
         "",
-        f"Ours: async in the simulator with the real math, {setting['total_steps']:,} updates "
-        f"of {setting['batch_size']} examples per run (every run the same examples: "
-        f"{small['steps_per_worker']} steps per worker at 1K, {large['steps_per_worker']} at "
-        f"3K), DLRM with {setting['tables']} (Zipf ids), MLPs 64-32, one dense and one "
-        "embedding server, synthetic teacher data (teacher AUC "
-        f"{small['teacher_auc']:.4f}). Cost model: `{setting['cost']}`.",
+        f"Ours: async in the simulator with the real math on {names.small:,} and "
+        f"{names.large:,} workers (the paper's 1K and 3K: the same ratio), "
+        f"{setting['total_steps']:,} updates of {setting['batch_size']} examples per run "
+        f"(every run the same examples: {small['steps_per_worker']} steps per worker at "
+        f"{s_name}, {large['steps_per_worker']} at {l_name}), DLRM with {setting['tables']} "
+        "(Zipf ids), MLPs 64-32, one dense and one embedding server, synthetic teacher data "
+        f"(teacher AUC {small['teacher_auc']:.4f}). Cost model: `{setting['cost']}`. Seeds: "
+        f"{', '.join(map(str, seeds))} (each seed varies the initial weights, the data order "
+        "and the workers' speeds; rho's moments are read off the same seed's un-normalized "
+        "runs).",
         "",
         "Scale difference, plainly: the paper's workers make about 4,000 steps each and its "
         f"staleness is 1/{paper['steps_per_worker'] * 3_000 // 2_090:,} of its run; ours make "
-        f"{large['steps_per_worker']} at 3K (staleness 1/"
+        f"{large['steps_per_worker']} at {l_name} (staleness 1/"
         f"{setting['total_steps'] // max(1, round(large['staleness']['mean'])):,} of the run). "
         "A run of thousands of steps per worker at 3K workers is 12M+ simulated updates, about "
-        "5 hours of real math per run on this 2-core machine; one run here takes about 6 "
-        "minutes.",
+        "5 hours of real math per run on this 2-core machine.",
         "",
-        "Learning rates: tuned once on the 1K un-normalized baseline over a quarter of the "
-        "examples, factors of the default dense (0.01) and sparse (0.05) Adagrad rates: "
-        + ", ".join(f"x{t['lr_factor']:g} AUC {t['final_auc']:.4f}" for t in result["tuning"])
-        + f"; x{result['lr_factor']:g} is frozen for every run below. One seed (0).",
+        tuning_text(result, names),
         "",
-        *_staleness_table(runs, paper),
+        *_staleness_table(runs, paper, names),
         "",
         "![Fig. 5](fig5_staleness_norm.png) ![Fig. 6](fig6_data_norm.png)",
         "",
-        "| run | rule | final test AUC | logloss |",
-        "| --- | --- | --- | --- |",
+        "| run | rule (seed 0) | lr factor | seeds | final test AUC (mean; min-max) | logloss |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for run in result["runs"]:
+    for label, label_runs in runs.items():
+        first = label_runs[0]
         lines.append(
-            f"| {run['label']} | `{run['norm']}` | {run['final_auc']:.4f} | "
-            f"{run['final_logloss']:.4f} |"
+            f"| {label} | `{first['norm']}` | x{first['lr_factor']:g} | {len(label_runs)} | "
+            f"{_cell(per_seed(runs, label))} | "
+            f"{_mean(per_seed(runs, label, 'final_logloss')):.4f} |"
         )
     return reviewer.appended("\n".join([*lines, "", *findings(result)]), "staleness-norm")
 
 
-def _staleness_table(runs: dict[str, dict[str, Any]], paper: dict[str, Any]) -> list[str]:
+def _staleness_table(runs: Runs, paper: dict[str, Any], names: Labels) -> list[str]:
     lines = [
         "Staleness of the dense gradients once every worker has pushed (each worker's first "
-        "push left out), un-normalized runs, beside the paper's Fig. 3:",
+        "push left out), un-normalized runs (mean over seeds), beside the paper's Fig. 3 "
+        "(mean over workers: E[tau] ~ n, so the ratio compares across sizes):",
         "",
-        "| workers | ours: mean | variance | sd / mean | paper: mean | variance | sd / mean |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| workers | ours: mean | mean / workers | variance | sd / mean | paper: workers | "
+        "mean | mean / workers | variance | sd / mean |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for label, workers in (("1K, no normalization", "1000"), ("3K, no normalization", "3000")):
-        s = runs[label]["staleness"]
-        mean, variance = paper["staleness"][workers]
+    for label, workers, paper_workers in (
+        (names.base_small, names.small, 1000),
+        (names.base_large, names.large, 3000),
+    ):
+        moments = [run["staleness"] for run in runs[label]]
+        mean = statistics.fmean(m["mean"] for m in moments)
+        variance = statistics.fmean(m["variance"] for m in moments)
+        spread = statistics.fmean(m["std"] / m["mean"] for m in moments)
+        paper_mean, paper_variance = paper["staleness"][str(paper_workers)]
         lines.append(
-            f"| {int(workers):,} | {s['mean']:,.0f} | {s['variance']:,.0f} | "
-            f"{s['std'] / s['mean']:.1%} | {mean:,.0f} | {variance:,.0f} | "
-            f"{variance**0.5 / mean:.1%} |"
+            f"| {workers:,} | {mean:,.0f} | {mean / workers:.2f} | {variance:,.0f} | "
+            f"{spread:.1%} | {paper_workers:,} | {paper_mean:,.0f} | "
+            f"{paper_mean / paper_workers:.2f} | {paper_variance:,.0f} | "
+            f"{paper_variance**0.5 / paper_mean:.1%} |"
         )
     return lines
 
 
+def _gap(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
+    """|a - b| on each seed both have."""
+    return {s: abs(a[s] - b[s]) for s in a.keys() & b.keys()}
+
+
 def findings(result: dict[str, Any]) -> list[str]:
-    """Each claim: the paper's, ours, and whether the shape holds."""
-    runs = by_label(result)
-    auc = {label: run["final_auc"] for label, run in runs.items()}
-    expected = auc["1K, no normalization"]
-    large = {label: auc[label] for label in FIG5[1:]}
+    """Each claim: the paper's, ours, and whether the shape holds (paired by seed)."""
+    runs, names = by_label(result), labels_of(result)
+    s_name, l_name = size_name(names.small), size_name(names.large)
+    auc = {label: per_seed(runs, label) for label in runs}
+    expected, rho = auc[names.base_small], auc[names.rho_large]
+    rho_gap, none_gap = _gap(expected, rho), _gap(expected, auc[names.base_large])
+    mean_rho_gap = _mean(expected) - _mean(rho)
+    mean_none_gap = _mean(expected) - _mean(auc[names.base_large])
+    closed = 1.0 - mean_rho_gap / mean_none_gap if mean_none_gap else 0.0
+    near = judge(rho_gap, NEAR, "lower")  # rho at the large size within NEAR of the small
+    closer = judge(rho_gap, none_gap, "lower")  # closer to the small than no normalization
+    large = {label: _mean(auc[label]) for label in names.fig5[1:]}
     worst = min(large, key=lambda label: large[label])
-    rho_gap = expected - auc["3K, rho on tau'"]
-    none_gap = expected - auc["3K, no normalization"]
-    closed = 1.0 - rho_gap / none_gap if none_gap else 0.0
-    # one seed a run: the verdict rule shows each margin, and says too few seeds
-    near = judge([abs(rho_gap)], NEAR, "lower")  # rho at 3K within NEAR of 1K
-    closer = judge([abs(rho_gap)], abs(none_gap), "lower")  # closer than no normalization
-    verdict_rho = (
-        f"rho within {NEAR} of 1K: {near.describe()}; closer to 1K than no normalization "
-        f"(closes {closed:.0%} of the gap): {closer.describe()}."
-    )
-    linear = auc["3K, 1/tau (Zhang et al. 2016)"]
-    runner_up = min(v for label, v in large.items() if label != "3K, 1/tau (Zhang et al. 2016)")
-    worst_verdict = judge([linear], runner_up, "lower")
-    gain_small = auc["1K, rho + data norm"] - auc["1K, rho"]
-    gain_large = auc["3K, rho on tau' + data norm"] - auc["3K, rho on tau'"]
-    gains = judge([min(gain_small, gain_large)], 0.0, "higher")
+    runner_up = min((lb for lb in large if lb != names.inverse), key=lambda lb: large[lb])
+    worst_verdict = judge(auc[names.inverse], auc[runner_up], "lower")
     paper = result["paper"]["fig6_gain"]
+    gains = []
+    for size, paper_size, plain, with_data in (
+        (s_name, "1000", names.rho_small, names.rho_small_data),
+        (l_name, "3000", names.rho_large, names.rho_large_data),
+    ):
+        if plain in auc and with_data in auc:
+            verdict = judge(auc[with_data], auc[plain], "higher")
+            gains.append(
+                f"{size} {_mean(auc[with_data]) - _mean(auc[plain]):+.4f} AUC (paper, at "
+                f"{int(paper_size) // 1000}K: {paper[paper_size]}), above rho alone: "
+                f"{verdict.describe()}"
+            )
+        else:
+            gains.append(f"{size} not run (see the module's docstring)")
     return [
-        "Findings:",
+        "Findings (means over seeds; verdicts paired by seed):",
         "",
-        f"- Fig. 5, rho keeps 3K near 1K (paper: rho at 3K reaches about the 1K AUC, both "
-        f"baselines fall short): 1K un-normalized {expected:.4f}; at 3K no normalization "
-        f"{auc['3K, no normalization']:.4f} ({-none_gap:+.4f}), rho on tau' "
-        f"{expected - rho_gap:.4f} ({-rho_gap:+.4f}). Shape " + verdict_rho,
+        f"- Fig. 5, rho keeps {l_name} near {s_name} (paper: rho at 3K reaches about the 1K "
+        f"AUC, both baselines fall short): {s_name} un-normalized {_mean(expected):.4f}; at "
+        f"{l_name} no normalization {_mean(auc[names.base_large]):.4f} ({-mean_none_gap:+.4f}), "
+        f"rho on tau' {_mean(rho):.4f} ({-mean_rho_gap:+.4f}). Shape: rho's gap to {s_name} "
+        f"below {NEAR}: {near.describe()}; rho's gap below no normalization's (closes "
+        f"{closed:.0%} of the gap): {closer.describe()}.",
         f"- Fig. 5, 1/tau worst (paper: linear normalization converges worst): 1/tau "
-        f"{auc['3K, 1/tau (Zhang et al. 2016)']:.4f}, worst of the 3K runs: {worst}; 1/tau "
-        f"below the other 3K runs' lowest: {worst_verdict.describe()}.",
+        f"{_mean(auc[names.inverse]):.4f}, worst of the {l_name} runs: {worst}; 1/tau below "
+        f"the next lowest {l_name} run ({runner_up}): {worst_verdict.describe()}.",
         "- How the rules act on Adagrad: a factor common to every gradient cancels in "
         "Adagrad's g / sqrt(sum g^2). 1/tau still matters because the first ~n updates (each "
         "worker's first push, tau < n) enter the accumulator at full size and every later "
         "one at about 1/n of it: every later step is shrunk, a smaller learning rate in "
         "effect. rho on tau' leaves the fresher half of the gradients whole and all but "
-        "drops the staler half (tau' > mu' gives rho = tau'^-2, about 1e-6).",
-        f"- Fig. 6, data normalization over rho (paper: 1K {paper['1000']}, 3K "
-        f"{paper['3000']}): ours 1K {gain_small:+.4f} AUC, 3K {gain_large:+.4f}; the smaller "
-        f"gain above 0: {gains.describe()}.",
+        "drops the staler half (tau' > mu' gives rho = tau'^-2, about 1/mu'^2).",
+        f"- Fig. 6, data normalization over rho: {'; '.join(gains)}.",
     ]

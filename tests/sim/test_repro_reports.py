@@ -8,11 +8,8 @@ from experiments.repro import (
     gba_switching,
     hierarchical,
     hierarchical_report,
-    psp,
     shadowsync,
     shadowsync_quality,
-    staleness_norm,
-    staleness_norm_report,
     swap_days,
 )
 from experiments.repro import hierarchical_settings as ht
@@ -70,85 +67,6 @@ def test_switching_report_checks_the_claims_against_the_table():
     assert "GBA / all-reduce 2.00x (the paper: 2.0-2.3x" in text
     assert "`async` 0.0300, `gba` 0.0010" in text
     assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
-
-
-def psp_row(variant: str, seconds: float, loss: float, seed: int = 0, setting: str = "") -> dict:
-    return {
-        "setting": setting or psp.PAPER,
-        "seed": seed,
-        "variant": variant,
-        "virtual_seconds": seconds,
-        "train_loss": loss + 0.03,
-        "test_logloss": loss,
-        "test_auc": 0.7,
-        "global_steps": 10,
-        "dropped": {},
-    }
-
-
-def test_psp_report_compares_times_with_the_papers_over_seeds():
-    labels = list(psp.VARIANTS)
-    rows = []
-    for seed, jitter in enumerate((-2.0, 0.0, 2.0)):
-        rows += [
-            psp_row(psp.NO_DELAYS, 100.0 + jitter, 0.50, seed),
-            psp_row(labels[0], 130.0 + jitter, 0.50, seed),
-            psp_row(labels[1], 104.0 + jitter, 0.51, seed),
-            psp_row(labels[2], 91.0 + jitter, 0.505, seed),
-            psp_row(labels[3], 78.0 + jitter, 0.56, seed),
-        ]
-    rows += [psp_row(label, 120.0, 0.5, 0, psp.EXTENSION) for label in labels]
-    text = psp._report(rows)
-    assert "prolong full synchronization by 30%" in text
-    assert "(c=28) takes 20.0% less time" in text and "(b=90%) 30.0% less" in text
-    assert "take 40.0% less time (the paper: 31.7%) and end at test logloss 0.5600" in text
-    assert "| push c=28 | 104.0 (102.0-106.0) | -20.0% | 164.97, -17.5% |" in text
-    assert f"## {psp.EXTENSION}, 1 seed (mean; min-max)" in text
-
-
-def norm_run(label: str, workers: int, auc: float, mean: float = 1000.0, std: float = 80.0):
-    return {
-        "label": label,
-        "workers": workers,
-        "norm": "none",
-        "lr_factor": 0.25,
-        "steps_per_worker": 240_000 // workers,
-        "final_auc": auc,
-        "final_logloss": 0.5,
-        "teacher_auc": 0.76,
-        "curve": [{"examples": 10, "test_auc": auc}],
-        "staleness": {"mean": mean, "variance": std * std, "std": std},
-    }
-
-
-def test_norm_report_reads_each_claim_off_the_runs():
-    runs = [
-        norm_run("1K, no normalization", 1000, 0.70),
-        norm_run("3K, no normalization", 3000, 0.60, mean=3000.0, std=150.0),
-        norm_run("3K, 1/tau (Zhang et al. 2016)", 3000, 0.55),
-        norm_run("3K, rho on tau'", 3000, 0.68),
-        norm_run("1K, rho", 1000, 0.69),
-        norm_run("1K, rho + data norm", 1000, 0.70),
-        norm_run("3K, rho on tau' + data norm", 3000, 0.66),
-    ]
-    result = {
-        "runs": runs,
-        "lr_factor": 0.25,
-        "tuning": [{"lr_factor": 0.25, "final_auc": 0.7}, {"lr_factor": 0.5, "final_auc": 0.6}],
-        "paper": staleness_norm.PAPER,
-        "setting": {"total_steps": 240_000, "batch_size": 64, "tables": "8", "cost": "c"},
-    }
-    text = staleness_norm_report.report(result)
-    assert "| 3,000 | 3,000 | 22,500 | 5.0% | 2,090 | 11,300 | 5.1% |" in text
-    assert "x0.25 AUC 0.7000, x0.5 AUC 0.6000; x0.25 is frozen" in text
-    one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
-    assert f"rho on tau' 0.6800 (-0.0200). Shape rho within 0.005 of 1K: effect -0.0150 {one}; " \
-        f"closer to 1K than no normalization (closes 80% of the gap): effect +0.0800 {one}." \
-        in text  # fmt: skip
-    assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016); 1/tau below the other 3K " \
-        f"runs' lowest: effect +0.0500 {one}." in text  # fmt: skip
-    assert f"ours 1K +0.0100 AUC, 3K -0.0200; the smaller gain above 0: effect -0.0200 {one}." \
-        in text  # fmt: skip
 
 
 def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():

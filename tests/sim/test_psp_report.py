@@ -1,0 +1,121 @@
+"""The PSP report: Table 1, the no-delay panel (Fig. 3) and the delay-rate sweep are read
+off the rows they are given, every verdict by verdict.judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from experiments.repro import psp, psp_plots, psp_report
+from experiments.repro import psp_settings as ps
+
+JITTER = (-2.0, 0.0, 2.0)  # virtual seconds by seed; the losses move by a thousandth of it
+# time and loss without delays, and what each delayed fraction of the pulls adds
+TIME = {ps.SYNC: 100.0, ps.PUSH: 98.0, ps.PUSH_PULL: 105.0, ps.SMALL: 95.0}
+TIME_PER_DELAY = {ps.SYNC: 30_000.0, ps.PUSH: 15_000.0, ps.PUSH_PULL: 5_000.0, ps.SMALL: 4_000.0}
+LOSS = {ps.SYNC: 0.50, ps.PUSH: 0.501, ps.PUSH_PULL: 0.50, ps.SMALL: 0.56}
+
+
+def psp_row(variant: str, seconds: float, loss: float, seed: int = 0, setting: str = "") -> dict:
+    return {
+        "setting": setting or ps.PAPER,
+        "seed": seed,
+        "variant": variant,
+        "virtual_seconds": seconds,
+        "train_loss": loss + 0.03,
+        "test_logloss": loss,
+        "test_auc": 0.7,
+        "global_steps": 10,
+        "dropped": {},
+    }
+
+
+def modelled(setting: str, variant: str, fraction: float, seed: int) -> dict:
+    jitter = JITTER[seed]
+    seconds = TIME[variant] + TIME_PER_DELAY[variant] * fraction + jitter
+    row = psp_row(variant, seconds, LOSS[variant] + jitter / 1000, seed, setting)
+    return {**row, "delay_fraction": fraction}
+
+
+def all_rows() -> list[dict]:
+    """A run of every point `psp._runs` makes, its numbers from TIME, TIME_PER_DELAY, LOSS."""
+    return [
+        modelled(setting, variant, faults.delay_fraction, seed)
+        for setting, variant, _, faults, seed in psp._runs()
+    ]
+
+
+def test_the_runs_cover_every_panel_with_three_seeds():
+    runs = psp._runs()
+    assert len(runs) == len(set(map(repr, runs))) == 4 * 3 * 2 + 3 * 3 * 3 + 4
+    sweep = [(r[1], r[3].delay_fraction) for r in runs if r[0] == ps.SWEEP]
+    assert {f for _, f in sweep} == {0.0008, 0.0032, 0.0064}
+    assert {v for v, _ in sweep} == {ps.SYNC, ps.PUSH, ps.PUSH_PULL}
+    clean = [r for r in runs if r[0] == ps.NO_DELAY]
+    assert {r[3].delay_fraction for r in clean} == {0.0} and len(clean) == 12
+
+
+def test_psp_report_compares_times_with_the_papers_over_seeds():
+    labels = list(ps.VARIANTS)
+    rows = []
+    for seed, jitter in enumerate(JITTER):
+        rows += [
+            psp_row(ps.NO_DELAYS, 100.0 + jitter, 0.50, seed),  # rows before the panel
+            psp_row(labels[0], 130.0 + jitter, 0.50, seed),
+            psp_row(labels[1], 104.0 + jitter, 0.51, seed),
+            psp_row(labels[2], 91.0 + jitter, 0.505, seed),
+            psp_row(labels[3], 78.0 + jitter, 0.56, seed),
+        ]
+    rows += [psp_row(label, 120.0, 0.5, 0, ps.EXTENSION) for label in labels]
+    text = psp_report.report(rows)
+    assert "prolong full synchronization by 30%" in text
+    assert "(c=28) takes 20.0% less time" in text and "(b=90%) 30.0% less" in text
+    assert "take 40.0% less time (the paper: 31.7%) and end at test logloss 0.5600" in text
+    assert "| push c=28 | 104.0 (102.0-106.0) | -20.0% | 164.97, -17.5% |" in text
+    assert f"## {ps.EXTENSION}, 1 seed (mean; min-max)" in text
+    # the older rows hold neither panel, and say so
+    assert "Not in these results (they predate the panel)" in text
+    assert "Not in these results (they predate the sweep)" in text
+
+
+def test_no_delay_panel_judges_each_variant_against_sync():
+    text = psp_report.report(all_rows())
+    assert "## No delays (the paper's Fig. 3), 3 seeds (mean; min-max)" in text
+    assert psp_report.MATCH_RULE in text
+    # c=28: 2 s faster, loss 0.001 higher, against a spread of 2 s and 0.002: a match
+    assert (
+        "| push c=28 | 98.0 (96.0-100.0) | -2.0% | 0.5010 (0.4990-0.5030) | effect -2.0 "
+        "against 2 x spread 2.0 over 3 seeds: within noise | effect +0.0010 against 2 x "
+        "spread 0.0020 over 3 seeds: within noise | yes |"
+    ) in text
+    # c=28 + b=90%: 5 s slower (beyond 2 x 2 s); c=20 + b=75%: a loss 0.06 higher
+    assert "effect +5.0 against 2 x spread 2.0 over 3 seeds: holds |" in text
+    assert (
+        "Fig. 3, PSP matches sync without delays: push c=28: yes; push c=28 + pull b=90%: "
+        "no (slower); push c=20 + pull b=75%: no (higher loss)."
+    ) in text
+    # the paper setting's table takes its no-delay sync row from the panel
+    assert "| sync, no delays | 100.0 (98.0-102.0) | -32.4% |" in text
+
+
+def test_delay_sweep_gives_ratios_at_every_rate_and_judges_the_growth():
+    text = psp_report.report(all_rows())
+    assert "## Delay-rate sweep (recsync's; the paper has one rate, 0.16%), 3 seeds" in text
+    # 0.64%: sync 292 s, 2.92x its no-delay time; c=28 194/292 = 0.664, c=28 + b=90% 137/292
+    sync = [292.0 + j for j in JITTER]
+    clean = [100.0 + j for j in JITTER]
+    both = [137.0 + j for j in JITTER]
+    over_clean = sum(s / c for s, c in zip(sync, clean, strict=True)) / 3
+    ratio = sum(b / s for b, s in zip(both, sync, strict=True)) / 3
+    assert f"| 0.64% | 292.0 | {over_clean:.3f} | " in text
+    assert f"| {ratio:.3f} | " in text
+    assert "| 0.00% | 100.0 | 1.000 | 0.980 | 1.050 | 1.050 |" in text
+    # the growth: c=28 + b=90% at 0 (105/100) against at 0.64% (137/292), paired by seed
+    assert "- push c=28 + pull b=90%: time over sync's 1.050 at 0.00%, 0.469 at 0.64%" in text
+    assert "(the paper, at 0.16%: 0.700); the gain grows: effect +0.581" in text
+    assert text.count("the gain grows: effect") == 2 and "over 3 seeds: holds." in text
+
+
+def test_psp_figures_are_drawn_for_every_panel(tmp_path: Path):
+    psp_plots.write_figures(all_rows(), tmp_path)
+    names = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert names == ["psp.png", "psp_delay_sweep.png", "psp_no_delays.png"]
