@@ -32,18 +32,15 @@ from typing import Any
 
 from experiments.repro import gba
 from experiments.repro import gba_switching_report as report
-from experiments.repro.common import (
-    EMBEDDING_SERVERS,
-    run_in_processes,
-    run_segment,
-    score,
-    strategy,
-)
+from experiments.repro.common import EMBEDDING_SERVERS, run_in_processes, run_segment, strategy
 from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import ClusterSpec
+from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
 
 DAYS = 6
 SYNC_DAYS = 2
@@ -99,6 +96,14 @@ def run_day(
         "dropped": sum(summary.get("gradients_dropped", {}).values()),
     }
     return sim.final_state, row
+
+
+def score(sim: SimJob, test: Batch) -> float:
+    """AUC of a finished simulated job's model (its end state) on `test`."""
+    state = sim.final_state
+    assert state is not None
+    layout = sim.plan.embeddings.layout
+    return evaluate_model(sim.spec, layout, state.dense, state.shards, test).auc
 
 
 @functools.cache
