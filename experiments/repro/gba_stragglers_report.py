@@ -187,7 +187,8 @@ def _main_findings(result: dict[str, Any]) -> list[str]:
         f"never wait give s(1 - f) + f = {model:.2f}x: the ratio is set by the stragglers we "
         "inject, not a property of GBA (the sweep below). At least the paper's "
         f"{PAPER_SPEEDUP}x: {faster.describe(2)}. Tab. 5.2's ratios are {PAPER_TABLE_SPEEDUP}.",
-        f"- GBA's token decay fires: it excluded {_counts(drops['GBA'])} of {gradients:,} "
+        f"- GBA's token decay {'fired' if any(drops['GBA'].values()) else 'never fired'}: "
+        f"it excluded {_counts(drops['GBA'])} of {gradients:,} "
         f"gradients a run (seeds {', '.join(str(v) for v in drops['GBA'].values())}); BSP, "
         f"which applies whatever arrives, excluded {_counts(drops['BSP'])}; Hop-BW "
         f"{_counts(drops['Hop-BW'])} (the paper: 786-1,454 vs 300K of its days' batches).",
@@ -311,10 +312,14 @@ def _severity_findings(result: dict[str, Any]) -> list[str]:
             or "no point of the sweep"
         )
         + "; harsher stragglers than those give more than the paper's strained cluster did.",
-        "- GBA's decay excludes gradients from a slowdown of "
-        + (f"{first['slowdown']:g}x on" if first else "none of the sweep")
-        + " (iota 4: a batch started slow must span more than about 5 global steps); below "
-        "it GBA applies exactly what BSP applies.",
+        (
+            f"- GBA's decay excludes gradients from a slowdown of {first['slowdown']:g}x on "
+            "(iota 4: a batch started slow must span more than about 5 global steps); where "
+            "it excludes none, GBA applies exactly what BSP applies."
+            if first
+            else "- GBA's decay excluded no gradient at any point of the sweep: GBA applied "
+            "what BSP applies throughout."
+        ),
     ]
 
 

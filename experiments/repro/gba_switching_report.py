@@ -129,7 +129,8 @@ def _findings(result: dict[str, Any]) -> list[str]:
         f"{_mean(gba_worst.values()):.4f} (seeds "
         f"{', '.join(f'{v:.4f}' for v in gba_worst.values())}). Within {WITHIN}: "
         f"{judge(gba_worst, WITHIN, 'lower').describe()}.",
-        f"- GBA is not BSP here: its token decay excluded {_mean(excluded.values()):,.1f} "
+        f"- GBA {'is not' if any(excluded.values()) else 'is'} BSP here: its token decay "
+        f"excluded {_mean(excluded.values()):,.1f} "
         f"gradients a run over the switched days (seeds "
         f"{', '.join(f'{v:.0f}' for v in excluded.values())}); mean AUC of the switched days "
         f"GBA {_mean(switched_auc('gba').values()):.4f}, BSP "
