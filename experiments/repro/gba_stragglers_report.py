@@ -368,8 +368,9 @@ def _plot_severity(result: dict[str, Any], path: Path) -> None:
     right.axhline(mean(sync), color="k", label="sync")
     right.axhspan(mean(sync) - sd(sync), mean(sync) + sd(sync), color="k", alpha=0.1)
     for v in ("GBA", "BSP"):
-        aucs = [by_seed(severity, v, "test_auc", slowdown=x) for x in xs]
-        right.errorbar(xs, [mean(a) for a in aucs], [sd(a) for a in aucs], marker="o", label=v)
+        at = [x for x in xs if by_seed(severity, v, "test_auc", slowdown=x)]
+        aucs = [by_seed(severity, v, "test_auc", slowdown=x) for x in at]
+        right.errorbar(at, [mean(a) for a in aucs], [sd(a) for a in aucs], marker="o", label=v)
     right.set_xscale("log", base=2)
     right.set_xlabel("straggler slowdown (main fraction)")
     right.set_ylabel("test AUC (mean +- sd over seeds)")

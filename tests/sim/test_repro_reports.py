@@ -563,3 +563,8 @@ def test_traffic_differences_leave_out_only_what_timing_decides():
     assert hierarchical.traffic_differences(run(10, 5, 3, 4), run(10, 5, 3, 5)) == [
         "trainers row pushes: 7 vs 8 bytes"
     ]
+
+
+def test_gba_reports_write_their_figures_without_bsp_below_the_decay(tmp_path):
+    gba_stragglers_report.write(gba_result(), tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {"report.md", "severity.png", "throughput.png"}
