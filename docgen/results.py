@@ -21,8 +21,8 @@ from experiments.repro import (
     embeddings_setting,
     failures,
     failures_claims,
-    gba,
-    gba_switching,
+    gba_stragglers_report,
+    gba_switching_report,
     hierarchical_report,
     psp_report,
     shadowsync,
@@ -40,8 +40,9 @@ INDEX = "results/index.md"
 
 
 def _stragglers(results: Any, _: Path) -> str:
-    examples = gba.STRAGGLER_WORKERS * gba.STRAGGLER_STEPS_PER_WORKER * 256
-    return gba._stragglers_report(results, examples)
+    if isinstance(results, list):  # one seed a strategy, before issue 55's setting
+        return gba_stragglers_report.legacy(results)
+    return gba_stragglers_report.render(results)
 
 
 def _benchmark(path: Path) -> Any:
@@ -124,7 +125,7 @@ REPORTS_RENDERED = (
         "GBA switching",
         "gba_switching",
         "results.json",
-        lambda r, _: gba_switching._switching_report(r["branches"], r["segment"]),
+        lambda r, _: gba_switching_report.render(r),
     ),
     Report("PSP", "psp", "results.json", lambda r, _: psp_report.report(r)),
     Report(

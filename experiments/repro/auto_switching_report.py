@@ -30,8 +30,8 @@ NOTES = [
     "its own (8x as many, each of a batch 8x smaller, so noisier), and Adagrad's "
     "accumulators sum their squares: after the switched days they hold many times what "
     "sync's hold (the findings give the ratios), so every later sync step is that much "
-    "smaller (Adagrad divides by the square root). The gba-switching reproduction (32 "
-    "workers) shows the dip itself (async -0.034 on the first switched day).",
+    "smaller (Adagrad divides by the square root). The gba-switching reproduction (16 "
+    "workers, 8x stragglers while switched) measures the dip on the first switched day.",
     "- Times are the simulator's virtual seconds; segments cost a little (each stretch is a "
     "job start and drain): the controller's 4 stretches a day against one.",
 ]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from experiments.repro import (
     auto_switching_report,
     gba,
+    gba_stragglers_report,
     gba_switching,
+    gba_switching_report,
     hierarchical,
     hierarchical_report,
     shadowsync,
@@ -14,59 +16,188 @@ from experiments.repro import (
 )
 from experiments.repro import hierarchical_settings as ht
 
+SETTING = {
+    "workers": 16,
+    "trainers": 4,
+    "local_batch": 128,
+    "global_steps": 500,
+    "seeds": [0, 1, 2],
+    "step_ms": 29.9,
+    "main_fraction": 0.125,
+    "main_slowdown": 8.0,
+    "sync_grid": [0.25, 1.0, 4.0],
+    "async_grid": [0.0625, 0.25, 1.0],
+    "sweep_steps": 60,
+    "backup": 2,
+    "cost": "C",
+}
 
-def straggler_row(variant: str, eps: float, steps: int, staleness: float, dropped=None, **kw):
+
+def gba_point(variant, seed, eps, auc, dropped=None, slowdown=8.0, fraction=0.125, **kw):
     return {
         "variant": variant,
+        "seed": seed,
+        "slowdown": slowdown,
+        "fraction": fraction,
+        "lr_factor": kw.get("lr", 1.0),
+        "steps": kw.get("steps", 500),
+        "math": kw.get("math", "real"),
+        "examples": kw.get("steps", 500) * 2048,
         "eps": eps,
-        "global_steps": steps,
-        "mean_staleness": staleness,
-        "max_staleness": int(staleness * 3),
-        "mean_row_staleness": staleness,
+        "virtual_seconds": 1.0,
+        "global_steps": kw.get("global_steps", kw.get("steps", 500)),
+        "mean_staleness": 0.5,
+        "max_staleness": 6,
+        "mean_row_staleness": 0.5,
         "dropped": dropped or {},
         "blocked_s": kw.get("blocked_s", 0.0),
-        "test_auc": kw.get("auc", 0.7),
+        "test_auc": auc,
     }
 
 
-def test_straggler_report_gives_staleness_in_global_steps_beside_the_paper():
-    rows = [
-        straggler_row("sync", 100.0, 10, 0.0, blocked_s=5.0, auc=0.72),
-        straggler_row("GBA (iota 4)", 250.0, 10, 0.5, auc=0.71, dropped={"stale": 3}),
-        straggler_row("async", 250.0, 1280, 64.0, auc=0.5),
-        straggler_row("BSP (any 128)", 250.0, 10, 1.5),
-        straggler_row("Hop-BS (s 4)", 120.0, 1280, 12.8, blocked_s=2.0),
-        straggler_row("Hop-BW (b 13)", 200.0, 12, 0.0, dropped={"late": 128}, blocked_s=1.0),
+def gba_result():
+    main, severity, sweep = [], [], []
+    for seed in (0, 1, 2):
+        d = 0.0001 * seed
+        main += [
+            gba_point("sync", seed, 100.0, 0.7200 + d, blocked_s=50.0),
+            gba_point("GBA", seed, 700.0, 0.7195 + d, {"stale": 40 + seed}),
+            gba_point("BSP", seed, 700.0, 0.7150 + d),
+            gba_point("Hop-BW", seed, 300.0, 0.7190 + d, {"late": 900}),
+            gba_point("async", seed, 700.0, 0.7000 + d, lr=0.25, global_steps=8000),
+            gba_point("Hop-BS", seed, 300.0, 0.6900 + d, lr=0.25, global_steps=8000),
+        ]
+        for x, drop in ((4.0, 0), (16.0, 300)):
+            gba_drop = {"stale": drop} if drop else {}
+            severity += [
+                gba_point("GBA", seed, 100.0 * x, 0.7190 + d, gba_drop, slowdown=x),
+            ]
+            if drop:
+                severity.append(gba_point("BSP", seed, 100.0 * x, 0.7090 + d, slowdown=x))
+        for f in (0.125, 0.25):
+            for x in (1.0, 2.0, 4.0, 8.0, 16.0):
+                if x == 1.0 and f == 0.25:
+                    continue
+                ratio = x * (1 - f) + f if x > 1 else 1.0
+                drop = {"stale": 5} if x >= 8 else {}
+                at = {"slowdown": x, "fraction": f, "steps": 60, "math": "priced"}
+                sweep += [
+                    gba_point("sync", seed, 100.0, None, **at),
+                    gba_point("GBA", seed, 100.0 * ratio, None, drop, **at),
+                ]
+    severity += [r for r in main if r["variant"] in ("GBA", "BSP")]
+    tuning = [
+        gba_point("sync", 0, 100.0, a, lr=f) for f, a in ((0.25, 0.71), (1.0, 0.72), (4.0, 0.715))
+    ] + [
+        gba_point("async", 0, 700.0, a, lr=f) for f, a in ((0.0625, 0.69), (0.25, 0.70), (1.0, 0.5))
     ]
-    assert gba.STRAGGLER_WORKERS == 128
-    text = gba._stragglers_report(rows, 1280 * 256)
-    assert "GBA runs at 2.50x the EPS of `sync`" in text
-    # async: 64 updates of one gradient = 0.5 global steps of 128 gradients
-    assert "| async | 250 | 2.50x | 1,280 | 0.50 (1.5) | - |" in text
-    assert "| GBA (iota 4) | 250 | 2.50x | 10 | 0.50 (1.0) | 0.12-0.21 (9-11) |" in text
-    assert "GBA excluded 3 of 1,280 gradients, Hop-BW 128 (the paper: 786-1,454 vs 300K)" in text
-    assert "Hop-BS 0.10 (max 0.3, blocking fast workers 2.0 s), BSP 1.50" in text
-    assert "GBA (iota 4), async, BSP (any 128) never block a worker" in text
+    return {
+        "setting": SETTING,
+        "lr": {"sync": 1.0, "async": 0.25},
+        "tuning": tuning,
+        "main": main,
+        "severity": severity,
+        "sweep": sweep,
+    }
 
 
-def test_switching_report_checks_the_claims_against_the_table():
+def test_straggler_report_judges_every_claim_over_seeds():
+    result = gba_result()
+    assert gba.best_factors(result["tuning"]) == {"sync": 1.0, "async": 0.25}
+    text = gba_stragglers_report.render(result)
+    assert "| `sync` test AUC | - | 0.7100 | 0.7200 | 0.7150 |" in text
+    assert "| `async` test AUC | 0.6900 | 0.7000 | 0.5000 | - |" in text
+    assert "| GBA | x1 | 700 | 7.00x | 500 |" in text
+    assert "| Hop-BS | x0.25 | 300 | 3.00x | 8,000 |" in text
+    assert "GBA runs at 7.00x the EPS of `sync` (seeds 7.00, 7.00, 7.00)" in text
+    assert "s(1 - f) + f = 7.12x" in text
+    assert "paper's 2.4x: effect +4.60 against 2 x spread 0.00 over 3 seeds: holds" in text
+    assert (
+        "GBA's token decay fired: it excluded 41.0 of 8,000 gradients a run (seeds 40, 41, 42)"
+        in text
+    )
+    assert "BSP, which applies whatever arrives, excluded 0.0; Hop-BW 900.0" in text
+    # GBA - BSP = +0.0045 on every seed; spread = sd of either side's AUCs, 0.0001
+    assert "GBA above BSP: effect +0.0045 against 2 x spread 0.0001 over 3 seeds: holds" in text
+    # GBA 0.0005 below sync on every seed: within 0.002 holds, above sync does not
+    assert "GBA within 0.002 of `sync`: effect +0.0015" in text
+    assert (
+        "GBA above `sync`: effect -0.0005 against 2 x spread 0.0001 over 3 seeds: "
+        "does not hold" in text
+    )
+    assert "| 25.0% | 4x | 3.25 +- 0.00 | 3.25 | 0.0 | holds |" in text
+    assert "| - | 1x | 1.00 +- 0.00 | 1.00 | 0.0 | does not hold |" not in text  # effect 0
+    assert "| - | 1x | 1.00 +- 0.00 | 1.00 | 0.0 | within noise |" in text
+    assert "| 16x | 300.0 | -0.0010 +- 0.0000 | -0.0110 +- 0.0000 | effect +0.0100" in text
+    assert "| 4x | 0.0 | -0.0010 +- 0.0000 | - | GBA excluded none: BSP's updates |" in text
+    assert "of a step that waits for its slowest: 0% apart at most over the sweep" in text
+    assert (
+        "Ratios of at most the paper's 2.4x come from 12.5% of workers 2x slower, "
+        "25.0% of workers 2x slower;" in text
+    )
+    assert "GBA's decay excludes gradients from a slowdown of 8x on" in text
+    assert "## What a reviewer would still ask" in text
+
+
+def test_straggler_legacy_results_render_a_table():
+    rows = [gba_point("sync", 0, 100.0, 0.73), gba_point("GBA", 0, 700.0, 0.72, {"stale": 3})]
+    text = gba_stragglers_report.legacy(rows)
+    assert text.startswith("# ") and "| GBA | 700 | 500 | 3 | 0.7200 |" in text
+
+
+def switching_run(seed, branch, auc, eps, dropped=(0, 0, 0)):
+    return {
+        "seed": seed,
+        "branch": branch,
+        "auc": auc,
+        "eps": [eps] * 3,
+        "dropped": list(dropped),
+        "global_steps": [64] * 3,
+    }
+
+
+def test_switching_report_checks_the_claims_against_all_reduce():
     days = gba_switching.DAYS
-    base = [0.70 + 0.01 * d for d in range(days)]
-    branches = {
-        "sync": {"auc": base, "eps": [100.0]},
-        "gba": {"auc": [a - 0.001 for a in base], "eps": [150.0]},
-        "async": {"auc": base[:2] + [a - 0.03 for a in base[2:]], "eps": [150.0]},
+    runs = []
+    for seed in (0, 1, 2):
+        base = [0.70 + 0.01 * d + 0.0001 * seed for d in range(days)]
+        runs += [
+            switching_run(seed, "allreduce", base, 100.0),
+            switching_run(
+                seed, "gba", base[:2] + [a - 0.001 for a in base[2:]], 600.0, (10, 20, 30 + seed)
+            ),
+            switching_run(seed, "bsp", base[:2] + [a - 0.004 for a in base[2:]], 600.0),
+            switching_run(seed, "async", base[:2] + [a - 0.03 for a in base[2:]], 600.0),
+        ]
+    result = {
+        "runs": runs,
+        "days": days,
+        "sync_days": 2,
+        "per_day": 131_072,
+        "workers": 16,
+        "local_batch": 128,
+        "drift": 0.1,
+        "test_per_day": 20_000,
+        "stragglers": "S",
     }
-    segment = {
-        "allreduce": {"eps": 80.0, "auc": 0.7},
-        "sync": {"eps": 90.0, "auc": 0.7},
-        "gba": {"eps": 160.0, "auc": 0.7},
-    }
-    text = gba_switching._switching_report(branches, segment)
-    assert "within 0.0010 of continuing `sync`" in text and "1.50x" in text
-    assert "GBA / all-reduce 2.00x (the paper: 2.0-2.3x" in text
-    assert "`async` 0.0300, `gba` 0.0010" in text
-    assert f"day {days - 1}: GBA is within 0.0010" in text and "`async` is 0.0300 behind" in text
+    text = gba_switching_report.render(result)
+    assert "worst gap to continuing all-reduce over the switched days is 0.0010" in text
+    assert "Within 0.002: effect +0.0010 against 2 x spread 0.0000 over 3 seeds: holds" in text
+    assert (
+        "GBA is not BSP here: its token decay excluded 61.0 gradients a run over the "
+        "switched days (seeds 60, 61, 62)" in text
+    )
+    assert "GBA above BSP: effect +0.0030 against 2 x spread 0.0001 over 3 seeds: holds" in text
+    assert "GBA at 6.00x all-reduce's EPS" in text
+    assert "`async` 0.0300, `bsp` 0.0040, `gba` 0.0010" in text
+    assert "| gba | 0.7001 | 0.7101 | 0.7191 |" in text and "| 600 | 61.0 |" in text
+    assert "same AUC as `gba`" not in text
+    same = [
+        r | {"auc": runs[1]["auc"]} if r["branch"] == "bsp" and r["seed"] == 0 else r for r in runs
+    ]
+    assert "for seeds [0]: the decay never fired" in gba_switching_report.render(
+        result | {"runs": same}
+    )
 
 
 def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
@@ -350,3 +481,8 @@ def test_traffic_differences_leave_out_only_what_timing_decides():
     assert hierarchical.traffic_differences(run(10, 5, 3, 4), run(10, 5, 3, 5)) == [
         "trainers row pushes: 7 vs 8 bytes"
     ]
+
+
+def test_gba_reports_write_their_figures_without_bsp_below_the_decay(tmp_path):
+    gba_stragglers_report.write(gba_result(), tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {"report.md", "severity.png", "throughput.png"}
