@@ -127,7 +127,7 @@ def run_point(point: Point) -> dict[str, Any]:
 
 def examples_for(trainers: int, threads: int, iterations: int) -> int:
     """Enough data for every worker thread to run `iterations` iterations of batch 256."""
-    return trainers * threads * iterations * TrainSpec().batch_size
+    return trainers * threads * iterations * int(TrainSpec().batch_size)
 
 
 def by_seed(rows: list[dict[str, Any]], key: str, **match: Any) -> dict[int, float]:
