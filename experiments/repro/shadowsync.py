@@ -198,7 +198,7 @@ def _plot(points: list[dict[str, Any]], path: Path) -> None:
 
 
 def _report(points: list[dict[str, Any]]) -> str:
-    seeds = sorted({p["seed"] for p in points})
+    seeds = sorted({p.get("seed", 0) for p in points})
     threads = WORKERS_PER_TRAINER
     lines = [
         "# ShadowSync Fig. 5 in the simulator",
@@ -266,7 +266,7 @@ def _growth(points: list[dict[str, Any]], variant: str, servers: int) -> dict[in
     """seed -> EPS at the most trainers over EPS at the fewest."""
     few, most = TRAINERS[0], TRAINERS[-1]
     eps = {
-        (p["seed"], p["trainers"]): p["eps"]
+        (p.get("seed", 0), p["trainers"]): p["eps"]
         for p in points
         if p["variant"] == variant and p["sync_servers"] == servers
     }

@@ -130,7 +130,7 @@ def _setting(results: dict[str, Any], seeds: list[int]) -> list[str]:
     tried = ", ".join(f"{r['dense_lr']:g}: {r['test_logloss']:.5f}" for r in tuning)
     return [
         "Default DLRM and synthetic task (26 tables of 100 rows), the same "
-        f"{results.get('examples', 2_097_152):,} examples in one pass for every run (the "
+        f"{results.get('examples', 1 << 20):,} examples in one pass for every run (the "
         "paper's one-pass rule: more trainers, "
         "fewer examples each), 4 worker threads per trainer (the paper: 24), as many "
         "embedding servers as trainers, S-EASGD's shadow thread syncs without waiting. "
@@ -146,7 +146,7 @@ def _setting(results: dict[str, Any], seeds: list[int]) -> list[str]:
         "",
         "Scale, plainly: the paper trains Model-A/B on billions of examples with 24 threads "
         "per trainer and reports an internal loss; ours is logloss on a small synthetic "
-        f"task, {results.get('examples', 2_097_152):,} examples, so each worker thread runs "
+        f"task, {results.get('examples', 1 << 20):,} examples, so each worker thread runs "
         + ", ".join(f"{i:.0f}" for i in results["iterations_per_thread"].values())
         + " iterations at "
         + ", ".join(results["iterations_per_thread"])
