@@ -1,0 +1,65 @@
+"""The Fig. 4 norms are what the dense server was pushed and what it applied."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from experiments.repro import gba_norms
+from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.data.synthetic import SyntheticSpec
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.messages import PushDenseGradient
+from recsync.sync.registry import load_families, strategy_config
+
+load_families()
+SYNTHETIC = SyntheticSpec(num_train=16 * 32, num_test=200, num_dense=4, table_rows=(50,) * 4)
+MODEL = ModelSpec(
+    num_dense=4,
+    tables=tuple(TableSpec(f"C{i}", 50, 8) for i in range(4)),
+    bottom_mlp=(16,),
+    top_mlp=(16,),
+)
+
+
+def spec_of(name: str, batch: int) -> JobSpec:
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
+    synthetic = dataclasses.replace(SYNTHETIC, num_train=4 * 8 * batch)
+    return JobSpec(MODEL, TrainSpec(batch_size=batch), cluster, strategy_config(name), synthetic)
+
+
+def test_push_norms_keeps_each_push_and_the_mean_of_each_m():
+    norms = gba_norms.PushNorms(2)
+    grads = [torch.tensor([3.0, 4.0]), torch.tensor([1.0, 0.0]), torch.tensor([0.0, 2.0])]
+    for worker, grad in enumerate(grads):
+        norms(PushDenseGradient(worker, 7, grad), None)
+    norms("not a push", None)  # type: ignore[arg-type]
+    assert norms.pushed == pytest.approx([5.0, 1.0, 2.0])
+    assert norms.applied == pytest.approx([float(torch.tensor([2.0, 2.0]).norm())])
+    assert norms.versions == [(0, 7), (1, 7), (2, 7)]
+    assert grads[0].tolist() == [3.0, 4.0]  # the pushed gradients are left as they were
+    with pytest.raises(ValueError, match="aggregate"):
+        gba_norms.PushNorms(0)
+
+
+def test_sync_run_is_seen_push_by_push_and_step_by_step():
+    job, norms = gba_norms.observed(spec_of("sync", 16))
+    summary = job.run()
+    assert len(norms.pushed) == 4 * 8  # every worker's every step
+    assert len(norms.applied) == summary["global_steps"] == 8
+    for step in range(8):  # each aggregate: every worker once, of one version
+        group = norms.versions[4 * step : 4 * step + 4]
+        assert sorted(w for w, _ in group) == [0, 1, 2, 3]
+        assert {v for _, v in group} == {step}
+    assert all(n > 0 for n in norms.pushed)
+    assert all(a <= max(norms.pushed) for a in norms.applied)
+
+
+def test_larger_local_batches_push_smaller_norms():
+    small, large = (gba_norms.observed(spec_of("bsp", b)) for b in (8, 128))
+    for job, _ in (small, large):
+        job.run()
+    assert sum(large[1].pushed) / 32 < sum(small[1].pushed) / 32
