@@ -12,7 +12,9 @@ batch of SYNC_BATCH; BSP (M = 32) at BSP_BATCHES, one of which is SYNC_BATCH, so
 aggregation size equals sync's there (the paper's BSP-4K against sync at 6.4K: similar, not
 equal). Every run makes STEPS_PER_WORKER steps per worker; the first WARMUP of its pushes
 are left out (the start of training, where every norm is large). 3 seeds (initial weights
-and data order). About 6 minutes of one core for the 12 runs.
+and data order). About 8 minutes of one core for the 12 runs (estimated from gba-scaling's
+measured cost of a real-math worker step: about 35 ms at a local batch of 256, 15 at 16
+to 64), 5 on two processes.
 
 What is measured, without touching the product code: the simulator's hook on a hosted
 node (`HostedNode.observer`, told of every message the node handles) on the dense server
@@ -53,12 +55,12 @@ from recsync.runtime.sim.job import SimJob
 WORKERS = NUM_TRAINERS * WORKERS_PER_TRAINER  # 32
 SYNC_BATCH = 64
 BSP_BATCHES = (16, 64, 256)
-STEPS_PER_WORKER = 30
+STEPS_PER_WORKER = 50
 WARMUP = 0.25  # of a run's pushes, left out
 SEEDS = (0, 1, 2)
 NORMS_COST = with_stragglers(CLUSTER_COST)
 
-Point = tuple[str, int, int]  # strategy ("sync" | "bsp"), local batch, seed
+Point = tuple[str, int, int, int]  # strategy ("sync" | "bsp"), local batch, seed, steps
 
 
 class PushNorms:
@@ -88,8 +90,9 @@ class PushNorms:
             self._sum, self._count = None, 0
 
 
-def job_spec(name: str, local_batch: int, seed: int) -> JobSpec:
-    examples = WORKERS * STEPS_PER_WORKER * local_batch
+def job_spec(name: str, local_batch: int, seed: int, steps: int) -> JobSpec:
+    """`name` on the 32 workers, `steps` steps per worker of `local_batch` examples."""
+    examples = WORKERS * steps * local_batch
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
     cluster = ClusterSpec(NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=1)
     train = TrainSpec(batch_size=local_batch, seed=seed)
@@ -106,8 +109,8 @@ def observed(spec: JobSpec) -> tuple[SimJob, PushNorms]:
 
 
 def run_point(point: Point) -> dict[str, Any]:
-    name, local_batch, seed = point
-    job, norms = observed(job_spec(name, local_batch, seed))
+    name, local_batch, seed, steps = point
+    job, norms = observed(job_spec(name, local_batch, seed, steps))
     summary = job.run()
     pushed = norms.pushed[int(WARMUP * len(norms.pushed)) :]
     applied = norms.applied[int(WARMUP * len(norms.applied)) :]
@@ -128,8 +131,9 @@ def run_point(point: Point) -> dict[str, Any]:
 
 
 def points() -> list[Point]:
-    runs = [("bsp", b, seed) for b in sorted(BSP_BATCHES, reverse=True) for seed in SEEDS]
-    return runs + [("sync", SYNC_BATCH, seed) for seed in SEEDS]
+    bsp = sorted(BSP_BATCHES, reverse=True)  # the longest first
+    runs = [("bsp", b, seed, STEPS_PER_WORKER) for b in bsp for seed in SEEDS]
+    return runs + [("sync", SYNC_BATCH, seed, STEPS_PER_WORKER) for seed in SEEDS]
 
 
 def show(row: dict[str, Any]) -> str:
@@ -158,7 +162,7 @@ def settings() -> dict[str, Any]:
     paper="GBA (Alibaba, NeurIPS 2022)",
     claim="Fig. 4: L2 norms of dense gradients, sync vs BSP at several local batch sizes",
     report_dir="reports/gba_norms",
-    minutes=5.0,
+    minutes=5.0,  # 8 minutes of one core, two processes
     seeds=SEEDS,
     cost={"norms": NORMS_COST},
     show=show,

@@ -59,7 +59,10 @@ def shrinks(rows: Rows, which: str, stat: str) -> Verdict:
 
 def resembles(rows: Rows, which: str, sync_batch: int) -> Verdict:
     """BSP at sync's local batch nearer to `sync` than the nearest other BSP, by seed."""
-    others = [b for name, b in variants(rows) if name == "bsp" and b != sync_batch]
+    bsp = [b for name, b in variants(rows) if name == "bsp"]
+    if sync_batch not in bsp:
+        raise ValueError(f"no BSP run at sync's local batch {sync_batch} (BSP at {bsp})")
+    others = [b for b in bsp if b != sync_batch]
     seeds = sorted(by_seed(rows, "sync", sync_batch, f"{which}_mean"))
     matched = {s: distance(rows, sync_batch, which, s) for s in seeds}
     nearest = {s: min(distance(rows, b, which, s) for b in others) for s in seeds}

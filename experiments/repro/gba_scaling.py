@@ -73,13 +73,14 @@ WORKER_FLOPS = 3.75e8  # a batch of 256 of the default DLRM in about 2 s
 SCALING_COST = with_stragglers(dataclasses.replace(CLUSTER_COST, worker_flops=WORKER_FLOPS))
 AUC_TOLERANCE = 0.002  # "steady": |AUC(800) - AUC(100)| below this, beyond the seeds' noise
 
-Point = tuple[str, int, int]  # ("eps" priced | "auc" real, workers, seed)
+Point = tuple[str, int, int, int]  # ("eps" priced | "auc" real, workers, seed, examples)
 
 
 def points() -> list[Point]:
     """Every run of the reproduction: the real-math ones first (the longest)."""
-    runs: list[Point] = [("auc", n, seed) for n in AUC_WORKERS for seed in SEEDS]
-    runs += [("eps", n, seed) for n in THROUGHPUT_WORKERS for seed in SEEDS]
+    throughput = THROUGHPUT_STEPS * GLOBAL_BATCH
+    runs: list[Point] = [("auc", n, seed, AUC_EXAMPLES) for n in AUC_WORKERS for seed in SEEDS]
+    runs += [("eps", n, seed, throughput) for n in THROUGHPUT_WORKERS for seed in SEEDS]
     return runs
 
 
@@ -101,9 +102,8 @@ def job_spec(workers: int, seed: int, examples: int) -> JobSpec:
 
 
 def run_point(point: Point) -> dict[str, Any]:
-    """One run: priced for "eps" (THROUGHPUT_STEPS global steps), real for "auc"."""
-    kind, workers, seed = point
-    examples = AUC_EXAMPLES if kind == "auc" else THROUGHPUT_STEPS * GLOBAL_BATCH
+    """One run of `examples` examples: priced math for "eps", real for "auc"."""
+    kind, workers, seed, examples = point
     spec = job_spec(workers, seed, examples)
     job = SimJob(spec, plan_for(spec), SCALING_COST, math="real" if kind == "auc" else "priced")
     summary = job.run()
