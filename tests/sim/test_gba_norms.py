@@ -63,3 +63,19 @@ def test_larger_local_batches_push_smaller_norms():
     for job, _ in (small, large):
         job.run()
     assert sum(large[1].pushed) / 32 < sum(small[1].pushed) / 32
+
+
+def test_a_point_runs_and_its_rows_make_the_report(monkeypatch, tmp_path):
+    monkeypatch.setattr(
+        gba_norms, "job_spec", lambda name, batch, seed, steps: spec_of(name, batch)
+    )
+    rows = [
+        gba_norms.run_point(p) for p in (("bsp", 8, 0, 8), ("bsp", 32, 0, 8), ("sync", 8, 0, 8))
+    ]
+    sync = rows[-1]
+    assert sync["aggregate_examples"] == 8 * 4 and len(sync["applied"]) == 8 - 2  # 25% left out
+    assert len(sync["pushed"]) == 32 - 8 and sync["mean_staleness"] == 0.0
+    assert sync["pushed_mean"] == pytest.approx(sum(sync["pushed"]) / len(sync["pushed"]))
+    text = gba_norms.report(rows, dict(gba_norms.settings(), sync_batch=8))
+    assert "| sync-8 | 8 | 32 |" in text and "over 1 seed: too few seeds" in text
+    gba_norms.plot(rows, tmp_path / "norms.png")

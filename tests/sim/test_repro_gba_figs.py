@@ -62,8 +62,8 @@ def test_scaling_report_says_when_the_auc_falls():
     rows = scaling_rows((0.6900, 0.6910, 0.6920))  # 0.01 lower at every seed
     text = gba_scaling_report.report(rows, gba_scaling.settings())
     assert (
-        "not more than 0.002 below, effect -0.0080 against 2 x spread 0.0000 over 3 seeds: does not hold"
-        in text
+        "not more than 0.002 below, effect -0.0080 against 2 x spread 0.0000 over 3 seeds: "
+        "does not hold" in text
     )
     rows = [r for r in rows if r["seed"] != 2]
     text = gba_scaling_report.report(rows, gba_scaling.settings())
