@@ -10,11 +10,15 @@ and synthetic task (the paper: YouTubeDNN on its Private data), recsync's defaul
 optimizers; 20% of the workers 4x slower, so BSP's aggregates are stale. `sync` at a local
 batch of SYNC_BATCH; BSP (M = 32) at BSP_BATCHES, one of which is SYNC_BATCH, so that BSP's
 aggregation size equals sync's there (the paper's BSP-4K against sync at 6.4K: similar, not
-equal). Every run makes STEPS_PER_WORKER steps per worker; the first WARMUP of its pushes
-are left out (the start of training, where every norm is large). 3 seeds (initial weights
-and data order). About 8 minutes of one core for the 12 runs (estimated from gba-scaling's
-measured cost of a real-math worker step: about 35 ms at a local batch of 256, 15 at 16
-to 64), 5 on two processes.
+equal). Every run starts from one checkpoint (per seed): `sync` at SYNC_BATCH after
+WARM_STEPS steps per worker (the paper's runs inherit a pre-trained checkpoint; from
+scratch, BSP at the smaller batches blew up in its first steps on a scaled-down check, AUC
+0.50 after 6 steps a worker, and its norms measured that, not the batch size). From there
+every run makes STEPS_PER_WORKER steps per worker; the first WARMUP of its pushes are left
+out (the switch). 3 seeds (initial weights and data order). About 11 minutes of one core for
+the 12 runs, each with its warm-up (scaled from a run of 6 + 6 steps a worker: a real-math
+worker step costs about 38 ms at a local batch of 256, 8 to 14 ms at 16 to 64), 6 on two
+processes.
 
 What is measured, without touching the product code: the simulator's hook on a hosted
 node (`HostedNode.observer`, told of every message the node handles) on the dense server
@@ -44,6 +48,7 @@ from experiments.repro.common import (
 )
 from experiments.repro.gba_norms_report import plot, report
 from experiments.repro.registry import Progress, reproduction
+from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.model.spec import ModelSpec
@@ -56,11 +61,13 @@ WORKERS = NUM_TRAINERS * WORKERS_PER_TRAINER  # 32
 SYNC_BATCH = 64
 BSP_BATCHES = (16, 64, 256)
 STEPS_PER_WORKER = 50
+WARM_STEPS = 50  # `sync` steps per worker at SYNC_BATCH: the checkpoint every run starts from
 WARMUP = 0.25  # of a run's pushes, left out
 SEEDS = (0, 1, 2)
 NORMS_COST = with_stragglers(CLUSTER_COST)
 
-Point = tuple[str, int, int, int]  # strategy ("sync" | "bsp"), local batch, seed, steps
+# strategy ("sync" | "bsp"), local batch, seed, steps per worker, warm-up steps per worker
+Point = tuple[str, int, int, int, int]
 
 
 class PushNorms:
@@ -90,13 +97,26 @@ class PushNorms:
             self._sum, self._count = None, 0
 
 
-def job_spec(name: str, local_batch: int, seed: int, steps: int) -> JobSpec:
-    """`name` on the 32 workers, `steps` steps per worker of `local_batch` examples."""
+def job_spec(
+    name: str, local_batch: int, seed: int, steps: int, resume: JobState | None = None
+) -> JobSpec:
+    """`name` on the 32 workers, `steps` steps per worker of `local_batch` examples, from
+    `resume` (its data position on) or from the start."""
+    start = 0 if resume is None else resume.data_position
     examples = WORKERS * steps * local_batch
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=start + examples, num_test=2_000)
     cluster = ClusterSpec(NUM_TRAINERS, WORKERS_PER_TRAINER, EMBEDDING_SERVERS, num_dense_servers=1)
     train = TrainSpec(batch_size=local_batch, seed=seed)
-    return JobSpec(ModelSpec(), train, cluster, strategy(name), synthetic)
+    return JobSpec(ModelSpec(), train, cluster, strategy(name), synthetic, resume=resume)
+
+
+def warm_state(seed: int, steps: int) -> JobState:
+    """The checkpoint of `sync` at SYNC_BATCH after `steps` steps per worker (seed `seed`)."""
+    spec = job_spec("sync", SYNC_BATCH, seed, steps)
+    job = SimJob(spec, plan_for(spec), NORMS_COST)
+    job.run()
+    assert job.final_state is not None
+    return job.final_state
 
 
 def observed(spec: JobSpec) -> tuple[SimJob, PushNorms]:
@@ -109,8 +129,9 @@ def observed(spec: JobSpec) -> tuple[SimJob, PushNorms]:
 
 
 def run_point(point: Point) -> dict[str, Any]:
-    name, local_batch, seed, steps = point
-    job, norms = observed(job_spec(name, local_batch, seed, steps))
+    name, local_batch, seed, steps, warm = point
+    state = warm_state(seed, warm) if warm else None  # the same checkpoint for every variant
+    job, norms = observed(job_spec(name, local_batch, seed, steps, state))
     summary = job.run()
     pushed = norms.pushed[int(WARMUP * len(norms.pushed)) :]
     applied = norms.applied[int(WARMUP * len(norms.applied)) :]
@@ -132,8 +153,9 @@ def run_point(point: Point) -> dict[str, Any]:
 
 def points() -> list[Point]:
     bsp = sorted(BSP_BATCHES, reverse=True)  # the longest first
-    runs = [("bsp", b, seed, STEPS_PER_WORKER) for b in bsp for seed in SEEDS]
-    return runs + [("sync", SYNC_BATCH, seed, STEPS_PER_WORKER) for seed in SEEDS]
+    steps, warm = STEPS_PER_WORKER, WARM_STEPS
+    runs = [("bsp", b, seed, steps, warm) for b in bsp for seed in SEEDS]
+    return runs + [("sync", SYNC_BATCH, seed, steps, warm) for seed in SEEDS]
 
 
 def show(row: dict[str, Any]) -> str:
@@ -152,6 +174,7 @@ def settings() -> dict[str, Any]:
         "sync_batch": SYNC_BATCH,
         "bsp_batches": BSP_BATCHES,
         "steps_per_worker": STEPS_PER_WORKER,
+        "warm_steps": WARM_STEPS,
         "warmup": WARMUP,
         "stragglers": NORMS_COST.stragglers,
     }
@@ -162,7 +185,7 @@ def settings() -> dict[str, Any]:
     paper="GBA (Alibaba, NeurIPS 2022)",
     claim="Fig. 4: L2 norms of dense gradients, sync vs BSP at several local batch sizes",
     report_dir="reports/gba_norms",
-    minutes=5.0,  # 8 minutes of one core, two processes
+    minutes=6.0,  # 11 minutes of one core, two processes
     seeds=SEEDS,
     cost={"norms": NORMS_COST},
     show=show,

@@ -69,6 +69,11 @@ def resembles(rows: Rows, which: str, sync_batch: int) -> Verdict:
     return judge(matched, nearest, "lower")
 
 
+def _seeds(rows: Rows) -> str:
+    n = len({r["seed"] for r in rows})
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
 def report(rows: Rows, s: dict[str, Any]) -> str:
     """The report's text; `s` states the setting (gba_norms.settings())."""
     lines = [
@@ -78,8 +83,9 @@ def report(rows: Rows, s: dict[str, Any]) -> str:
         f"worker's whole dense gradient), stragglers `{s['stragglers']}`; `sync` at a local "
         f"batch of {s['sync_batch']}, BSP (M = {s['workers']}) at "
         f"{', '.join(map(str, s['bsp_batches']))}; {s['steps_per_worker']} steps per "
-        f"worker a run, the first {s['warmup']:.0%} of its pushes left out; "
-        f"{len({r['seed'] for r in rows})} seeds; the default DLRM, task and optimizers. "
+        f"worker a run from a checkpoint of {s['warm_steps']} `sync` steps per worker (at "
+        f"sync's batch), the first {s['warmup']:.0%} of its pushes left out; "
+        f"{_seeds(rows)}; the default DLRM, task and optimizers. "
         "Norms are seen at the dense server through the simulator's observer hook. "
         f"The paper: {PAPER}.",
         "",

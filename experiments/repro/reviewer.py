@@ -87,9 +87,9 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "32 workers for both `sync` and BSP (the paper: sync on 64, BSP on 100), so BSP at "
         "sync's local batch aggregates exactly sync's batch, where the paper's BSP-4K is "
         "only near sync's 6.4K.",
-        "50 steps a worker a run, the first quarter of the pushes left out: the norms are "
-        "those of an early model of the synthetic task, not of a production model after "
-        "days of training.",
+        "50 steps a worker a run from a checkpoint of 50 `sync` steps a worker, the first "
+        "quarter of the pushes left out: the norms are those of a young model of the "
+        "synthetic task, not of a production model after days of training.",
         "The paper does not say whether its norms are of a worker's gradient or of the "
         "aggregate applied; both are reported, and the 'resembles' rule (distance = |log| "
         "of the ratio of means + |log| of the ratio of sds) is ours.",

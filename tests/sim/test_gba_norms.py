@@ -65,17 +65,24 @@ def test_larger_local_batches_push_smaller_norms():
     assert sum(large[1].pushed) / 32 < sum(small[1].pushed) / 32
 
 
-def test_a_point_runs_and_its_rows_make_the_report(monkeypatch, tmp_path):
-    monkeypatch.setattr(
-        gba_norms, "job_spec", lambda name, batch, seed, steps: spec_of(name, batch)
-    )
-    rows = [
-        gba_norms.run_point(p) for p in (("bsp", 8, 0, 8), ("bsp", 32, 0, 8), ("sync", 8, 0, 8))
-    ]
+def small_spec(name: str, batch: int, seed: int, steps: int, resume=None) -> JobSpec:
+    spec = spec_of(name, batch)
+    start = 0 if resume is None else resume.data_position
+    synthetic = dataclasses.replace(spec.synthetic, num_train=start + 4 * steps * batch)
+    return dataclasses.replace(spec, synthetic=synthetic, resume=resume)
+
+
+def test_a_point_runs_from_the_warm_checkpoint_and_its_rows_make_the_report(monkeypatch, tmp_path):
+    monkeypatch.setattr(gba_norms, "job_spec", small_spec)
+    warm = gba_norms.warm_state(0, 2)
+    assert warm.data_position == 4 * 2 * gba_norms.SYNC_BATCH
+    points = (("bsp", 8, 0, 8, 2), ("bsp", 32, 0, 8, 2), ("sync", 8, 0, 8, 2))
+    rows = [gba_norms.run_point(p) for p in points]
     sync = rows[-1]
     assert sync["aggregate_examples"] == 8 * 4 and len(sync["applied"]) == 8 - 2  # 25% left out
     assert len(sync["pushed"]) == 32 - 8 and sync["mean_staleness"] == 0.0
     assert sync["pushed_mean"] == pytest.approx(sum(sync["pushed"]) / len(sync["pushed"]))
     text = gba_norms.report(rows, dict(gba_norms.settings(), sync_batch=8))
     assert "| sync-8 | 8 | 32 |" in text and "over 1 seed: too few seeds" in text
+    assert "from a checkpoint of 50 `sync` steps per worker" in text and "; 1 seed;" in text
     gba_norms.plot(rows, tmp_path / "norms.png")
