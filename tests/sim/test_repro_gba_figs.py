@@ -34,8 +34,10 @@ def scaling_row(kind: str, n: int, seed: int, eps: float, auc: float | None) -> 
     }
 
 
-def test_scaling_report_judges_growth_and_a_steady_auc():
+def test_scaling_report_judges_growth_and_a_steady_auc(tmp_path: Path):
     rows = scaling_rows((0.7002, 0.7008, 0.7022))  # gaps +0.0002, -0.0002, +0.0002
+    gba_scaling_report.plot(rows, tmp_path / "scaling.png")
+    assert (tmp_path / "scaling.png").stat().st_size > 0
     text = gba_scaling_report.report(rows, gba_scaling.settings())
     assert "| 100 | 256 | 1,010 (1,000 .. 1,020) | 1.00x |" in text
     assert (
