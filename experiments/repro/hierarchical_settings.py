@@ -35,8 +35,10 @@ SEEDS = (0, 1, 2)  # every loss run and its control
 LR_FACTORS = (0.25, 0.125, 0.0625, 0.03125, 0.015625)
 COMPRESSED = {"activations": "int8", "gradients": "bf16"}  # the paper's choice (Sec. 4.2)
 COST = dataclasses.replace(common.CLUSTER_COST, speed_spread=0.0, batch_noise=0.0)
-# Fig. 10b's NICs: slow enough that the trainer <-> group PS traffic takes a large share of
-# the group PSs' time (the paper's networks are not stated)
+# Fig. 10b's NICs: slow enough that the trainer <-> group PS traffic matters (the paper does
+# not state its network). At 25 Gbit/s, HT 2g (6+6) of LARGE_MODEL made 12,112 EPS with
+# 93 KB an example from trainers to group PSs: a group PS takes in about 94 MB/s and sends
+# as much back, more than 1 Gbit/s (125 MB/s, in and out on one NIC) carries
 LOW_BANDWIDTH_BYTES_S = 1e9 / 8
 
 
