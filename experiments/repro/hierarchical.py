@@ -21,13 +21,13 @@ Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the valu
   sees what each of EASGD 40t's sees (a run this short is early training, where a
   replica's own examples decide much of the loss).
 
-Cost: about 87 minutes on one core, 45 on the 2-core machine (`minutes=`), estimated from
+Cost: about 90 minutes on one core, 47 on the 2-core machine (`minutes=`), estimated from
 small runs on 2026-11-29 (CPU seconds of one process): a loss run of EASGD 40t takes 14 s
 plus 0.108 ms an example (100,000 examples 24.6 s, 300,000 46.2 s), of HT about 0.25 ms
 an example (HT 5g, 100,000 examples: 39.2 s); a priced throughput point about 0.085 s a
 batch (HT 2g (6+6), 288 batches: 32.6 s with the imports). So: the tuning 5 x 2.0 = 10
 min, Fig. 7's runs 2 x 2.0 (EASGD seeds 1, 2) + 9 x 4.4 (HT) = 44 min, the controls
-(575,000 examples a seed) 3 x 3.2 = 10 min, the 17 throughput points (15,024 batches) 21
+(575,000 examples a seed) 3 x 3.2 = 10 min, the 18 throughput points (16,944 batches) 24
 min, the real-engine check 2 min. The loss runs in real math are most of it; cutting
 them further would cut seeds or examples, which are what Fig. 7's verdicts rest on.
 """
@@ -152,7 +152,7 @@ def run_point(point: LossPoint | Setting) -> dict[str, Any]:
 
 
 def throughput_settings() -> list[Setting]:
-    return list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, RARE_SYNC, *FIG11)))
+    return list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *RARE_SYNC, *FIG11)))
 
 
 def measured(
@@ -251,7 +251,7 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
-    minutes=45.0,  # 87 on one core: see the module docstring
+    minutes=47.0,  # 90 on one core: see the module docstring
     seeds={"loss runs and their controls": list(SEEDS), "throughput (deterministic)": [0]},
     cost={"cluster": COST},
     show=_hierarchical_row,
