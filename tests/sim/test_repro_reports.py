@@ -465,6 +465,14 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "x1 test logloss 3.2000, x0.5 test logloss 0.5000; x0.5 kept" in text
 
 
+def test_hierarchical_report_of_results_from_older_settings_says_what_they_lack():
+    old = {"throughput": {ht.EASGD.label: {"eps": 1.0}}, "quality": {}, "engine": {}}
+    text = hierarchical_report._report(old)
+    assert "they lack HT 5g (6+6); " in text and "HT 8g (2+2), 1 Gbit/s; " in text
+    assert text.count("; ") >= 20 and "the loss runs by seed (quality rows)." in text
+    assert "What a reviewer would still ask" in text
+
+
 def test_hierarchical_control_that_keeps_the_gain_says_fewer_replicas_help():
     rows = loss_rows({**FIG7_ROWS, (5, True): (-0.5, -0.5, -0.5)})
     text = "\n".join(hierarchical_loss.claims(rows))
