@@ -109,8 +109,9 @@ def _report(results: dict[str, Any]) -> str:
         return reviewer.appended(
             "# Hierarchical training (Huang et al., KDD 2021) in the simulator\n\n"
             "The stored results were written by an earlier version of this reproduction, "
-            "whose settings have changed since; they lack "
-            f"{'; '.join(missing)}. `recsync reproduce hierarchical` measures them again.",
+            "whose settings have changed since; `recsync reproduce hierarchical` measures "
+            "them again. They lack:\n\n| missing from the stored results |\n| --- |\n"
+            + "".join(f"| {m} |\n" for m in missing),
             "hierarchical",
         )
     speed, engine = results["throughput"], results["engine"]
