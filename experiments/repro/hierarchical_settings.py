@@ -39,7 +39,10 @@ COST = dataclasses.replace(common.CLUSTER_COST, speed_spread=0.0, batch_noise=0.
 # Fig. 10b's NICs: slow enough that the trainer <-> group PS traffic matters (the paper does
 # not state its network). At 25 Gbit/s, HT 2g (6+6) of LARGE_MODEL made 12,112 EPS with
 # 93 KB an example from trainers to group PSs: a group PS takes in about 94 MB/s and sends
-# as much back, more than 1 Gbit/s (125 MB/s, in and out on one NIC) carries
+# as much back, more than 1 Gbit/s (125 MB/s, in and out on one NIC) carries. Tried at 8
+# groups, 3 batches a worker thread (2026-11-29): EPS per trainer at (2, 2), (6, 6),
+# (10, 10) 68, 203, 179 (busiest group PS NIC 15%, 43%, 59%, CPU 6%, 19%, 17%; 32, 93,
+# 153 KB an example from trainers); at 25 Gbit/s (2, 2) makes 663 (CPU 63%)
 LOW_BANDWIDTH_BYTES_S = 1e9 / 8
 
 
