@@ -3,12 +3,33 @@ and 8 (EASGD with 40 trainers vs HT with 5, 8 and 10 groups of 6 trainers + 6 gr
 loss and EPS), Fig. 10a/b (EPS over groups, and over nodes per group), Fig. 11 (the
 ablation at 5 groups); and a small job on the real engine beside the simulator.
 
-Throughput runs use a model whose dense part is compute-bound (`LARGE_MODEL`); each runs
-`ITERATIONS_PER_THREAD` batches per worker thread, enough for EPS (examples over virtual
-time) to settle, not to train, so their losses mean nothing. The loss runs (Fig. 7) train
-the default DLRM on the embedded synthetic task at the same topologies. Every machine has
-`CORES` cores: a trainer runs that many worker threads (its nets), a group PS serves on
-that many CPU slots. Hyper-parameters are the defaults, the same for every run.
+Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the values):
+- Throughput (Fig. 8, 10, 11). Paper: internal DLRM-like models, dense part "several
+  hundreds megabytes", 100 to 200 nodes, 18-core trainers. Ours: `LARGE_MODEL`, a dense
+  part of 314.7 MB (78.7M parameters), in priced math (`THROUGHPUT_MATH`: every FC,
+  message and sync priced as in real math, no tensor held, so 40 EASGD replicas cost no
+  memory); `CORES` = 4 cores a machine; `ITERATIONS_PER_THREAD` batches per worker thread,
+  enough for EPS (examples over virtual time) to settle; 25 Gbit/s NICs.
+- Fig. 10b. Paper: 8 groups, (2, 2) to (10, 10), Model-A. Ours: 8 groups, the same
+  pairs, on `LOW_BANDWIDTH_BYTES_S` (1 Gbit/s) NICs, where the trainer <-> group PS
+  traffic takes much of a group PS's time.
+- Loss (Fig. 7). Paper: 9 billion examples, one run each (no seeds stated), hyper-
+  parameters shared. Ours: the default DLRM (1.9 MB dense part) in real math on
+  `QUALITY_EXAMPLES` = 1,000,000 synthetic examples, seeds `SEEDS` (3), the learning rates
+  tuned once on EASGD 40t over `LR_FACTORS` and then frozen; and a control the paper
+  does not need: each HT topology on g/40 of the examples, so that each dense replica
+  sees what each of EASGD 40t's sees (a run this short is early training, where a
+  replica's own examples decide much of the loss).
+
+Cost: about 90 minutes on one core, 47 on the 2-core machine (`minutes=`), estimated from
+small runs on 2026-11-29 (CPU seconds of one process): a loss run of EASGD 40t takes 14 s
+plus 0.108 ms an example (100,000 examples 24.6 s, 300,000 46.2 s), of HT about 0.25 ms
+an example (HT 5g, 100,000 examples: 39.2 s); a priced throughput point about 0.085 s a
+batch (HT 2g (6+6), 288 batches: 32.6 s with the imports). So: the tuning 5 x 2.0 = 10
+min, Fig. 7's runs 2 x 2.0 (EASGD seeds 1, 2) + 9 x 4.4 (HT) = 44 min, the controls
+(575,000 examples a seed) 3 x 3.2 = 10 min, the 18 throughput points (16,944 batches) 24
+min, the real-engine check 2 min. The loss runs in real math are most of it; cutting
+them further would cut seeds or examples, which are what Fig. 7's verdicts rest on.
 """
 
 from __future__ import annotations
@@ -26,7 +47,6 @@ from experiments.repro.hierarchical_settings import (
     COST,
     EASGD,
     EASGD_TRAINERS,
-    FIG7,
     FIG8,
     FIG10A,
     FIG10B,
@@ -34,9 +54,12 @@ from experiments.repro.hierarchical_settings import (
     ITERATIONS_PER_THREAD,
     LARGE_MODEL,
     LR_FACTORS,
-    QUALITY_EXAMPLES,
     RARE_SYNC,
+    SEEDS,
+    THROUGHPUT_MATH,
+    LossPoint,
     Setting,
+    loss_points,
 )
 from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
@@ -48,19 +71,21 @@ from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
 
 
-def throughput(setting: Setting, math: str = "real") -> dict[str, Any]:
-    """One throughput run of `LARGE_MODEL`: EPS over virtual time, and how busy the
-    group PSs' CPUs were. `math = "priced"`: the same times and traffic without the model's
-    math or memory (runtime/sim/math_modes.py)."""
+def throughput(setting: Setting, math: str = THROUGHPUT_MATH) -> dict[str, Any]:
+    """One throughput run of `LARGE_MODEL` on `setting`'s NICs: EPS over virtual time, and
+    how busy the group PSs' CPUs and NICs and the trainers' NICs were. `math = "priced"`
+    (the default): the same times and traffic without the model's math or memory
+    (runtime/sim/math_modes.py)."""
     examples = setting.worker_threads * ITERATIONS_PER_THREAD * BATCH
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=1_000)
     spec = JobSpec(
         LARGE_MODEL, TrainSpec(batch_size=BATCH), setting.cluster(), setting.strategy(), synthetic
     )
-    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES, math=math)
+    sim = SimJob(spec, plan_for(spec), setting.cost(), server_threads=CORES, math=math)
     summary = sim.run()
     seconds = summary["train_seconds"]
     group_ps = sim.hosts_of(Role.GROUP_SERVER)
+    trainers = sim.hosts_of(Role.TRAINER)
     return {
         "label": setting.label,
         "groups": setting.groups,
@@ -68,10 +93,16 @@ def throughput(setting: Setting, math: str = "real") -> dict[str, Any]:
         "group_servers": setting.groups * setting.servers,
         "examples": examples,
         "eps": float(summary["eps"]),
+        "eps_steady": float(summary["eps_steady"]),
         "virtual_seconds": seconds,
+        "bandwidth_bytes_s": setting.bandwidth_bytes_s,
         "group_ps_cpu": (
             max(h.machine.cpu.busy_s for h in group_ps) / (CORES * seconds) if group_ps else None
         ),
+        "group_ps_nic": (
+            max(h.machine.nic_busy_s for h in group_ps) / seconds if group_ps else None
+        ),
+        "trainer_nic": sum(h.machine.nic_busy_s for h in trainers) / (len(trainers) * seconds),
         "traffic_bytes": _trainer_group_bytes(summary),
     }
 
@@ -82,19 +113,21 @@ def _trainer_group_bytes(summary: dict[str, Any]) -> int:
     return sum(int(v["bytes"]) for k, v in sent.items() if k.startswith("Stage"))
 
 
-def quality(run: tuple[Setting, float, int]) -> dict[str, Any]:
-    """One loss run (Fig. 7): the default DLRM on `QUALITY_EXAMPLES` synthetic examples,
-    the default learning rates (dense and sparse) times `run[1]`, training seed `run[2]`
-    (initial weights, simulated timing)."""
-    setting, lr_factor, seed = run
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=QUALITY_EXAMPLES)
-    train = dataclasses.replace(scaled_train(lr_factor), seed=seed)
+def quality(point: LossPoint) -> dict[str, Any]:
+    """One loss run (Fig. 7): the default DLRM on `point.examples` synthetic examples, the
+    default learning rates (dense and sparse) times `point.lr_factor`, training seed
+    `point.seed` (initial weights, simulated timing)."""
+    setting = point.setting
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=point.examples)
+    train = dataclasses.replace(scaled_train(point.lr_factor), seed=point.seed)
     spec = JobSpec(ModelSpec(), train, setting.cluster(), setting.strategy(), synthetic)
     summary = SimJob(spec, plan_for(spec), COST, server_threads=CORES).run()
     return {
         "label": setting.label,
-        "lr_factor": lr_factor,
-        "seed": seed,
+        "lr_factor": point.lr_factor,
+        "seed": point.seed,
+        "examples": point.examples,
+        "control": point.control,
         "train_loss": summary["train_loss"],
         "test_logloss": summary["test_logloss"],
         "test_ne": summary["test_ne"],
@@ -113,18 +146,28 @@ def scaled_train(lr_factor: float) -> TrainSpec:
     )
 
 
-def tuned_quality(
+def run_point(point: LossPoint | Setting) -> dict[str, Any]:
+    """One point of the reproduction: a loss run, or a throughput run of a setting."""
+    return quality(point) if isinstance(point, LossPoint) else throughput(point)
+
+
+def throughput_settings() -> list[Setting]:
+    return list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *RARE_SYNC, *FIG11)))
+
+
+def measured(
     progress: Progress | None,
-) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """The learning rates tuned once on the baseline (EASGD 40t's best test logloss over
-    `LR_FACTORS`, seed 0), then frozen for every loss run; the tuning runs, the loss runs
-    and the baseline again with seed 1 (how far a seed alone moves the loss)."""
-    tuning = run_in_processes(quality, [(EASGD, f, 0) for f in LR_FACTORS], progress)
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every throughput point and the learning-rate tuning (EASGD 40t's best test logloss
+    over `LR_FACTORS`, seed 0) in one pool, then Fig. 7's runs and their controls with
+    that factor frozen: the throughput rows by label, the tuning rows and the loss rows
+    (the tuning's best first: it is the baseline's seed-0 run)."""
+    tuning_points = [LossPoint(EASGD, f, SEEDS[0]) for f in LR_FACTORS]
+    rows = run_in_processes(run_point, [*tuning_points, *throughput_settings()], progress)
+    tuning, speed = rows[: len(tuning_points)], rows[len(tuning_points) :]
     best = min(tuning, key=lambda r: float(r["test_logloss"]))
-    factor = best["lr_factor"]
-    others = [(s, factor, 0) for s in FIG7 if s != EASGD]
-    *runs, reseeded = run_in_processes(quality, [*others, (EASGD, factor, 1)], progress)
-    return tuning, {r["label"]: r for r in (best, *runs)}, reseeded
+    losses = run_in_processes(run_point, list(loss_points(best["lr_factor"])), progress)
+    return {r["label"]: r for r in speed}, tuning, [best, *losses]
 
 
 # the real engine beside the simulator: 2 groups x 2 trainers (2 threads) x 2 group PSs
@@ -195,7 +238,8 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
         return f"{r['label']:>40}: {r['eps']:>12,.0f} ex/s (virtual), {r['trainers']} trainers"
     if "test_logloss" in r:
         return (
-            f"{r['label']:>40} (lr x{r['lr_factor']:g}, seed {r['seed']}): train loss "
+            f"{r['label']:>40} (lr x{r['lr_factor']:g}, seed {r['seed']}, "
+            f"{r['examples']:,} examples): train loss "
             f"{r['train_loss']:.5f}, AUC {r['test_auc']:.4f}"
         )
     return f"real engine, {r['label']}: AUC {r['real_auc']:.4f} (simulator {r['sim_auc']:.4f})"
@@ -207,24 +251,21 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
-    minutes=48.0,
-    seeds={"every run": [0], "baseline again": [1]},
+    minutes=47.0,  # 90 on one core: see the module docstring
+    seeds={"loss runs and their controls": list(SEEDS), "throughput (deterministic)": [0]},
     cost={"cluster": COST},
     show=_hierarchical_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, RARE_SYNC, *FIG11)))
-    speed = {r["label"]: r for r in run_in_processes(throughput, settings, progress)}
-    tuning, loss, reseeded = tuned_quality(progress)
+    speed, tuning, losses = measured(progress)
     engine = engine_check()
     if progress:
         progress(engine)
     results = {
         "throughput": speed,
         "tuning": tuning,
-        "quality": loss,
-        "baseline_seed_1": reseeded,
+        "quality": losses,
         "engine": engine,
     }
     write_report(out_dir, results)

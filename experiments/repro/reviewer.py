@@ -198,16 +198,18 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "a real cluster its decisions would see noisy rates.",
     ),
     "hierarchical": (
-        "A 48.6 MB dense part (the simulator holds all 40 EASGD replicas in one process) "
-        "against the paper's several hundred MB; 4 cores a machine; Fig. 10b with 4 groups "
-        "instead of 8.",
+        "Throughput in priced math: the dense part is 314.7 MB, as the paper's, but its "
+        "FCs' times come from a fixed FLOP rate, not from running them; 4 cores a machine "
+        "(the paper's trainers have 18).",
         "6 batches per worker thread per throughput run, EPS over the whole run: start-up "
         "counts, and no speed spread or batch noise (every machine equally fast).",
-        "Loss runs of 1,000,000 examples, one seed each (the baseline also with seed 1, "
-        "whose own move is stated above beside the 0.2% the paper claims): the loss claims "
-        "need at least 3 seeds per topology to be judged.",
-        "The cost model is stated (25 Gbit/s, a fixed FLOP rate), not calibrated on the "
-        "paper's CPU cluster.",
+        "Loss runs of 1,000,000 examples (the paper's: 9 billion) over 3 seeds: early "
+        "training, where each dense replica's own examples weigh on the loss; the control "
+        "at equal examples per dense replica bounds the paper's comparison from the other "
+        "side, but runs long enough for EASGD 40t to converge would settle it.",
+        "Fig. 10b's 1 Gbit/s NICs are our choice (the paper does not state its network); "
+        "the cost model is stated (a fixed FLOP rate), not calibrated on the paper's CPU "
+        "cluster.",
     ),
 }
 
