@@ -1,11 +1,12 @@
 """What evaluating while training costs the Ray engine: the default job (S-EASGD, 2 trainers
 x 2 workers, default model and synthetic task) with evaluations every `--eval-every`
 examples handed out (each mark on `--eval-examples` held-out examples, the config's
-default; the end on all) over the same job with none, paired run by run. Prints one JSON
-object: EPS of each, `ratio` (median of the paired ratios, with evaluations / without),
-and how many metrics records the evaluating runs wrote: one per mark and the end's (marks
-that come while a record is being scored queue up; on a saturated machine the evaluator,
-at a low priority, gets little CPU, and the job's end waits for it).
+default; the end on all) over the same job with none, paired run by run (the order within
+a pair alternates). Prints one JSON object: EPS of each, `ratio` (median of the paired
+ratios, with evaluations / without), and how many metrics records the evaluating runs
+wrote: one per mark and the end's (marks that come while a record is being scored queue
+up; on a saturated machine the evaluator, at a low priority, gets little CPU, and the
+job's end waits for it).
 """
 
 from __future__ import annotations
@@ -35,15 +36,25 @@ def main() -> None:
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples)
     spec = JobSpec(ModelSpec(), TrainSpec(), ClusterSpec(), strategy_config("easgd"), synthetic)
     plain, evaluating, ratios, records = [], [], [], []
-    for _ in range(args.repeats):
+    for repeat in range(args.repeats):
         seen: list[dict] = []
-        with_eval = run_job(
-            spec,
-            eval_every=args.eval_every,
-            on_eval=seen.append,
-            eval_examples=args.eval_examples,
-        )["eps"]
-        without = run_job(spec)["eps"]
+
+        def evaluating_run(seen: list[dict] = seen) -> float:
+            return float(
+                run_job(
+                    spec,
+                    eval_every=args.eval_every,
+                    on_eval=seen.append,
+                    eval_examples=args.eval_examples,
+                )["eps"]
+            )
+
+        # the order alternates: a pair's first job runs in node processes fresh from the
+        # last job's, its second in warm ones; neither side always gets the same
+        if repeat % 2 == 0:
+            with_eval, without = evaluating_run(), run_job(spec)["eps"]
+        else:
+            without, with_eval = run_job(spec)["eps"], evaluating_run()
         evaluating.append(with_eval)
         plain.append(without)
         ratios.append(with_eval / without)
