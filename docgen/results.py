@@ -24,6 +24,7 @@ from experiments.repro import (
     gba_stragglers_report,
     gba_switching_report,
     hierarchical_report,
+    psp_claims,
     psp_report,
     shadowsync,
     shadowsync_quality_report,
@@ -127,7 +128,13 @@ REPORTS_RENDERED = (
         "results.json",
         lambda r, _: gba_switching_report.render(r),
     ),
-    Report("PSP", "psp", "results.json", lambda r, _: psp_report.report(r)),
+    Report(
+        "PSP",
+        "psp",
+        "results.json",
+        lambda r, _: psp_report.report(r),
+        psp_claims.claims,
+    ),
     Report(
         "Failures",
         "failures",

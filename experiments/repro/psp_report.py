@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 
 from experiments.repro import reviewer
+from experiments.repro.psp_claims import table1
 from experiments.repro.psp_rows import (
     ByVariant,
     Rows,
@@ -129,12 +130,8 @@ def _findings(by: ByVariant) -> list[str]:
     def loss(runs: Rows) -> str:
         return f"{mean(runs, 'test_logloss'):.4f}"
 
-    seconds = {name: per_seed(runs, "virtual_seconds") for name, runs in by.items()}
-    push_faster = judge(seconds[PUSH], seconds[SYNC], "lower")
-    both_faster = judge(seconds[PUSH_PULL], seconds[SYNC], "lower")
-    small_worse = judge(
-        per_seed(small, "test_logloss"), per_seed(by[SYNC], "test_logloss"), "higher"
-    )
+    t = table1(by)
+    push_faster, both_faster, small_worse = t.push_faster, t.both_faster, t.small_worse
     lines = ["Findings (the paper's setting, means over seeds):", ""]
     if NO_DELAYS in by:
         clean = mean(by[NO_DELAYS], "virtual_seconds")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.repro import psp, psp_plots, psp_report
+from experiments.repro import psp, psp_claims, psp_plots, psp_report
 from experiments.repro import psp_settings as ps
 
 JITTER = (-2.0, 0.0, 2.0)  # virtual seconds by seed; the losses move by a thousandth of it
@@ -119,3 +119,22 @@ def test_psp_figures_are_drawn_for_every_panel(tmp_path: Path):
     psp_plots.write_figures(all_rows(), tmp_path)
     names = sorted(p.name for p in tmp_path.glob("*.png"))
     assert names == ["psp.png", "psp_delay_sweep.png", "psp_no_delays.png"]
+
+
+def test_psp_claims_are_the_findings_verdicts_on_the_paper_setting():
+    labels = list(ps.VARIANTS)
+    rows = []
+    for seed, jitter in enumerate(JITTER):
+        rows += [
+            psp_row(labels[0], 130.0 + jitter, 0.50, seed),
+            psp_row(labels[1], 104.0 + jitter, 0.51, seed),
+            psp_row(labels[2], 129.0 - jitter, 0.505, seed),  # faster for one seed only
+            psp_row(labels[3], 78.0 + jitter, 0.56, seed),
+        ]
+    push, both, small = psp_claims.claims(rows)
+    assert push.verdict.label == "holds" and "20.0% less virtual time" in push.ours
+    assert both.verdict.label in ("within noise", "too few seeds")
+    assert small.verdict.label == "holds" and "40.0% less virtual time" in small.ours
+    assert {c.bears_on for c in (push, both, small)} == {"psp"}
+    text = psp_report.report(rows)
+    assert f"c=28 {push.verdict.describe(1)}" in text  # the report says the same
