@@ -28,6 +28,7 @@ from experiments.repro import (
     psp_report,
     shadowsync,
     shadowsync_quality_report,
+    staleness_norm_claims,
     staleness_norm_report,
     swap_days,
 )
@@ -147,6 +148,7 @@ REPORTS_RENDERED = (
         "staleness_norm",
         "results.json",
         lambda r, _: staleness_norm_report.report(r),
+        staleness_norm_claims.claims,
     ),
     Report(
         "Automatic switching",

@@ -42,7 +42,7 @@ def claims(rows: Rows) -> list[Claim]:
     """The report's headline claims (the paper's Table 1), from its results file."""
     by = paper_runs(rows)
     t = table1(by)
-    seeds = f"{seeds_of(by)} seeds"
+    seeds = f"{seeds_of(by)} seed" + ("s" if seeds_of(by) != 1 else "")
     return [
         Claim(
             "partial pushing (c=28 of 32) takes less time than full synchronization",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import reviewer
-from experiments.repro.verdict import judge
+from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
 
 NEAR = 0.005  # AUC: "almost achieves the same AUC as in 1K workers"
@@ -253,22 +253,51 @@ def _gap(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
     return {s: abs(a[s] - b[s]) for s in a.keys() & b.keys()}
 
 
-def findings(result: dict[str, Any]) -> list[str]:
-    """Each claim: the paper's, ours, and whether the shape holds (paired by seed)."""
+@dataclass(frozen=True)
+class Shape:
+    """Fig. 5's claims judged on a result (paired by seed): rho keeps the large size near
+    the small one (`near`), closer than no normalization (`closer`), and 1/tau ends below
+    every other large-size run (`worst_verdict`, against the next lowest, `runner_up`)."""
+
+    auc: dict[str, dict[int, float]]
+    near: Verdict
+    closer: Verdict
+    worst: str
+    runner_up: str
+    worst_verdict: Verdict
+    mean_rho_gap: float
+    mean_none_gap: float
+
+
+def shape(result: dict[str, Any]) -> Shape:
     runs, names = by_label(result), labels_of(result)
-    s_name, l_name = size_name(names.small), size_name(names.large)
     auc = {label: per_seed(runs, label) for label in runs}
     expected, rho = auc[names.base_small], auc[names.rho_large]
     rho_gap, none_gap = _gap(expected, rho), _gap(expected, auc[names.base_large])
-    mean_rho_gap = _mean(expected) - _mean(rho)
-    mean_none_gap = _mean(expected) - _mean(auc[names.base_large])
-    closed = 1.0 - mean_rho_gap / mean_none_gap if mean_none_gap else 0.0
-    near = judge(rho_gap, NEAR, "lower")  # rho at the large size within NEAR of the small
-    closer = judge(rho_gap, none_gap, "lower")  # closer to the small than no normalization
     large = {label: _mean(auc[label]) for label in names.fig5[1:]}
-    worst = min(large, key=lambda label: large[label])
     runner_up = min((lb for lb in large if lb != names.inverse), key=lambda lb: large[lb])
-    worst_verdict = judge(auc[names.inverse], auc[runner_up], "lower")
+    return Shape(
+        auc,
+        judge(rho_gap, NEAR, "lower"),
+        judge(rho_gap, none_gap, "lower"),
+        min(large, key=lambda label: large[label]),
+        runner_up,
+        judge(auc[names.inverse], auc[runner_up], "lower"),
+        _mean(expected) - _mean(rho),
+        _mean(expected) - _mean(auc[names.base_large]),
+    )
+
+
+def findings(result: dict[str, Any]) -> list[str]:
+    """Each claim: the paper's, ours, and whether the shape holds (paired by seed)."""
+    names = labels_of(result)
+    s_name, l_name = size_name(names.small), size_name(names.large)
+    sh = shape(result)
+    auc, near, closer = sh.auc, sh.near, sh.closer
+    worst, runner_up, worst_verdict = sh.worst, sh.runner_up, sh.worst_verdict
+    expected, rho = auc[names.base_small], auc[names.rho_large]
+    mean_rho_gap, mean_none_gap = sh.mean_rho_gap, sh.mean_none_gap
+    closed = 1.0 - mean_rho_gap / mean_none_gap if mean_none_gap else 0.0
     paper = result["paper"]["fig6_gain"]
     gains = []
     for size, paper_size, plain, with_data in (

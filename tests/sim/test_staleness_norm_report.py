@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from experiments.repro import staleness_norm as sn
+from experiments.repro import staleness_norm_claims
 from experiments.repro import staleness_norm_report as snr
 
 JITTER = (-0.002, 0.0, 0.002)  # AUC by seed
@@ -167,3 +168,15 @@ def test_each_baseline_gets_its_own_best_rate_and_every_seed_its_runs():
     assert rho is not None and (rho.source_mean, rho.source_std) == (1200.0, 60.0)
     every = [*grid, *bases, *normalized]
     assert len({repr(r) for r in every}) == len(every)  # each a point of its own
+
+
+def test_norm_claims_are_the_findings_verdicts():
+    result = three_seed_result()
+    near, closer, worst = staleness_norm_claims.claims(result)
+    assert [c.verdict.label for c in (near, closer, worst)] == ["holds"] * 3
+    assert near.verdict.describe() == (
+        "effect +0.0030 against 2 x spread 0.0010 over 3 seeds: holds"
+    )  # the figures the report's findings give (above)
+    assert "1.2K with rho" in near.ours and "(3 seeds)" in near.ours
+    assert worst.verdict.describe() in snr.report(result)
+    assert {c.bears_on for c in (near, closer, worst)} == {"staleness_norm"}
