@@ -77,8 +77,9 @@ def section(base: str = "") -> str:
     """The table as the site shows it, from the results files under reports/."""
     claimed, unclaimed = [], []
     for report in reproductions():
-        if report.claims is None:
+        made = [] if report.claims is None else report.claims(results.load(report))
+        if made:
+            claimed.append((report, made))
+        else:  # no claims() yet, or results older than it (they give none)
             unclaimed.append(report)
-        else:
-            claimed.append((report, report.claims(results.load(report))))
     return render(claimed, unclaimed, base)

@@ -21,6 +21,7 @@ from experiments.repro import (
     embeddings_setting,
     failures,
     failures_claims,
+    gba_stragglers_claims,
     gba_stragglers_report,
     gba_switching_report,
     hierarchical_report,
@@ -122,7 +123,13 @@ REPORTS_RENDERED = (
         lambda r, _: async_at_scale._staleness_report(r["points"], r["fit"]),
         async_at_scale.claims,
     ),
-    Report("GBA under stragglers", "gba_stragglers", "results.json", _stragglers),
+    Report(
+        "GBA under stragglers",
+        "gba_stragglers",
+        "results.json",
+        _stragglers,
+        gba_stragglers_claims.claims,
+    ),
     Report(
         "GBA switching",
         "gba_switching",

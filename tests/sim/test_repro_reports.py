@@ -5,6 +5,7 @@ from __future__ import annotations
 from experiments.repro import (
     auto_switching_report,
     gba,
+    gba_stragglers_claims,
     gba_stragglers_report,
     gba_switching,
     gba_switching_report,
@@ -138,6 +139,17 @@ def test_straggler_report_judges_every_claim_over_seeds():
     )
     assert "GBA's decay excludes gradients from a slowdown of 8x on" in text
     assert "## What a reviewer would still ask" in text
+
+
+def test_straggler_claims_are_the_findings_verdicts_and_legacy_results_give_none():
+    result = gba_result()
+    close, faster, over_bsp = gba_stragglers_claims.claims(result)
+    text = gba_stragglers_report.render(result)
+    assert close.verdict.describe() in text and over_bsp.verdict.describe() in text
+    assert faster.verdict.describe(2) in text and "7.00x" in faster.ours
+    assert over_bsp.verdict.label == "holds" and close.verdict.label == "holds"
+    assert {c.bears_on for c in (close, faster, over_bsp)} == {"gba"}
+    assert gba_stragglers_claims.claims([gba_point("sync", 0, 100.0, 0.73)]) == []
 
 
 def test_straggler_legacy_results_render_a_table():
