@@ -23,6 +23,7 @@ from experiments.repro import (
     failures_claims,
     gba_stragglers_claims,
     gba_stragglers_report,
+    gba_switching_claims,
     gba_switching_report,
     hierarchical_report,
     psp_claims,
@@ -135,6 +136,7 @@ REPORTS_RENDERED = (
         "gba_switching",
         "results.json",
         lambda r, _: gba_switching_report.render(r),
+        gba_switching_claims.claims,
     ),
     Report(
         "PSP",

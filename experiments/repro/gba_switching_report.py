@@ -5,11 +5,12 @@ the results alone (docgen re-renders it from results.json)."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.repro import reviewer
-from experiments.repro.verdict import judge
+from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
 
 BASELINE = "allreduce"
@@ -93,11 +94,48 @@ def _per_seed(result: dict[str, Any], name: str, of: Any) -> dict[int, float]:
     return {seed: float(of(run)) for seed, run in branches(result)[name].items()}
 
 
+@dataclass(frozen=True)
+class Switched:
+    """The switch's claims judged over seeds: GBA's worst AUC gap to continuing all-reduce
+    within WITHIN (`within`), GBA above BSP over the switched days (`over_bsp`), GBA faster
+    than all-reduce under the stragglers (`faster`)."""
+
+    gba_worst: dict[int, float]
+    gba_auc: dict[int, float]
+    bsp_auc: dict[int, float]
+    speed: dict[int, float]
+    within: Verdict
+    over_bsp: Verdict
+    faster: Verdict
+
+
+def switched(result: dict[str, Any]) -> Switched:
+    by = branches(result)
+    days, base = range(result["sync_days"], result["days"] - 1), by[BASELINE]
+    gba_worst = {
+        seed: max(abs(run["auc"][d] - base[seed]["auc"][d]) for d in days)
+        for seed, run in by["gba"].items()
+    }
+    gba, bsp = (
+        _per_seed(result, n, lambda r: _mean(r["auc"][d] for d in days)) for n in ("gba", "bsp")
+    )
+    speed = {seed: _mean(run["eps"]) / _mean(base[seed]["eps"]) for seed, run in by["gba"].items()}
+    return Switched(
+        gba_worst,
+        gba,
+        bsp,
+        speed,
+        judge(gba_worst, WITHIN, "lower"),
+        judge(gba, bsp, "higher"),
+        judge(speed, 1.0, "higher"),
+    )
+
+
 def _findings(result: dict[str, Any]) -> list[str]:
     days, first = result["days"], result["sync_days"]
     by = branches(result)
-    switched = range(first, days - 1)
     base = by[BASELINE]
+    sw = switched(result)
 
     def worst(name: str, on: range | list[int]) -> dict[int, float]:
         return {
@@ -105,11 +143,7 @@ def _findings(result: dict[str, Any]) -> list[str]:
             for seed, run in by[name].items()
         }
 
-    def switched_auc(name: str) -> dict[int, float]:
-        return _per_seed(result, name, lambda r: _mean(r["auc"][d] for d in switched))
-
-    gba_worst = worst("gba", switched)
-    speed = {seed: _mean(run["eps"]) / _mean(base[seed]["eps"]) for seed, run in by["gba"].items()}
+    gba_worst, speed = sw.gba_worst, sw.speed
     excluded = _per_seed(result, "gba", lambda r: sum(r["dropped"]))
     first_drop = sorted(
         (
@@ -128,18 +162,17 @@ def _findings(result: dict[str, Any]) -> list[str]:
         f"gap to continuing all-reduce over the switched days is "
         f"{_mean(gba_worst.values()):.4f} (seeds "
         f"{', '.join(f'{v:.4f}' for v in gba_worst.values())}). Within {WITHIN}: "
-        f"{judge(gba_worst, WITHIN, 'lower').describe()}.",
+        f"{sw.within.describe()}.",
         f"- GBA {'is not' if any(excluded.values()) else 'is'} BSP here: its token decay "
         f"excluded {_mean(excluded.values()):,.1f} "
         f"gradients a run over the switched days (seeds "
         f"{', '.join(f'{v:.0f}' for v in excluded.values())}); mean AUC of the switched days "
-        f"GBA {_mean(switched_auc('gba').values()):.4f}, BSP "
-        f"{_mean(switched_auc('bsp').values()):.4f}. GBA above BSP: "
-        f"{judge(switched_auc('gba'), switched_auc('bsp'), 'higher').describe()}.",
+        f"GBA {_mean(sw.gba_auc.values()):.4f}, BSP "
+        f"{_mean(sw.bsp_auc.values()):.4f}. GBA above BSP: {sw.over_bsp.describe()}.",
         f"- Throughput under the stragglers: GBA at {_mean(speed.values()):.2f}x all-reduce's "
         f"EPS (the paper: {PAPER_EPS_RATIO} on its shared cluster; here the ratio is what "
         "the injected stragglers take from all-reduce, see gba-stragglers' sweep). GBA "
-        f"faster than all-reduce: {judge(speed, 1.0, 'higher').describe(2)}.",
+        f"faster than all-reduce: {sw.faster.describe(2)}.",
         "- AUC lost against all-reduce on the first switched day: "
         + ", ".join(f"`{name}` {drop:.4f}" for drop, name in first_drop)
         + ". `async` and `bounded_staleness` apply every local gradient (of a 16x smaller "

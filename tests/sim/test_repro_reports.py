@@ -8,6 +8,7 @@ from experiments.repro import (
     gba_stragglers_claims,
     gba_stragglers_report,
     gba_switching,
+    gba_switching_claims,
     gba_switching_report,
     hierarchical,
     hierarchical_loss,
@@ -205,6 +206,10 @@ def test_switching_report_checks_the_claims_against_all_reduce():
     assert "`async` 0.0300, `bsp` 0.0040, `gba` 0.0010" in text
     assert "| gba | 0.7001 | 0.7101 | 0.7191 |" in text and "| 600 | 61.0 |" in text
     assert "same AUC as `gba`" not in text
+    within, faster = gba_switching_claims.claims(result)
+    assert within.verdict.describe() in text and within.verdict.label == "holds"
+    assert faster.verdict.describe(2) in text and "6.00x" in faster.ours
+    assert gba_switching_claims.claims({"segment": {}}) == []  # older results: none
     same = [
         r | {"auc": runs[1]["auc"]} if r["branch"] == "bsp" and r["seed"] == 0 else r for r in runs
     ]
