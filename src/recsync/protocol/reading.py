@@ -125,7 +125,7 @@ class ReaderProgress(Message):
 class HeldOutSample(Message):
     """-> the held-out examples an evaluation in the middle of a run scores: `examples` of
     the set spread evenly over it (0: all), or None while there is no set of both classes
-    (coordinator/evaluation.py, `mark_test_set`). Asked by the driver at each mark, so
+    (data/held_out.py, `mark_test_set`). Asked by the driver at each mark, so
     that only the sample crosses to the evaluator."""
 
     examples: int

@@ -94,7 +94,7 @@ class RayJob(Recovering):
             self.topology, eval_every, early_stopping, keep_best, eval_examples
         )
         self.supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
-        self.scoring = Scoring(self.topology, eval_examples) if eval_every else None
+        self.scoring = Scoring(self.topology, evaluations.mark_examples) if eval_every else None
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
         self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
