@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import torch
@@ -56,18 +56,21 @@ def run_in_processes(
     for found, row in known:
         if found and progress:
             progress(row)
-    computed: list[dict[str, Any]] = []
+    computed: dict[int, dict[str, Any]] = {}
     if todo:
         with ProcessPoolExecutor(
             max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
         ) as pool:
-            for item, row in zip(todo, pool.map(run, todo), strict=True):
+            running = {pool.submit(run, item): index for index, item in enumerate(todo)}
+            for future in as_completed(running):  # each kept as soon as it is known
+                index = running[future]
+                row = future.result()
                 if cache is not None:
-                    cache.put(run, item, row)
-                computed.append(row)
+                    cache.put(run, todo[index], row)
+                computed[index] = row
                 if progress:
                     progress(row)
-    fresh = iter(computed)
+    fresh = iter(computed[index] for index in range(len(todo)))
     return [row if found else next(fresh) for found, row in known]
 
 

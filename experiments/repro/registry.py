@@ -47,17 +47,18 @@ class Reproduction:
         self, out: Path, progress: Progress | None = None, command: str | None = None
     ) -> Any:
         """Run the reproduction into `out`, then stamp its report; `command`: the command
-        line the stamp names (this process's own where None). Points finished by an earlier
-        run of the same code that stopped are taken from `out` (`points.py`)."""
+        line the stamp names (this process's own where None). Points computed by an earlier
+        run of the same code are taken from `out` (`points.py`), and the stamp counts them."""
         started, clock = time.time(), time.perf_counter()
-        with points.points_kept(out, self.run.__module__) as kept:
+        with points.points_kept(out) as kept:
             result = self.run(out, progress)
         wall = time.perf_counter() - clock
         made = stamp.make_stamp(
             self.name, self.run.__module__, list_of(self.seeds), self.cost, started, wall
         )
         made["cost_source"] = self.cost_source
-        made["points_resumed"] = kept.reused  # computed by an earlier run that stopped
+        made["points_resumed"] = kept.reused  # computed by an earlier run of the same code
+        made["points_computed"] = kept.computed
         if command is not None:
             made["command"] = command
         stamp.write_stamp(out, made)

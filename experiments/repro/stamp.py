@@ -6,13 +6,13 @@ the cost model with its numbers, into `stamp.json` beside the report, into `resu
 
 `stale_reason` says why a report is not current: no stamp, a stamp of uncommitted code, or a
 commit after the stamp's that changed a file the reproduction depends on (`dependencies`:
-its module, the experiments.repro modules it imports, transitively, the verdict rule and
-the simulator, src/recsync/runtime/sim/, whose cost.py is the cost model).
+every file of the checkout its module runs, found from the imports by `code_closure` - its
+own modules, the product's math, policies and simulator with its cost model - and the
+verdict rule).
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import os
@@ -25,36 +25,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import code_closure
+
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: experiments/ and src/ in it
 STAMP_FILE = "stamp.json"
 BEGIN = "<!-- stamp: written by experiments/repro/stamp.py, replaced at every run -->"
 END = "<!-- /stamp -->"
 PARENT_ENV = "RECSYNC_REPRODUCE_PARENT"  # set by `recsync reproduce --all` for its children
-SHARED = ("experiments/repro/common.py", "experiments/repro/verdict.py", "src/recsync/runtime/sim")
-NOT_DEPENDENCIES = {"registry", "stamp", "points"}  # they change no number of a report
+SHARED = ("experiments/repro/verdict.py",)  # the verdict rule, whether imported or not
+NOT_DEPENDENCIES = {"registry", "stamp", "points", "code_closure"}  # change no number of a report
 PACKAGE = "experiments.repro"
 
 
 def dependencies(module: str) -> list[str]:
     """The files (relative to the checkout) whose change makes the report of the
-    reproduction in `module` (a dotted name in experiments.repro) stale."""
-    seen: set[str] = set()
-    todo = [module.rsplit(".", 1)[-1]]
-    while todo:
-        name = todo.pop()
-        path = ROOT / "experiments" / "repro" / f"{name}.py"
-        if name in seen or name in NOT_DEPENDENCIES or not path.is_file():
-            continue
-        seen.add(name)
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
-                todo += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
-                todo.append((node.module or "").split(".")[2])
-            elif isinstance(node, ast.Import):
-                todo += [a.name.split(".")[2] for a in node.names if a.name.startswith(PACKAGE)]
-    own = [f"experiments/repro/{name}.py" for name in sorted(seen)]
-    return [*own, *(path for path in SHARED if path not in own)]
+    reproduction in `module` (a dotted name in experiments.repro) stale: every file of the
+    checkout it runs (`code_closure`), the verdict rule always."""
+    skip = [f"{PACKAGE}.{name}" for name in NOT_DEPENDENCIES]
+    files = {path.relative_to(ROOT).as_posix() for path in code_closure.closure(module, ROOT, skip)}
+    files |= {path for path in SHARED if (ROOT / path).exists()}
+    own = sorted(path for path in files if path.startswith("experiments/"))
+    return [*own, *sorted(files - set(own))]
 
 
 def _git(*args: str) -> str | None:

@@ -1,6 +1,7 @@
 """A reproduction stopped midway resumes where it stopped: its finished points are kept on
-disk under its output folder, keyed by the code that computed them, and dropped when it
-finishes."""
+disk under its output folder, keyed by the code that computed them (the function's module
+and what it imports), and kept when it finishes, so a rerun of the same code takes them
+all; a finished run drops the points of other code."""
 
 from __future__ import annotations
 
@@ -28,16 +29,18 @@ def stop_after_one(row: dict[str, int]) -> None:
 
 def test_a_stopped_run_keeps_its_points_and_the_next_run_takes_them(tmp_path: Path) -> None:
     items = [("a", 1), ("b", 2), ("c", 3)]
-    with pytest.raises(Stop), points.points_kept(tmp_path, MODULE):
+    with pytest.raises(Stop), points.points_kept(tmp_path):
         run_in_processes(square, items, stop_after_one)
     kept = list((tmp_path / points.POINTS_DIR).rglob("*.pkl"))
     assert len(kept) == 1  # the first point back, then the stop
     told: list[dict[str, int]] = []
-    with points.points_kept(tmp_path, MODULE) as cache:
+    with points.points_kept(tmp_path) as cache:
         rows = run_in_processes(square, items, told.append)
     assert rows == [{"value": 1}, {"value": 4}, {"value": 9}]
-    assert cache.reused == 1 and len(told) == 3  # a point taken is told too
-    assert not (tmp_path / points.POINTS_DIR).exists()  # finished: dropped
+    assert cache.reused == 1 and cache.computed == 2 and len(told) == 3  # taken: told too
+    with points.points_kept(tmp_path) as again:  # finished: kept, a rerun computes nothing
+        assert run_in_processes(square, items, None) == rows
+    assert again.reused == 3 and again.computed == 0
 
 
 def test_points_of_other_code_or_another_item_are_not_taken(tmp_path: Path, monkeypatch) -> None:
@@ -47,23 +50,32 @@ def test_points_of_other_code_or_another_item_are_not_taken(tmp_path: Path, monk
     assert old.get(square, ("a", 1)) == (True, {"value": -1})
     assert old.get(square, ("a", 2)) == (False, None)
     assert old.get(stop_after_one, ("a", 1)) == (False, None)  # another function's
-    with points.points_kept(tmp_path, MODULE) as cache:
-        assert cache.folder != folder
+    with points.points_kept(tmp_path) as cache:
+        assert cache.folder(square) != folder
         assert run_in_processes(square, [("a", 1)], None) == [{"value": 1}]
+    assert not folder.exists() and cache.folder(square).is_dir()  # other code's: dropped
 
 
-def test_the_code_fingerprint_follows_the_reproductions_own_files(monkeypatch) -> None:
+def test_the_code_fingerprint_follows_the_code_a_point_runs(monkeypatch) -> None:
     before = points.code_fingerprint(MODULE)
     assert points.code_fingerprint(MODULE) == before
     assert points.code_fingerprint("experiments.repro.swap_days") != before
     real = Path.read_bytes
 
-    def edited(path: Path) -> bytes:
-        data = real(path)
-        return data + b"#" if path.name == "psp.py" else data
+    def edited(name: str) -> str:
+        monkeypatch.setattr(
+            Path,
+            "read_bytes",
+            lambda path: real(path) + (b"#" if path.as_posix().endswith(name) else b""),
+        )
+        fingerprint = points.code_fingerprint(MODULE)
+        monkeypatch.setattr(Path, "read_bytes", real)
+        return fingerprint
 
-    monkeypatch.setattr(Path, "read_bytes", edited)
-    assert points.code_fingerprint(MODULE) != before
+    for runs in ("repro/psp.py", "psp_settings.py", "sim/cost.py", "sync/gradient.py", "common.py"):
+        assert edited(runs) != before, runs  # its module, what it imports, the simulator's
+    for cannot in ("cli/main.py", "swap_days.py", "repro/stamp.py", "repro/registry.py"):
+        assert edited(cannot) == before, cannot  # the CLI, another reproduction, bookkeeping
 
 
 def test_an_item_that_names_an_object_identity_is_never_kept(tmp_path: Path) -> None:

@@ -51,7 +51,11 @@ def test_every_reproduction_has_a_report_directory_and_known_dependencies() -> N
     for r in REPRODUCTIONS.values():
         assert (ROOT / r.report_dir).is_dir(), r.report_dir
         depends = stamp.dependencies(r.run.__module__)
-        assert depends[0].startswith("experiments/repro/") and "src/recsync/runtime/sim" in depends
+        assert (
+            depends[0].startswith("experiments/") and "src/recsync/runtime/sim/cost.py" in depends
+        )
+        assert "experiments/repro/verdict.py" in depends
+        assert not any(path.startswith("src/recsync/app/cli/") for path in depends)
         assert all((ROOT / path).exists() for path in depends), depends
 
 
@@ -66,7 +70,7 @@ def test_a_stale_report_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     (tmp_path / "experiments" / "repro").mkdir(parents=True)
     (tmp_path / "src" / "recsync" / "runtime" / "sim").mkdir(parents=True)
     module = tmp_path / "experiments" / "repro" / "toy.py"
-    module.write_text("from experiments.repro.helper import X\n")
+    module.write_text("from experiments.repro.helper import X\nimport recsync.runtime.sim.cost\n")
     (tmp_path / "experiments" / "repro" / "helper.py").write_text("X = 1\n")
     cost = tmp_path / "src" / "recsync" / "runtime" / "sim" / "cost.py"
     cost.write_text("A = 1\n")
@@ -81,7 +85,11 @@ def test_a_stale_report_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     git(*commit, "start")
     assert stamp.stale_reason("experiments.repro.toy", out) == "no stamp"
     made = stamp.make_stamp("toy", "experiments.repro.toy", [0, 1, 2], {}, 0.0, 1.0)
-    assert made["depends_on"][:2] == ["experiments/repro/helper.py", "experiments/repro/toy.py"]
+    assert made["depends_on"] == [
+        "experiments/repro/helper.py",
+        "experiments/repro/toy.py",
+        "src/recsync/runtime/sim/cost.py",
+    ]
     stamp.write_stamp(out, made)
     git("add", "-A")
     git(*commit, "report")
