@@ -33,7 +33,7 @@ def _eval(quality: Rows, variant: str, trainers: int) -> dict[int, float]:
 def _shadow_vs_fixed(quality: Rows, shadow: str, fixed: str, n: int, period: float) -> Claim:
     v = judge(_eval(quality, shadow, n), _eval(quality, fixed, n), "lower")
     return Claim(
-        f"{shadow}'s eval loss is comparable to or below {fixed}'s",
+        f"{shadow}'s eval loss is below {fixed}'s (the paper's claim: comparable or better)",
         "Fig. 6a: the ShadowSync versions comparable and even superior to the fixed-rate "
         "ones (FR at 1 sync a minute; 5 to 20 trainers)",
         f"{n} trainers: {shadow} {mean(_eval(quality, shadow, n).values()):.5f}, {fixed} "

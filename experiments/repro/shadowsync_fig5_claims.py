@@ -43,8 +43,8 @@ def claims(points: Any) -> list[Claim]:
     setting = f"{shadowsync.WORKERS_PER_TRAINER} threads a trainer, priced math"
     return [
         Claim(
-            "FR-EASGD-5's foreground syncs saturate 2 sync servers, so its EPS plateaus as "
-            "trainers are added while S-EASGD's grows linearly",
+            "at 2 sync servers FR-EASGD-5's EPS grows less than S-EASGD's as trainers are "
+            "added (its foreground syncs saturate the sync servers; S-EASGD's are background)",
             "Fig. 5: FR-EASGD-5's EPS barely grows past 14 trainers, S-EASGD's linear "
             "(5 to 20 trainers, 2 sync PSs, 24 threads a trainer)",
             f"EPS from {few} to {most} trainers, 2 sync servers: FR-EASGD-5 "

@@ -42,7 +42,7 @@ def claims(rows: Any) -> list[Claim]:
         seeds = f"{v.seeds} seed" + ("s" if v.seeds != 1 else "")
         made.append(
             Claim(
-                f"more Hogwild worker threads a trainer raise the {name}, mildly",
+                f"more Hogwild worker threads a trainer raise the {name}",
                 "Fig. 8: losses increase from 1 to 64 threads, mildly against the EPS gained "
                 "(5 and 10 trainers; no number given)",
                 f"{trainers} trainers: {name} {mean(low.values()):.5f} at {few} "
