@@ -47,7 +47,7 @@ def claims(points: Any) -> list[Claim]:
             "added (its foreground syncs saturate the sync servers; S-EASGD's are background)",
             "Fig. 5: FR-EASGD-5's EPS barely grows past 14 trainers, S-EASGD's linear "
             "(5 to 20 trainers, 2 sync PSs, 24 threads a trainer)",
-            f"EPS from {few} to {most} trainers, 2 sync servers: FR-EASGD-5 "
+            f"EPS from {few} to {most} trainers, {two} sync servers: FR-EASGD-5 "
             f"{mean(fixed.values()):.2f}x, S-EASGD {mean(shadow.values()):.2f}x (linear "
             f"{most / few:.1f}x); {setting} ({_seeds(fixed)})",
             judge(fixed, shadow, "lower"),
