@@ -77,9 +77,9 @@ def section(base: str = "") -> str:
     """The table as the site shows it, from the results files under reports/."""
     claimed, unclaimed = [], []
     for report in reproductions():
-        made = [] if report.claims is None else report.claims(results.load(report))
+        made = results.claims_of(report)
         if made:
             claimed.append((report, made))
-        else:  # no claims() yet, or results older than it (they give none)
+        else:  # no claims() yet, results older than it (they give none), or none yet
             unclaimed.append(report)
     return render(claimed, unclaimed, base)

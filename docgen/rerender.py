@@ -40,7 +40,7 @@ def main() -> None:
     by_directory = {Path(r.report_dir).name: name for name, r in REPRODUCTIONS.items()}
     for report in results.REPORTS_RENDERED:
         name = by_directory.get(report.directory)
-        if name is not None:
+        if name is not None and results.generated(report):  # none to re-render before a run
             print(rerender(report, name))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import (
+    REPRODUCTIONS,
     async_at_scale,
     auto_switching,
     auto_switching_report,
@@ -29,7 +30,13 @@ from experiments.repro import (
     psp_claims,
     psp_report,
     shadowsync,
+    shadowsync_algorithms_claims,
+    shadowsync_algorithms_report,
+    shadowsync_fig5_claims,
+    shadowsync_quality_claims,
     shadowsync_quality_report,
+    shadowsync_threads,
+    shadowsync_threads_claims,
     staleness_norm_claims,
     staleness_norm_report,
     swap_days,
@@ -110,12 +117,28 @@ REPORTS_RENDERED = (
         "shadowsync_fig5",
         "points.json",
         lambda r, _: shadowsync._report(r),
+        shadowsync_fig5_claims.claims,
     ),
     Report(
         "ShadowSync quality",
         "shadowsync_quality",
         "results.json",
         lambda r, _: shadowsync_quality_report.report(r),
+        shadowsync_quality_claims.claims,
+    ),
+    Report(
+        "ShadowSync MA and BMUF",
+        "shadowsync_algorithms",
+        "results.json",
+        lambda r, _: shadowsync_algorithms_report.report(r),
+        shadowsync_algorithms_claims.claims,
+    ),
+    Report(
+        "ShadowSync worker threads",
+        "shadowsync_threads",
+        "results.json",
+        lambda r, _: shadowsync_threads.report(r),
+        shadowsync_threads_claims.claims,
     ),
     Report(
         "Async staleness",
@@ -191,17 +214,47 @@ REPORTS_RENDERED = (
 )
 
 
+def generated(report: Report) -> bool:
+    """Whether its reproduction has written the report's results file yet."""
+    return (REPORTS / report.directory / report.results_file).is_file()
+
+
 def load(report: Report) -> Any:
     """The report's results file, as its reproduction wrote it."""
     path = REPORTS / report.directory / report.results_file
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def claims_of(report: Report) -> list[Claim]:
+    """Its headline claims, from its results file: none where it computes none, where its
+    results are older than its `claims` (they give none) or not generated yet."""
+    if report.claims is None or not generated(report):
+        return []
+    return report.claims(load(report))
+
+
+def _not_generated(report: Report, source: str) -> str:
+    """The page of a report whose reproduction has not written its results file yet."""
+    names = [
+        name
+        for name, r in REPRODUCTIONS.items()
+        if r.report_dir.rstrip("/").removeprefix("reports/") == report.directory
+    ]
+    command = f"`recsync reproduce {names[0]}`" if names else "its reproduction"
+    return (
+        f"# {report.title}\n\nNot generated yet: `{source}` has not been written. "
+        f"{command} writes it, with the report this page renders from it.\n"
+    )
+
+
 @functools.cache
 def render(report: Report) -> str:
-    """The report's page: its report as its code renders it from its results file."""
-    text = report.render(load(report), REPORTS / report.directory)
+    """The report's page: its report as its code renders it from its results file (a short
+    page saying so where that file is not written yet)."""
     source = f"reports/{report.directory}/{report.results_file}"
+    if not generated(report):
+        return _not_generated(report, source)
+    text = report.render(load(report), REPORTS / report.directory)
     return f"{text.rstrip()}\n\n*Generated from `{source}` when the site was built.*\n"
 
 

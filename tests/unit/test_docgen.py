@@ -8,7 +8,7 @@ from typing import Any
 
 from doc_commands import pages
 
-from docgen import config_reference, hooks, results
+from docgen import claims_table, config_reference, hooks, results
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS
 from recsync.sync.staleness_norm import StalenessNorm
@@ -49,12 +49,30 @@ def test_every_results_file_under_reports_has_a_page():
         for name in ("results.json", "points.json")
         for path in results.REPORTS.glob(f"*/{name}")
     }
-    assert files == {report.directory for report in results.REPORTS_RENDERED}
+    assert files == {r.directory for r in results.REPORTS_RENDERED if results.generated(r)}
     for report in results.REPORTS_RENDERED:
         page = results.render(report)
-        assert page.startswith("# ") and "\n| --- |" in page, report.directory
+        assert page.startswith("# "), report.directory
+        if results.generated(report):
+            assert "\n| --- |" in page, report.directory
+        else:  # a reproduction not run yet: a short page saying how to run it
+            assert "Not generated yet" in page and "`recsync reproduce " in page, page
         for image in results.images(report):
             assert image.exists()
+
+
+def test_a_report_not_generated_yet_has_a_short_page_no_claims_and_a_gap_line():
+    def claims(_):
+        raise AssertionError("no results file to compute claims from")
+
+    report = results.Report("Not run", "no_such_report", "results.json", lambda r, _: "", claims)
+    assert not results.generated(report) and results.claims_of(report) == []
+    assert results.render(report).startswith("# Not run\n\nNot generated yet: ")
+    names = {r.directory for r in claims_table.reproductions()}
+    assert {"shadowsync_algorithms", "shadowsync_threads"} <= names
+    assert "[ShadowSync worker threads](results/shadowsync_threads/index.md)" in (
+        claims_table.section()
+    )
 
 
 def test_the_home_page_links_the_readme_to_the_site_pages():
