@@ -77,9 +77,10 @@ def section(base: str = "") -> str:
     """The table as the site shows it, from the results files under reports/."""
     claimed, unclaimed = [], []
     for report in reproductions():
-        made = [] if report.claims is None else report.claims(results.load(report))
+        readable = report.claims is not None and results.stored(report)
+        made = report.claims(results.load(report)) if readable and report.claims else []
         if made:
             claimed.append((report, made))
-        else:  # no claims() yet, or results older than it (they give none)
+        else:  # no claims() yet, no results yet, or results older than it (they give none)
             unclaimed.append(report)
     return render(claimed, unclaimed, base)

@@ -8,7 +8,7 @@ from typing import Any
 
 from doc_commands import pages
 
-from docgen import config_reference, hooks, results
+from docgen import claims_table, config_reference, hooks, results
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS
 from recsync.sync.staleness_norm import StalenessNorm
@@ -49,12 +49,35 @@ def test_every_results_file_under_reports_has_a_page():
         for name in ("results.json", "points.json")
         for path in results.REPORTS.glob(f"*/{name}")
     }
-    assert files == {report.directory for report in results.REPORTS_RENDERED}
+    assert files <= {report.directory for report in results.REPORTS_RENDERED}
     for report in results.REPORTS_RENDERED:
         page = results.render(report)
+        if report.directory not in files:  # a reproduction not yet run
+            assert "Not generated yet: `recsync reproduce " in page, report.directory
+            continue
         assert page.startswith("# ") and "\n| --- |" in page, report.directory
         for image in results.images(report):
             assert image.exists()
+
+
+def test_a_report_without_its_results_file_gets_a_short_page_and_no_claims(monkeypatch, tmp_path):
+    def no_claims(_: Any) -> list[Any]:
+        raise AssertionError("claims() of a results file that is not there")
+
+    monkeypatch.setattr(results, "REPORTS", tmp_path)
+    report = results.Report("Norms, not run", "gba_norms", "results.json", str, no_claims)
+    monkeypatch.setattr(results, "REPORTS_RENDERED", (report,))
+    assert not results.stored(report)
+    assert results.render(report) == (
+        "# Norms, not run\n\nNot generated yet: `recsync reproduce gba-norms` writes "
+        "`reports/gba_norms/results.json`, and this page is rendered from it when the site "
+        "is built.\n"
+    )
+    assert "| [Norms, not run](gba_norms/index.md) |" in results.index()
+    table = claims_table.section()
+    assert table.endswith(
+        "Claims not yet generated: [Norms, not run](results/gba_norms/index.md).\n"
+    )
 
 
 def test_the_home_page_links_the_readme_to_the_site_pages():
