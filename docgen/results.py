@@ -22,10 +22,17 @@ from experiments.repro import (
     embeddings_setting,
     failures,
     failures_claims,
+    gba_norms,
+    gba_norms_claims,
+    gba_norms_report,
+    gba_scaling,
+    gba_scaling_claims,
+    gba_scaling_report,
     gba_stragglers_claims,
     gba_stragglers_report,
     gba_switching_claims,
     gba_switching_report,
+    hierarchical_claims,
     hierarchical_report,
     psp_claims,
     psp_report,
@@ -54,6 +61,24 @@ def _stragglers(results: Any, _: Path) -> str:
     if isinstance(results, list):  # one seed a strategy, before issue 55's setting
         return gba_stragglers_report.legacy(results)
     return gba_stragglers_report.render(results)
+
+
+def _norms(rows: list[dict[str, Any]], _: Path) -> str:
+    """GBA Fig. 4's report, its setting's batch sizes and workers read off the rows (the
+    rest is the module's: the rows do not hold it)."""
+    sync = {r["local_batch"] for r in rows if r["strategy"] == "sync"}
+    found = {
+        "workers": rows[0]["aggregate_examples"] // rows[0]["local_batch"],
+        "sync_batch": min(sync) if sync else None,
+        "bsp_batches": sorted({r["local_batch"] for r in rows if r["strategy"] == "bsp"}),
+    }
+    return gba_norms_report.report(rows, {**gba_norms.settings(), **found})
+
+
+def _scaling(rows: list[dict[str, Any]], _: Path) -> str:
+    """GBA Fig. 8's report, its global batch read off the rows (the rest is the module's)."""
+    batch = rows[0]["workers"] * rows[0]["local_batch"]
+    return gba_scaling_report.report(rows, {**gba_scaling.settings(), "global_batch": batch})
 
 
 def _benchmark(path: Path) -> Any:
@@ -208,6 +233,21 @@ REPORTS_RENDERED = (
         "hierarchical",
         "results.json",
         lambda r, _: hierarchical_report._report(r),
+        hierarchical_claims.claims,
+    ),
+    Report(
+        "GBA workers at a fixed global batch",
+        "gba_scaling",
+        "results.json",
+        _scaling,
+        gba_scaling_claims.claims,
+    ),
+    Report(
+        "GBA gradient norms",
+        "gba_norms",
+        "results.json",
+        _norms,
+        gba_norms_claims.claims,
     ),
     Report("Readers", "readers", "results.json", _readers),
     Report("The reader's cost on the user's files", "reader_cost", "results.json", _reader_cost),

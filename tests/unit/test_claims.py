@@ -63,7 +63,8 @@ def test_the_site_table_has_a_row_or_a_gap_line_for_every_reproduction():
         assert f"]({report.page})" in text, report.directory
     claimed = [r for r in claims_table.reproductions() if r.claims is not None]
     assert {r.directory for r in claimed} >= {
-        "async_staleness", "auto_switching", "embeddings", "failures", "swap_days"
+        "async_staleness", "auto_switching", "embeddings", "failures", "swap_days",
+        "hierarchical", "gba_scaling", "gba_norms",
     }  # fmt: skip
     for report in claimed:
         for claim in results.claims_of(report):
