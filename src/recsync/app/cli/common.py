@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import torch
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -36,6 +39,20 @@ SetOption = Annotated[
 
 
 ACTION_WORDS = {"rollback": "rolled back", "partial": "shard restored", "restart": "restarted"}
+
+
+@contextmanager
+def simulator_threads() -> Iterator[None]:
+    """Torch on one thread inside the block, as before it after. The simulator computes one
+    node's batch at a time: small tensors, for which a second intra-op thread only spins at
+    every operation; on a busy machine that cost 21x the wall time of one thread for the
+    same numbers (docs/perf-log.md, 2026-11-29). Each of the engine's nodes runs on one too."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def fail(error: Exception) -> NoReturn:

@@ -26,6 +26,7 @@ from recsync.app.cli.common import (
     fail,
     fail_interrupted,
     number,
+    simulator_threads,
     skips_text,
     strategy_rows,
     warn_deprecations,
@@ -258,7 +259,8 @@ def simulate(
         cfg, run_dir, state = _prepare_run(
             config, name, force, set_, extra, resume, strategy, check=simulation_cost
         )
-        summary = run_simulation(cfg, run_dir, progress, state, stop_after)
+        with simulator_threads():
+            summary = run_simulation(cfg, run_dir, progress, state, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     except KeyboardInterrupt as error:

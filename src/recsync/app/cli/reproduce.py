@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from recsync.app.cli.common import fail
+from recsync.app.cli.common import fail, simulator_threads
 from recsync.app.cli.experiments import Reproduction, load_reproductions
 from recsync.app.cli.reproduce_all import run_all
 from recsync.errors import RecsyncError
@@ -126,7 +126,7 @@ def _say(console: Console) -> Callable[[str], None]:
 
 def _run(reproduction: Reproduction, out: Path, command: str) -> Any:
     console = Console(emoji=False)
-    with console.status("simulating") as status:
+    with simulator_threads(), console.status("simulating") as status:
 
         def progress(item: Any) -> None:
             text = item if isinstance(item, str) else reproduction.show(item)
