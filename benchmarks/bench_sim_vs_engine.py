@@ -15,7 +15,16 @@ the file's price of an example, and once with the synthetic stream's price of a 
 (`reader_batch_s`, what the simulator charged before): the reader term's share. Prints a
 JSON line per file and writes them all to `--out` (reports/reader_cost/results.json), whose
 figures docs/readers.md quotes (`--render FILE` rewrites that section from a results file,
-benchmarks/reader_sizing_doc.py). Start Ray under the machine's lock: `flock /tmp/ray.lock`.
+benchmarks/reader_sizing_doc.py; `--no-render` leaves it). Start Ray under the machine's lock:
+`flock /tmp/ray.lock`.
+
+Each row also gives the cores each run kept busy (EPS x CPU an example: on a machine other
+work loads the engine gets fewer than the simulator's `shared_cpus`) and `cpu_ratio`, the
+engine's CPU an example over the simulator's (what the prices miss, whatever the load).
+`--figures FILE` measures calibration once and reuses it (runs compared on one profile);
+`--warm-hash-kernels` loads the hash shard's compiled kernels in every Ray worker process as
+it starts: a hash server otherwise loads them on its first request, ~0.7 s of CPU inside the
+engine's run that the simulator has no price for (benchmarks/bench_hash_first_request.py).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from recsync.app.runs.reader_cost import measure_reader, with_reader_cost
 from recsync.coordinator.outcome import HELPER_PROCESSES
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.runtime.ray.cluster import INLINE_OBJECT_BYTES
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
@@ -87,6 +97,29 @@ def write_files(examples: int, where: Path) -> dict[str, tuple[Path, dict[str, A
         "criteo TSV": (criteo, {"data.source": "criteo"}),
         "parquet": (table, {"data.source": "parquet"}),
     }
+
+
+def warm_hash_kernels() -> None:
+    """Load the hash shard's compiled kernels (numba's cache) in this process: a hash
+    server's first request otherwise loads them, ~0.7 s of CPU inside the engine's run
+    (`--warm-hash-kernels` runs this in every Ray worker process as it starts)."""
+    import dataclasses
+
+    from recsync.data.synthetic import SyntheticTask
+    from recsync.model.hash_spec import HashTables
+    from recsync.model.spec import ModelSpec
+    from recsync.optim.train_spec import TrainSpec
+    from recsync.ps.hash_layout import HashLayout
+    from recsync.ps.shard import row_gradients
+
+    model, train = ModelSpec(), TrainSpec()
+    layout = HashLayout(model.tables, 1, HashTables())
+    shard = layout.new_shard(0, train.sparse_optimizer, train.seed)
+    keyed = dataclasses.replace(SyntheticSpec(), num_train=64, keyed=True)
+    batch = next(iter(SyntheticTask(keyed).train_batches(64)))
+    request = layout.route(batch)[0]
+    pooled = shard.lookup(request.rows, request.offsets, request.weights)
+    shard.apply_gradients(*row_gradients(request.rows, request.offsets, pooled, request.weights))
 
 
 def default_job(path: Path, keys: dict[str, Any]) -> JobSpec:
@@ -137,7 +170,22 @@ def case_row(
         "ratio_synthetic_batch_price": round(unpriced["eps"] / engine["eps"], 3),
         "engine_cpu_us_per_example": cpu_us(engine),
         "sim_cpu_us_per_example": cpu_us(simulated),
+        "engine_cpu_us_per_example_each": [cpu_us(r) for r in runs],
+        "engine_cores": cores_used(engine),
+        "sim_cores": cores_used(simulated),
+        "cpu_ratio": round(total_cpu_us(engine) / total_cpu_us(simulated), 3),
     }
+
+
+def total_cpu_us(summary: dict[str, Any]) -> float:
+    """CPU microseconds an example trained, all roles together."""
+    return sum(summary["cpu_seconds"].values()) / summary["examples_trained"] * 1e6
+
+
+def cores_used(summary: dict[str, Any]) -> float:
+    """Cores the run's processes kept busy while training (EPS x CPU an example): on a
+    machine that other work loads, the engine gets fewer than the simulator's shared_cpus."""
+    return round(summary["eps"] * total_cpu_us(summary) / 1e6, 2)
 
 
 def cpu_us(summary: dict[str, Any]) -> dict[str, float]:
@@ -152,10 +200,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=60_000, help="lines of each file")
     parser.add_argument("--fit-examples", type=int, default=60_000)
+    parser.add_argument(
+        "--fit-repeats", type=int, default=1, help="engine runs of each fit job (the median)"
+    )
+    parser.add_argument(
+        "--figures",
+        type=Path,
+        metavar="FILE",
+        help="calibration's figures (engine_figures' JSON): read from FILE where it exists, "
+        "else measured and written there (runs compared on one profile)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="engine runs of each file")
     parser.add_argument("--sample", type=int, default=50_000, help="examples a reader pass")
     parser.add_argument("--out", type=Path, default=Path("reports/reader_cost/results.json"))
     parser.add_argument("--render", type=Path, metavar="FILE", help=f"only rewrite {DOC}")
+    parser.add_argument("--no-render", action="store_true", help=f"leave {DOC} as it is")
+    parser.add_argument(
+        "--warm-hash-kernels",
+        action="store_true",
+        help="load the hash shard's kernels in every Ray worker process as it starts (what "
+        "the engine would do if a hash server warmed them when built)",
+    )
     args = parser.parse_args()
     if args.render:
         write_section(json.loads(args.render.read_text()))
@@ -164,8 +229,22 @@ def main() -> None:
     cpus = os.cpu_count() or 1
     load_before = os.getloadavg()
     started = time.perf_counter()
+    if args.warm_hash_kernels:  # connect() then joins this local cluster as it is
+        ray.init(
+            address="local",
+            num_cpus=cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            _system_config={"max_direct_call_object_size": INLINE_OBJECT_BYTES},
+            runtime_env={"worker_process_setup_hook": warm_hash_kernels},
+        )
     connect(None, cpus)
-    figures = engine_figures(args.fit_examples)
+    if args.figures is not None and args.figures.exists():
+        figures = json.loads(args.figures.read_text())
+    else:
+        figures = engine_figures(args.fit_examples, repeats=args.fit_repeats)
+        if args.figures is not None:
+            args.figures.write_text(json.dumps(figures) + "\n")
     cost, measured, fit_rows = cost_from(figures, cpus)
     fit_checks = [{key: r[key] for key in FIT_KEYS} for r in fit_rows]
     print(json.dumps({"fit_checks": fit_checks}), flush=True)
@@ -180,9 +259,12 @@ def main() -> None:
     results = results_of(args, cost, measured, fit_checks, rows)
     results["load_before"] = load_before
     results["wall_s"] = round(time.perf_counter() - started)
+    results["warm_hash_kernels"] = args.warm_hash_kernels
+    results["figures"] = None if args.figures is None else str(args.figures)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
-    write_section(results)
+    if not args.no_render:
+        write_section(results)
     print(json.dumps({k: results[k] for k in ("max_abs_error", "wall_s")}))
 
 

@@ -177,6 +177,25 @@ def test_calibration_measures_a_message_ends_cpu_on_each_side_and_the_worker_spe
     assert guess.worker_flops * speed == pytest.approx(1e8, rel=0.02)
 
 
+def test_calibration_prices_a_servers_message_end_apart_from_the_readers_cpu():
+    """The reader makes both fit jobs the same calls, and its CPU swings from run to run
+    (its producer, a loaded machine): a first run whose reader spent as much more as the
+    second's servers spent in all leaves a server's message end at its price (with the
+    reader counted among the servers, 20 us an example of its noise made a server's end a
+    third of its price on a loaded machine, 2026-11-29)."""
+    from recsync.app.runs.calibrate import simulated
+    from recsync.app.runs.fit_jobs import message_end_cpu
+
+    few, many = _fit_jobs(1_200)
+    few_run, many_run = simulated(few, FIT_TRUTH), simulated(many, FIT_TRUTH)
+    cpu = dict(few_run["cpu_seconds"])
+    cpu["reader"] += many_run["cpu_seconds"]["embedding_servers"]
+    noisy = {**few_run, "cpu_seconds": cpu}
+    trainer_s, server_s = message_end_cpu(few, many, noisy, many_run, FIT_TRUTH)
+    assert trainer_s == pytest.approx(2e-3, rel=0.02)
+    assert server_s == pytest.approx(3e-3, rel=0.02)
+
+
 def test_calibration_measures_a_bytes_cpu_on_each_side_beyond_what_is_charged():
     """The bytes job (async: the dense gradient and model each step) simulated with a
     known profile stands for the engine's run: a byte's price on either side comes out of

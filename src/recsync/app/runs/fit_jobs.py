@@ -19,6 +19,7 @@ from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.network import Machine
 
+_NOT_SERVERS = (Role.TRAINER.plural, Role.READER.plural)  # the summary's roles off that side
 MIN_MORE_ENDS = 2.0  # the second fit job's message ends beyond the first's, in its multiples
 
 
@@ -75,16 +76,19 @@ def message_end_cpu(
     cost: CostModel,
 ) -> tuple[float, float]:
     """CPU seconds one end of a message takes in a running job at a trainer's process (the
-    caller's end) and at a server's or the reader's (the callee's): the difference of the
-    engine's runs of the two fit jobs (`few_run`, `many_run`) in CPU an example on either
-    side over the difference in message ends an example there (counted by the simulator,
-    which runs the same nodes, under `cost`: the two jobs train the same rows and batches,
-    the second in several times the first's calls). Raises where the second job's ends
-    are too few more to tell, or did not cost more."""
+    caller's end) and at a server's (the callee's; the reader's is taken to cost the
+    same): the difference of the engine's runs of the two fit jobs (`few_run`,
+    `many_run`) in CPU an example on either side over the difference in message ends an
+    example there (counted by the simulator, which runs the same nodes, under `cost`: the
+    two jobs train the same rows and batches, the second in several times the first's
+    calls to its servers). The reader is on neither side: both jobs make it the same
+    calls, and its CPU (its process and its producer's) swings from run to run by more
+    than the servers' difference (20 us an example on a loaded machine, 2026-11-29).
+    Raises where the second job's ends are too few more to tell, or did not cost more."""
     few_ends, many_ends = _message_ends(few, cost), _message_ends(many, cost)
     few_cpu, many_cpu = _cpu_by_side(few_run), _cpu_by_side(many_run)
     prices = []
-    for side, name in enumerate(("the trainers'", "the other nodes'")):
+    for side, name in enumerate(("the trainers'", "the servers'")):
         more = many_ends[side] - few_ends[side]
         if more < MIN_MORE_ENDS * few_ends[side]:
             raise ValueError(
@@ -104,8 +108,8 @@ def message_end_cpu(
 
 
 def _message_ends(spec: JobSpec, cost: CostModel) -> tuple[float, float]:
-    """Message ends an example a job puts on its trainers' processes and on its other
-    nodes', in the simulator."""
+    """Message ends an example a job puts on its trainers' processes and on its servers',
+    in the simulator."""
     return _simulated_by_side(spec, cost, _message_ends_of)[0]
 
 
@@ -113,24 +117,31 @@ def _simulated_by_side(
     spec: JobSpec, cost: CostModel, *counts: Callable[[Machine], float]
 ) -> list[tuple[float, float]]:
     """Each of `counts` of one simulated run's machines an example, summed over its
-    trainers and over its other nodes (unrounded, unlike the summary's)."""
+    trainers and over its servers (every node but the trainers and the reader; unrounded,
+    unlike the summary's)."""
     job = SimJob(spec, plan_for(spec), cost)
     examples = job.run()["examples_trained"]
     trainer_machines = [h.machine for h in job.hosts_of(Role.TRAINER)]
+    server_machines = [
+        host.machine
+        for address, host in job.hosts.items()
+        if address.role not in (Role.TRAINER, Role.READER)
+    ]
     sides = []
     for count in counts:
         trainers = sum(count(m) for m in trainer_machines)
-        others = sum(count(h.machine) for h in job.hosts.values()) - trainers
-        sides.append((trainers / examples, others / examples))
+        servers = sum(count(m) for m in server_machines)
+        sides.append((trainers / examples, servers / examples))
     return sides
 
 
 def _cpu_by_side(run: dict[str, Any]) -> tuple[float, float]:
-    """A run's CPU seconds an example on its trainers' processes and on its other nodes'."""
+    """A run's CPU seconds an example on its trainers' processes and on its servers' (every
+    role but the trainers and the reader)."""
     assert run.get("cpu_seconds"), "the run's summary has no CPU by role"
     cpu, examples = run["cpu_seconds"], run["examples_trained"]
-    others = sum(seconds for role, seconds in cpu.items() if role != "trainers")
-    return cpu["trainers"] / examples, others / examples
+    servers = sum(seconds for role, seconds in cpu.items() if role not in _NOT_SERVERS)
+    return cpu["trainers"] / examples, servers / examples
 
 
 def worker_speed(few: JobSpec, few_run: dict[str, Any], cost: CostModel) -> float:
@@ -159,11 +170,12 @@ def _cpu_seconds(machine: Machine) -> float:
 
 def byte_cpu(spec: JobSpec, run: dict[str, Any], cost: CostModel) -> tuple[float, float]:
     """CPU seconds each byte of a message takes at either end in a running job, at a
-    trainer's process and at a server's or the reader's: what the engine's run of `spec`
-    (`bytes_config`'s) spent an example on either side beyond what the simulator charges
-    there under `cost` with bytes free (the math, the servers' work, the message ends at
-    their measured prices), over the bytes an example its messages carry there. A side
-    whose run spent no more than that is charged nothing for its bytes (0.0)."""
+    trainer's process and at a server's (the reader's taken to cost the same): what the
+    engine's run of `spec` (`bytes_config`'s) spent an example on either side (the reader
+    on neither) beyond what the simulator charges there under `cost` with bytes free (the
+    math, the servers' work, the message ends at their measured prices), over the bytes
+    an example its messages carry there. A side whose run spent no more than that is
+    charged nothing for its bytes (0.0)."""
     free = dataclasses.replace(cost, byte_cpu_s=0.0, server_byte_cpu_s=0.0)
     charged, carried = _simulated_by_side(spec, free, _cpu_seconds, _message_bytes)
     spent = _cpu_by_side(run)
