@@ -91,8 +91,9 @@ def examples_per_pass(config: Config, given: int | None) -> int:
     """The examples one pass over the job's data trains."""
     if given is not None:
         return given
-    if config.data.source == "synthetic":
-        return config.data.synthetic.num_train * config.train.epochs
+    synthetic = config.to_specs().synthetic
+    if synthetic is not None:
+        return synthetic.num_train * config.train.epochs
     return 1_000_000
 
 
@@ -185,6 +186,11 @@ def advise(
         for i in fastest:
             priced(i, name)
     quality: dict[int, list[dict[str, Any]]] = {}
+    sample = min(options.quality_examples, per_pass)
+    test_sample = options.quality_test_examples
+    synthetic = base.to_specs().synthetic
+    if synthetic is not None:
+        test_sample = min(test_sample, synthetic.num_test)
     if options.quality:
         chosen = _fast_enough(fastest, speed, options)
         points.plan(len(chosen) * len(options.seeds))
@@ -195,16 +201,15 @@ def advise(
                     "kind": "quality",
                     "config": c.config(job).dump(),
                     "cost": dataclasses.asdict(cost),
-                    "examples": options.quality_examples,
-                    "test_examples": options.quality_test_examples,
+                    "examples": sample,
+                    "test_examples": test_sample,
                     "seed": seed,
                 }
                 point = points.get(
                     f"{c.label} (quality, seed {seed})",
                     parts,
                     lambda c=c, seed=seed: quality_point(  # type: ignore[misc]
-                        job, c, cost, options.quality_examples,
-                        options.quality_test_examples, seed,
+                        job, c, cost, sample, test_sample, seed,
                     ),
                 )  # fmt: skip
                 if point is not None:

@@ -4,7 +4,8 @@ each, appended as soon as a point is known) so that a rerun measures only what i
 A point's key is a digest of everything its result depends on: the candidate's whole
 resolved job config, the cost model of its condition, the measurement's settings (slice,
 sample, seed) and recsync's version and code (a digest of every source file of the
-package), so a change to any of them measures it anew.
+package but those that only order, rank and print points), so a change to any of them
+measures it anew.
 """
 
 from __future__ import annotations
@@ -22,12 +23,21 @@ from recsync.app.runs.run_dir import json_ready
 POINTS = "points.jsonl"
 
 
+# source files no point's value depends on: the command line, and the advice's own
+# ordering, ranking, caching and printing of points (measure.py, cluster.py and
+# candidates.py make the points: they count)
+NOT_IN_POINTS = ("app/cli/", "app/advise/advice.py", "app/advise/rank.py")
+NOT_IN_POINTS += ("app/advise/report.py", "app/advise/cache.py")
+
+
 @cache
 def code_digest() -> str:
-    """recsync's version and a digest of its package's source files."""
+    """recsync's version and a digest of its package's source files (but NOT_IN_POINTS)."""
     root = Path(recsync.__file__).parent
     digest = hashlib.sha256(recsync.__version__.encode())
     for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix().startswith(NOT_IN_POINTS):
+            continue
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return f"{recsync.__version__}+{digest.hexdigest()[:16]}"

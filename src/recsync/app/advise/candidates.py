@@ -38,9 +38,14 @@ class JobSource:
         self, changes: dict[str, Any] | None = None, strategy: dict[str, Any] | None = None
     ) -> Config:
         """The job with `changes` (dotted keys) over its overrides and its [strategy]
-        replaced by `strategy` (ConfigError naming the key at fault)."""
-        sections = None if strategy is None else {"strategy": strategy}
-        return load_config(self.path, {**self.overrides, **(changes or {})}, sections)
+        replaced by `strategy` (and its strategy.* overrides dropped: the job's own
+        strategy's table holds them; ConfigError naming the key at fault)."""
+        overrides = dict(self.overrides)
+        sections = None
+        if strategy is not None:
+            sections = {"strategy": strategy}
+            overrides = {k: v for k, v in overrides.items() if not k.startswith("strategy.")}
+        return load_config(self.path, {**overrides, **(changes or {})}, sections)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,9 @@ def candidates(
                         refused.append(Refusal(name, point, reason))
                         continue
                     found.append(Candidate(name, t_run, w_run, e, d, changes, table, cores))
+    per_machine = [r.reason for r in refused if r.reason.startswith("machines.cores:")]
+    if not found and per_machine and len(per_machine) == len(refused):
+        raise ConfigError(per_machine[0])
     if not found and smallest is not None:
         m = cluster.machines
         raise ConfigError(
@@ -178,7 +186,9 @@ def candidates(
     for name in wanted or []:
         if not any(c.strategy == name for c in found):
             reasons = sorted({r.reason for r in refused if r.strategy == name})
-            raise ConfigError(f"--strategies {name}: applies at no grid point: {'; '.join(reasons)}")
+            raise ConfigError(
+                f"--strategies {name}: applies at no grid point: {'; '.join(reasons)}"
+            )
     return found, refused
 
 

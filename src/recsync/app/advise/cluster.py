@@ -185,7 +185,10 @@ class ClusterFile(Section):
             path = Path(m.profile)
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
-            cost = profile_cost(read_profile(path), f"machines.profile {m.profile}")
+            try:
+                cost = profile_cost(read_profile(path), f"machines.profile {m.profile}")
+            except ConfigError as error:
+                raise ConfigError(f"machines.profile: {error}") from None
             cost = dataclasses.replace(cost, process_idle_cpus=0.0)
         else:
             prices, _ = PRESETS[m.preset or "default"]

@@ -34,6 +34,13 @@ def slowed_server(spec: JobSpec, condition: SlowServerCondition) -> str | None:
     return f"{role.value}-0"
 
 
+def whole_batches(examples: int, batch_size: int) -> int:
+    """`examples` rounded down to whole batches, at least one: a run stopped after a
+    number of examples stops at a batch's end (the simulator's one-pass check expects
+    exactly that many where the data is longer)."""
+    return max(batch_size, examples // batch_size * batch_size)
+
+
 def _data_changes(config: Config, examples: int, test_examples: int) -> dict[str, Any]:
     """Keys that make a synthetic job's data `examples` long with `test_examples` held out
     (file data: none; the run stops after `examples` instead)."""
@@ -85,7 +92,8 @@ def priced_point(
     clean) with the cluster's `cost`, in priced math."""
     more: dict[str, Any] = {"simulate.math": "priced", "run.early_stopping.patience": 0}
     config = candidate.config(job, more)
-    more |= _data_changes(config, max(examples, config.train.batch_size), PRICED_TEST_EXAMPLES)
+    examples = whole_batches(examples, config.train.batch_size)
+    more |= _data_changes(config, examples, PRICED_TEST_EXAMPLES)
     config = candidate.config(job, more)
     spec = job_spec(config, stop_after=examples)
     slowed = None
@@ -118,13 +126,19 @@ def priced_point(
 
 
 def quality_point(
-    job: JobSource, candidate: Candidate, cost: CostModel, examples: int, test_examples: int, seed: int
+    job: JobSource,
+    candidate: Candidate,
+    cost: CostModel,
+    examples: int,
+    test_examples: int,
+    seed: int,
 ) -> dict[str, Any]:
     """The candidate's test AUC and NE after training on the first `examples` examples of
     the data (scored on `test_examples` held out), real math, seed `seed`."""
     more: dict[str, Any] = {"simulate.math": "real", "run.seed": seed}
     more["run.early_stopping.patience"] = 0
     config = candidate.config(job, more)
+    examples = whole_batches(examples, config.train.batch_size)
     more |= _data_changes(config, examples, test_examples)
     spec = job_spec(candidate.config(job, more), stop_after=examples)
     sim = SimJob(spec, plan_for(spec), cost, math="real", eval_examples=test_examples)

@@ -50,7 +50,9 @@ def row_of(r: Ranked, conditions: list[str]) -> dict[str, Any]:
             "eps": r.eps,
             "time_per_pass_s": r.time_per_pass_s,
             "eps_by_condition": {
-                name: _eps(r.measured.speed[name]) for name in conditions if name in r.measured.speed
+                name: _eps(r.measured.speed[name])
+                for name in conditions
+                if name in r.measured.speed
             },
             "staleness_kind": None if clean is None else clean["staleness_kind"],
             "staleness": None if clean is None else clean["staleness"],

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from recsync.app.advise.advice import AdviseOptions, advise as run_advice
+from recsync.app.advise.advice import AdviseOptions
+from recsync.app.advise.advice import advise as run_advice
 from recsync.app.advise.candidates import JobSource
 from recsync.app.advise.cluster import load_cluster
 from recsync.app.advise.report import advice_table, duration, set_lines, write_outputs
@@ -61,9 +62,7 @@ def advise(
     test_sample: Annotated[
         int, typer.Option(metavar="N", help="Held-out examples each quality point scores.")
     ] = AdviseOptions.quality_test_examples,
-    seeds: Annotated[
-        str, typer.Option(metavar="0,1", help="Seeds of the quality points.")
-    ] = "0,1",
+    seeds: Annotated[str, typer.Option(metavar="0,1", help="Seeds of the quality points.")] = "0,1",
     top: Annotated[
         int, typer.Option(metavar="K", help="Strategies whose quality is measured, at most.")
     ] = AdviseOptions.quality_candidates,
