@@ -8,7 +8,7 @@ The steps, each point kept in the cache as soon as it is measured:
    conditions (stragglers, a slow server);
 3. quality: the fastest strategies' fastest candidates (at most `quality_candidates`, none
    slower than `fast_enough` times the fastest) in real math on a sample of the data, once
-   per seed;
+   per seed; a strategy's other candidates are given that quality (`quality_from`);
 4. the ranking (rank.py).
 
 With a budget, no point starts once it is spent; the points not measured are listed.
@@ -29,7 +29,8 @@ from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
 from recsync.app.advise.measure import priced_point, quality_point
 from recsync.app.advise.rank import Measured, Ranked, rank
 from recsync.app.config.schema import Config
-from recsync.errors import ConfigError
+from recsync.errors import ConfigError, JobFailed
+from recsync.ps.hash_shard import TableFullError
 from recsync.runtime.sim.cost import CostModel
 
 Progress = Callable[[int, int, str], None]  # points done, points planned, what is next
@@ -173,7 +174,7 @@ def advise(
             speed[i][name] = points.get(
                 label, parts, lambda: priced_point(job, c, condition, cost, slice_)
             )
-        except ConfigError as error:  # the job's plan refuses it (made as it starts)
+        except (ConfigError, JobFailed, TableFullError) as error:  # refused, or it failed
             refused.append(Refusal(c.strategy, c.label, str(error)))
             unplaceable.add(i)
 
@@ -205,20 +206,31 @@ def advise(
                     "test_examples": test_sample,
                     "seed": seed,
                 }
-                point = points.get(
-                    f"{c.label} (quality, seed {seed})",
-                    parts,
-                    lambda c=c, seed=seed: quality_point(  # type: ignore[misc]
-                        job, c, cost, sample, test_sample, seed,
-                    ),
-                )  # fmt: skip
+                label = f"{c.label} (quality, seed {seed})"
+                try:
+                    point = points.get(
+                        label,
+                        parts,
+                        lambda c=c, seed=seed: quality_point(  # type: ignore[misc]
+                            job, c, cost, sample, test_sample, seed,
+                        ),
+                    )  # fmt: skip
+                except (ConfigError, JobFailed, TableFullError) as error:
+                    refused.append(Refusal(c.strategy, label, str(error)))
+                    continue
                 if point is not None:
                     quality.setdefault(i, []).append(point)
-    measured = [
-        Measured(c, speed[i], quality.get(i, []))
-        for i, c in enumerate(found)
-        if i not in unplaceable
-    ]
+    measured = []
+    at = {found[i].strategy: i for i in quality}  # where each strategy's quality was measured
+    for i, c in enumerate(found):
+        if i in unplaceable:
+            continue
+        j = i if i in quality else at.get(c.strategy)
+        if j is None:
+            measured.append(Measured(c, speed[i]))
+        else:
+            source = None if j == i else found[j].label
+            measured.append(Measured(c, speed[i], quality[j], source))
     return Advice(
         ranked=rank(measured, per_pass),
         refused=refused,

@@ -42,6 +42,7 @@ class Measured:
     candidate: Candidate
     speed: dict[str, dict[str, Any] | None]
     quality: list[dict[str, Any]] = field(default_factory=list)
+    quality_from: str | None = None  # the candidate the quality was measured on, if another
 
 
 @dataclass(frozen=True)

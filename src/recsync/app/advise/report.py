@@ -25,8 +25,22 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
-def _spread(value: tuple[float, float] | None) -> str:
-    return "-" if value is None else f"{value[0]:.4f} ± {value[1]:.4f}"
+def _spread(value: tuple[float, float] | None, seeds: int, inherited: bool) -> str:
+    if value is None:
+        return "-"
+    text = f"{value[0]:.4f}" if seeds < 2 else f"{value[0]:.4f}±{value[1]:.4f}"
+    return text + ("*" if inherited else "")
+
+
+SHORT_ROLES = {
+    "trainers": "trainer",
+    "embedding_servers": "embedding",
+    "sync_servers": "sync",
+    "dense_servers": "dense",
+    "group_servers": "group",
+    "reader": "reader",
+}
+SHORT_STALENESS = {"staleness": "stale", "sync gap": "gap"}
 
 
 def _eps(point: dict[str, Any] | None) -> float | None:
@@ -62,6 +76,7 @@ def row_of(r: Ranked, conditions: list[str]) -> dict[str, Any]:
             "test_auc": r.auc,
             "test_ne": r.ne,
             "seeds": len(r.measured.quality),
+            "quality_from": r.measured.quality_from,
             "changes": c.changes,
             "strategy_table": c.strategy_table,
         }
@@ -73,13 +88,25 @@ def advice_rows(advice: Advice) -> list[dict[str, Any]]:
 
 
 def advice_table(advice: Advice, limit: int | None = None) -> Table:
-    """The ranked candidates (the first `limit`), fastest within noise of the best first."""
+    """The ranked candidates (the first `limit`), fastest within noise of the best first:
+    time to train the data once, steady EPS clean and under each condition, staleness
+    (mean dense staleness, "stale") or sync gap ("gap"), test AUC and NE (mean±spread over
+    seeds), and the busiest role with its load (CPU or NIC, of what one node has)."""
     table = Table(title="recsync advise (predicted in the simulator)")
     columns = ["#", "candidate", "one pass", "EPS"]
     columns += [f"EPS {name}" for name in advice.conditions[1:]]
-    columns += ["staleness / sync gap", "test AUC", "test NE", "bottleneck"]
+    columns += ["staleness", "test AUC", "test NE", "busiest"]
+    labels = [len(r.candidate.label) for r in advice.ranked[:limit]]
+    widths = {"#": 3, "candidate": max(labels, default=9), "one pass": 8, "EPS": 7}
+    widths |= {"staleness": 10, "test AUC": 6, "test NE": 6, "busiest": 13}
     for column in columns:
-        table.add_column(column, justify="left" if column == "candidate" else "right")
+        left = column in ("candidate", "busiest")
+        table.add_column(
+            column,
+            justify="left" if left else "right",
+            min_width=widths.get(column, 7),
+            no_wrap=column in widths and column not in ("test AUC", "test NE"),
+        )
     for r in advice.ranked[:limit]:
         clean = r.measured.speed.get(CLEAN)
         cells = [str(r.rank), r.candidate.label, duration(r.time_per_pass_s)]
@@ -90,12 +117,15 @@ def advice_table(advice: Advice, limit: int | None = None) -> Table:
         if clean is None or clean["staleness"] is None:
             cells.append("-")
         else:
-            cells.append(f"{clean['staleness']:.2f} ({clean['staleness_kind']})")
-        cells += [_spread(r.auc), _spread(r.ne)]
+            kind = SHORT_STALENESS.get(clean["staleness_kind"], clean["staleness_kind"])
+            cells.append(f"{clean['staleness']:.2f} {kind}")
+        seeds, inherited = len(r.measured.quality), r.measured.quality_from is not None
+        cells += [_spread(r.auc, seeds, inherited), _spread(r.ne, seeds, inherited)]
         if clean is None:
             cells.append("-")
         else:
-            cells.append(f"{clean['bottleneck']} {clean['bottleneck_load']:.0%}")
+            role = SHORT_ROLES.get(clean["bottleneck"], clean["bottleneck"])
+            cells.append(f"{role} {clean['bottleneck_load']:.0%}")
         table.add_row(*cells)
     return table
 

@@ -114,6 +114,8 @@ def advise(
         fail(error)
     console = Console(emoji=False)
     console.print(advice_table(advice))
+    if any(r.measured.quality_from for r in advice.ranked):
+        console.print("* quality measured at the strategy's fastest candidate")
     console.print(
         f"one pass = {advice.examples_per_pass:,} examples; points measured "
         f"{advice.measured_points}, from {out / 'points.jsonl'} {advice.cached_points}"
