@@ -26,8 +26,13 @@ POINTS = "points.jsonl"
 # source files no point's value depends on: the command line, and the advice's own
 # ordering, ranking, caching and printing of points (measure.py, cluster.py and
 # candidates.py make the points: they count)
-NOT_IN_POINTS = ("app/cli/", "app/advise/advice.py", "app/advise/rank.py")
-NOT_IN_POINTS += ("app/advise/report.py", "app/advise/cache.py")
+NOT_IN_POINTS = (
+    "app/cli/",
+    "app/advise/advice.py",
+    "app/advise/rank.py",
+    "app/advise/report.py",
+    "app/advise/cache.py",
+)
 
 
 @cache
