@@ -188,8 +188,8 @@ def plot_advice(advice: Advice, out: Path) -> Path:
     speed_axes.invert_yaxis()
     speed_axes.set(xlabel="seconds to train the data once (predicted)", title="speed")
     speed_axes.legend(fontsize="small")
-    for r in ranked:
-        if r.auc is not None and r.eps is not None:
+    for r in ranked:  # where the quality was measured (not a strategy's other candidates)
+        if r.auc is not None and r.eps is not None and r.measured.quality_from is None:
             quality_axes.errorbar(r.eps, r.auc[0], yerr=r.auc[1], fmt="o", capsize=3)
             quality_axes.annotate(r.candidate.label, (r.eps, r.auc[0]), fontsize="small")
     quality_axes.set(xlabel="examples/s (clean)", ylabel="test AUC (sample)", title="quality")
