@@ -49,7 +49,7 @@ class AdviseOptions:
     slice_examples: int = 16_384
     batches_per_thread: int = 6
     quality: bool = True
-    quality_examples: int = 20_000
+    quality_examples: int = 100_000
     quality_test_examples: int = 5_000
     seeds: tuple[int, ...] = (0, 1)
     quality_candidates: int = 3
