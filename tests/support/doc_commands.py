@@ -20,8 +20,10 @@ MAKE_TARGETS = {"make run": "recsync train", "make test": None}
 # the keys every cheap or engine run of a synthetic-task command gets, unless it sets them:
 # the commands as shown train a million examples
 SMALL_DATA = {"data.synthetic.num_train": "2048", "data.synthetic.num_test": "512"}
-TAKES_SMALL_DATA = {"train", "simulate", "continual"}
-TAKES_NO_PROGRESS = {"train", "simulate", "continual"}
+TAKES_SMALL_DATA = {"train", "simulate", "continual", "advise"}
+TAKES_NO_PROGRESS = {"train", "simulate", "continual", "advise"}
+# `recsync advise --budget MINUTES` as run by a test: a small budget, as the data is small
+ADVISE_BUDGET = "0.05"
 
 
 @dataclass(frozen=True)
@@ -93,4 +95,9 @@ def runnable(argv: tuple[str, ...]) -> list[str]:
                 words += ["--set", f"{key}={value}"]
     if words[0] in TAKES_NO_PROGRESS:
         words.append("--no-progress")
+    if words[0] == "advise":
+        if "--budget" in words:
+            at = words.index("--budget")
+            del words[at : at + 2]
+        words += ["--budget", ADVISE_BUDGET]
     return words

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from recsync.app.cli.advise import advise
 from recsync.app.cli.calibrate import calibrate
 from recsync.app.cli.common import (
     ConfigOption,
@@ -65,6 +66,7 @@ app = typer.Typer(
 app.add_typer(data_app, name="data")
 app.add_typer(reproduce_app, name="reproduce")
 app.command()(calibrate)
+app.command()(advise)
 app.command()(continual)
 
 

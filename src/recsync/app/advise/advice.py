@@ -1,0 +1,271 @@
+"""`advise`: from a job, a cluster file and options to every candidate measured and ranked
+(pure of printing: the CLI and the documentation's generator print what it returns).
+
+The steps, each point kept in the cache as soon as it is measured:
+
+1. speed: every candidate (candidates.py) in priced math on a slice of the data, clean;
+2. conditions: each strategy's fastest candidate under each of the cluster file's
+   conditions (stragglers, a slow server);
+3. quality: the fastest strategies' fastest candidates (at most `quality_candidates`, none
+   slower than `fast_enough` times the fastest) in real math on a sample of the data, once
+   per seed; a strategy's other candidates are given that quality (`quality_from`);
+4. the ranking (rank.py).
+
+With a budget, no point starts once it is spent; the points not measured are listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recsync.app.advise.cache import PointCache, point_key
+from recsync.app.advise.candidates import Candidate, JobSource, Refusal, candidates
+from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
+from recsync.app.advise.measure import priced_point, quality_point
+from recsync.app.advise.rank import Measured, Ranked, rank
+from recsync.app.config.schema import Config
+from recsync.errors import ConfigError, JobFailed
+from recsync.ps.hash_shard import TableFullError
+from recsync.runtime.sim.cost import CostModel
+
+Progress = Callable[[int, int, str], None]  # points done, points planned, what is next
+
+
+@dataclass(frozen=True)
+class AdviseOptions:
+    """How much an advice measures. `slice_examples`: examples of each priced point (at
+    least `batches_per_thread` batches a worker thread); `quality_examples` and
+    `quality_test_examples`: the real-math sample, trained and held out; `seeds`: the
+    quality points' seeds; `budget_s`: wall seconds after which no point starts (None:
+    no bound); `examples_per_pass`: the data's examples (None: the synthetic task's, or
+    1,000,000 for file data)."""
+
+    strategies: list[str] | None = None
+    slice_examples: int = 16_384
+    batches_per_thread: int = 6
+    quality: bool = True
+    quality_examples: int = 100_000
+    quality_test_examples: int = 5_000
+    seeds: tuple[int, ...] = (0, 1)
+    quality_candidates: int = 3
+    fast_enough: float = 2.0
+    budget_s: float | None = None
+    examples_per_pass: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("slice_examples", "quality_examples", "quality_test_examples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')}: must be >= 1")
+        if not self.seeds:
+            raise ConfigError("--seeds: give at least one seed")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise ConfigError(f"--budget: must be > 0 minutes, got {self.budget_s / 60:g}")
+        if self.fast_enough < 1:
+            raise ConfigError(f"--fast-enough: must be >= 1, got {self.fast_enough}")
+
+
+@dataclass
+class Advice:
+    """An advice: the ranked candidates, what does not apply, what was not measured."""
+
+    ranked: list[Ranked]
+    refused: list[Refusal]
+    conditions: list[str]
+    not_measured: list[str]
+    examples_per_pass: int
+    cost: CostModel
+    cached_points: int = 0
+    measured_points: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def winner(self) -> Ranked | None:
+        return self.ranked[0] if self.ranked and self.ranked[0].eps is not None else None
+
+
+def examples_per_pass(config: Config, given: int | None) -> int:
+    """The examples one pass over the job's data trains."""
+    if given is not None:
+        return given
+    synthetic = config.to_specs().synthetic
+    if synthetic is not None:
+        return synthetic.num_train * config.train.epochs
+    return 1_000_000
+
+
+class _Points:
+    """Measures points through the cache, within the budget, counting them."""
+
+    def __init__(self, cache: PointCache, budget_s: float | None, on_progress: Progress | None):
+        self.cache, self.budget_s, self.on_progress = cache, budget_s, on_progress
+        self.start = time.monotonic()
+        self.done = self.planned = self.cached = self.measured = 0
+        self.not_measured: list[str] = []
+
+    def plan(self, count: int) -> None:
+        self.planned += count
+        self._report("")
+
+    def _report(self, what: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.planned, what)
+
+    def get(
+        self, label: str, parts: dict[str, Any], measure: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        key = point_key(parts)
+        point = self.cache.get(key)
+        if point is not None:
+            self.cached += 1
+        elif self.budget_s is not None and time.monotonic() - self.start > self.budget_s:
+            self.not_measured.append(label)
+        else:
+            self._report(label)
+            point = measure()
+            self.cache.put(key, point)
+            self.measured += 1
+        self.done += 1
+        self._report(label)
+        return point
+
+
+def _slice(options: AdviseOptions, candidate: Candidate, batch_size: int, limit: int) -> int:
+    threads = candidate.trainers * candidate.workers_per_trainer
+    wanted = max(options.slice_examples, options.batches_per_thread * threads * batch_size)
+    return min(wanted, limit)
+
+
+def advise(
+    job: JobSource,
+    cluster: ClusterFile,
+    options: AdviseOptions,
+    folder: Path | None = None,
+    on_progress: Progress | None = None,
+    cluster_dir: Path | None = None,
+) -> Advice:
+    """Measure and rank every candidate of `job` on `cluster` (points cached in `folder`,
+    none if None; `cluster_dir`: where a relative machines.profile is)."""
+    base = job.config()
+    found, refused = candidates(job, cluster, options.strategies)
+    cost = cluster.base_cost(cluster_dir)
+    per_pass = examples_per_pass(base, options.examples_per_pass)
+    points = _Points(PointCache(folder), options.budget_s, on_progress)
+    conditions = {c.name: c for c in cluster.condition}
+    speed: dict[int, dict[str, dict[str, Any] | None]] = {i: {} for i in range(len(found))}
+    unplaceable: set[int] = set()
+
+    def priced(i: int, name: str) -> None:
+        c, condition = found[i], conditions.get(name)
+        slice_ = _slice(options, c, base.train.batch_size, per_pass)
+        parts = {
+            "kind": "priced",
+            "config": c.config(job).dump(),
+            "cost": dataclasses.asdict(condition_cost(cost, condition)),
+            "condition": None if condition is None else condition.model_dump(),
+            "examples": slice_,
+        }
+        label = f"{c.label} ({name})"
+        try:
+            speed[i][name] = points.get(
+                label, parts, lambda: priced_point(job, c, condition, cost, slice_)
+            )
+        except (ConfigError, JobFailed, TableFullError) as error:  # refused, or it failed
+            refused.append(Refusal(c.strategy, c.label, str(error)))
+            unplaceable.add(i)
+
+    points.plan(len(found))
+    for i in range(len(found)):
+        priced(i, CLEAN)
+    fastest = _fastest_per_strategy(found, speed)
+    points.plan(len(fastest) * len(conditions))
+    for name in conditions:
+        for i in fastest:
+            priced(i, name)
+    quality: dict[int, list[dict[str, Any]]] = {}
+    sample = min(options.quality_examples, per_pass)
+    test_sample = options.quality_test_examples
+    synthetic = base.to_specs().synthetic
+    if synthetic is not None:
+        test_sample = min(test_sample, synthetic.num_test)
+    if options.quality:
+        chosen = _fast_enough(fastest, speed, options)
+        points.plan(len(chosen) * len(options.seeds))
+        for i in chosen:
+            c = found[i]
+            for seed in options.seeds:
+                parts = {
+                    "kind": "quality",
+                    "config": c.config(job).dump(),
+                    "cost": dataclasses.asdict(cost),
+                    "examples": sample,
+                    "test_examples": test_sample,
+                    "seed": seed,
+                }
+                label = f"{c.label} (quality, seed {seed})"
+                try:
+                    point = points.get(
+                        label,
+                        parts,
+                        lambda c=c, seed=seed: quality_point(  # type: ignore[misc]
+                            job, c, cost, sample, test_sample, seed,
+                        ),
+                    )  # fmt: skip
+                except (ConfigError, JobFailed, TableFullError) as error:
+                    refused.append(Refusal(c.strategy, label, str(error)))
+                    continue
+                if point is not None:
+                    quality.setdefault(i, []).append(point)
+    measured = []
+    at = {found[i].strategy: i for i in quality}  # where each strategy's quality was measured
+    for i, c in enumerate(found):
+        if i in unplaceable:
+            continue
+        j = i if i in quality else at.get(c.strategy)
+        if j is None:
+            measured.append(Measured(c, speed[i]))
+        else:
+            source = None if j == i else found[j].label
+            measured.append(Measured(c, speed[i], quality[j], source))
+    return Advice(
+        ranked=rank(measured, per_pass),
+        refused=refused,
+        conditions=[CLEAN, *conditions],
+        not_measured=points.not_measured,
+        examples_per_pass=per_pass,
+        cost=cost,
+        cached_points=points.cached,
+        measured_points=points.measured,
+    )
+
+
+def _clean_eps(point: dict[str, Any] | None) -> float:
+    return 0.0 if point is None else float(point["eps_steady"])
+
+
+def _fastest_per_strategy(
+    found: list[Candidate], speed: dict[int, dict[str, dict[str, Any] | None]]
+) -> list[int]:
+    """Each strategy's fastest measured candidate (its index), fastest strategies first."""
+    best: dict[str, int] = {}
+    for i, c in enumerate(found):
+        eps = _clean_eps(speed[i].get(CLEAN))
+        if eps and (c.strategy not in best or eps > _clean_eps(speed[best[c.strategy]][CLEAN])):
+            best[c.strategy] = i
+    return sorted(best.values(), key=lambda i: -_clean_eps(speed[i][CLEAN]))
+
+
+def _fast_enough(
+    fastest: list[int], speed: dict[int, dict[str, dict[str, Any] | None]], options: AdviseOptions
+) -> list[int]:
+    """The strategies' fastest candidates whose quality is measured: at most
+    `quality_candidates`, none slower than `fast_enough` times the fastest."""
+    if not fastest:
+        return []
+    top = _clean_eps(speed[fastest[0]][CLEAN])
+    near = [i for i in fastest if _clean_eps(speed[i][CLEAN]) * options.fast_enough >= top]
+    return near[: options.quality_candidates]
