@@ -16,7 +16,7 @@ from recsync.app.advise.advice import advise as run_advice
 from recsync.app.advise.candidates import JobSource
 from recsync.app.advise.cluster import load_cluster
 from recsync.app.advise.report import advice_table, duration, set_lines, write_outputs
-from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, fail
+from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, fail, simulator_threads
 from recsync.app.config.load import parse_overrides
 from recsync.errors import JobFailed, RecsyncError
 
@@ -102,7 +102,7 @@ def advise(
             console=Console(emoji=False, stderr=True),
             disable=not progress,
         )
-        with bar:
+        with simulator_threads(), bar:
             task = bar.add_task("", total=None)
 
             def on_progress(done: int, planned: int, what: str) -> None:
@@ -113,6 +113,8 @@ def advise(
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     console = Console(emoji=False)
+    if not console.is_terminal:  # a log or a pipe: the whole table, not squeezed to 80
+        console = Console(emoji=False, width=max(console.width, 200))
     console.print(advice_table(advice))
     if any(r.measured.quality_from for r in advice.ranked):
         console.print("* quality measured at the strategy's fastest candidate")
