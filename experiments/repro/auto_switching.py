@@ -18,6 +18,10 @@ are removed, a server slows down), with the same hyper-parameters, tuned once on
   Hop-BS (bounded_staleness), then sync again from BACK_DAY, with unchanged
   hyper-parameters.
 
+Seeds 0, 1, 2: the run's seed (`run.seed`: initial weights, data order, the workers' speeds and
+which trainers straggle); the task and the scenario are one draw for every seed; the learning
+rate is tuned on seed 0 alone and frozen for every seed.
+
 Targets (issue): the controller's total training time within 10% of the fastest fixed
 strategy's and its mean next-day AUC within 0.001 of the best fixed strategy's.
 """
@@ -26,21 +30,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.auto_switching_report import (
+from experiments.repro.auto_switching_report import plot, report
+from experiments.repro.auto_switching_shape import (
     AUC_TARGET,
-    FIXED_SUFFIX,
     SWITCH_PREFIX,
+    SYNC,
     TIME_TARGET,
+    by_variant,
     controller_check,
     fastest_and_best,
     fig6_shape,
-    plot,
-    report,
+    seeds_of,
     switched_runs,
 )
 from experiments.repro.claims import Claim
@@ -93,9 +97,11 @@ STRAGGLER_DAYS = (3, 4, 7, 8)
 HINDSIGHT = {0: "sync", 3: "gba", 5: "sync", 7: "gba", 9: "sync"}
 FIXED = ("sync", "gba", "async")
 SWITCHED = ("gba", "async", "bounded_staleness")
+SEEDS = (0, 1, 2)
+TUNE_SEED = 0
 
 
-def overrides(lr_factor: float, days: int = DAYS) -> dict[str, Any]:
+def overrides(lr_factor: float, days: int = DAYS, seed: int = 0) -> dict[str, Any]:
     """The job every variant runs (its strategy aside)."""
     cost = {
         f"cost.{k}": getattr(CLUSTER_COST, k)
@@ -127,6 +133,7 @@ def overrides(lr_factor: float, days: int = DAYS) -> dict[str, Any]:
         "cluster.workers_per_trainer": 1,
         "cluster.num_embedding_servers": 4,
         "cluster.num_dense_servers": 2,
+        "run.seed": seed,
         "run.eval_every": 0,
         "run.keep_best": False,
         "run.checkpoint.every_seconds": 0.0,
@@ -151,16 +158,29 @@ def variants() -> dict[str, ContinualOptions]:
     return table
 
 
-def run_variant(item: tuple[str, float, str | None, str, int]) -> dict[str, Any]:
-    label, lr_factor, scenario, runs, days = item
+def scenario_text(mid_day_s: float) -> str:
+    """The scenario file, day 7's stragglers appearing `mid_day_s` virtual seconds in."""
+    return SCENARIO.replace("START_S", str(mid_day_s))
+
+
+def run_variant(item: tuple[str, int, float, int, float | None]) -> dict[str, Any]:
+    """One variant on one seed: (label, seed, learning-rate factor, days, day 7's straggler
+    start in virtual seconds or None for no scenario: the tuning runs, sync on calm days)."""
+    label, seed, lr_factor, days, mid_day_s = item
     options = variants()[label] if days == DAYS else ContinualOptions("sim", {0: "sync"})
-    options = dataclasses.replace(options, scenario=scenario)
-    config = load_config(None, overrides(lr_factor, days))
-    root = Path(runs) / f"{label.replace(' ', '_').replace('>', 'to')}-lr{lr_factor:g}-{days}d"
-    records = run_continual(config, root, options, progress=False)
-    accumulators = [adagrad_sums(root / r["run_dirs"][-1]) for r in records]
+    config = load_config(None, overrides(lr_factor, days, seed))
+    with tempfile.TemporaryDirectory(prefix="recsync-auto-switching-") as runs:
+        scenario = None
+        if mid_day_s is not None:
+            scenario = Path(runs) / "scenario.toml"
+            scenario.write_text(scenario_text(mid_day_s))
+        options = dataclasses.replace(options, scenario=None if scenario is None else str(scenario))
+        root = Path(runs) / "run"
+        records = run_continual(config, root, options, progress=False)
+        accumulators = [adagrad_sums(root / r["run_dirs"][-1]) for r in records]
     return {
         "variant": label,
+        "seed": seed,
         "lr_factor": lr_factor,
         "days": [
             {
@@ -198,7 +218,8 @@ def adagrad_sums(run_dir: Path) -> dict[str, float]:
 
 def _switching_row(r: dict[str, Any]) -> str:
     return (
-        f"{r['variant']:>30} (lr x{r['lr_factor']:g}): {r['total_seconds']:7.2f} virtual s, "
+        f"{r['variant']:>30} seed {r.get('seed', 0)} (lr x{r['lr_factor']:g}): "
+        f"{r['total_seconds']:7.2f} virtual s, "
         f"mean next-day AUC {r['mean_next_day_auc']:.4f}"
     )
 
@@ -209,28 +230,24 @@ def _switching_row(r: dict[str, Any]) -> str:
     claim="the automatic controller vs sync, GBA, async and a hindsight schedule over 11 "
     "days of a changing cluster; Fig. 6's switch and back in continual training",
     report_dir="reports/auto_switching",
-    minutes=3.0,
-    seeds=(0,),
+    minutes=8.5,
+    seeds=SEEDS,
     cost={"cluster (stragglers and calm days as the scenario says)": CLUSTER_COST},
     show=_switching_row,
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = Path(tempfile.mkdtemp(prefix="recsync-auto-switching-"))
-    try:
-        tune = [("sync throughout", f, None, str(runs), TUNE_DAYS) for f in LR_FACTORS]
-        tuned = run_in_processes(run_variant, tune, progress)
-        chosen = max(tuned, key=lambda row: row["mean_next_day_auc"])
-        best = chosen["lr_factor"]
-        # day 7's stragglers appear halfway through a day: half a calm sync day's seconds
-        mid_day_s = round(chosen["days"][0]["train_seconds"] / 2, 3)
-        scenario = out_dir / "scenario.toml"
-        scenario.write_text(SCENARIO.replace("START_S", str(mid_day_s)))
-        items = [(label, best, str(scenario), str(runs), DAYS) for label in variants()]
-        rows = run_in_processes(run_variant, items, progress)
-    finally:
-        shutil.rmtree(runs, ignore_errors=True)
-    results = {"lr_tuning": tuned, "lr_factor": best, "variants": rows}
+    tune = [("sync throughout", TUNE_SEED, f, TUNE_DAYS, None) for f in LR_FACTORS]
+    tuned = run_in_processes(run_variant, tune, progress)
+    chosen = max(tuned, key=lambda row: row["mean_next_day_auc"])
+    best = chosen["lr_factor"]
+    # day 7's stragglers appear halfway through a day: half a calm sync day's seconds
+    mid_day_s = round(chosen["days"][0]["train_seconds"] / 2, 3)
+    scenario = out_dir / "scenario.toml"
+    scenario.write_text(scenario_text(mid_day_s))
+    items = [(label, seed, best, DAYS, mid_day_s) for seed in SEEDS for label in variants()]
+    rows = run_in_processes(run_variant, items, progress)
+    results = {"lr_tuning": tuned, "lr_factor": best, "seeds": list(SEEDS), "variants": rows}
     (out_dir / "results.json").write_text(json.dumps(results, indent=1))
     plot(rows, out_dir / "days.png")
     (out_dir / "report.md").write_text(report(results, scenario.read_text()))
@@ -239,22 +256,23 @@ def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]
 
 def claims(results: dict[str, Any]) -> list[Claim]:
     """The report's headline claims (the controller's targets, Fig. 6's shape), from its
-    results file."""
-    rows = results["variants"]
-    by = {r["variant"]: r for r in rows}
-    fastest, best = fastest_and_best(rows)
-    days = len(by["sync" + FIXED_SUFFIX]["days"])
+    results file, each verdict on the per-seed values (results before issue 55's seeds: one
+    seed, 'too few seeds')."""
+    runs = by_variant(results["variants"])
+    fastest, best = fastest_and_best(runs)
+    days = len(next(iter(runs[SYNC].values()))["days"])
+    count = len(seeds_of(runs))
+    seeds = "one seed" if count == 1 else f"{count} seeds"
     out = []
-    controller = by.get("controller")
-    if controller:
-        check = controller_check(controller, fastest, best)
-        setting = f"{days} days of a changing simulated cluster (one seed)"
+    if "controller" in runs:
+        check = controller_check(runs, fastest, best)
+        setting = f"{days} days of a changing simulated cluster (means, {seeds})"
         out += [
             Claim(
                 f"an automatic controller trains within {TIME_TARGET:.0%} of the fastest "
                 "fixed strategy's time",
                 "GBA section 6: future work; the target is the issue's",
-                f"{setting}: {check.time_ratio:.3f}x {fastest['variant']}'s time",
+                f"{setting}: {check.time_ratio:.3f}x {fastest}'s time",
                 check.time_ok,
                 "controller",
             ),
@@ -262,16 +280,16 @@ def claims(results: dict[str, Any]) -> list[Claim]:
                 f"an automatic controller's mean next-day AUC is within {AUC_TARGET} of the "
                 "best fixed strategy's",
                 "GBA section 6: future work; the target is the issue's",
-                f"{setting}: {best['variant']} minus the controller {check.auc_gap:+.4f}",
+                f"{setting}: {best} minus the controller {check.auc_gap:+.4f}",
                 check.auc_ok,
                 "controller",
             ),
         ]
-    for w in switched_runs(by):
-        strategy = w.run["variant"].removeprefix(SWITCH_PREFIX).split(" > ")[0]
-        shape = fig6_shape(w.run["variant"], w.diffs, w.first, w.last)
+    for w in switched_runs(runs):
+        strategy = w.variant.removeprefix(SWITCH_PREFIX).split(" > ")[0]
+        shape = fig6_shape(w)
         paper = "Fig. 6: switching as resources change, same hyper-parameters"
-        where = f"switched on days {w.first}-{w.last} of {days} (one seed)"
+        where = f"switched on days {w.first}-{w.last} of {days} (means, {seeds})"
         if shape.is_gba:
             out.append(
                 Claim(
@@ -295,7 +313,7 @@ def claims(results: dict[str, Any]) -> list[Claim]:
             Claim(
                 f"switched to {strategy} and back, AUC re-converges to sync's (within 0.001)",
                 paper,
-                f"{where}: last day {w.diffs[-1]:+.4f} vs sync",
+                f"{where}: last day {w.mean_diffs[-1]:+.4f} vs sync",
                 shape.holds,
                 strategy,
             ),

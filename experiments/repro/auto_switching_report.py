@@ -1,20 +1,33 @@
-"""The auto-switching reproduction's figure and report (numbers from results.json)."""
+"""The auto-switching reproduction's figure and report (numbers from results.json; the
+verdicts are `auto_switching_shape`'s, on the per-seed values)."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import statistics
 from typing import Any
 
 from experiments.repro import reviewer
-from experiments.repro.verdict import Verdict, judge
+from experiments.repro.auto_switching_shape import (
+    AUC_TARGET,
+    SWITCH_PREFIX,
+    SYNC,
+    TIME_TARGET,
+    Runs,
+    Switched,
+    accumulator_ratio,
+    by_variant,
+    controller_check,
+    fastest_and_best,
+    fig6_shape,
+    mean_of,
+    seeds_of,
+    switched_runs,
+)
+from experiments.repro.verdict import seed_sd
 from recsync.app.runs.continual_plot import label_strategies
 from recsync.app.runs.plots import new_figure, save_figure
 
-TIME_TARGET = 0.10  # the controller's total time within 10% of the fastest fixed strategy's
-AUC_TARGET = 0.001  # its mean next-day AUC within 0.001 of the best fixed strategy's
-FIXED_SUFFIX = " throughout"
-SWITCH_PREFIX = "sync > "
 NOTES = [
     "Reading it:",
     "",
@@ -37,25 +50,34 @@ NOTES = [
 ]
 
 
+def _mean_sd(values: list[float], digits: int = 4) -> str:
+    return f"{statistics.fmean(values):.{digits}f} ± {seed_sd(values):.{digits}f}"
+
+
+def _day_means(per_seed: dict[int, dict[str, Any]], key: str) -> list[float]:
+    runs = [[d[key] for d in row["days"]] for row in per_seed.values()]
+    return [statistics.fmean(day) for day in zip(*runs, strict=True)]
+
+
 def plot(rows: list[dict[str, Any]], path: Any) -> None:
+    """Each variant's next-day AUC and training time so far, means over the seeds."""
+    runs = by_variant(rows)
     fig, (quality, time) = new_figure(13, 4.5, columns=2)
-    for row in rows:
-        days = [d["day"] for d in row["days"]]
-        style = "--" if row["variant"].startswith(SWITCH_PREFIX) else "-"
-        width = 2.5 if row["variant"] == "controller" else 1.2
-        quality.plot(
-            days, [d["next_day_auc"] for d in row["days"]], style, lw=width, label=row["variant"]
-        )
-        seconds = list(itertools.accumulate(d["train_seconds"] for d in row["days"]))
-        time.plot(days, seconds, style, lw=width, label=row["variant"])
-    controller = next((r for r in rows if r["variant"] == "controller"), None)
+    for name, per_seed in runs.items():
+        days = [d["day"] for d in next(iter(per_seed.values()))["days"]]
+        style = "--" if name.startswith(SWITCH_PREFIX) else "-"
+        width = 2.5 if name == "controller" else 1.2
+        quality.plot(days, _day_means(per_seed, "next_day_auc"), style, lw=width, label=name)
+        seconds = list(itertools.accumulate(_day_means(per_seed, "train_seconds")))
+        time.plot(days, seconds, style, lw=width, label=name)
+    controller = runs.get("controller")
     if controller:
-        label_strategies(quality, controller["days"], below=16, fontsize=6)
+        label_strategies(quality, controller[min(controller)]["days"], below=16, fontsize=6)
     quality.set_xlabel("day trained (scored on the next day)")
-    quality.set_ylabel("next-day AUC")
-    quality.set_title("next-day AUC (controller: its strategies under each point)")
+    quality.set_ylabel("next-day AUC (mean over seeds)")
+    quality.set_title("next-day AUC (controller: its first seed's strategies under each point)")
     time.set_xlabel("day trained")
-    time.set_ylabel("training seconds so far (virtual)")
+    time.set_ylabel("training seconds so far (virtual, mean over seeds)")
     time.set_title("total training time")
     for ax in (quality, time):
         ax.grid(alpha=0.3)
@@ -63,11 +85,19 @@ def plot(rows: list[dict[str, Any]], path: Any) -> None:
     save_figure(fig, path)
 
 
+def _strategies(per_seed: dict[int, dict[str, Any]]) -> str:
+    """The strategy each day ran: one name where every seed ran it, else each seed's, by /."""
+    days = zip(*([d["strategy"] for d in r["days"]] for r in per_seed.values()), strict=True)
+    return ", ".join(day[0] if len(set(day)) == 1 else "/".join(day) for day in days)
+
+
 def report(results: dict[str, Any], scenario: str) -> str:
-    rows = results["variants"]
-    by = {r["variant"]: r for r in rows}
-    fastest, best = fastest_and_best(rows)
-    sync = by["sync" + FIXED_SUFFIX]
+    runs = by_variant(results["variants"])
+    seeds = seeds_of(runs)
+    fastest, best = fastest_and_best(runs)
+    sync = runs[SYNC]
+    days = len(next(iter(sync.values()))["days"])
+    seed_text = "One seed" if len(seeds) == 1 else f"{len(seeds)} seeds"
     lines = [
         "# Automatic strategy switching over a changing cluster (simulator)",
         "",
@@ -79,15 +109,19 @@ def report(results: dict[str, Any], scenario: str) -> str:
         f"targets: its total training time within {TIME_TARGET:.0%} of the fastest fixed "
         f"strategy's, its mean next-day AUC within {AUC_TARGET} of the best fixed one's.",
         "",
-        f"Ours: `recsync continual` on the simulator, {len(sync['days'])} days trained (each "
+        f"Ours: `recsync continual` on the simulator, {days} days trained (each "
         "scored on the next day's 20,000 held-out examples), synthetic teacher drifting 0.1 a "
         "day, 32,768 examples a day, 8 trainers x 1 worker, batch 64, 4 embedding and 2 dense "
         "servers, small DLRM (dim 8, MLPs 64-32), the reproductions' cluster cost model "
         "(25 Gbit/s, 5% speed and batch noise). Learning rate tuned once on sync over the "
         f"first 3 (calm) days, factors {[t['lr_factor'] for t in results['lr_tuning']]} "
         f"(mean next-day AUC {[round(t['mean_next_day_auc'], 4) for t in results['lr_tuning']]}"
-        f"): x{results['lr_factor']:g} of recsync's default 0.01, frozen for every variant. "
-        "The controller decides after every quarter of a day. One seed. The scenario:",
+        f"): x{results['lr_factor']:g} of recsync's default 0.01, frozen for every variant "
+        "and seed. The controller decides after every quarter of a day. "
+        f"{seed_text} (run seeds {', '.join(map(str, seeds))}: initial weights, data order, "
+        "the workers' speeds and which trainers straggle; one draw of the task and one "
+        "scenario; the learning rate tuned on the first). Numbers are means ± sd over the "
+        "seeds; ratios and gaps are taken within a seed, then averaged. The scenario:",
         "",
         "```toml",
         scenario.strip(),
@@ -99,186 +133,118 @@ def report(results: dict[str, Any], scenario: str) -> str:
         "per day |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows:
-        strategies = ", ".join(d["strategy"] for d in r["days"])
-        lines.append(
-            f"| {r['variant']} | {r['total_seconds']:.2f} | "
-            f"{r['total_seconds'] / fastest['total_seconds']:.3f}x | "
-            f"{r['mean_next_day_auc']:.4f} | "
-            f"{r['mean_next_day_auc'] - sync['mean_next_day_auc']:+.4f} | {strategies} |"
+    for name, per_seed in runs.items():
+        paired = sorted(per_seed.keys() & runs[fastest].keys() & sync.keys())
+        ratio = statistics.fmean(
+            per_seed[s]["total_seconds"] / runs[fastest][s]["total_seconds"] for s in paired
         )
-    days = len(sync["days"])
-    lines += ["", "Next-day AUC per day:", ""]
+        vs_sync = statistics.fmean(
+            per_seed[s]["mean_next_day_auc"] - sync[s]["mean_next_day_auc"] for s in paired
+        )
+        lines.append(
+            f"| {name} | {_mean_sd([r['total_seconds'] for r in per_seed.values()], 3)} | "
+            f"{ratio:.3f}x | "
+            f"{_mean_sd([r['mean_next_day_auc'] for r in per_seed.values()])} | "
+            f"{vs_sync:+.4f} | {_strategies(per_seed)} |"
+        )
+    lines += ["", "Next-day AUC per day (mean ± sd over the seeds):", ""]
     lines.append("| variant | " + " | ".join(f"d{d}" for d in range(days)) + " |")
     lines.append("| --- | " + " | ".join("---" for _ in range(days)) + " |")
-    for r in rows:
-        aucs = " | ".join(f"{d['next_day_auc']:.4f}" for d in r["days"])
-        lines.append(f"| {r['variant']} | {aucs} |")
-    lines += ["", *findings(by, fastest, best), "", *NOTES, "", *decisions(by.get("controller"))]
+    for name, per_seed in runs.items():
+        per_day = zip(
+            *([d["next_day_auc"] for d in r["days"]] for r in per_seed.values()), strict=True
+        )
+        lines.append(f"| {name} | " + " | ".join(_mean_sd(list(d)) for d in per_day) + " |")
+    lines += ["", *findings(runs, fastest, best), "", *NOTES, "", *decisions(runs)]
     return reviewer.appended("\n".join(lines), "auto-switching")
 
 
-def fastest_and_best(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The fastest fixed strategy (least total time) and the best (highest mean AUC)."""
-    fixed = [r for r in rows if r["variant"].endswith(FIXED_SUFFIX)]
-    fastest = min(fixed, key=lambda r: r["total_seconds"])
-    best = max(fixed, key=lambda r: r["mean_next_day_auc"])
-    return fastest, best
-
-
-@dataclass(frozen=True)
-class ControllerCheck:
-    """The controller against the issue's targets (one seed a run: the verdict rule reports
-    the margins, and too few seeds)."""
-
-    time_ratio: float  # its total time over the fastest fixed strategy's
-    auc_gap: float  # the best fixed strategy's mean next-day AUC minus its own
-    time_ok: Verdict
-    auc_ok: Verdict
-
-
-def controller_check(
-    controller: dict[str, Any], fastest: dict[str, Any], best: dict[str, Any]
-) -> ControllerCheck:
-    time_ratio = controller["total_seconds"] / fastest["total_seconds"]
-    auc_gap = best["mean_next_day_auc"] - controller["mean_next_day_auc"]
-    time_ok = judge([time_ratio], 1 + TIME_TARGET, "lower")
-    auc_ok = judge(
-        [controller["mean_next_day_auc"]], best["mean_next_day_auc"] - AUC_TARGET, "higher"
-    )
-    return ControllerCheck(time_ratio, auc_gap, time_ok, auc_ok)
-
-
-@dataclass(frozen=True)
-class Switched:
-    """A run switched away from sync and back: its next-day AUC minus sync's by day, and
-    the first and last day it ran another strategy."""
-
-    run: dict[str, Any]
-    diffs: list[float]
-    first: int
-    last: int
-
-
-def switched_runs(by: dict[str, dict[str, Any]]) -> list[Switched]:
-    sync = by["sync" + FIXED_SUFFIX]
-    out = []
-    for name, r in by.items():
-        if not name.startswith(SWITCH_PREFIX):
-            continue
-        diffs = [
-            d["next_day_auc"] - s["next_day_auc"]
-            for d, s in zip(r["days"], sync["days"], strict=True)
-        ]
-        changed = [i for i, d in enumerate(r["days"]) if d["strategy"] != "sync"]
-        if changed:
-            out.append(Switched(r, diffs, changed[0], changed[-1]))
-    return out
-
-
-def findings(
-    by: dict[str, dict[str, Any]], fastest: dict[str, Any], best: dict[str, Any]
-) -> list[str]:
+def findings(runs: Runs, fastest: str, best: str) -> list[str]:
     out = ["Findings:", ""]
-    controller = by.get("controller")
+    controller = runs.get("controller")
     if controller:
-        check = controller_check(controller, fastest, best)
+        check = controller_check(runs, fastest, best)
         out.append(
             f"- Controller: total time {check.time_ratio:.3f}x the fastest fixed strategy's "
-            f"({fastest['variant']}; target <= {1 + TIME_TARGET:.2f}x: "
-            f"{check.time_ok.describe(3)}); mean next-day AUC "
-            f"{controller['mean_next_day_auc']:.4f}, {check.auc_gap:+.4f} below the best fixed "
-            f"strategy's ({best['variant']}, {best['mean_next_day_auc']:.4f}; target <= "
-            f"{AUC_TARGET}: {check.auc_ok.describe()})."
+            f"({fastest}; target <= {1 + TIME_TARGET:.2f}x: {check.time_ok.describe(3)}); "
+            f"mean next-day AUC {mean_of(controller, 'mean_next_day_auc'):.4f}, "
+            f"{check.auc_gap:+.4f} below the best fixed strategy's ({best}, "
+            f"{mean_of(runs[best], 'mean_next_day_auc'):.4f}; target <= {AUC_TARGET}: "
+            f"{check.auc_ok.describe()})."
         )
-    hindsight = by.get("hindsight schedule")
-    for name, r in by.items():
+    hindsight = runs.get("hindsight schedule")
+    for name, per_seed in runs.items():
         if hindsight and name.startswith("controller"):
+            seeds = sorted(per_seed.keys() & hindsight.keys())
+            time = statistics.fmean(
+                per_seed[s]["total_seconds"] / hindsight[s]["total_seconds"] for s in seeds
+            )
+            auc = statistics.fmean(
+                per_seed[s]["mean_next_day_auc"] - hindsight[s]["mean_next_day_auc"] for s in seeds
+            )
             out.append(
                 f"- {name} against the hindsight schedule (sync calm, GBA with stragglers): "
-                f"time {r['total_seconds'] / hindsight['total_seconds']:.3f}x, AUC "
-                f"{r['mean_next_day_auc'] - hindsight['mean_next_day_auc']:+.4f}."
+                f"time {time:.3f}x, AUC {auc:+.4f}."
             )
-    sync = by["sync" + FIXED_SUFFIX]
-    for w in switched_runs(by):
-        r, diffs, first, last = w.run, w.diffs, w.first, w.last
+    sync = runs[SYNC]
+    for w in switched_runs(runs):
+        first, last, diffs = w.first, w.last, w.mean_diffs
         after = diffs[last + 1 : last + 3]
-        out.append(fig6_verdict(r["variant"], diffs, first, last))
+        out.append(fig6_verdict(w))
         out.append(
-            f"- Fig. 6, {r['variant']}: next-day AUC vs staying with sync on the switched days "
+            f"- Fig. 6, {w.variant}: next-day AUC vs staying with sync on the switched days "
             f"{first}-{last}: "
             + ", ".join(f"{d:+.4f}" for d in diffs[first : last + 1])
             + "; the two days back on sync: "
             + ", ".join(f"{d:+.4f}" for d in after)
-            + f"; time on the switched days "
-            f"{sum(d['train_seconds'] for d in r['days'][first : last + 1]):.2f} s vs sync's "
-            f"{sum(d['train_seconds'] for d in sync['days'][first : last + 1]):.2f} s; Adagrad "
-            f"accumulators after them {accumulator_ratio(r, sync, last, 'dense'):.1f}x sync's "
-            f"(dense), {accumulator_ratio(r, sync, last, 'rows'):.1f}x (rows)."
+            + f"; time on the switched days {_switched_seconds(runs[w.variant], first, last):.2f}"
+            f" s vs sync's {_switched_seconds(sync, first, last):.2f} s; Adagrad "
+            f"accumulators after them {accumulator_ratio(runs, w.variant, last, 'dense'):.1f}x "
+            f"sync's (dense), {accumulator_ratio(runs, w.variant, last, 'rows'):.1f}x (rows)."
         )
     return out
 
 
-def accumulator_ratio(run: dict[str, Any], sync: dict[str, Any], day: int, part: str) -> float:
-    ours = run["days"][day]["adagrad_sums"][part]
-    return float(ours / max(sync["days"][day]["adagrad_sums"][part], 1e-12))
+def _switched_seconds(per_seed: dict[int, dict[str, Any]], first: int, last: int) -> float:
+    return statistics.fmean(
+        sum(d["train_seconds"] for d in r["days"][first : last + 1]) for r in per_seed.values()
+    )
 
 
-@dataclass(frozen=True)
-class Fig6Shape:
-    """The paper's Fig. 6 shape for one switched run: for GBA, `holds` is "within 0.002 of
-    sync on every day from the switch on"; for the others, `dips` "below sync by > 0.002
-    while switched" and `holds` "back within 0.001 of sync by the last day"."""
-
-    is_gba: bool
-    switched: list[float]  # AUC minus sync's on the switched days
-    later: list[float]  # on the days back on sync
-    worst: float  # GBA: the largest gap from the switch on
-    back: int | None  # the first day back within 0.001 of sync
-    holds: Verdict
-    dips: Verdict | None
-
-
-def fig6_shape(variant: str, diffs: list[float], first: int, last: int) -> Fig6Shape:
-    switched, later = diffs[first : last + 1], diffs[last + 1 :]
-    worst = max(diffs[first:], key=abs)
-    back = next((last + 1 + i for i, d in enumerate(later) if d > -0.001), None)
-    if variant == SWITCH_PREFIX + "gba > sync":
-        # the claim: no day from the switch on falls more than 0.002 below sync (one seed)
-        within = judge([min(diffs[first:])], -0.002, "higher")
-        return Fig6Shape(True, switched, later, worst, back, within, None)
-    dips = judge([min(switched)], -0.002, "lower")
-    recovers = judge([diffs[-1]], -0.001, "higher")
-    return Fig6Shape(False, switched, later, worst, back, recovers, dips)
-
-
-def fig6_verdict(variant: str, diffs: list[float], first: int, last: int) -> str:
-    """The paper's Fig. 6 shape for one switched run, read off its next-day AUC gaps to
-    sync (by day): GBA stays within 0.002 throughout; async and Hop-BS dip while switched
-    and re-converge after the switch back."""
-    shape = fig6_shape(variant, diffs, first, last)
+def fig6_verdict(w: Switched) -> str:
+    """The paper's Fig. 6 shape for one switched variant, read off its next-day AUC gaps to
+    sync (by day, means over the seeds; verdicts on each seed's gaps): GBA stays within 0.002
+    throughout; async and Hop-BS dip while switched and re-converge after the switch back."""
+    shape = fig6_shape(w)
     if shape.is_gba:
         return (
             f"- Fig. 6 shape for GBA: within 0.002 of sync on every day from the switch on "
-            f"(largest gap {shape.worst:+.4f}): {shape.holds.describe()}."
+            f"(largest mean gap {shape.worst:+.4f}): {shape.holds.describe()}."
         )
     assert shape.dips is not None
-    back = shape.back
+    back = f"on day {shape.back}" if shape.back is not None else "not by the last day"
     return (
-        f"- Fig. 6 shape for {variant}: dips while switched (below sync by > 0.002; lowest "
-        f"{min(shape.switched):+.4f}): {shape.dips.describe()}; back within 0.001 of sync "
-        f"after the switch back ({f'on day {back}' if back is not None else 'not by the last day'}"
-        f"; lowest after {min(shape.later, default=0.0):+.4f}, last day {diffs[-1]:+.4f}): "
+        f"- Fig. 6 shape for {w.variant}: dips while switched (below sync by > 0.002; lowest "
+        f"mean {min(shape.switched):+.4f}): {shape.dips.describe()}; back within 0.001 of "
+        f"sync after the switch back ({back}; lowest after "
+        f"{min(shape.later, default=0.0):+.4f}, last day {w.mean_diffs[-1]:+.4f}): "
         f"{shape.holds.describe()}."
     )
 
 
-def decisions(controller: dict[str, Any] | None) -> list[str]:
+def decisions(runs: Runs) -> list[str]:
+    controller = runs.get("controller")
     if not controller:
         return []
     out = ["The controller's switches (after which stretch, from, to, why):", ""]
-    for day in controller["days"]:
-        for d in day["decisions"]:
-            if d["to"] != d["from"]:
-                out.append(f"- after {d['after']}: {d['from']} -> {d['to']} -- {d['reason']}")
+    for seed, row in controller.items():
+        if len(controller) > 1:
+            out.append(f"- seed {seed}:")
+        for day in row["days"]:
+            for d in day["decisions"]:
+                if d["to"] != d["from"]:
+                    indent = "  " if len(controller) > 1 else ""
+                    out.append(
+                        f"{indent}- after {d['after']}: {d['from']} -> {d['to']} -- {d['reason']}"
+                    )
     return out

@@ -184,16 +184,17 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "swap-days": (
         "12 days of 65,536 examples (1,024 updates a day) against 7 billion examples a day: "
         "Adagrad does not stall in runs this short, so the paper's bottleneck is not seen.",
-        "One seed, recsync's default Adagrad rates untuned for every variant; SWAP's period "
-        "is scaled to one day of updates.",
+        "3 training seeds on one draw of the task, recsync's default Adagrad rates untuned "
+        "for every variant; SWAP's period is scaled to one day of updates.",
         "A synthetic teacher drifting 0.2 a day stands in for the paper's e-commerce data.",
     ),
     "auto-switching": (
         "No paper number exists for the controller: the targets (time within 10%, AUC within "
         "0.001) are the issue's; the scenario (which days have stragglers) is scripted, and "
         "the hindsight schedule knows it.",
-        "One seed, 11 days of 32,768 examples, 8 trainers of one worker, a small DLRM: AUC "
-        "gaps of 1e-3 and below read 'too few seeds'.",
+        "3 training seeds (the learning rate tuned on seed 0 alone) on one draw of the task "
+        "and one scenario, 11 days of 32,768 examples, 8 trainers of one worker, a small "
+        "DLRM: AUC gaps of 1e-3 and below are of the order of the seeds' spread.",
         "The controller reads the simulator's rates, which carry no measurement noise; on "
         "a real cluster its decisions would see noisy rates.",
     ),

@@ -371,10 +371,12 @@ def test_swap_days_report_compares_late_gains():
         {"variant": "Adagrad-SWAP (0.8, T = 1 day)", "next_day_auc": swap},
     ]
     text = swap_days.report(rows)
-    assert f"From day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in text
+    assert f"From day 4 to day {days}, means over one seed: Adagrad +0.0000 AUC, SWAP +0.0700" \
+        in text  # fmt: skip
     one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
-    assert f"Shape SWAP ends ahead of Adagrad: effect +0.0700 {one}; Adagrad's late gain below " \
-        f"0.25x SWAP's (stalls): effect +0.0175 {one}." in text  # fmt: skip
+    assert f"Shape (each seed's values, paired by seed) SWAP ends ahead of Adagrad: effect " \
+        f"+0.0700 {one}; Adagrad's late gain below 0.25x SWAP's (stalls): effect +0.0175 " \
+        f"{one}." in text  # fmt: skip
     rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
     text = swap_days.report(rows)
     assert f"SWAP ends ahead of Adagrad: effect +0.0010 {one}" in text
@@ -411,8 +413,8 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
                       ["sync", "sync", "gba", "sync", "sync"]),
         switching_row("sync > async > sync", 9.0, [0.70, 0.71, 0.71, 0.7285, 0.7395], mixed),
     ]  # fmt: skip
-    by = {r["variant"]: r for r in rows}
-    lines = auto_switching_report.findings(by, by["async throughout"], by["sync throughout"])
+    runs = {r["variant"]: {0: r} for r in rows}  # rows without a seed: seed 0
+    lines = auto_switching_report.findings(runs, "async throughout", "sync throughout")
     assert lines[2] == (
         "- Controller: total time 1.080x the fastest fixed strategy's (async throughout; "
         "target <= 1.10x: effect +0.020 against 2 x spread 0.000 over 1 seed: too few seeds); "
@@ -424,14 +426,14 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
         "time 0.675x, AUC -0.0005." in lines[3]  # fmt: skip
     assert lines[4] == (
         "- Fig. 6 shape for GBA: within 0.002 of sync on every day from the switch on "
-        "(largest gap -0.0015): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too "
+        "(largest mean gap -0.0015): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too "
         "few seeds."
     )
     assert lines[6] == (
         "- Fig. 6 shape for sync > async > sync: dips while switched (below sync by > 0.002; "
-        "lowest -0.0100): effect +0.0080 against 2 x spread 0.0000 over 1 seed: too few seeds; "
-        "back within 0.001 of sync after the switch back (on day 4; lowest after -0.0015, last "
-        "day -0.0005): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too few seeds."
+        "lowest mean -0.0100): effect +0.0080 against 2 x spread 0.0000 over 1 seed: too few "
+        "seeds; back within 0.001 of sync after the switch back (on day 4; lowest after -0.0015, "
+        "last day -0.0005): effect +0.0005 against 2 x spread 0.0000 over 1 seed: too few seeds."
     )
     assert lines[7].endswith("Adagrad accumulators after them 2.0x sync's (dense), 1.0x (rows).")
 

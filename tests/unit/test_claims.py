@@ -105,7 +105,7 @@ def test_swap_days_claims_read_the_late_gains():
         {"variant": "Adagrad-SWAP (0.8, T = 1 day)", "next_day_auc": swap},
     ]
     ahead, stalls = swap_days.claims(rows)
-    assert "last day SWAP 0.8000 vs Adagrad 0.7300 (one seed)" in ahead.ours
+    assert "last day SWAP 0.8000 vs Adagrad 0.7300 (means, one seed)" in ahead.ours
     assert f"day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in stalls.ours
     assert ahead.verdict == swap_days.shape(rows).ahead and ahead.bears_on == "swap"
     assert stalls.verdict.label == TOO_FEW_SEEDS and stalls.verdict.effect == pytest.approx(0.0175)
