@@ -27,13 +27,16 @@ from typing import Any
 from experiments.repro import code_closure, stamp
 
 POINTS_DIR = ".points"
+# modules of a report's words only (the reviewer's questions, a claim's record): a report
+# depends on them (`stamp.dependencies`), no point's number does
+TEXT_ONLY = ("reviewer", "claims")
 _kept: ContextVar[PointCache | None] = ContextVar("kept_points", default=None)
 
 
 def code_fingerprint(module: str) -> str:
     """A digest of the files whose change could change a point computed by a function of
     `module` (dotted): the module and every file of the checkout it runs."""
-    skip = [f"{stamp.PACKAGE}.{name}" for name in stamp.NOT_DEPENDENCIES]
+    skip = [f"{stamp.PACKAGE}.{name}" for name in (*stamp.NOT_DEPENDENCIES, *TEXT_ONLY)]
     digest = hashlib.sha256()
     for path in code_closure.closure(module, stamp.ROOT, skip):
         digest.update(str(path.relative_to(stamp.ROOT)).encode() + b"\0")
