@@ -36,14 +36,13 @@ the machine's CPU prices are the preset's (or the profile's), its network the fi
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from recsync.app.config.base import Section
-from recsync.app.config.load import validation_message
+from recsync.app.config.load import read_toml_file, validation_message
 from recsync.app.runs.cost_profile import profile_cost, read_profile
 from recsync.errors import ConfigError
 from recsync.runtime.sim.cost import CostModel, Stragglers
@@ -220,11 +219,4 @@ def parse_cluster(tree: dict[str, Any], source: str) -> ClusterFile:
 
 def load_cluster(path: str | Path) -> ClusterFile:
     """The cluster file at `path` (ConfigError naming the file and the key at fault)."""
-    try:
-        with Path(path).open("rb") as handle:
-            tree = tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"cluster file {path}: cannot read it: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"cluster file {path}: invalid TOML: {error}") from None
-    return parse_cluster(tree, f"cluster file {path}")
+    return parse_cluster(read_toml_file(path, "cluster file"), f"cluster file {path}")

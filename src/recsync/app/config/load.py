@@ -52,6 +52,18 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: invalid TOML: {error}") from None
 
 
+def read_toml_file(path: str | Path, what: str) -> dict[str, Any]:
+    """The tables of the TOML file at `path`; ConfigError naming `what` ("cost profile",
+    "cluster file") and the file where it cannot be read or is not TOML."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{what} {path}: cannot read it: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{what} {path}: invalid TOML: {error}") from None
+    return _read_toml(text, f"{what} {path}")
+
+
 def _dotted(loc: tuple[str | int, ...]) -> str:
     """'train.sparse_optimizer.lr' from a pydantic error location (union tags dropped:
     type names, and the strategy's name after "strategy")."""

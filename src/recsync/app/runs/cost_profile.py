@@ -5,14 +5,13 @@ a deprecated inline [cost] table of the job config is layered on top of it."""
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, create_model
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
-from recsync.app.config.load import merge_tables, validation_message
+from recsync.app.config.load import merge_tables, read_toml_file, validation_message
 from recsync.app.config.schema import Config
 from recsync.app.runs.run_dir import COST_PROFILE, toml_text
 from recsync.errors import ConfigError
@@ -33,14 +32,7 @@ else:
 def read_profile(path: str | Path) -> dict[str, Any]:
     """The tables of the profile file at `path` (ConfigError naming the file if it cannot
     be read or is not TOML)."""
-    try:
-        with Path(path).open("rb") as handle:
-            tree = tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"cost profile {path}: cannot read it: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"cost profile {path}: invalid TOML: {error}") from None
-    return tree
+    return read_toml_file(path, "cost profile")
 
 
 def simulation_cost(config: Config) -> CostModel:
