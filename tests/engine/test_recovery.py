@@ -222,10 +222,10 @@ def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_re
     monkeypatch,
 ):
     # the loss falls between the end of training and the nodes' last reports (a machine
-    # taken away as a short job ends): the job rolls back as for any loss, not crash. One
-    # cut, after 25,000 of the 40,000 examples (where the stream paused: a little later),
-    # never one at the very end, which, when the run's timing let it finish first, left
-    # nothing to replay
+    # taken away as a short job ends): the job rolls back as for any loss, not crash. Cuts
+    # every 25,000 of the 40,000 examples: at most one, a little after 25,000 (or none, where
+    # the stream ended before its workers parked), never one at the very end, which, when a
+    # run's timing let it finish first, left nothing to replay
     killed: list[float] = []
     final_reports = RayJob._final_reports
 
@@ -245,8 +245,8 @@ def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_re
     (loss,) = recovery["losses"]
     assert loss["node"] == "trainer-1" and loss["action"] == "rollback"
     assert loss["position"] == job.synthetic.num_train  # everything was handed out
-    assert 25_000 <= loss["back_to"] < loss["position"]  # back to the one cut
-    assert recovery["examples_replayed"] == loss["position"] - loss["back_to"]
+    assert loss["back_to"] == 0 or 25_000 <= loss["back_to"] < loss["position"]
+    assert recovery["examples_replayed"] == loss["position"] - loss["back_to"] > 0
     assert summary["examples_trained"] == job.synthetic.num_train
 
 
