@@ -81,13 +81,13 @@ def test_days_train_in_order_switch_strategy_and_resume_exactly(tmp_path):
 
 @pytest.mark.usefixtures("local_ray")
 def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
-    """Day 1 of the scenario: one of the two trainers 4x slower (its compute sleeps 3x as
+    """Day 1 of the scenario: one of the two trainers 10x slower (its compute sleeps 9x as
     long again) and a slow embedding server; the step times measured on the engine show it."""
     config = load_config(None, {**SMALL, "strategy.name": "async", "cluster.num_cpus": 2})
     root = tmp_path / "ray-days"
     scenario = tmp_path / "scenario.toml"
     scenario.write_text(
-        "[[change]]\nday = 1\nstragglers = { fraction = 0.5, slowdown = 4.0 }\n"
+        "[[change]]\nday = 1\nstragglers = { fraction = 0.5, slowdown = 10.0 }\n"
         'server_slowdown = { "embedding-server-1" = 2.0 }\n'
     )
     options = Options("ray", {1: "sync"}, scenario=str(scenario))
@@ -99,14 +99,20 @@ def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     assert all(r["engine"] == "ray" and 0.5 < r["next_day_auc"] < 1.0 for r in records)
     state, _ = load_run_checkpoint(root / day_dir_name(1))
     assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
-    assert records[0]["cluster"]["slow_trainers"] == [] and records[1]["cluster"]["slowdown"] == 4.0
-    # the slowed trainer's workers (2 a trainer) against the other's: 4x nominal; two busy
-    # cores add their own noise (a calm day's spread reached 2.7 there), so a tolerance
+    assert records[0]["cluster"]["slow_trainers"] == []
+    assert records[1]["cluster"]["slowdown"] == 10.0
+    # only day 1's Compute sleeps (the emulated straggler), and the slowed trainer's workers
+    # (2 a trainer) step slower than the other's: 10x nominal. A step here is a few ms of math
+    # on two cores shared by eight processes, 4 steps a worker: one worker's math measured 2.4x
+    # another's, so the tolerance is 2.5x, not 10x
+    summaries = [json.loads((root / day_dir_name(d) / "summary.json").read_text()) for d in (0, 1)]
+    slept = [summary["blocked_seconds"]["Compute"] for summary in summaries]
+    assert slept[0] < 0.01 < slept[1]
     (slow,) = records[1]["cluster"]["slow_trainers"]
-    steps = json.loads((root / day_dir_name(1) / "summary.json").read_text())["worker_step_seconds"]
+    steps = summaries[1]["worker_step_seconds"]
     ours = [s for w, s in steps.items() if int(w) // 2 == slow]
     others = [s for w, s in steps.items() if int(w) // 2 != slow]
-    assert sum(ours) / len(ours) > 2.0 * sum(others) / len(others)
+    assert sum(ours) / len(ours) > 2.5 * sum(others) / len(others)
 
 
 def test_day_files_train_whole_each_and_score_the_next(tmp_path):
