@@ -66,6 +66,13 @@ def test_too_few_cores_for_the_smallest_job_names_the_keys():
         candidates(JobSource(None, TINY), cluster(count=1, cores=4))
 
 
+def test_on_a_shared_machine_every_point_runs_its_nodes_queue_for_the_cores():
+    shared = parse_cluster({"machines": {"count": 1, "cores": 2, "shared": True}}, "c")
+    found, refused = candidates(JobSource(None, TINY), shared, ["easgd"])
+    assert refused == [] and len(found) == 4
+    assert max(c.cores for c in found) == 14  # 8 worker threads + reader + 4 + 1 servers
+
+
 def test_a_strategy_that_cannot_split_the_model_names_the_key():
     job = JobSource(None, {**TINY, "strategy.name": "hierarchical", "strategy.group_servers": 3})
     with pytest.raises(

@@ -125,3 +125,20 @@ def test_the_example_cluster_file_reads():
     cluster = load_cluster(root / "examples" / "cluster.toml")
     assert cluster.machines.preset == "xeon-16core"
     assert [c.kind for c in cluster.condition] == ["stragglers", "slow_server"]
+
+
+def test_a_shared_machine_gives_its_cores_to_every_node(tmp_path):
+    one = {"count": 1, "cores": 2, "shared": True, "latency_us": 0.0}
+    cost = parse_cluster({"machines": {**one, "preset": "dev-2core"}}, "c").base_cost()
+    assert (cost.shared_cpus, cost.latency_s) == (2, 0.0)
+    assert cost.process_idle_cpus == PRESETS["dev-2core"][0]["process_idle_cpus"]
+    (tmp_path / "profile.toml").write_text(
+        "[cost]\nworker_flops = 1.5e10\nshared_cpus = 4\nbandwidth_bytes_s = 1e12\n"
+        "latency_s = 1e-6\nprocess_idle_cpus = 0.1\n"
+    )
+    tree = {"machines": {**one, "profile": "profile.toml"}}
+    cost = parse_cluster(tree, "c").base_cost(tmp_path)
+    assert (cost.shared_cpus, cost.process_idle_cpus) == (2, 0.1)  # the file's cores
+    assert (cost.bandwidth_bytes_s, cost.latency_s) == (1e12, 1e-6)  # the profile's loopback
+    with pytest.raises(ConfigError, match=r"machines.shared: .* machines.count = 3"):
+        parse_cluster({"machines": {**one, "count": 3}}, "c")

@@ -194,8 +194,10 @@ def candidates(
 
 def fits(cluster: ClusterFile, cores: int, workers_per_trainer: int) -> str | None:
     """Why a job of `cores` cores and trainers of `workers_per_trainer` worker threads
-    does not fit the cluster (None: it fits)."""
+    does not fit the cluster (None: it fits; on a shared machine, any job does)."""
     m = cluster.machines
+    if m.shared:  # its nodes queue for its cores: the simulator prices that
+        return None
     if workers_per_trainer > m.cores:
         return (
             f"machines.cores: a trainer's {workers_per_trainer} worker threads need as many "

@@ -8,6 +8,7 @@ A cluster file (TOML)::
     cores = 16           # cores each
     nic_gbps = 10.0      # each machine's network card, gigabits/s
     latency_us = 50.0    # one message's latency, microseconds
+    shared = false       # true: one machine (count = 1) whose cores every node shares
     preset = "xeon-16core"          # a named machine (PRESETS), or
     # profile = "cost_profile.toml" # one `recsync calibrate` measured
 
@@ -31,6 +32,9 @@ A cluster file (TOML)::
 Every node of a job gets cores of its own on the cluster (`CostModel.shared_cpus = 0`):
 the machine's CPU prices are the preset's (or the profile's), its network the file's
 `nic_gbps` and `latency_us` (a calibrated profile's network is one machine's loopback).
+A `shared` machine is the other case, one machine running every node (a development box,
+one big server): its nodes queue for its `cores` (`shared_cpus = cores`, and a profile's
+`process_idle_cpus` and loopback network kept), so a job may take more cores than it has.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ PRESETS: dict[str, tuple[dict[str, float], str]] = {
             "server_message_cpu_s": 2.076e-4,
             "byte_cpu_s": 0.0,
             "server_byte_cpu_s": 1.037e-9,
+            "process_idle_cpus": 1.164e-2,  # counts only on a shared machine
         },
         "`recsync calibrate` on this project's 2-core development machine, 2026-11 "
         "(reports/reader_cost/results.json, its cost_profile)",
@@ -102,6 +107,7 @@ class MachinesSection(Section):
     cores: int = Field(ge=1)
     nic_gbps: float = Field(default=10.0, gt=0)
     latency_us: float = Field(default=50.0, ge=0)
+    shared: bool = False
     preset: str | None = None
     profile: str | None = None
 
@@ -116,6 +122,10 @@ class MachinesSection(Section):
     def _one_price_source(self) -> MachinesSection:
         if self.preset is not None and self.profile is not None:
             raise ValueError("give either machines.preset or machines.profile, not both")
+        if self.shared and self.count != 1:
+            raise ValueError(
+                f"machines.shared: one machine shares its cores, but machines.count = {self.count}"
+            )
         return self
 
 
@@ -178,7 +188,8 @@ class ClusterFile(Section):
 
     def base_cost(self, base_dir: Path | None = None) -> CostModel:
         """The cost model of a node of this cluster, in the clean condition: the preset's
-        (or the profile's) CPU prices, the file's network, every node on cores of its own."""
+        (or the profile's) CPU prices, the file's network, every node on cores of its own
+        (a shared machine: every node on its cores, a profile's loopback network)."""
         m = self.machines
         if m.profile is not None:
             path = Path(m.profile)
@@ -188,13 +199,15 @@ class ClusterFile(Section):
                 cost = profile_cost(read_profile(path), f"machines.profile {m.profile}")
             except ConfigError as error:
                 raise ConfigError(f"machines.profile: {error}") from None
+            if m.shared:
+                return dataclasses.replace(cost, shared_cpus=m.cores)
             cost = dataclasses.replace(cost, process_idle_cpus=0.0)
         else:
             prices, _ = PRESETS[m.preset or "default"]
             cost = CostModel(**prices)  # type: ignore[arg-type]
         return dataclasses.replace(
             cost,
-            shared_cpus=0,
+            shared_cpus=m.cores if m.shared else 0,
             bandwidth_bytes_s=m.nic_gbps * 1e9 / 8,
             latency_s=m.latency_us * 1e-6,
         )

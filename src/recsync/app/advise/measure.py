@@ -41,7 +41,7 @@ def whole_batches(examples: int, batch_size: int) -> int:
     return max(batch_size, examples // batch_size * batch_size)
 
 
-def _data_changes(config: Config, examples: int, test_examples: int) -> dict[str, Any]:
+def data_changes(config: Config, examples: int, test_examples: int) -> dict[str, Any]:
     """Keys that make a synthetic job's data `examples` long with `test_examples` held out
     (file data: none; the run stops after `examples` instead)."""
     if config.data.source != "synthetic":
@@ -93,7 +93,7 @@ def priced_point(
     more: dict[str, Any] = {"simulate.math": "priced", "run.early_stopping.patience": 0}
     config = candidate.config(job, more)
     examples = whole_batches(examples, config.train.batch_size)
-    more |= _data_changes(config, examples, PRICED_TEST_EXAMPLES)
+    more |= data_changes(config, examples, PRICED_TEST_EXAMPLES)
     config = candidate.config(job, more)
     spec = job_spec(config, stop_after=examples)
     slowed = None
@@ -139,7 +139,7 @@ def quality_point(
     more["run.early_stopping.patience"] = 0
     config = candidate.config(job, more)
     examples = whole_batches(examples, config.train.batch_size)
-    more |= _data_changes(config, examples, test_examples)
+    more |= data_changes(config, examples, test_examples)
     spec = job_spec(candidate.config(job, more), stop_after=examples)
     sim = SimJob(spec, plan_for(spec), cost, math="real", eval_examples=test_examples)
     summary = sim.run()
