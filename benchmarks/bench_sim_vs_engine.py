@@ -21,10 +21,9 @@ benchmarks/reader_sizing_doc.py; `--no-render` leaves it). Start Ray under the m
 Each row also gives the cores each run kept busy (EPS x CPU an example: on a machine other
 work loads the engine gets fewer than the simulator's `shared_cpus`) and `cpu_ratio`, the
 engine's CPU an example over the simulator's (what the prices miss, whatever the load).
-`--figures FILE` measures calibration once and reuses it (runs compared on one profile);
-`--warm-hash-kernels` loads the hash shard's compiled kernels in every Ray worker process as
-it starts: a hash server otherwise loads them on its first request, ~0.7 s of CPU inside the
-engine's run that the simulator has no price for (benchmarks/bench_hash_first_request.py).
+`--figures FILE` measures calibration once and reuses it (runs compared on one profile).
+The engine loads a hash server's compiled kernels when it builds the node
+(runtime/ray/kernels.py), outside the run the simulator prices.
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ from recsync.app.runs.reader_cost import measure_reader, with_reader_cost
 from recsync.coordinator.outcome import HELPER_PROCESSES
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
-from recsync.runtime.ray.cluster import INLINE_OBJECT_BYTES
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
@@ -97,29 +95,6 @@ def write_files(examples: int, where: Path) -> dict[str, tuple[Path, dict[str, A
         "criteo TSV": (criteo, {"data.source": "criteo"}),
         "parquet": (table, {"data.source": "parquet"}),
     }
-
-
-def warm_hash_kernels() -> None:
-    """Load the hash shard's compiled kernels (numba's cache) in this process: a hash
-    server's first request otherwise loads them, ~0.7 s of CPU inside the engine's run
-    (`--warm-hash-kernels` runs this in every Ray worker process as it starts)."""
-    import dataclasses
-
-    from recsync.data.synthetic import SyntheticTask
-    from recsync.model.hash_spec import HashTables
-    from recsync.model.spec import ModelSpec
-    from recsync.optim.train_spec import TrainSpec
-    from recsync.ps.hash_layout import HashLayout
-    from recsync.ps.shard import row_gradients
-
-    model, train = ModelSpec(), TrainSpec()
-    layout = HashLayout(model.tables, 1, HashTables())
-    shard = layout.new_shard(0, train.sparse_optimizer, train.seed)
-    keyed = dataclasses.replace(SyntheticSpec(), num_train=64, keyed=True)
-    batch = next(iter(SyntheticTask(keyed).train_batches(64)))
-    request = layout.route(batch)[0]
-    pooled = shard.lookup(request.rows, request.offsets, request.weights)
-    shard.apply_gradients(*row_gradients(request.rows, request.offsets, pooled, request.weights))
 
 
 def default_job(path: Path, keys: dict[str, Any]) -> JobSpec:
@@ -215,12 +190,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("reports/reader_cost/results.json"))
     parser.add_argument("--render", type=Path, metavar="FILE", help=f"only rewrite {DOC}")
     parser.add_argument("--no-render", action="store_true", help=f"leave {DOC} as it is")
-    parser.add_argument(
-        "--warm-hash-kernels",
-        action="store_true",
-        help="load the hash shard's kernels in every Ray worker process as it starts (what "
-        "the engine would do if a hash server warmed them when built)",
-    )
     args = parser.parse_args()
     if args.render:
         write_section(json.loads(args.render.read_text()))
@@ -229,15 +198,6 @@ def main() -> None:
     cpus = os.cpu_count() or 1
     load_before = os.getloadavg()
     started = time.perf_counter()
-    if args.warm_hash_kernels:  # connect() then joins this local cluster as it is
-        ray.init(
-            address="local",
-            num_cpus=cpus,
-            include_dashboard=False,
-            log_to_driver=False,
-            _system_config={"max_direct_call_object_size": INLINE_OBJECT_BYTES},
-            runtime_env={"worker_process_setup_hook": warm_hash_kernels},
-        )
     connect(None, cpus)
     if args.figures is not None and args.figures.exists():
         figures = json.loads(args.figures.read_text())
@@ -259,7 +219,6 @@ def main() -> None:
     results = results_of(args, cost, measured, fit_checks, rows)
     results["load_before"] = load_before
     results["wall_s"] = round(time.perf_counter() - started)
-    results["warm_hash_kernels"] = args.warm_hash_kernels
     results["figures"] = None if args.figures is None else str(args.figures)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")

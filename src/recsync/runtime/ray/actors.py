@@ -26,6 +26,7 @@ from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.node import LoopSpec, StartTimer
 from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.ray.kernels import load_hash_kernels
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
 from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
@@ -71,6 +72,7 @@ class NodeActor:
             else (f"{spec.address.name} worker {part.worker}")
         )
         self.node = spec.build(BuildContext(one_at_a_time=False, background_reading=True))
+        load_hash_kernels(spec)  # before the node's CPU and the job's clock start
         if part is not None:
             tensors = self.node.shared_tensors()
             assert tensors, f"{self.name} shares no state: its loops need one process"

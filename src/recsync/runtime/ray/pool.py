@@ -48,10 +48,11 @@ class IdleActors:
 
     def _pop(self, machine: str, max_calls: int) -> tuple[int, Any] | None:
         """The kept (concurrency, actor) of `machine` of the least concurrency that allows
-        `max_calls`."""
+        `max_calls`, the last released of those (its caches the warmest; a job after a
+        job takes that job's processes back, whatever earlier ones are kept)."""
         kept = self._idle[machine]
         fits = [i for i, (calls, _) in enumerate(kept) if calls >= max_calls]
-        return kept.pop(min(fits, key=lambda i: kept[i][0])) if fits else None
+        return kept.pop(min(fits, key=lambda i: (kept[i][0], -i))) if fits else None
 
     def take(self, wanted: list[tuple[str, int]]) -> list[tuple[int, Any] | None]:
         """For each (machine, max_calls): a kept (concurrency, actor) that fits and answers
