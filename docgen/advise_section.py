@@ -33,6 +33,10 @@ SHORT_ROLES = {
     "group_servers": "group server",
     "reader": "reader",
 }
+SLOW_SERVERS = {  # a slow_server condition's role (advise/cluster.py SlowServerCondition)
+    "embedding": "embedding server 0",
+    "dense": "the server holding the dense part",
+}
 
 
 def _cell(text: str) -> str:
@@ -116,7 +120,8 @@ def _condition(condition: dict[str, Any]) -> str:
             f"{condition['name']} ({condition['fraction']:.0%} of the worker threads "
             f"{condition['slowdown']:g}x slower{every})"
         )
-    return f"{condition['name']} (the {condition['role']} server {condition['slowdown']:g}x slower)"
+    server = SLOW_SERVERS.get(condition["role"], f"the {condition['role']} server")
+    return f"{condition['name']} ({server} {condition['slowdown']:g}x slower)"
 
 
 def cluster_text(stamp: dict[str, Any] | None) -> list[str]:

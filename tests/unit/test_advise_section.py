@@ -172,7 +172,7 @@ def test_the_cluster_and_what_made_it_come_from_the_stamp(tmp_path: Path) -> Non
     assert "preset `xeon-16core`: a 16-core machine" in text
     assert "trainers [2, 4], dense servers [1]" in text
     assert "stragglers (25% of the worker threads 3x slower)" in text
-    assert "slow (the dense server 4x slower)" in text
+    assert "slow (the server holding the dense part 4x slower)" in text
     assert "at commit `0123456789ab`, code `0.1.0+abc`" in text
     assert "158 points measured, 0 read back" in text and "3.4 min wall" in text
     assert "seeds 0, 1" in text
