@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from docgen import advise_section
+from docgen import advise_runs, advise_section
+from recsync.app.advise.cluster import load_cluster
 
 
 def _row(rank: int, strategy: str, eps: float | None, **more: Any) -> dict[str, Any]:
@@ -198,3 +199,11 @@ def test_the_committed_results_render(tmp_path: Path) -> None:
         if (advise_section.ROOT / advise_section.FOLDER / preset / "advice.json").is_file():
             assert f"results/advise/{preset}/advice.png" in shown
             assert "**Advice**" in advise_section.preset_section(preset)
+
+
+def test_each_run_s_cluster_file_reads_and_has_its_folder_s_preset() -> None:
+    assert tuple(advise_runs.RUNS) == advise_section.PRESETS
+    for preset, cluster_file in advise_runs.RUNS.items():
+        cluster = load_cluster(advise_section.ROOT / cluster_file)
+        assert cluster.machines.preset == preset, cluster_file
+        assert cluster.condition, cluster_file  # the section shows each condition's speed
