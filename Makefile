@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint layers types docs bench reproduce clean
+.PHONY: run test test-fast lint layers types docs bench reproduce advise-docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,13 @@ bench: $(STAMP)
 JOBS ?= 2
 reproduce: $(STAMP)
 	$(BIN)/recsync reproduce --all --jobs $(JOBS)
+	$(MAKE) docs
+
+# `recsync advise` on the default job for each cluster of docgen/advise_runs.py (minutes
+# each; a rerun measures only what changed), then the site, whose "Choosing a strategy"
+# page renders them (reports/advise/README.md)
+advise-docs: $(STAMP)
+	nice -n 19 $(BIN)/python docgen/advise_runs.py
 	$(MAKE) docs
 
 clean:

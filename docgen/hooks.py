@@ -1,6 +1,6 @@
 """The mkdocs hook (mkdocs.yml `hooks:`): adds the generated pages to the site before it is
 built, so that nav entries and links to them are checked like any page's, and puts the
-generated claims table where a page holds its marker."""
+generated claims table and advise section where a page holds their markers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ sys.path[:0] = [str(ROOT)]  # docgen, experiments, benchmarks
 
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from docgen import claims_table, config_reference, results  # noqa: E402
+from docgen import advise_section, claims_table, config_reference, results  # noqa: E402
 
 HOME_LINKS = {  # the README's links into docs/, as the site's pages see them
     "](docs/": "](",
@@ -54,13 +54,18 @@ def on_files(files: Files, config: Any) -> Files:
         for image in results.images(report):
             uri = f"{report.page.rsplit('/', 1)[0]}/{image.name}"
             files.append(File.generated(config, uri, abs_src_path=str(image)))
+    for uri, image in advise_section.figures():
+        files.append(File.generated(config, uri, abs_src_path=str(image)))
     return files
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
-    """The claims table where the page holds its marker (its links are relative to the
-    page: the site's root is as many folders up as the page's path is deep)."""
-    if claims_table.MARKER not in markdown:
-        return markdown
+    """The claims table and the advise section where the page holds their markers (their
+    links are relative to the page: the site's root is as many folders up as the page's
+    path is deep)."""
     base = "../" * page.file.src_uri.count("/")
-    return markdown.replace(claims_table.MARKER, claims_table.section(base))
+    if claims_table.MARKER in markdown:
+        markdown = markdown.replace(claims_table.MARKER, claims_table.section(base))
+    if advise_section.MARKER in markdown:
+        markdown = markdown.replace(advise_section.MARKER, advise_section.section(base=base))
+    return markdown
