@@ -18,6 +18,7 @@ from recsync.sync.replica import CenterStrategy
 
 PRICED_TEST_EXAMPLES = 512  # a priced run scores nothing: its test split is made small
 SERVER_SLOTS = 4  # CPU slots of a server's machine in the simulator (SimJob server_threads)
+# a reader node makes its batches on one slot (its ReaderSpec's threads)
 
 
 def slowed_server(spec: JobSpec, condition: SlowServerCondition) -> str | None:
@@ -49,9 +50,10 @@ def data_changes(config: Config, examples: int, test_examples: int) -> dict[str,
     return {"data.synthetic.num_train": examples, "data.synthetic.num_test": test_examples}
 
 
-def node_loads(summary: dict[str, Any], cost: CostModel) -> dict[str, float]:
+def node_loads(summary: dict[str, Any], cost: CostModel, readers: int) -> dict[str, float]:
     """Each role's busiest resource per node, as a share of what the node has: its CPU
-    (a worker thread's core, a server's SERVER_SLOTS) or its NIC's sending."""
+    (a worker thread's core, a reader's one slot, a server's SERVER_SLOTS) or its NIC's
+    sending (what it receives is not counted: the summary has bytes by sender)."""
     seconds = summary["train_seconds"] or 1e-12
     nodes = {
         "trainers": summary["num_trainers"],
@@ -59,12 +61,12 @@ def node_loads(summary: dict[str, Any], cost: CostModel) -> dict[str, float]:
         "sync_servers": summary.get("num_sync_servers", 0),
         "dense_servers": summary.get("num_dense_servers", 0),
         "group_servers": summary.get("num_group_servers", 0),
-        "reader": 1,
+        "reader": readers,
     }
     loads: dict[str, float] = {}
     for role, cpu in summary["cpu_seconds"].items():
         count = nodes.get(role) or 1
-        slots = summary["workers_per_trainer"] if role == "trainers" else SERVER_SLOTS
+        slots = {"trainers": summary["workers_per_trainer"], "reader": 1}.get(role, SERVER_SLOTS)
         sent = summary["bytes_sent"].get(role, 0) / (count * cost.bandwidth_bytes_s * seconds)
         loads[role] = max(cpu / (count * slots * seconds), sent)
     return loads
@@ -105,7 +107,7 @@ def priced_point(
     point_cost = condition_cost(cost, condition)
     sim = SimJob(spec, plan_for(spec), point_cost, math="priced")
     summary = sim.run()
-    loads = node_loads(summary, point_cost)
+    loads = node_loads(summary, point_cost, spec.cluster.readers)
     bottleneck = max(loads, key=loads.__getitem__)
     kind, staleness = staleness_of(summary)
     return {
