@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from recsync.app.advise.advice import Advice
@@ -170,9 +171,13 @@ def write_outputs(advice: Advice, job: JobSource, folder: Path) -> dict[str, Pat
 
 
 def plot_advice(advice: Advice, out: Path) -> Path:
-    """Time to train the data once for each measured candidate, by condition (bars), and
-    test AUC against EPS where the quality was measured."""
-    ranked = [r for r in advice.ranked if r.eps is not None]
+    """Time to train the data once for each strategy's best-ranked candidate, by condition
+    (bars; every candidate is in advice.json), and test AUC against EPS where the quality
+    was measured."""
+    ranked: list[Ranked] = []
+    for r in advice.ranked:
+        if r.eps is not None and all(s.candidate.strategy != r.candidate.strategy for s in ranked):
+            ranked.append(r)
     figure, (speed_axes, quality_axes) = new_figure(12, max(3.0, 0.3 * len(ranked) + 1.5), 2)
     labels = [r.candidate.label for r in ranked]
     height = 0.8 / len(advice.conditions)
@@ -186,11 +191,14 @@ def plot_advice(advice: Advice, out: Path) -> Path:
         speed_axes.barh(positions, times, height=height, label=name)
     speed_axes.set_yticks([i + 0.4 - height / 2 for i in range(len(ranked))], labels)
     speed_axes.invert_yaxis()
-    speed_axes.set(xlabel="seconds to train the data once (predicted)", title="speed")
+    title = "speed: each strategy's best-ranked candidate"
+    speed_axes.set(xlabel="seconds to train the data once (predicted)", title=title)
     speed_axes.legend(fontsize="small")
     for r in ranked:  # where the quality was measured (not a strategy's other candidates)
         if r.auc is not None and r.eps is not None and r.measured.quality_from is None:
             quality_axes.errorbar(r.eps, r.auc[0], yerr=r.auc[1], fmt="o", capsize=3)
             quality_axes.annotate(r.candidate.label, (r.eps, r.auc[0]), fontsize="small")
     quality_axes.set(xlabel="examples/s (clean)", ylabel="test AUC (sample)", title="quality")
+    quality_axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    quality_axes.tick_params(axis="x", labelrotation=30)
     return save_figure(figure, out)
