@@ -200,15 +200,18 @@ def _test_measures(quality: Quality | None, examples: int) -> dict[str, Any]:
 
 
 def _dataset(spec: JobSpec) -> int | None:
-    """Examples the job must have handed out (known for the synthetic task)."""
+    """Examples the job must have handed out (known for the synthetic task). A limit the
+    data ends before leaves it whole; else the reader hands out no batch that would pass
+    the limit, and every batch before the stream's last is whole."""
     if spec.synthetic is None:
         return None
     dataset = spec.synthetic.num_train * spec.train.epochs - spec.handed_before
-    if spec.stop_after_examples is not None and spec.cluster.readers > 1:
+    limit = spec.stop_after_examples
+    if limit is not None and spec.cluster.readers > 1:
         return None  # each reader stops at its share of the limit, in whole batches
-    if spec.stop_after_examples is not None:
+    if limit is not None and limit < dataset:
         batch = spec.train.batch_size
-        dataset = min(dataset, spec.stop_after_examples // batch * batch)
+        dataset = limit // batch * batch
     return dataset
 
 
