@@ -12,9 +12,9 @@ at 24 (`shadowsync_points.threads_cost`): EPS flat beyond 24 threads is this sta
 not a finding; what the threads change in the loss (Hogwild staleness) is measured. Quality
 in real math at 5 trainers only, 3 seeds, 524,288 examples one pass (410 iterations a thread
 at 1 thread, 6 at 64: a small budget), dense lr 0.008 (Table 3's tuning), speed noise on;
-EPS in priced math, 20 iterations a thread, one seed. The shadow thread waits for one new
-iteration a worker thread before syncing again (recsync's default), so a single-thread
-trainer does not re-sync a replica it has not changed.
+EPS in priced math, 20 iterations a thread (EPS_ITERATIONS), one seed. The shadow thread
+waits for one new iteration a worker thread before syncing again (recsync's default), so a
+single-thread trainer does not re-sync a replica it has not changed.
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ def report(rows: list[dict[str, Any]]) -> str:
         f"| quality | real math, {QUALITY_TRAINERS} trainers, {len(seeds)} seeds, "
         f"{quality[0]['examples'] if quality else 0:,} examples one pass | both scales, "
         "1.97 billion examples |",
-        "| EPS | priced math, 20 iterations a thread, 1 seed | measured |",
+        f"| EPS | priced math, {EPS_ITERATIONS} iterations a thread, {len(EPS_SEEDS)} "
+        f"seed{'s' if len(EPS_SEEDS) != 1 else ''} | measured |",
         "| a trainer's compute | Fig. 5's, shared by its threads, full at 24 (stated) | memory "
         "bandwidth saturated at 24 threads (measured) |",
         "| shadow thread | waits for one new iteration a worker thread | loops |",
