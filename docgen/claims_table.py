@@ -27,7 +27,8 @@ def anchor(bears_on: str) -> str:
     return "claims-" + re.sub(r"[^a-z0-9]+", "-", bears_on.lower()).strip("-")
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """`text` as a Markdown table cell (its pipes escaped, on one line)."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -52,17 +53,17 @@ def render(
         key = claim.bears_on
         mark = f'<span id="{anchor(key)}"></span>' if key not in seen else ""
         seen.add(key)
-        link = f"[{_cell(report.title)}]({base}{report.page})"
+        link = f"[{cell(report.title)}]({base}{report.page})"
         cells = (claim.claim, claim.paper, claim.ours)
         lines.append(
-            f"| {mark}`{_cell(key)}` | {link} | "
-            + " | ".join(_cell(c) for c in cells)
+            f"| {mark}`{cell(key)}` | {link} | "
+            + " | ".join(cell(c) for c in cells)
             + f" | {_verdict(claim.verdict)} |"
         )
     if not rows:
         lines = ["No reproduction computes its claims yet."]
     if unclaimed:
-        named = ", ".join(f"[{_cell(r.title)}]({base}{r.page})" for r in unclaimed)
+        named = ", ".join(f"[{cell(r.title)}]({base}{r.page})" for r in unclaimed)
         lines += ["", f"Claims not yet generated: {named}."]
     return "\n".join(lines) + "\n"
 

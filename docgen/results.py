@@ -53,6 +53,7 @@ from experiments.repro.claims import Claim
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 BENCH_READERS = ROOT / "benchmarks" / "bench_readers.py"
+ADVISE_CHECK = ROOT / "benchmarks" / "advise_check_doc.py"
 READER_SIZING = ROOT / "benchmarks" / "reader_sizing_doc.py"
 INDEX = "results/index.md"
 
@@ -97,6 +98,13 @@ def _reader_cost(results: dict[str, Any], _: Path) -> str:
     return "# The reader's cost on the user's files (benchmarks/bench_sim_vs_engine.py)\n\n" + (
         section
     )
+
+
+def _advise_check(results: dict[str, Any], _: Path) -> str:
+    check = _benchmark(ADVISE_CHECK)
+    section: str = check.doc_section(results)
+    title = "# `recsync advise` checked on the engine (benchmarks/bench_advise_vs_engine.py)"
+    return f"{title}\n\n{section}"
 
 
 def _readers(results: dict[str, Any], _: Path) -> str:
@@ -251,6 +259,7 @@ REPORTS_RENDERED = (
     ),
     Report("Readers", "readers", "results.json", _readers),
     Report("The reader's cost on the user's files", "reader_cost", "results.json", _reader_cost),
+    Report("Advise checked on the engine", "advise_vs_engine", "results.json", _advise_check),
 )
 
 
