@@ -72,12 +72,15 @@ def _busiest(row: dict[str, Any]) -> str:
 
 
 def _counts(row: dict[str, Any]) -> list[str]:
-    """Trainers x worker threads, embedding servers, dense (or sync) servers."""
+    """Trainers x worker threads, embedding servers, dense (or sync) servers, readers (the
+    job's own where the grid did not set them)."""
     dense = "-" if row.get("dense_servers") is None else str(row["dense_servers"])
+    readers = "job's" if row.get("readers") is None else str(row["readers"])
     return [
         f"{row['trainers']} x {row['workers_per_trainer']}",
         str(row["embedding_servers"]),
         dense,
+        readers,
     ]
 
 
@@ -96,6 +99,7 @@ def table(advice: dict[str, Any]) -> str:
     """The ranking, one row a strategy (its best-ranked candidate), in rank order."""
     conditions = advice["conditions"]
     header = ["rank", "strategy", "trainers x threads", "embedding servers", "dense servers"]
+    header.append("readers")
     header += ["one pass", "examples/s"]
     header += [f"examples/s, {name}" for name in conditions[1:]]
     header += ["test AUC", "staleness or sync gap", "busiest (load)", "quality"]

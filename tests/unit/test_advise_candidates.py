@@ -73,6 +73,17 @@ def test_on_a_shared_machine_every_point_runs_its_nodes_queue_for_the_cores():
     assert max(c.cores for c in found) == 14  # 8 worker threads + reader + 4 + 1 servers
 
 
+def test_a_grid_of_readers_adds_them_to_every_point():
+    found, refused = candidates(JobSource(None, TINY), cluster(readers=[2, 1]), ["easgd"])
+    assert refused == []
+    assert [c.label for c in found][:2] == ["easgd 2x2 e2 d1 r1", "easgd 2x2 e2 d1 r2"]
+    one, two = found[:2]
+    assert two.changes["cluster.num_readers"] == 2 and two.cores == one.cores + 1
+    assert two.config(JobSource(None, TINY)).cluster.num_readers == 2
+    plain, _ = candidates(JobSource(None, TINY), cluster(), ["easgd"])
+    assert all(c.readers is None and "cluster.num_readers" not in c.changes for c in plain)
+
+
 def test_a_strategy_that_cannot_split_the_model_names_the_key():
     job = JobSource(None, {**TINY, "strategy.name": "hierarchical", "strategy.group_servers": 3})
     with pytest.raises(

@@ -39,7 +39,7 @@ ADVICE = {
     "examples_per_pass": 1_000_000,
     "conditions": ["clean", "stragglers"],
     "rows": [  # not in rank order: the section sorts them
-        _row(3, "sync", 9_000.4, group="quality not measured", dense_servers=2),
+        _row(3, "sync", 9_000.4, group="quality not measured", dense_servers=2, readers=2),
         _row(
             1,
             "gba",
@@ -145,6 +145,7 @@ def test_one_row_a_strategy_in_rank_order_with_formatted_numbers(tmp_path: Path)
         "4 x 2",
         "2",
         "1",
+        "job's",  # readers: the grid left them to the job
         "81.0 s",  # 1,000,000 / 12,345.6 examples/s
         "12,346",
         "10,001",
@@ -153,9 +154,10 @@ def test_one_row_a_strategy_in_rank_order_with_formatted_numbers(tmp_path: Path)
         "trainer 87%",
         "within noise",
     ]
-    assert sync[7] == "-" and sync[-1] == "not measured"  # stragglers not measured there
-    assert ma[4] == "-" and ma[8] == "0.6100*" and ma[-1] == "worse"  # one seed, inherited
-    assert psp[5:7] == ["-", "-"] and psp[-1] == "speed not measured"
+    assert sync[4:6] == ["2", "2"]  # dense servers, readers
+    assert sync[8] == "-" and sync[-1] == "not measured"  # stragglers not measured there
+    assert ma[4] == "-" and ma[9] == "0.6100*" and ma[-1] == "worse"  # one seed, inherited
+    assert psp[6:8] == ["-", "-"] and psp[-1] == "speed not measured"
     assert "\\* quality measured at that strategy's fastest candidate" in text
     assert "**Advice**: `gba 4x2 e2 d1` (4 trainers of 2 worker threads)" in text
     assert "(1,000,000 examples) in 81.0 s predicted" in text

@@ -10,6 +10,7 @@ threads as that many one-worker trainers, so it uses the same cores as the other
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,15 @@ class Candidate:
     changes: dict[str, Any]
     strategy_table: dict[str, Any]
     cores: int  # cores the job's nodes take: a worker thread each, one for any other node
+    readers: int | None = None  # reader nodes; None: the job's own (its count or the rule)
 
     @property
     def label(self) -> str:
         dense = "" if self.dense_servers is None else f" d{self.dense_servers}"
+        readers = "" if self.readers is None else f" r{self.readers}"
         return (
             f"{self.strategy} {self.trainers}x{self.workers_per_trainer} "
-            f"e{self.embedding_servers}{dense}"
+            f"e{self.embedding_servers}{dense}{readers}"
         )
 
     def config(self, job: JobSource, more: dict[str, Any] | None = None) -> Config:
@@ -90,6 +93,12 @@ def grid_of(cluster: ClusterFile, base: Config) -> tuple[list[int], list[int], l
     embedding = grid.embedding_servers or [c.num_embedding_servers, 2 * c.num_embedding_servers]
     dense = grid.dense_servers or [1]
     return sorted(set(trainers)), sorted(set(embedding)), sorted(set(dense))
+
+
+def readers_of(cluster: ClusterFile) -> list[int | None]:
+    """Reader nodes tried: the file's `grid.readers`, or the job's own (None)."""
+    readers = cluster.grid.readers
+    return [None] if not readers else list(sorted(set(readers)))
 
 
 def strategy_names(wanted: list[str] | None) -> list[str]:
@@ -146,32 +155,36 @@ def candidates(
     for name in strategy_names(wanted):
         table = base.strategy.model_dump() if base.strategy.name == name else {"name": name}
         has_dense = STRATEGIES[name].dense_servers_key is not None
-        for t in trainers:
-            for e in embedding:
-                for d in dense if has_dense else [None]:
-                    t_run, w_run = (t * workers, 1) if name in ONE_RANK_A_TRAINER else (t, workers)
-                    changes: dict[str, Any] = {
-                        "cluster.num_trainers": t_run,
-                        "cluster.workers_per_trainer": w_run,
-                        "cluster.num_embedding_servers": e,
-                    }
-                    if d is not None:
-                        changes[f"cluster.{STRATEGIES[name].dense_servers_key}"] = d
-                    point = f"{t_run}x{w_run} e{e}" + ("" if d is None else f" d{d}")
-                    try:
-                        config = job.config(changes, table)
-                        spec = job_spec(config)
-                        check_plan(spec)
-                    except ConfigError as error:
-                        refused.append(Refusal(name, point, str(error)))
-                        continue
-                    cores = job_cores(spec)
-                    smallest = cores if smallest is None else min(smallest, cores)
-                    reason = fits(cluster, cores, w_run)
-                    if reason is not None:
-                        refused.append(Refusal(name, point, reason))
-                        continue
-                    found.append(Candidate(name, t_run, w_run, e, d, changes, table, cores))
+        points = itertools.product(
+            trainers, embedding, dense if has_dense else [None], readers_of(cluster)
+        )
+        for t, e, d, r in points:
+            t_run, w_run = (t * workers, 1) if name in ONE_RANK_A_TRAINER else (t, workers)
+            changes: dict[str, Any] = {
+                "cluster.num_trainers": t_run,
+                "cluster.workers_per_trainer": w_run,
+                "cluster.num_embedding_servers": e,
+            }
+            if d is not None:
+                changes[f"cluster.{STRATEGIES[name].dense_servers_key}"] = d
+            if r is not None:
+                changes["cluster.num_readers"] = r
+            point = f"{t_run}x{w_run} e{e}" + ("" if d is None else f" d{d}")
+            point += "" if r is None else f" r{r}"
+            try:
+                config = job.config(changes, table)
+                spec = job_spec(config)
+                check_plan(spec)
+            except ConfigError as error:
+                refused.append(Refusal(name, point, str(error)))
+                continue
+            cores = job_cores(spec)
+            smallest = cores if smallest is None else min(smallest, cores)
+            reason = fits(cluster, cores, w_run)
+            if reason is not None:
+                refused.append(Refusal(name, point, reason))
+                continue
+            found.append(Candidate(name, t_run, w_run, e, d, changes, table, cores, r))
     per_machine = [r.reason for r in refused if r.reason.startswith("machines.cores:")]
     if not found and per_machine and len(per_machine) == len(refused):
         raise ConfigError(per_machine[0])

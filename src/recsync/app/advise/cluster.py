@@ -16,6 +16,7 @@ A cluster file (TOML)::
     trainers = [2, 4]
     embedding_servers = [2, 4]
     dense_servers = [1]  # EASGD's sync servers, a gradient strategy's dense servers
+    readers = [1, 2]     # reader nodes (default: the job's own)
 
     [[condition]]        # each measured besides the clean cluster
     name = "stragglers"
@@ -131,12 +132,14 @@ class MachinesSection(Section):
 
 class GridSection(Section):
     """[grid]: the counts of each role tried; unset: the job's and twice them (dense
-    servers: 1). `dense_servers` counts EASGD's sync servers and a gradient strategy's
-    dense servers; strategies without such servers ignore it."""
+    servers: 1; readers: the job's own, its `cluster.num_readers` or the rule of
+    docs/readers.md). `dense_servers` counts EASGD's sync servers and a gradient
+    strategy's dense servers; strategies without such servers ignore it."""
 
     trainers: list[Annotated[int, Field(ge=1)]] | None = None
     embedding_servers: list[Annotated[int, Field(ge=1)]] | None = None
     dense_servers: list[Annotated[int, Field(ge=1)]] | None = None
+    readers: list[Annotated[int, Field(ge=1)]] | None = None
 
 
 class StragglersCondition(Section):

@@ -61,6 +61,7 @@ def row_of(r: Ranked, conditions: list[str]) -> dict[str, Any]:
             "workers_per_trainer": c.workers_per_trainer,
             "embedding_servers": c.embedding_servers,
             "dense_servers": c.dense_servers,
+            "readers": c.readers,
             "cores": c.cores,
             "eps": r.eps,
             "time_per_pass_s": r.time_per_pass_s,
