@@ -25,3 +25,20 @@ def test_each_role_is_loaded_on_its_own_slots():
     # a server's CPU on SERVER_SLOTS, its NIC's sending: the NIC is the busier
     assert 8 / (2 * SERVER_SLOTS * 10) < loads["embedding_servers"] == pytest.approx(0.5)
     assert node_loads(summary, cost, readers=2)["reader"] == pytest.approx(0.49)
+
+
+def test_a_speed_slice_gives_every_reader_blocks_and_every_thread_batches():
+    from recsync.app.advise.advice import AdviseOptions, speed_slice
+    from recsync.app.advise.candidates import Candidate
+    from recsync.data.shares import block_for
+
+    options = AdviseOptions(slice_examples=1000)
+
+    def candidate(trainers: int, readers: int | None) -> Candidate:
+        return Candidate("easgd", trainers, 2, 2, 1, {}, {"name": "easgd"}, 10, readers)
+
+    block = block_for(256)
+    assert speed_slice(options, candidate(2, None), 256, 10**9) == 4 * block  # the job's: 1
+    assert speed_slice(options, candidate(2, 4), 256, 10**9) == 4 * 4 * block
+    assert speed_slice(options, candidate(16, 1), 256, 10**9) == 6 * 32 * 256
+    assert speed_slice(options, candidate(2, 4), 256, 5000) == 5000  # never past the data

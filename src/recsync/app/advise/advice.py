@@ -29,6 +29,7 @@ from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
 from recsync.app.advise.measure import priced_point, quality_point
 from recsync.app.advise.rank import Measured, Ranked, rank
 from recsync.app.config.schema import Config
+from recsync.data.shares import block_for
 from recsync.errors import ConfigError, JobFailed
 from recsync.ps.hash_shard import TableFullError
 from recsync.runtime.sim.cost import CostModel
@@ -39,8 +40,9 @@ Progress = Callable[[int, int, str], None]  # points done, points planned, what 
 @dataclass(frozen=True)
 class AdviseOptions:
     """How much an advice measures. `slice_examples`: examples of each priced point (at
-    least `batches_per_thread` batches a worker thread); `quality_examples` and
-    `quality_test_examples`: the real-math sample, trained and held out; `seeds`: the
+    least `batches_per_thread` batches a worker thread and `blocks_per_reader` blocks of
+    the stream a reader); `quality_examples` and `quality_test_examples`: the real-math
+    sample, trained and held out; `seeds`: the
     quality points' seeds; `budget_s`: wall seconds after which no point starts (None:
     no bound); `examples_per_pass`: the data's examples (None: the synthetic task's, or
     1,000,000 for file data)."""
@@ -48,6 +50,7 @@ class AdviseOptions:
     strategies: list[str] | None = None
     slice_examples: int = 16_384
     batches_per_thread: int = 6
+    blocks_per_reader: int = 4
     quality: bool = True
     quality_examples: int = 100_000
     quality_test_examples: int = 5_000
@@ -134,9 +137,17 @@ class _Points:
         return point
 
 
-def _slice(options: AdviseOptions, candidate: Candidate, batch_size: int, limit: int) -> int:
+def speed_slice(options: AdviseOptions, candidate: Candidate, batch_size: int, limit: int) -> int:
+    """A speed point's examples: at least `batches_per_thread` batches a worker thread and
+    `blocks_per_reader` of the readers' blocks each (readers deal the stream in blocks:
+    with fewer, their shares are uneven and some trainers' data ends early)."""
     threads = candidate.trainers * candidate.workers_per_trainer
-    wanted = max(options.slice_examples, options.batches_per_thread * threads * batch_size)
+    readers = candidate.readers or 1
+    wanted = max(
+        options.slice_examples,
+        options.batches_per_thread * threads * batch_size,
+        options.blocks_per_reader * readers * block_for(batch_size),
+    )
     return min(wanted, limit)
 
 
@@ -161,7 +172,7 @@ def advise(
 
     def priced(i: int, name: str) -> None:
         c, condition = found[i], conditions.get(name)
-        slice_ = _slice(options, c, base.train.batch_size, per_pass)
+        slice_ = speed_slice(options, c, base.train.batch_size, per_pass)
         parts = {
             "kind": "priced",
             "config": c.config(job).dump(),
