@@ -81,6 +81,12 @@ def test_both_drivers_send_the_same_bytes_and_make_the_same_calls(case):
     real = run_job(spec)
     assert sim["examples_trained"] == real["examples_trained"] == SYNTHETIC.num_train
     assert sim["traffic"].keys() == real["traffic"].keys()
+    # a worker's first step looks its rows up alone, each later one carries the previous
+    # step's push: the split of calls between the fused kinds holds where every worker
+    # stepped, which a dynamic hand-out (async) leaves to timing on the engine (a trainer
+    # that starts late on a loaded machine may find the data handed out); their bytes
+    # add up either way
+    all_stepped = real["worker_step_seconds"].keys() == sim["worker_step_seconds"].keys()
     for role, kinds in sim["traffic"].items():
         assert kinds.keys() == real["traffic"][role].keys(), role
         for kind, counted in kinds.items():
@@ -99,7 +105,7 @@ def test_both_drivers_send_the_same_bytes_and_make_the_same_calls(case):
                 else:
                     assert per_call == real_per_call, (role, kind)
             elif role == "trainers" and kind in FUSED:
-                assert counted["calls"] == other["calls"], (role, kind)
+                assert counted["calls"] == other["calls"] or not all_stepped, (role, kind)
             else:
                 assert counted == other, (role, kind)
         fused = [
