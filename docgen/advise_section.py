@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from docgen.markdown import cell
 from recsync.app.advise.report import duration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +38,6 @@ SLOW_SERVERS = {  # a slow_server condition's role (advise/cluster.py SlowServer
     "embedding": "embedding server 0",
     "dense": "the server holding the dense part",
 }
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _eps(value: float | None) -> str:
@@ -184,7 +181,7 @@ def advice_text(advice: dict[str, Any], preset: str) -> list[str]:
         lines.append(f"**Not applicable** ({len(refused)}):")
         lines.append("")
         lines += [
-            f"- `{_cell(r['strategy'])}` {_cell(r['point'])}: {_cell(r['reason'])}" for r in refused
+            f"- `{cell(r['strategy'])}` {cell(r['point'])}: {cell(r['reason'])}" for r in refused
         ]
     else:
         lines.append("**Not applicable**: none; every candidate of the grid ran.")

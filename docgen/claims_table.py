@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from docgen import results
+from docgen.markdown import cell
 from experiments.repro import REPRODUCTIONS
 from experiments.repro.claims import Claim
 from experiments.repro.verdict import Verdict
@@ -25,11 +26,6 @@ def anchor(bears_on: str) -> str:
     """The id of the first row on `bears_on` ("hash embeddings" -> "claims-hash-embeddings"):
     a page links a statement about a strategy to `#claims-<key>`."""
     return "claims-" + re.sub(r"[^a-z0-9]+", "-", bears_on.lower()).strip("-")
-
-
-def cell(text: str) -> str:
-    """`text` as a Markdown table cell (its pipes escaped, on one line)."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _verdict(v: Verdict) -> str:

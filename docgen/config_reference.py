@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from docgen.markdown import cell
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS
 
@@ -132,10 +133,6 @@ def all_sections() -> list[SectionDoc]:
     return found
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render() -> str:
     """The reference page, Markdown."""
     lines = [
@@ -159,7 +156,7 @@ def render() -> str:
         lines += ["| key | type | default | note |", "| --- | --- | --- | --- |"]
         for key in section.keys:
             lines.append(
-                f"| `{key.dotted}` | {_cell(key.type)} | {_cell(key.default)} | {_cell(key.note)} |"
+                f"| `{key.dotted}` | {cell(key.type)} | {cell(key.default)} | {cell(key.note)} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from docgen import claims_table, results
+from docgen.markdown import cell
 from experiments.repro import async_at_scale, auto_switching, failures_claims, swap_days
 from experiments.repro import embeddings_setting as setting
 from experiments.repro.claims import Claim
@@ -68,7 +69,7 @@ def test_the_site_table_has_a_row_or_a_gap_line_for_every_reproduction():
     }  # fmt: skip
     for report in claimed:
         for claim in results.claims_of(report):
-            assert claims_table.cell(claim.ours) in text and claim.verdict.label in LABELS
+            assert cell(claim.ours) in text and claim.verdict.label in LABELS
     assert "readers" not in text  # a benchmark's report is not a reproduction's
 
 
