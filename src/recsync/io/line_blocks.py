@@ -1,13 +1,12 @@
 """Where the lines of a text data file start, found by a bulk newline scan, and the lines of
 any range of them read without reading the lines before (docs/design-file-shares.md).
 
-`line_index` reads a file once in chunks of CHUNK_BYTES, counts its b"\\n" in C
-(`bytes.count`) and, in the chunks where a block starts, finds the newlines with numpy:
-it keeps the byte offset of every `block_lines`-th line start (line 0, L, 2L, ...), so the
-index of a file of n lines holds n / L offsets. `read_lines` then seeks to the block of a
-line and yields (line number, line) pairs for any range of lines, decoded as `open_text`
-decodes them (UTF-8, undecodable bytes U+FFFD; lines end at "\\n" only, and keep it), so a
-range reads exactly what iterating the whole file would give for those lines (tested).
+`line_index` reads a file once in chunks of CHUNK_BYTES and finds its b"\\n" with
+numpy; it keeps the byte offset of every `block_lines`-th line start (line 0, L, 2L, ...),
+so the index of a file of n lines holds n / L offsets. `read_lines` then seeks to the
+block of a line and yields (line number, line) pairs for any range of lines, decoded as
+`open_text` decodes them (UTF-8, undecodable bytes U+FFFD; lines end at "\\n" only, and
+keep it), so a range reads what iterating the whole file gives for those lines (tested).
 
 Plain files only: a gzip stream cannot be entered in the middle, so `line_index` refuses
 one (ValueError); such files are dealt whole (see the design note).
@@ -59,18 +58,18 @@ def line_index(path: str | Path, block_lines: int, chunk_bytes: int = CHUNK_BYTE
         raise ValueError(f"{path} is gzip-compressed: its lines cannot be read from the middle")
     starts = [0]
     newlines, offset, last = 0, 0, NEWLINE
+    chunk = bytearray(chunk_bytes)  # read into again and again: no allocation a chunk
     with open(path, "rb") as f:
-        while chunk := f.read(chunk_bytes):
-            count = chunk.count(b"\n")
+        while size := f.readinto(chunk):
+            found = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8, count=size) == NEWLINE)
             # line j starts after newline j - 1: the next start kept is line len(starts) * L
             wanted = len(starts) * block_lines - 1  # the newline before it
-            if wanted < newlines + count:
-                found = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == NEWLINE)
-                picks = np.arange(wanted, newlines + count, block_lines) - newlines
+            if wanted < newlines + found.size:
+                picks = np.arange(wanted, newlines + found.size, block_lines) - newlines
                 starts.extend((offset + found[picks] + 1).tolist())
-            newlines += count
-            offset += len(chunk)
-            last = chunk[-1]
+            newlines += found.size
+            offset += size
+            last = chunk[size - 1]
     num_lines = newlines + (1 if offset and last != NEWLINE else 0)
     if starts and starts[-1] >= offset:  # a start at the end of the file starts no line
         starts.pop()
