@@ -7,10 +7,11 @@ this times, in CPU seconds of this process (the file in the page cache: no disk 
 - `coin`: the per-line held-out coin of every line (data/line_coin.py `candidates`), per line;
 - `parse`: the reader's bulk parser today (bench_readers.py `examples_per_second`:
   criteo_blocks / libsvm_blocks over `open_text`), per example;
-- `parse_lines`: the same file through io/line_examples.py `parse_lines` (reading by
-  line ranges, finding each example's line), per example;
-- `share_of_R`: one reader's share, every R-th block of `--block-lines` lines parsed with
-  `parse_lines` (R = `--readers`), as a fraction of `parse_lines` of the whole file.
+- `parse_lines`: the same file through io/line_examples.py `parse_lines` a block of
+  `--block-lines` lines at a time (reading by line ranges, finding each example's line),
+  per example;
+- `share_of_R`: one reader's share, every R-th block (R = `--readers`), as a fraction of
+  the whole file's `parse_lines`; `share_expected`: its blocks over all blocks.
 
 Each the median of `--repeats` runs after a first one (which loads compiled code); prints
 one JSON object per format, with `scan_over_parse` = scan per line / parse per example.
@@ -60,19 +61,20 @@ def measure(
         parse_runs = [examples_per_second(path, schema, True)[1] for _ in range(repeats)]
         text_schema: TextSchema = schema  # type: ignore[assignment]
 
-        def whole() -> object:
-            return parse_lines(index, text_schema, 0, n, strict=False, skips=LineSkips())
-
-        def share() -> object:
-            for block in range(0, index.num_blocks, readers):
+        def blocks(every: int) -> int:
+            """Reader 0's share of `every` readers, a block at a time (1: the whole file)."""
+            examples = 0
+            for block in range(0, index.num_blocks, every):
                 start = block * block_lines
                 stop = min(n, start + block_lines)
-                parse_lines(index, text_schema, start, stop, strict=False, skips=LineSkips())
-            return None
+                skips = LineSkips()
+                parsed = parse_lines(index, text_schema, start, stop, strict=False, skips=skips)
+                examples += parsed.lines.size
+            return examples
 
-        examples = whole().batch.batch_size  # type: ignore[attr-defined]
-        by_lines, _ = cpu_seconds(whole, repeats)
-        one_share, _ = cpu_seconds(share, repeats)
+        examples = blocks(1)
+        by_lines, _ = cpu_seconds(lambda: blocks(1), repeats)
+        one_share, _ = cpu_seconds(lambda: blocks(readers), repeats)
     parse_us = statistics.median(parse_runs)
     scan_us = 1e6 * scan / n
     return {
@@ -91,6 +93,7 @@ def measure(
         "parse_lines_us_per_example": round(1e6 * by_lines / examples, 2),
         "readers": readers,
         "share_of_R": round(one_share / by_lines, 3),
+        "share_expected": round(len(range(0, index.num_blocks, readers)) / index.num_blocks, 3),
         "scan_over_parse": round(scan_us / parse_us, 4),
     }
 
