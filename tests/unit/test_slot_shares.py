@@ -12,12 +12,13 @@ import random
 
 import pytest
 
+from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import Deal, StreamPosition
 
 Example = tuple[int, int]  # (line block, index of the example among the block's)
 
 
-def share_pieces(deal: Deal, reader: int, total_slots: int) -> list[tuple[int, int]]:
+def share_pieces(deal: Deal | AlignedDeal, reader: int, total_slots: int) -> list[tuple[int, int]]:
     """The reader's share in slots, cut at line-block boundaries (a piece lies in one block)."""
     size = deal.block
     pieces = []
