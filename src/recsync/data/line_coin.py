@@ -5,7 +5,7 @@ stream order (io/sources.py `FileTrainingData._split`): whether a row is held de
 every row parsed before it, so only a reader that parsed the whole stream knows. Here the
 coin of a line is a function of (seed, file index, line) alone: the uniform number of the
 line is output `line` of the Philox4x64 counter-based generator keyed by (seed, file index)
-(numpy's `Philox` bit generator, whose raw stream numpy keeps stable; tests pin values),
+(numpy's `Philox` bit generator, whose integer stream numpy guarantees; a test pins values),
 so any reader decides the lines of its own blocks, whatever the number of readers, in every
 epoch and on resume.
 
