@@ -1,0 +1,146 @@
+"""One reader's share of plain text data files, parsing only its own line blocks, its
+position in slots (docs/design-file-shares.md): the pieces put together, first epoch only.
+
+The files' lines, end to end, are cut into line blocks of L lines; block k is slots
+[kL, (k+1)L) and its examples (good lines the coin does not hold out, in line order) fill
+its first slots. `ReaderShare` walks the pieces `AlignedDeal` gives its reader, parses
+each piece's block (`parse_share_piece`, only the block's lines), holds out the coin's
+lines (`split_held`; they are kept in `held`), and yields batches of `batch_size` with the
+slots of its share consumed after each: the position `AlignedDeal.position_after` takes.
+
+Not wired into a job yet: no later epochs, no background process, no `limit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.batch import Batch, concat
+from recsync.data.line_coin import HeldCutoff
+from recsync.io.line_blocks import LineIndex, file_pieces
+from recsync.io.line_examples import ShareSkips, TextSchema, parse_share_piece, split_held
+
+
+@dataclass(frozen=True)
+class TextFiles:
+    """A job's text files (their line indexes, one block size), how to parse them, and
+    the held-out coin."""
+
+    indexes: tuple[LineIndex, ...]
+    schema: TextSchema
+    strict: bool
+    seed: int
+    test_fraction: float
+    cutoff: HeldCutoff
+
+    def __post_init__(self) -> None:
+        sizes = {index.block_lines for index in self.indexes}
+        assert len(sizes) == 1, f"line indexes of several block sizes: {sizes}"
+
+    @property
+    def block_lines(self) -> int:
+        return self.indexes[0].block_lines
+
+    @property
+    def line_counts(self) -> list[int]:
+        return [index.num_lines for index in self.indexes]
+
+    @property
+    def slots(self) -> int:
+        """Slots of one pass: L a block of the files' lines end to end."""
+        size = self.block_lines
+        return -(-sum(self.line_counts) // size) * size
+
+
+class ReaderShare:
+    """Reader `reader`'s share of one pass of `files` under `deal` (see the module)."""
+
+    def __init__(self, files: TextFiles, deal: AlignedDeal, reader: int, batch_size: int):
+        assert deal.block == files.block_lines
+        self.files, self.deal, self.reader, self.batch_size = files, deal, reader, batch_size
+        self.skips = ShareSkips()  # of the blocks it parsed
+        self.held: list[Batch] = []  # the held-out rows of the blocks it parsed
+        self._last: tuple[int, Batch | None] | None = None  # the block parsed last
+
+    @property
+    def share_slots(self) -> int:
+        """The slots of its share: its count once it handed out all of it."""
+        return sum(stop - start for start, stop in self._pieces())
+
+    def _pieces(self) -> list[tuple[int, int]]:
+        owned = self.deal.owned(self.reader, 0, self.files.slots)
+        return list(_in_blocks(owned, self.files.block_lines))
+
+    def _block_examples(self, block: int) -> Batch | None:
+        """The training examples of line block `block`, in line order (parsed once for
+        pieces of one block in a row: after a resume a share may hold two of a block)."""
+        if self._last is not None and self._last[0] == block:
+            return self._last[1]
+        files, size = self.files, self.files.block_lines
+        parts = []
+        for piece in file_pieces(files.line_counts, block * size, (block + 1) * size):
+            index, where = files.indexes[piece.file_index], piece.file_index
+            parsed = parse_share_piece(
+                index,
+                where,
+                files.schema,
+                piece.start,
+                piece.stop,
+                strict=files.strict,
+                skips=self.skips,
+            )
+            train, held = split_held(parsed, files.seed, where, files.test_fraction, files.cutoff)
+            if held is not None:
+                self.held.append(held)
+            if train is not None:
+                parts.append(train)
+        examples = concat(parts) if parts else None
+        self._last = block, examples
+        return examples
+
+    def _examples(self) -> Iterator[tuple[Batch, np.ndarray]]:
+        """Pieces of examples in share order, each with the slots consumed after each."""
+        size, count = self.files.block_lines, 0
+        for start, stop in self._pieces():
+            block = start // size
+            examples = self._block_examples(block)
+            made = 0 if examples is None else examples.batch_size
+            first, last = start - block * size, min(stop - block * size, made)
+            if examples is not None and first < last:
+                after = count + np.arange(1, last - first + 1)
+                after[-1] = count + (stop - start)  # its piece's empty slots with its last
+                yield examples.slice(first, last), after
+            count += stop - start
+
+    def batches(self) -> Iterator[tuple[Batch, int]]:
+        """Batches of `batch_size` (the last may be smaller), each with the slots of the
+        share consumed once it is handed out."""
+        pending: list[Batch] = []
+        marks: list[np.ndarray] = []
+        held = 0
+        for examples, after in self._examples():
+            pending.append(examples)
+            marks.append(after)
+            held += examples.batch_size
+            while held >= self.batch_size:
+                whole, counts = concat(pending), np.concatenate(marks)
+                yield whole.slice(0, self.batch_size), int(counts[self.batch_size - 1])
+                rest = whole.batch_size - self.batch_size
+                pending = [whole.slice(self.batch_size, whole.batch_size)] if rest else []
+                marks = [counts[self.batch_size :]] if rest else []
+                held = rest
+        if held:
+            yield concat(pending), int(np.concatenate(marks)[-1])
+
+
+def _in_blocks(ranges: Sequence[tuple[int, int]], size: int) -> Iterator[tuple[int, int]]:
+    """The ranges cut at the blocks' boundaries (each piece in one block)."""
+    for start, stop in ranges:
+        while start < stop:
+            end = min(stop, (start // size + 1) * size)
+            yield start, end
+            start = end
