@@ -11,25 +11,42 @@ with whatever else runs), so each reader's CPU time is measured too: the busiest
 gives the rate the readers reach with a core each (`cpu_bound_examples_per_s`, and its
 `cpu_bound_ratio`). Prints one JSON object.
 
+`--data libffm`: the default job's readers over a libffm file of `--examples` lines shaped
+as Frappe's (10 fields), 2% held out: one reader parses the whole file, several share it
+by line blocks (io/shared_text.py), each parsing only its blocks; `ratio` is over one
+reader reading by line blocks too (`1-lines`: the job's first reader given the whole
+deal), and `1` (a job of one reader: the whole file parsed as one stream) is reported
+beside it. The files' line index
+(one newline scan, made when the job is assembled) and reader 0's read of the held-out
+lines happen before the common start and are not timed; `index_s` reports the scan.
+
     python benchmarks/bench_reader_scaling.py [--examples 400000] [--repeats 3]
+    python benchmarks/bench_reader_scaling.py --data libffm --examples 200000
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing as mp
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from bench_sim_vs_engine import HELD_OUT, write_frappe_like
+from recsync.app.config.load import load_config
+from recsync.app.runs.distributed import job_spec
 from recsync.coordinator.node_specs import BuildContext, ReaderSpec
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
+from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
@@ -41,7 +58,18 @@ TABLES = 26
 BATCH = 256
 
 
-def job(readers: int, examples: int) -> JobSpec:
+def job(readers: int, examples: int, path: Path | None = None) -> JobSpec:
+    if path is not None:
+        overrides = {
+            "data.path": str(path),
+            "data.source": "libffm",
+            "data.test_fraction": HELD_OUT,
+            "model.num_tables": 10,
+            "cluster.num_trainers": 4,
+            "cluster.num_readers": readers,
+            "train.batch_size": BATCH,
+        }
+        return job_spec(load_config(None, overrides))
     synthetic = SyntheticSpec(
         num_train=examples, num_test=1_000, num_dense=13, table_rows=(1_000,) * TABLES
     )
@@ -70,12 +98,20 @@ def hand_out(node_spec: ReaderSpec, trainer: int, start: Any, done: Any) -> None
     done.put((examples, time.perf_counter(), time.process_time() - cpu))
 
 
-def rate(readers: int, examples: int) -> tuple[float, float]:
+def rate(readers: str, examples: int, path: Path | None) -> tuple[float, float, float]:
     """Examples/s of `readers` readers handing out one stream of `examples` examples, by
-    the wall clock and by the busiest reader's CPU time (the rate with a core a reader)."""
-    spec = job(readers, examples)
+    the wall clock and by the busiest reader's CPU time (the rate with a core a reader),
+    and the seconds assembling the job took (a file's line index)."""
+    by_lines = readers == "1-lines"
+    spec = job(2 if by_lines else int(readers), examples, path)
+    began = time.perf_counter()
     topology = build_topology(spec, plan_for(spec))
+    assembled = time.perf_counter() - began
     nodes = topology.of_role(Role.READER)
+    if by_lines:  # the first reader, dealt the whole stream
+        first = nodes[0]
+        assert isinstance(first, ReaderSpec) and isinstance(first.deal, AlignedDeal)
+        nodes = [dataclasses.replace(first, deal=AlignedDeal(1, first.deal.block))]
     ctx = mp.get_context("fork")
     start, done = ctx.Barrier(len(nodes) + 1), ctx.Queue()
     procs = []
@@ -91,9 +127,10 @@ def rate(readers: int, examples: int) -> tuple[float, float]:
     for proc in procs:
         proc.join()
     handed = sum(n for n, _, _ in results)
-    assert handed == examples, (handed, examples)
+    if path is None:
+        assert handed == examples, (handed, examples)
     wall = max(t for _, t, _ in results) - began
-    return handed / wall, handed / max(c for _, _, c in results)
+    return handed / wall, handed / max(c for _, _, c in results), assembled
 
 
 def main() -> None:
@@ -101,29 +138,42 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=400_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--readers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--data", choices=("synthetic", "libffm"), default="synthetic")
     args = parser.parse_args()
-    runs: dict[int, list[float]] = {r: [] for r in args.readers}
-    cpu_runs: dict[int, list[float]] = {r: [] for r in args.readers}
-    for _ in range(args.repeats):  # counts interleaved: a change in the machine's load hits all
-        for readers in args.readers:
-            wall, cpu = rate(readers, args.examples)
-            runs[readers].append(wall)
-            cpu_runs[readers].append(cpu)
+    counts = [str(r) for r in args.readers]
+    if args.data == "libffm":
+        counts = ["1-lines", *counts]
+    runs: dict[str, list[float]] = {r: [] for r in counts}
+    cpu_runs: dict[str, list[float]] = {r: [] for r in counts}
+    assembly: dict[str, list[float]] = {r: [] for r in counts}
+    with tempfile.TemporaryDirectory() as where:
+        path = None
+        if args.data == "libffm":
+            path = Path(where) / "frappe.libffm"
+            write_frappe_like(args.examples, path)
+        for _ in range(args.repeats):  # counts interleaved: a change in load hits all
+            for readers in counts:
+                wall, cpu, assembled = rate(readers, args.examples, path)
+                runs[readers].append(wall)
+                cpu_runs[readers].append(cpu)
+                assembly[readers].append(assembled)
     medians = {r: statistics.median(v) for r, v in runs.items()}
     cpu_medians = {r: statistics.median(v) for r, v in cpu_runs.items()}
-    base, cpu_base = medians[args.readers[0]], cpu_medians[args.readers[0]]
+    base, cpu_base = medians[counts[0]], cpu_medians[counts[0]]
     print(
         json.dumps(
             {
+                "data": args.data,
                 "examples": args.examples,
                 "batch_size": BATCH,
                 "cpus": os.cpu_count(),
                 "load_average": os.getloadavg(),
-                "examples_per_s": {str(r): round(m) for r, m in medians.items()},
-                "runs": {str(r): [round(x) for x in v] for r, v in runs.items()},
-                "ratio": {str(r): round(m / base, 2) for r, m in medians.items()},
-                "cpu_bound_examples_per_s": {str(r): round(m) for r, m in cpu_medians.items()},
-                "cpu_bound_ratio": {str(r): round(m / cpu_base, 2) for r, m in cpu_medians.items()},
+                "examples_per_s": {r: round(m) for r, m in medians.items()},
+                "runs": {r: [round(x) for x in v] for r, v in runs.items()},
+                "ratio": {r: round(m / base, 2) for r, m in medians.items()},
+                "cpu_bound_examples_per_s": {r: round(m) for r, m in cpu_medians.items()},
+                "cpu_bound_ratio": {r: round(m / cpu_base, 2) for r, m in cpu_medians.items()},
+                "assembly_s": {r: round(statistics.median(v), 3) for r, v in assembly.items()},
             },
             indent=2,
         )

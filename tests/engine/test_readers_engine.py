@@ -4,13 +4,19 @@ positions, and a cut resumes onto one reader."""
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.data.libsvm import LibFFMSchema
+from recsync.data.skips import SkipReport
 from recsync.families import strategy_config
+from recsync.io.readers import open_dataset
+from recsync.io.sources import FileData
+from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import run_job
 
@@ -50,3 +56,40 @@ def test_two_readers_hand_out_every_example_once_and_a_cut_resumes_onto_one():
     rest = run_job(spec(1, resume=state))
     assert rest["examples_trained"] == SYNTHETIC.num_train - state.stream_position.handed
     assert rest["checkpoint"]["data_position"] == SYNTHETIC.num_train
+
+
+def test_two_readers_share_a_text_file_by_line_blocks_and_a_cut_resumes_onto_one(tmp_path):
+    # each reader parses its own line blocks in its background producer (slot marks sent
+    # beside the batches); the held-out lines and the skips are one read's
+    path = tmp_path / "days.ffm"
+    rng = random.Random(3)
+    lines = [
+        "1 0:1" if rng.random() < 0.03 else f"{rng.choice('01')} 0:{n % 7}:1 1:{n % 11}:1 2:5:0.5"
+        for n in range(20_000)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    schema = LibFFMSchema(table_rows=(7, 11), dense_fields=(2,))
+    tables = (TableSpec("C0", 7, 8), TableSpec("C1", 11, 8))
+    model = ModelSpec(num_dense=1, tables=tables, bottom_mlp=(8,), top_mlp=(8,))
+    files = FileData((path,), "libffm", schema, False, (), 0.05, 500, False)
+    skips = SkipReport()
+    read = open_dataset([path], "libffm", schema, batch_size=1024, skips=skips)
+    every = sum(batch.batch_size for batch in read)
+    states: list = []
+    first = dataclasses.replace(spec(2, slowdown=6.0), model=model, synthetic=None, files=files)
+    summary = run_job(
+        first, checkpoint_every=CheckpointEvery(examples=6_000), on_checkpoint=states.append
+    )
+    held = summary["test_examples"]
+    assert 0 < held <= 500
+    assert summary["examples_trained"] == every - held
+    assert summary["skipped"]["by_reason"] == skips.counts
+    assert summary["checkpoint"]["data_position"] == 5 * 4096  # every slot consumed
+    assert states, "no cut was taken"
+    state = states[0]
+    assert state.data_unit == "slots/4096"
+    resumed = dataclasses.replace(first, cluster=spec(1).cluster, resume=state)
+    rest = run_job(resumed)
+    assert rest["checkpoint"]["data_position"] == 5 * 4096
+    assert rest["test_examples"] == held
+    assert 0 < rest["examples_trained"] < every - held  # what the cut had left, once

@@ -149,6 +149,8 @@ def test_a_step_that_does_not_split_among_the_readers_refuses_cuts():
     refusal = gba.cut_refusal()
     assert refusal is not None and "does not split evenly" in refusal
     assert dataclasses.replace(gba, strategy=strategy_config("sync")).cut_refusal() is None
+    for one_batch in ("easgd", "async", "independent"):  # steps of one batch: cut at once
+        assert dataclasses.replace(gba, strategy=strategy_config(one_batch)).cut_refusal() is None
     assert SimJob(gba, plan_for(gba), CostModel()).run()["examples_trained"] == 9_000
 
 

@@ -39,6 +39,9 @@ class JobState:
     family_state: dict[str, Any] | None = None  # what its family alone resumes from
     # examples past `data_position` some readers had handed out (data/shares.py), as ranges
     data_beyond: list[tuple[int, int]] | None = None
+    # what the positions count: None, the stream's examples (every checkpoint before line
+    # shares); "slots/<L>", slots of line blocks of L lines (io/shared_text.py)
+    data_unit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         fields = asdict(self)
@@ -46,6 +49,8 @@ class JobState:
             del fields["family_state"]  # a file as before families had state of their own
         if not self.data_beyond:
             del fields["data_beyond"]  # one reader's position: a prefix of the stream
+        if self.data_unit is None:
+            del fields["data_unit"]  # positions count examples, as before line shares
         return {"format": FORMAT, **fields}
 
     @classmethod
@@ -72,7 +77,8 @@ class JobState:
 
     @property
     def stream_position(self) -> StreamPosition:
-        """The examples of the stream handed out before the state was taken."""
+        """The stream's units (examples, or slots: `data_unit`) consumed before the state
+        was taken."""
         return StreamPosition(self.data_position, tuple(self.data_beyond or ()))
 
     def check_layout(self, layout: TableLayout) -> None:

@@ -8,14 +8,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from recsync.coordinator.reader import ReaderNode
+from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import Deal
 from recsync.data.synthetic import SyntheticSpec
-from recsync.io.sources import FileData, open_training_data
+from recsync.io.shared_text import SharedTextData
+from recsync.io.sources import FileData, FileTrainingData, SyntheticData, open_training_data
 from recsync.model.spec import ModelSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
@@ -28,6 +30,9 @@ from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.gradient import ServerPolicies, Tokens
 from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica, new_replica
+
+if TYPE_CHECKING:
+    from recsync.io.file_shares import TextFiles
 
 Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
@@ -107,21 +112,30 @@ class ReaderSpec(NodeSpec):
     limit: int | None
     num_workers: int
     batches_per_step: int
-    deal: Deal  # how the readers share what is left of the stream (data/shares.py)
+    # how the readers share what is left of the stream (data/shares.py); by line blocks
+    # of `lines` (io/shared_text.py) where it is an AlignedDeal
+    deal: Deal | AlignedDeal
     step_share: int | None = None  # of each global step, the batches it hands out
+    lines: TextFiles | None = None  # the text files indexed, under line shares
 
     def build(self, context: BuildContext) -> ReaderNode:
         deal, index = self.deal, self.address.index
-        whole = deal.num_readers == 1 and not deal.base.beyond
-        source = open_training_data(
-            self.synthetic,
-            self.files,
-            self.train,
-            self.start_example,
-            background=context.background_reading,
-            select=None if whole else functools.partial(deal.owned, index),
-            labelled=context.labelled,
-        )
+        source: SyntheticData | FileTrainingData | SharedTextData
+        if isinstance(deal, AlignedDeal):
+            assert self.files is not None and self.lines is not None
+            background = context.background_reading
+            source = SharedTextData(self.files, self.lines, self.train, deal, index, background)
+        else:
+            whole = deal.num_readers == 1 and not deal.base.beyond
+            source = open_training_data(
+                self.synthetic,
+                self.files,
+                self.train,
+                self.start_example,
+                background=context.background_reading,
+                select=None if whole else functools.partial(deal.owned, index),
+                labelled=context.labelled,
+            )
         return ReaderNode(
             source,
             self.num_trainers,

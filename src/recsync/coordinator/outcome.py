@@ -15,7 +15,7 @@ from recsync.coordinator.checkpoint import JobState, layout_slices
 from recsync.coordinator.family import family_of
 from recsync.coordinator.measures import check_one_pass, worker_step_measures
 from recsync.coordinator.reader import ReaderReport
-from recsync.coordinator.readers import joined_report, position_of
+from recsync.coordinator.readers import data_unit_of, joined_report, position_of
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
@@ -187,6 +187,8 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "global_step": state.global_step,
         "in_flight_examples": state.in_flight_examples,
     }
+    if state.data_unit is not None:
+        summary["checkpoint"]["data_unit"] = state.data_unit
     return summary, state
 
 
@@ -293,7 +295,7 @@ def _checkpoint(topology: Topology, end: JobEnd, dense: torch.Tensor) -> JobStat
     in_flight = 0
     if reader.handed_at_stop is not None and all(d is not None for d in dry):
         in_flight = max(0, reader.handed_at_stop - sum(d for d in dry if d is not None))
-    position = position_of(topology, [r.total_examples for r in readers])
+    position = position_of(topology, [r.consumed for r in readers])
     return model_state(topology, end, dense, position, in_flight)
 
 
@@ -320,4 +322,5 @@ def model_state(
         in_flight_examples=in_flight,
         strategy=spec.strategy.describe(),
         family_state=family.state(spec, end.of_role),
+        data_unit=data_unit_of(topology),
     )

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from recsync.coordinator.handouts import Handouts
+from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.held_out import mark_test_set
 from recsync.data.shares import Deal
 from recsync.io.background import BackgroundBatches
+from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
@@ -44,6 +46,12 @@ class ReaderReport:
     stopped: bool = False  # told to stop handing out (an interrupted run)
     requeued_examples: list[int] = field(default_factory=list)  # per trainer: handed again
     previous_examples: list[int] = field(default_factory=list)  # trained by lost incarnations
+    position: int | None = None  # units of its share consumed (None: `total_examples`)
+
+    @property
+    def consumed(self) -> int:
+        """Units of its share consumed: examples, or slots under line shares."""
+        return self.total_examples if self.position is None else self.position
 
 
 class ReaderNode(Node):
@@ -83,13 +91,13 @@ class ReaderNode(Node):
 
     def __init__(
         self,
-        source: SyntheticData | FileTrainingData,
+        source: SyntheticData | FileTrainingData | SharedTextData,
         num_trainers: int,
         tokens: Tokens | None = None,
         limit: int | None = None,
         num_workers: int = 1,
         batches_per_step: int = 1,
-        deal: Deal | None = None,
+        deal: Deal | AlignedDeal | None = None,
         index: int = 0,
         step_share: int | None = None,
     ):
@@ -104,6 +112,7 @@ class ReaderNode(Node):
         self.handed_batches = [0] * num_trainers
         self.handed_examples = [0] * num_trainers
         self.total_examples = 0  # handed out to all trainers
+        self.position = 0  # units of its share consumed (`ReaderReport.consumed`)
         self.handed_at_stop: int | None = None
         self.exhausted = False
         self.stopped = False
@@ -194,6 +203,8 @@ class ReaderNode(Node):
         if self.exhausted:
             return None
         batch = next(self._batches, None)
+        if batch is None:  # its share ran out: every unit of it consumed
+            self.position = self.source.position_at_end(self.total_examples)
         limit = self.limit
         if (
             batch is not None
@@ -208,6 +219,7 @@ class ReaderNode(Node):
         self.handed_batches[trainer] += 1
         self.handed_examples[trainer] += batch.batch_size
         self.total_examples += batch.batch_size
+        self.position = self.source.position_after(self.total_examples)
         return batch
 
     def pause(self, message: PauseReading) -> int | None:
@@ -229,7 +241,7 @@ class ReaderNode(Node):
         self.parked.add(message.worker)
 
     def cut(self, message: AwaitCut) -> int | None:
-        return self.total_examples if self.at_cut else None
+        return self.position if self.at_cut else None
 
     def worker_left(self) -> None:
         """A worker loop ended without being told the data is consumed (it crashed)."""
@@ -244,11 +256,12 @@ class ReaderNode(Node):
         return self.total_examples
 
     def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
-        """(examples it handed out, examples the job's stream holds, its readers' all)."""
+        """(units of its share consumed, units the job's stream holds, its readers' all):
+        examples, or slots under line shares."""
         total = self.source.total_examples
         if total is not None and self.deal is not None:
             total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
-        return self.total_examples, total
+        return self.position, total
 
     def held_out_sample(self, message: HeldOutSample) -> Batch | None:
         return mark_test_set(self.source.test_set(), message.examples)
@@ -275,4 +288,5 @@ class ReaderNode(Node):
             self.stopped,
             list(self.handouts.requeued),
             list(self.handouts.previous),
+            self.position,
         )

@@ -14,29 +14,42 @@ from typing import Any
 from recsync.coordinator.node_specs import ReaderSpec
 from recsync.coordinator.reader import ReaderNode, ReaderReport
 from recsync.coordinator.topology import Topology
+from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.shares import Deal, StreamPosition
+from recsync.data.skips import ShareSkips
+from recsync.io.shared_text import unit_of
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import PauseReading
 
 
-def deal_of(topology: Topology) -> Deal:
+def deal_of(topology: Topology) -> Deal | AlignedDeal:
     """How the job's readers share the stream."""
     readers = topology.of_role(Role.READER)
     assert readers and isinstance(readers[0], ReaderSpec)
     return readers[0].deal
 
 
+def data_unit_of(topology: Topology) -> str | None:
+    """What the job's stream positions count: None, examples; "slots/<L>" under line
+    shares (a checkpoint's `data_unit`)."""
+    deal = deal_of(topology)
+    return unit_of(deal.block) if isinstance(deal, AlignedDeal) else None
+
+
 def position_of(topology: Topology, handed: Sequence[int]) -> StreamPosition:
-    """The stream's position once reader r handed `handed[r]` examples in this job."""
+    """The stream's position once reader r consumed `handed[r]` units of its share in this
+    job (examples; slots under line shares)."""
     return deal_of(topology).position_after(handed)
 
 
 def joined_report(reports: Sequence[ReaderReport]) -> ReaderReport:
     """One report for the job's readers: counts summed (per trainer, each trainer's own
-    reader counted it), the held-out set and the skips of the first (every reader reads
-    the stream whole or the same held-out split), stopped if any was told to stop."""
+    reader counted it), the held-out set of the first (every reader holds the same split
+    out; under line shares only the first reads it), the skips of the first or, under
+    line shares (each reader parsed its blocks), all merged; stopped if any was told to
+    stop."""
     first = reports[0]
     if len(reports) == 1:
         return first
@@ -56,11 +69,21 @@ def joined_report(reports: Sequence[ReaderReport]) -> ReaderReport:
         at_stop,
         first.test,
         first.teacher_auc,
-        first.skipped,
+        _merged_skips([r.skipped for r in reports]),
         any(r.stopped for r in reports),
         summed([r.requeued_examples for r in reports]),
         summed([r.previous_examples for r in reports]),
+        None if first.position is None else sum(r.consumed for r in reports),
     )
+
+
+def _merged_skips(skipped: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The readers' skip reports as one: the first's where each read the stream whole;
+    under line shares (each counted its own blocks, `first_at` said) all merged."""
+    if "first_at" not in skipped[0]:
+        return skipped[0]
+    reports = [ShareSkips.from_dict(report) for report in skipped]
+    return reports[0].merged(reports[1:]).as_dict()
 
 
 def common_step(boundaries: Sequence[int | None]) -> int | None:
@@ -101,6 +124,16 @@ class ReaderGroup:
         return [r.total_examples for r in self.readers]
 
     @property
+    def positions(self) -> list[int]:
+        """Units of its share each reader consumed (examples; slots under line shares)."""
+        return [r.position for r in self.readers]
+
+    @property
+    def consumed(self) -> int:
+        """Units of the stream the readers consumed in this run."""
+        return sum(self.positions)
+
+    @property
     def handed_examples(self) -> list[int]:
         return [
             sum(column) for column in zip(*(r.handed_examples for r in self.readers), strict=True)
@@ -117,7 +150,7 @@ class ReaderGroup:
     @property
     def position(self) -> StreamPosition:
         """Where the stream stands: what every reader handed out, since the job's start."""
-        return position_of(self.topology, self.totals)
+        return position_of(self.topology, self.positions)
 
     def of_trainer(self, trainer: int) -> ReaderNode:
         return self.readers[self.cluster.reader_of(trainer)]

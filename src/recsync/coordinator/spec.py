@@ -154,7 +154,8 @@ class JobSpec:
             * cluster.workers_per_trainer
             for r in range(readers)
         ]
-        if refusal is None and readers > 1 and any(steps * s % workers for s in served):
+        uneven = steps > 1 and any(steps * s % workers for s in served)  # 1: cut at once
+        if refusal is None and readers > 1 and uneven:
             return (
                 f"a global step of {steps} batches does not split evenly among {readers} "
                 f"readers serving {served} of the {workers} workers (choose "

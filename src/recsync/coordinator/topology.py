@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from recsync.coordinator.family import TrainerSpec, family_of
 from recsync.coordinator.node_specs import (
@@ -21,14 +22,19 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
-from recsync.data.shares import Deal, block_for
+from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
+from recsync.io.shared_text import SLOT_UNIT, splittable, text_files
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
 from recsync.sync.family import StrategyFamily
 from recsync.sync.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
+
+if TYPE_CHECKING:
+    from recsync.io.file_shares import TextFiles
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,12 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
         )
     workers = cluster.hogwild_threads
     steps = spec.strategy.batches_per_step(workers)
-    deal = Deal(count, block_for(train.batch_size), spec.start_position)
+    lines = line_files(spec)
+    deal: Deal | AlignedDeal
+    if lines is not None:
+        deal = AlignedDeal(count, lines.block_lines, spec.start_position)
+    else:
+        deal = Deal(count, block_for(train.batch_size), spec.start_position)
     specs = []
     for index in range(count):
         served = [t for t in range(cluster.num_trainers) if cluster.reader_of(t) == index]
@@ -193,9 +204,37 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
                 batches_per_step=steps,
                 deal=deal,
                 step_share=step_share(steps, len(served) * cluster.workers_per_trainer, workers),
+                lines=lines,
             )
         )
     return specs
+
+
+def line_files(spec: JobSpec) -> TextFiles | None:
+    """The job's text files indexed where its readers share them by line blocks
+    (io/shared_text.py): a fresh one-pass job of several readers over text files that can
+    be read from the middle, or a job resumed from a checkpoint that counts slots (on any
+    number of readers). None: each reader reads the stream whole and keeps its share."""
+    files, resume = spec.files, spec.resume
+    unit = None if resume is None else resume.data_unit
+    if unit is None:
+        fresh = spec.start_position.handed == 0
+        wanted = files is not None and spec.cluster.readers > 1 and spec.train.epochs == 1
+        if not (wanted and fresh and files is not None and splittable(files)):
+            return None
+        return text_files(files, spec.train.seed, BLOCK_EXAMPLES)
+    kind, _, size = unit.partition("/")
+    if kind != SLOT_UNIT or not size.isdigit():
+        raise ConfigError(f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>')")
+    where = f"the checkpoint's position counts {unit} (line blocks of text files)"
+    if files is None or not splittable(files):
+        raise ConfigError(
+            f"{where}: the job must read the same plain text files (criteo, libsvm, libffm; "
+            "not gzip-compressed)"
+        )
+    if spec.train.epochs != 1:
+        raise ConfigError(f"{where}: train.epochs must be 1 (later epochs are not dealt so)")
+    return text_files(files, spec.train.seed, int(size))
 
 
 def step_share(batches_per_step: int, served: int, workers: int) -> int | None:

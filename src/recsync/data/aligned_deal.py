@@ -101,3 +101,17 @@ class AlignedDeal:
         if not every or every[0][0] > 0:
             return StreamPosition(0, tuple(every))
         return StreamPosition(every[0][1], tuple(every[1:]))
+
+    def sequence(self, reader: int, examples: int, batch_size: int) -> int:
+        """The number of the batch a reader hands out after `examples` of its share, where
+        a step does not split evenly among the readers (GBA's token): its own batches
+        interleaved, reader r's b-th batch numbered b * R + r (a block's example count is
+        known only once parsed, so the stream's order of batches is not)."""
+        return (examples // batch_size) * self.num_readers + reader
+
+    def limit_share(self, reader: int, limit: int) -> int:
+        """Of a job-wide `limit` of examples, reader `reader`'s quota: the limit split
+        evenly (exactly `limit` in all while every share holds its quota; not the stream's
+        first `limit` examples, which only parsing every block before them would tell)."""
+        share, rest = divmod(limit, self.num_readers)
+        return share + (1 if reader < rest else 0)

@@ -8,6 +8,7 @@ line and counts it in a `SkipReport` (lenient). A good line is never dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,3 +92,57 @@ def settle(rejected: Rejected, *, source: str, line: int, strict: bool, skips: S
             field=rejected.field,
         ) from None
     skips.add(rejected, source=source, line=line)
+
+
+@dataclass
+class LineSkips(SkipReport):
+    """A skip report that also notes the line numbers it counted (`lines`) and why
+    (`reasons`)."""
+
+    lines: list[int] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def add(self, rejected: Rejected, *, source: str, line: int) -> None:
+        super().add(rejected, source=source, line=line)
+        self.lines.append(line)
+        self.reasons.append(rejected.reason)
+
+
+@dataclass
+class ShareSkips(SkipReport):
+    """A reader's skips over its pieces; `first_at`: where each reason's first occurrence
+    is, (file index, line number), for merging with other readers' reports."""
+
+    first_at: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def fold(self, piece: LineSkips, file_index: int) -> None:
+        """Count the skips of one piece of file `file_index`."""
+        for reason, count in piece.counts.items():
+            self.counts[reason] = self.counts.get(reason, 0) + count
+        for reason, text in piece.first.items():
+            line = min(n for n, r in zip(piece.lines, piece.reasons, strict=True) if r == reason)
+            self._first(reason, (file_index, line), text)
+
+    def _first(self, reason: str, at: tuple[int, int], text: str) -> None:
+        if reason not in self.first_at or at < self.first_at[reason]:
+            self.first_at[reason], self.first[reason] = at, text
+
+    def as_dict(self) -> dict[str, Any]:
+        """`SkipReport.as_dict` with where each reason first occurred (for merging)."""
+        at = {reason: list(where) for reason, where in self.first_at.items()}
+        return {**super().as_dict(), "first_at": at}
+
+    @classmethod
+    def from_dict(cls, report: dict[str, Any]) -> ShareSkips:
+        at = {reason: (int(f), int(n)) for reason, (f, n) in report["first_at"].items()}
+        return cls(dict(report["by_reason"]), dict(report["first"]), at)
+
+    def merged(self, others: Iterable[ShareSkips]) -> ShareSkips:
+        """This report and `others` as one: counts summed, the earliest first occurrences."""
+        out = ShareSkips(dict(self.counts), dict(self.first), dict(self.first_at))
+        for other in others:
+            for reason, count in other.counts.items():
+                out.counts[reason] = out.counts.get(reason, 0) + count
+            for reason, at in other.first_at.items():
+                out._first(reason, at, other.first[reason])
+        return out

@@ -21,8 +21,9 @@ import numpy as np
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff
+from recsync.data.skips import ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
-from recsync.io.line_examples import ShareSkips, TextSchema, parse_share_piece, split_held
+from recsync.io.line_examples import TextSchema, parse_share_piece, split_held
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ merge (`merged`) into the report one reader of the whole stream would have made.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,7 +23,7 @@ from recsync.data.batch import Batch, concat
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.line_coin import HeldCutoff, held_lines
-from recsync.data.skips import Rejected, SkipReport
+from recsync.data.skips import LineSkips, ShareSkips
 from recsync.io.criteo_blocks import BLOCK_LINES as CRITEO_BLOCK_LINES
 from recsync.io.criteo_blocks import criteo_blocks
 from recsync.io.libsvm_blocks import BLOCK_LINES as LIBSVM_BLOCK_LINES
@@ -33,50 +32,6 @@ from recsync.io.line_blocks import LineIndex, read_lines
 
 TextSchema = CriteoSchema | LibSVMSchema | LibFFMSchema
 PIECE_LINES = min(CRITEO_BLOCK_LINES, LIBSVM_BLOCK_LINES)  # lines a parser call takes at most
-
-
-@dataclass
-class LineSkips(SkipReport):
-    """A skip report that also notes the line numbers it counted (`lines`) and why
-    (`reasons`)."""
-
-    lines: list[int] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-
-    def add(self, rejected: Rejected, *, source: str, line: int) -> None:
-        super().add(rejected, source=source, line=line)
-        self.lines.append(line)
-        self.reasons.append(rejected.reason)
-
-
-@dataclass
-class ShareSkips(SkipReport):
-    """A reader's skips over its pieces; `first_at`: where each reason's first occurrence
-    is, (file index, line number), for merging with other readers' reports."""
-
-    first_at: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    def fold(self, piece: LineSkips, file_index: int) -> None:
-        """Count the skips of one piece of file `file_index`."""
-        for reason, count in piece.counts.items():
-            self.counts[reason] = self.counts.get(reason, 0) + count
-        for reason, text in piece.first.items():
-            line = min(n for n, r in zip(piece.lines, piece.reasons, strict=True) if r == reason)
-            self._first(reason, (file_index, line), text)
-
-    def _first(self, reason: str, at: tuple[int, int], text: str) -> None:
-        if reason not in self.first_at or at < self.first_at[reason]:
-            self.first_at[reason], self.first[reason] = at, text
-
-    def merged(self, others: Iterable[ShareSkips]) -> ShareSkips:
-        """This report and `others` as one: counts summed, the earliest first occurrences."""
-        out = ShareSkips(dict(self.counts), dict(self.first), dict(self.first_at))
-        for other in others:
-            for reason, count in other.counts.items():
-                out.counts[reason] = out.counts.get(reason, 0) + count
-            for reason, at in other.first_at.items():
-                out._first(reason, at, other.first[reason])
-        return out
 
 
 @dataclass(frozen=True)

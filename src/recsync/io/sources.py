@@ -57,7 +57,46 @@ def prepared(batch: Batch, dense_log1p: bool) -> Batch:
     return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
 
 
-class SyntheticData:
+def read_test_files(files: FileData, skips: SkipReport) -> Batch | None:
+    """The test files' first `test_max_examples` examples (None: none); their bad lines
+    counted in `skips`."""
+    from recsync.io.readers import open_dataset  # pyarrow, numba: only where files are read
+
+    limit, held, count = files.test_max_examples, [], 0
+    reader = open_dataset(
+        files.test_paths,
+        files.fmt,
+        files.schema,
+        batch_size=min(limit, TEST_READ_ROWS),
+        strict=files.strict,
+        skips=skips,
+    )
+    for batch in reader:
+        room = limit - count
+        part = prepared(
+            batch if batch.batch_size <= room else batch.slice(0, room), files.dense_log1p
+        )
+        if part.batch_size:
+            held.append(part)
+            count += part.batch_size
+        if count >= limit:
+            break
+    return concat(held) if held else None
+
+
+class StreamPositions:
+    """A source whose position counts the stream's examples (a reader's share of them)."""
+
+    def position_after(self, examples: int) -> int:
+        """The stream units of its share consumed after handing out `examples`."""
+        return examples
+
+    def position_at_end(self, examples: int) -> int:
+        """The same, once its share ran out."""
+        return examples
+
+
+class SyntheticData(StreamPositions):
     """The synthetic task's training stream and test split, and its teacher's AUC."""
 
     def __init__(
@@ -140,7 +179,7 @@ class HeldOut:
     arrays: tuple[np.ndarray, ...]
 
 
-class FileTrainingData:
+class FileTrainingData(StreamPositions):
     """Batches from files, and a held-out set: the test files (read up front, at most
     test_max_examples), or examples held out of the stream by a seeded coin with probability
     test_fraction until test_max_examples are held (then the test set is the ones held so
@@ -185,12 +224,11 @@ class FileTrainingData:
         return prepared(batch, self.files.dense_log1p)
 
     def _read_test_files(self) -> None:
-        limit = self.files.test_max_examples
-        for batch in self._open(self.files.test_paths, min(limit, TEST_READ_ROWS)):
-            room = limit - self._held_examples
-            self._hold(batch if batch.batch_size <= room else batch.slice(0, room))
-            if self._held_examples >= limit:
-                break
+        self._hold_all(read_test_files(self.files, self.skips))
+
+    def _hold_all(self, batch: Batch | None) -> None:
+        if batch is not None:
+            self._hold(batch)
 
     def _hold(self, batch: Batch) -> None:
         if batch.batch_size:

@@ -155,9 +155,11 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         written = checkpoint.get("written", {})
         deltas = written.get("delta", {}).get("count", 0)
         more = f"; {deltas} delta checkpoints while training" if deltas else ""
+        unit = checkpoint.get("data_unit")  # slots of line blocks: readers sharing files
+        unit = f" {unit.replace('/', ' of line blocks of ')} lines" if unit else ""
         table.add_row(
             "checkpoint",
-            f"{checkpoint['path']} (position {checkpoint['data_position']:,}, "
+            f"{checkpoint['path']} (position {checkpoint['data_position']:,}{unit}, "
             f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop{more})",
         )
 

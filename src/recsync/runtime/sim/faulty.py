@@ -129,7 +129,7 @@ class FaultySimJob:
             if sim.advance(None if lost is None else sim.clock.now + after):
                 return None
             assert lost is not None
-            position = sim.spec.handed_before + sim.reader.total_examples
+            position = sim.spec.handed_before + sim.reader.consumed
             at = elapsed + sim.clock.now
             for command in sim.supervisor.handle(Lost(lost.name, position, True, at)):
                 match command:

@@ -1,0 +1,216 @@
+"""Readers sharing text files by line blocks (io/shared_text.py) in simulated jobs: each
+reader parses only its blocks, every example of one read is trained once, the readers'
+skips merge to one read's, the held-out set is the coin's lines whatever the number of
+readers, and a cut of 3 readers resumes onto 2 (and onto 1) with every example once.
+Each line's dense value is its number in the files, so an example names its line."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from test_sim import one_thread  # noqa: F401
+
+from recsync.coordinator.cuts import CheckpointEvery
+from recsync.coordinator.node_specs import BuildContext, ReaderSpec
+from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.readers import joined_report
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.topology import build_topology
+from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.libsvm import LibFFMSchema
+from recsync.data.skips import SkipReport
+from recsync.errors import ConfigError
+from recsync.families import strategy_config
+from recsync.io.file_shares import ReaderShare
+from recsync.io.readers import open_dataset
+from recsync.io.shared_text import SharedTextData
+from recsync.io.sources import FileData, FileTrainingData
+from recsync.model.spec import ModelSpec, TableSpec
+from recsync.optim.train_spec import TrainSpec
+from recsync.protocol.address import Role
+from recsync.protocol.reading import NextBatch
+from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.job import SimJob
+
+SCHEMA = LibFFMSchema(table_rows=(10, 30), dense_fields=(1,))
+MODEL = ModelSpec(
+    num_dense=1,
+    tables=(TableSpec("C0", 10, 8), TableSpec("C1", 30, 8)),
+    bottom_mlp=(8,),
+    top_mlp=(8,),
+)
+TRAIN = TrainSpec(batch_size=256)
+BAD = ["", "3 0:1:1", "1 0:1", "1 4:1:1", "1 0:1:nan"]
+LINES = (9_000, 7_500)  # 16,500 lines: 5 blocks of 4,096, one spanning both files
+
+
+def _write(path: Path, count: int, seed: int, first: int) -> None:
+    rng = random.Random(seed)
+    lines = [
+        rng.choice(BAD) if rng.random() < 0.05 else f"{rng.choice('01')} 0:3:1 1:5:{first + n}"
+        for n in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> FileData:
+    paths = (tmp_path / "a.ffm", tmp_path / "b.ffm")
+    _write(paths[0], LINES[0], 0, 0)
+    _write(paths[1], LINES[1], 1, 100_000)
+    return FileData(paths, "libffm", SCHEMA, False, (), 0.05, 300, False)
+
+
+def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
+    cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
+    train = dataclasses.replace(TRAIN, epochs=epochs)
+    return JobSpec(
+        MODEL, train, cluster, strategy_config("independent"), files=files, resume=resume
+    )
+
+
+def names(batches) -> list[int]:
+    return sorted(int(v) for b in batches for v in b.dense[:, 0].tolist())
+
+
+def readers_of(spec: JobSpec) -> list[ReaderNode]:
+    topology = build_topology(spec, plan_for(spec))
+    nodes = []
+    for node_spec in topology.of_role(Role.READER):
+        assert isinstance(node_spec, ReaderSpec)
+        node = node_spec.build(BuildContext(one_at_a_time=True))
+        assert isinstance(node, ReaderNode)
+        nodes.append(node)
+    return nodes
+
+
+def drained(spec: JobSpec) -> list:
+    batches = []
+    for index, node in enumerate(readers_of(spec)):
+        trainer = next(t for t in range(3) if spec.cluster.reader_of(t) == index)
+        while (handed := node.handle(NextBatch(trainer))).batch is not None:
+            batches.append(handed.batch)
+    return batches
+
+
+def one_read(files: FileData) -> tuple[list[int], SkipReport]:
+    skips = SkipReport()
+    read = open_dataset(files.paths, "libffm", SCHEMA, batch_size=512, skips=skips)
+    return names(read), skips
+
+
+def test_several_readers_parse_only_their_blocks_and_hand_out_one_read_once(files):
+    every, skips = one_read(files)
+    nodes = readers_of(job(files, 3))
+    assert all(isinstance(n.source, SharedTextData) for n in nodes)
+    handed = drained(job(files, 3))
+    test = nodes[0].source.test_set()
+    assert test is not None and 0 < test.batch_size <= 300
+    assert names(handed) == sorted(set(names(handed)))  # each once
+    assert sorted(names(handed) + names([test])) == every
+    one = readers_of(job(files, 1))[0]
+    assert isinstance(one.source, FileTrainingData)  # one reader: the stream whole, as before
+
+
+def test_a_simulated_job_of_three_readers_trains_every_example_once_and_merges_skips(files):
+    every, skips = one_read(files)
+    sim = SimJob(job(files, 3), plan_for(job(files, 3)), CostModel())
+    summary = sim.run()
+    test = sim.reader.test_set()
+    assert test is not None
+    assert summary["examples_trained"] == len(every) - test.batch_size
+    state = sim.final_state
+    assert state is not None and state.data_unit == "slots/4096"
+    assert state.data_position == 5 * 4096  # every slot of the one pass consumed
+    skipped = joined_report([r.report() for r in sim.reader.readers]).skipped
+    assert skipped["by_reason"] == skips.counts and skipped["first"] == skips.first
+
+
+def test_held_out_rows_are_the_same_on_any_number_of_readers(files):
+    tests = []
+    for readers in (2, 3):
+        source = readers_of(job(files, readers))[0].source
+        assert isinstance(source, SharedTextData)
+        tests.append(source.test_set())
+    assert tests[0] is not None and tests[1] is not None
+    assert torch.equal(tests[0].dense, tests[1].dense)
+
+
+@pytest.mark.parametrize("onto", [2, 1])
+def test_a_cut_of_three_readers_resumes_onto_fewer_with_every_example_once(files, onto):
+    spec = job(files, 3)
+    states: list = []
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        CostModel(speed_spread=0.5),
+        checkpoint_every=CheckpointEvery(examples=3_000),
+        on_checkpoint=states.append,
+    )
+    sim.run()
+    state = next((s for s in states if s.data_beyond), None)
+    assert state is not None and state.data_unit == "slots/4096"
+    resumed_spec = job(files, onto, resume=state)
+    resumed = SimJob(resumed_spec, plan_for(resumed_spec), CostModel())
+    resumed.run()
+    assert resumed.final_state is not None
+    assert resumed.final_state.data_position == 5 * 4096
+    every, _ = one_read(files)
+    test = readers_of(spec)[0].source.test_set()
+    rest = names(drained(resumed_spec))
+    # the examples in the slots the cut's position holds consumed: handed out before it
+    position = state.stream_position
+    handed = [
+        n
+        for n, slot in _slots(spec)
+        if slot < position.prefix or any(a <= slot < b for a, b in position.beyond)
+    ]
+    assert sorted(rest + handed + names([test])) == every
+
+
+def _slots(spec: JobSpec) -> list[tuple[int, int]]:
+    """(name, slot) of every training example of one pass: block k's examples fill slots
+    kL, kL + 1, ... in line order."""
+    source = readers_of(spec)[0].source
+    assert isinstance(source, SharedTextData)
+    lines = source.lines
+    share = ReaderShare(lines, AlignedDeal(1, lines.block_lines), 0, 1)
+    pairs = []
+    for block in range(lines.slots // lines.block_lines):
+        examples = share._block_examples(block)
+        if examples is not None:
+            first = block * lines.block_lines
+            pairs += [(int(v), first + k) for k, v in enumerate(examples.dense[:, 0].tolist())]
+    return pairs
+
+
+def test_a_checkpoint_counting_slots_cannot_resume_into_later_epochs(files):
+    spec = job(files, 2)
+    sim = SimJob(spec, plan_for(spec), CostModel())
+    sim.run()
+    with pytest.raises(ConfigError, match="train.epochs must be 1"):
+        build_topology(job(files, 2, resume=sim.final_state, epochs=2), plan_for(spec))
+
+
+def test_a_share_parsed_in_a_background_process_hands_out_the_same_batches_and_slots(files):
+    source = readers_of(job(files, 2))[1].source
+    assert isinstance(source, SharedTextData)
+    made = {}
+    for background in (False, True):
+        share = SharedTextData(files, source.lines, TRAIN, source.deal, 1, background)
+        marks = [(names([b]), share.position_after(0)) for b in share.train_batches()]
+        made[background] = marks, share.position_at_end(0), share.skips.as_dict()
+    assert made[True] == made[False]
+    marks = [mark for _, mark in made[False][0]]
+    assert marks == sorted(marks) and marks[-1] <= made[False][1]
+
+
+def test_a_job_wide_limit_is_split_evenly_among_readers_sharing_lines(files):
+    limited = dataclasses.replace(job(files, 3), stop_after_examples=1_000)
+    handed = drained(limited)
+    assert sum(b.batch_size for b in handed) <= 1_000
+    assert [n.limit for n in readers_of(limited)] == [334, 333, 333]
