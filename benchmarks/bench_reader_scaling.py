@@ -12,7 +12,8 @@ gives the rate the readers reach with a core each (`cpu_bound_examples_per_s`, a
 `cpu_bound_ratio`). Prints one JSON object.
 
 `--data libffm`: the default job's readers over a libffm file of `--examples` lines shaped
-as Frappe's (10 fields), 2% held out: one reader parses the whole file, several share it
+as Frappe's (10 fields), 2% held out (`--data parquet`: the synthetic task's Parquet file,
+row groups of 65,536 rows, shared by row group): one reader parses the whole file, several share it
 by line blocks (io/shared_text.py), each parsing only its blocks; `ratio` is over one
 reader reading by line blocks too (`1-lines`: the job's first reader given the whole
 deal), and `1` (a job of one reader: the whole file parsed as one stream) is reported
@@ -40,6 +41,7 @@ from typing import Any
 import torch
 
 from bench_sim_vs_engine import HELD_OUT, write_frappe_like
+from recsync.app.cli.data import Split, write_synthetic_parquet
 from recsync.app.config.load import load_config
 from recsync.app.runs.distributed import job_spec
 from recsync.coordinator.node_specs import BuildContext, ReaderSpec
@@ -60,15 +62,17 @@ BATCH = 256
 
 def job(readers: int, examples: int, path: Path | None = None) -> JobSpec:
     if path is not None:
-        overrides = {
+        overrides: dict[str, Any] = {
             "data.path": str(path),
-            "data.source": "libffm",
             "data.test_fraction": HELD_OUT,
-            "model.num_tables": 10,
             "cluster.num_trainers": 4,
             "cluster.num_readers": readers,
             "train.batch_size": BATCH,
         }
+        if path.suffix == ".parquet":
+            overrides["data.source"] = "parquet"
+        else:
+            overrides |= {"data.source": "libffm", "model.num_tables": 10}
         return job_spec(load_config(None, overrides))
     synthetic = SyntheticSpec(
         num_train=examples, num_test=1_000, num_dense=13, table_rows=(1_000,) * TABLES
@@ -138,10 +142,10 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=400_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--readers", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--data", choices=("synthetic", "libffm"), default="synthetic")
+    parser.add_argument("--data", choices=("synthetic", "libffm", "parquet"), default="synthetic")
     args = parser.parse_args()
     counts = [str(r) for r in args.readers]
-    if args.data == "libffm":
+    if args.data != "synthetic":
         counts = ["1-lines", *counts]
     runs: dict[str, list[float]] = {r: [] for r in counts}
     cpu_runs: dict[str, list[float]] = {r: [] for r in counts}
@@ -151,6 +155,9 @@ def main() -> None:
         if args.data == "libffm":
             path = Path(where) / "frappe.libffm"
             write_frappe_like(args.examples, path)
+        elif args.data == "parquet":  # row groups of 65,536 rows (`recsync data synth`'s)
+            path = Path(where) / "train.parquet"
+            write_synthetic_parquet(SyntheticSpec(num_train=args.examples), path, Split.train)
         for _ in range(args.repeats):  # counts interleaved: a change in load hits all
             for readers in counts:
                 wall, cpu, assembled = rate(readers, args.examples, path)

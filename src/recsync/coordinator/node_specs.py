@@ -32,7 +32,7 @@ from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica, new_replica
 
 if TYPE_CHECKING:
-    from recsync.io.file_shares import TextFiles
+    from recsync.io.shared_text import SharedFiles
 
 Collectives = tuple[tuple[Address, ...], ...]  # the nodes of each all-reduce, in rank order
 SERVER_MARGIN = 4  # requests a server takes beyond its workers' (pings, polls)
@@ -116,7 +116,7 @@ class ReaderSpec(NodeSpec):
     # of `lines` (io/shared_text.py) where it is an AlignedDeal
     deal: Deal | AlignedDeal
     step_share: int | None = None  # of each global step, the batches it hands out
-    lines: TextFiles | None = None  # the text files indexed, under line shares
+    lines: SharedFiles | None = None  # the files as the readers share them (or None)
 
     def build(self, context: BuildContext) -> ReaderNode:
         deal, index = self.deal, self.address.index

@@ -18,7 +18,6 @@ from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.shares import Deal, StreamPosition
 from recsync.data.skips import ShareSkips
-from recsync.io.shared_text import unit_of
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import PauseReading
@@ -34,8 +33,10 @@ def deal_of(topology: Topology) -> Deal | AlignedDeal:
 def data_unit_of(topology: Topology) -> str | None:
     """What the job's stream positions count: None, examples; "slots/<L>" under line
     shares (a checkpoint's `data_unit`)."""
-    deal = deal_of(topology)
-    return unit_of(deal.block) if isinstance(deal, AlignedDeal) else None
+    readers = topology.of_role(Role.READER)
+    assert readers and isinstance(readers[0], ReaderSpec)
+    lines = readers[0].lines
+    return None if lines is None else lines.unit
 
 
 def position_of(topology: Topology, handed: Sequence[int]) -> StreamPosition:

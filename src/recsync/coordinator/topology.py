@@ -25,7 +25,7 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
-from recsync.io.shared_text import SLOT_UNIT, splittable, text_files
+from recsync.io.shared_text import GROUP_UNIT, SLOT_UNIT, shared_files, splittable
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
@@ -34,7 +34,7 @@ from recsync.sync.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
 
 if TYPE_CHECKING:
-    from recsync.io.file_shares import TextFiles
+    from recsync.io.shared_text import SharedFiles
 
 
 @dataclass(frozen=True)
@@ -210,11 +210,12 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
     return specs
 
 
-def line_files(spec: JobSpec) -> TextFiles | None:
-    """The job's text files indexed where its readers share them by line blocks
-    (io/shared_text.py): a fresh one-pass job of several readers over text files that can
-    be read from the middle, or a job resumed from a checkpoint that counts slots (on any
-    number of readers). None: each reader reads the stream whole and keeps its share."""
+def line_files(spec: JobSpec) -> SharedFiles | None:
+    """The job's files as its readers share them (io/shared_text.py): text files by line
+    blocks, Parquet files by row group, for a fresh one-pass job of several readers over
+    files a reader can read a share of, or a job resumed from a checkpoint that counts
+    slots (on any number of readers). None: each reader reads the stream whole and keeps
+    its share."""
     files, resume = spec.files, spec.resume
     unit = None if resume is None else resume.data_unit
     if unit is None:
@@ -222,19 +223,27 @@ def line_files(spec: JobSpec) -> TextFiles | None:
         wanted = files is not None and spec.cluster.readers > 1 and spec.train.epochs == 1
         if not (wanted and fresh and files is not None and splittable(files)):
             return None
-        return text_files(files, spec.train.seed, BLOCK_EXAMPLES)
+        return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
     kind, _, size = unit.partition("/")
-    if kind != SLOT_UNIT or not size.isdigit():
-        raise ConfigError(f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>')")
-    where = f"the checkpoint's position counts {unit} (line blocks of text files)"
+    if kind not in (SLOT_UNIT, GROUP_UNIT) or not size.isdigit():
+        raise ConfigError(
+            f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>' or "
+            "'rowgroups/<rows>')"
+        )
+    where = f"the checkpoint's position counts {unit}"
     if files is None or not splittable(files):
         raise ConfigError(
-            f"{where}: the job must read the same plain text files (criteo, libsvm, libffm; "
-            "not gzip-compressed)"
+            f"{where}: the job must read the same files (plain text: criteo, libsvm, "
+            "libffm, not gzip-compressed; or Parquet)"
         )
     if spec.train.epochs != 1:
         raise ConfigError(f"{where}: train.epochs must be 1 (later epochs are not dealt so)")
-    return text_files(files, spec.train.seed, int(size))
+    shared = shared_files(files, spec.train.seed, int(size))
+    if shared.unit != unit:
+        raise ConfigError(
+            f"{where}, but the job's files are dealt in {shared.unit}: not the same files"
+        )
+    return shared
 
 
 def step_share(batches_per_step: int, served: int, workers: int) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -24,6 +25,17 @@ from recsync.data.line_coin import HeldCutoff
 from recsync.data.skips import ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
 from recsync.io.line_examples import TextSchema, parse_share_piece, split_held
+
+
+class BlockFiles(Protocol):
+    """Files dealt in blocks of slots (`ReaderShare` reads them): text files by line
+    block, or Parquet files by row group (a subclass reads those)."""
+
+    @property
+    def block_lines(self) -> int: ...
+
+    @property
+    def slots(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,14 @@ class TextFiles:
         return [index.num_lines for index in self.indexes]
 
     @property
+    def unit(self) -> str:
+        """What positions over these files count (a checkpoint's `data_unit`)."""
+        return f"slots/{self.block_lines}"
+
+    def share(self, deal: AlignedDeal, reader: int, batch_size: int) -> ReaderShare:
+        return ReaderShare(self, deal, reader, batch_size)
+
+    @property
     def slots(self) -> int:
         """Slots of one pass: L a block of the files' lines end to end."""
         size = self.block_lines
@@ -60,7 +80,7 @@ class TextFiles:
 class ReaderShare:
     """Reader `reader`'s share of one pass of `files` under `deal` (see the module)."""
 
-    def __init__(self, files: TextFiles, deal: AlignedDeal, reader: int, batch_size: int):
+    def __init__(self, files: BlockFiles, deal: AlignedDeal, reader: int, batch_size: int):
         assert deal.block == files.block_lines
         self.files, self.deal, self.reader, self.batch_size = files, deal, reader, batch_size
         self.skips = ShareSkips()  # of the blocks it parsed
@@ -82,6 +102,7 @@ class ReaderShare:
         if self._last is not None and self._last[0] == block:
             return self._last[1]
         files, size = self.files, self.files.block_lines
+        assert isinstance(files, TextFiles), "a subclass reads other files' blocks"
         parts = []
         for piece in file_pieces(files.line_counts, block * size, (block + 1) * size):
             index, where = files.indexes[piece.file_index], piece.file_index
@@ -120,6 +141,7 @@ class ReaderShare:
     def batches(self) -> Iterator[tuple[Batch, int]]:
         """Batches of `batch_size` (the last may be smaller), each with the slots of the
         share consumed once it is handed out."""
+        size = self.batch_size
         pending: list[Batch] = []
         marks: list[np.ndarray] = []
         held = 0
@@ -127,13 +149,18 @@ class ReaderShare:
             pending.append(examples)
             marks.append(after)
             held += examples.batch_size
-            while held >= self.batch_size:
-                whole, counts = concat(pending), np.concatenate(marks)
-                yield whole.slice(0, self.batch_size), int(counts[self.batch_size - 1])
-                rest = whole.batch_size - self.batch_size
-                pending = [whole.slice(self.batch_size, whole.batch_size)] if rest else []
-                marks = [counts[self.batch_size :]] if rest else []
-                held = rest
+            if held < size:
+                continue
+            # joined once, then cut: a row group of 65,536 examples is not copied per batch
+            whole = pending[0] if len(pending) == 1 else concat(pending)
+            counts = marks[0] if len(marks) == 1 else np.concatenate(marks)
+            start = 0
+            while held - start >= size:
+                yield whole.slice(start, start + size), int(counts[start + size - 1])
+                start += size
+            pending = [whole.slice(start, held)] if start < held else []
+            marks = [counts[start:]] if start < held else []
+            held -= start
         if held:
             yield concat(pending), int(np.concatenate(marks)[-1])
 

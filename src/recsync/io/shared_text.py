@@ -1,13 +1,15 @@
-"""A reader's training source over plain text files shared by line blocks: it parses only
-the line blocks of its share (io/file_shares.py: `ReaderShare`), and its position counts
-slots (docs/design-file-shares.md), so several readers divide the parsing.
+"""A reader's training source over files shared among readers by blocks: text files by
+line blocks (io/file_shares.py: `ReaderShare`), Parquet files by row group
+(io/parquet_groups.py: `GroupShare`). It parses only the blocks of its share and its
+position counts slots (docs/design-file-shares.md), so several readers divide the parsing.
 
 Chosen for a job's text files (Criteo TSV, libSVM / libFM, libffm; none gzip-compressed)
-read in one pass by several readers, or resumed from a checkpoint that counts slots
-(`line_shares`); everything else keeps `io/sources.py: FileTrainingData`, every reader
-parsing the whole stream. The held-out rows are the lines the per-line coin holds
-(data/line_coin.py): the same whatever the number of readers; reader 0 reads them up
-front (`held_set`), and every reader leaves them out of its blocks.
+or Parquet files read in one pass by several readers, or resumed from a checkpoint that
+counts slots (`coordinator/topology.py: line_files`); everything else keeps
+`io/sources.py: FileTrainingData`, every reader parsing the whole stream. The held-out
+rows are the lines (rows) the per-line coin holds (data/line_coin.py): the same whatever
+the number of readers; reader 0 reads them up front (`held_set`), and every reader leaves
+them out of its blocks.
 
 With `background`, its share is parsed in a process of its own (io/background.py); the
 producer sends before each batch the slots consumed once it is handed out (`SlotMark`),
@@ -17,9 +19,10 @@ and its skip report whenever it changed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
@@ -27,39 +30,80 @@ from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.line_coin import held_cutoff, held_lines
 from recsync.data.skips import LineSkips, ShareSkips, SkipReport
+from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileData, prepared, read_test_files
 from recsync.optim.train_spec import TrainSpec
 
 if TYPE_CHECKING:  # the parsers import numba, the readers pyarrow: only where files are read
     from recsync.io.file_shares import TextFiles
+    from recsync.io.line_blocks import LineIndex
+    from recsync.io.parquet_groups import ParquetGroups
+
+    SharedFiles = TextFiles | ParquetGroups
 
 SLOT_UNIT = "slots"  # a checkpoint's `data_unit` under line shares: "slots/<block lines>"
-
-
-def unit_of(block_lines: int) -> str:
-    return f"{SLOT_UNIT}/{block_lines}"
+GROUP_UNIT = "rowgroups"  # under Parquet row-group shares: "rowgroups/<largest group's rows>"
 
 
 def splittable(files: FileData) -> bool:
-    """Text files whose lines a reader can read from the middle (no gzip, no CSV)."""
-    from recsync.io.readers import is_gzip
+    """Files a reader can read a share of without the rest: text files whose lines it can
+    read from the middle (no gzip, no CSV), or Parquet files (by row group)."""
+    from recsync.io.readers import infer_format, is_gzip
 
+    if _parquet(files, infer_format):
+        return True
     text = isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
     return text and not any(is_gzip(path) for path in files.paths)
 
 
+def _parquet(files: FileData, infer_format: Callable[[Path, Any], str]) -> bool:
+    if files.fmt != "auto":
+        return files.fmt == "parquet"
+    return all(infer_format(path, files.schema) == "parquet" for path in files.paths)
+
+
+def shared_files(files: FileData, seed: int, block_lines: int) -> SharedFiles:
+    """The job's files as the readers share them: Parquet files by row group (from their
+    footers), text files by line blocks of `block_lines` (indexed by a bulk newline scan
+    of each, done once by whoever assembles the job); with the held-out cap's cutoff."""
+    from recsync.io.parquet_groups import parquet_groups
+
+    if isinstance(files.schema, TabularSchema):
+        return parquet_groups(
+            files.paths,
+            files.schema,
+            files.strict,
+            seed,
+            files.test_fraction,
+            files.test_max_examples,
+        )
+    return text_files(files, seed, block_lines)
+
+
 def text_files(files: FileData, seed: int, block_lines: int) -> TextFiles:
-    """The job's text files indexed (a bulk newline scan of each, done once by whoever
-    assembles the job) and the held-out cap's cutoff line."""
+    """The job's text files indexed and the held-out cap's cutoff line."""
     from recsync.io.file_shares import TextFiles
-    from recsync.io.line_blocks import line_index
 
     assert isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
-    indexes = tuple(line_index(path, block_lines) for path in files.paths)
+    indexes = tuple(_indexed(str(path), block_lines, _stamp(path)) for path in files.paths)
     counts = [index.num_lines for index in indexes]
     cutoff = held_cutoff(seed, files.test_fraction, files.test_max_examples, counts)
     return TextFiles(indexes, files.schema, files.strict, seed, files.test_fraction, cutoff)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=64)
+def _indexed(path: str, block_lines: int, stamp: tuple[int, int]) -> LineIndex:
+    """A file's line index, scanned once per (path, size, modification time) in a process:
+    a job is assembled again on every restart and rollback."""
+    from recsync.io.line_blocks import line_index
+
+    return line_index(path, block_lines)
 
 
 @dataclass(frozen=True)
@@ -81,7 +125,7 @@ class SharedTextData:
     def __init__(
         self,
         files: FileData,
-        lines: TextFiles,
+        lines: SharedFiles,
         train: TrainSpec,
         deal: AlignedDeal,
         reader: int,
@@ -89,11 +133,9 @@ class SharedTextData:
     ):
         self.files, self.lines, self.train = files, lines, train
         self.deal, self.reader, self.background = deal, reader, background
-        from recsync.io.file_shares import ReaderShare
-
         self._skips = ShareSkips()
         self._mark = 0  # slots consumed once the batch taken last is handed out
-        self._share_slots = ReaderShare(lines, deal, reader, train.batch_size).share_slots
+        self._share_slots = lines.share(deal, reader, train.batch_size).share_slots
         self._test: Batch | None = None
         self._test_read = False
         self._test_skips = SkipReport()  # the test files' (read up front)
@@ -157,13 +199,11 @@ class SharedTextData:
 
 
 def _share_stream(
-    files: FileData, lines: TextFiles, train: TrainSpec, deal: AlignedDeal, reader: int
+    files: FileData, lines: SharedFiles, train: TrainSpec, deal: AlignedDeal, reader: int
 ) -> Iterator[Batch | SlotMark | ShareSkips]:
     """A reader's share as batches, each after its `SlotMark` (and the skip report when it
     changed); the last mark is every slot of the share."""
-    from recsync.io.file_shares import ReaderShare
-
-    share = ReaderShare(lines, deal, reader, train.batch_size)
+    share = lines.share(deal, reader, train.batch_size)
     skipped = 0
     for batch, slots in share.batches():
         share.held.clear()  # reader 0 reads the held set up front
@@ -181,11 +221,16 @@ def _copy(skips: ShareSkips) -> ShareSkips:
     return ShareSkips(dict(skips.counts), dict(skips.first), dict(skips.first_at))
 
 
-def held_set(files: FileData, lines: TextFiles) -> Batch | None:
-    """The examples of the lines the coin holds out, in (file, line) order: only those
-    lines parsed (their skips are counted by the readers whose blocks hold them)."""
+def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
+    """The examples of the lines (rows) the coin holds out, in (file, line) order: only
+    those parsed (their skips are counted by the readers whose blocks hold them)."""
     from recsync.io.line_blocks import read_lines
     from recsync.io.line_examples import PIECE_LINES
+    from recsync.io.parquet_groups import ParquetGroups, held_rows
+
+    if isinstance(lines, ParquetGroups):
+        rows = held_rows(lines)
+        return None if rows is None else prepared(rows, files.dense_log1p)
 
     parts: list[Batch] = []
     cutoff = lines.cutoff

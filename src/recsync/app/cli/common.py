@@ -155,13 +155,22 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         written = checkpoint.get("written", {})
         deltas = written.get("delta", {}).get("count", 0)
         more = f"; {deltas} delta checkpoints while training" if deltas else ""
-        unit = checkpoint.get("data_unit")  # slots of line blocks: readers sharing files
-        unit = f" {unit.replace('/', ' of line blocks of ')} lines" if unit else ""
+        unit = _unit_text(checkpoint.get("data_unit"))
         table.add_row(
             "checkpoint",
             f"{checkpoint['path']} (position {checkpoint['data_position']:,}{unit}, "
             f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop{more})",
         )
+
+
+def _unit_text(unit: str | None) -> str:
+    """What a checkpoint's position counts, where not examples (readers sharing files)."""
+    if unit is None:
+        return ""
+    kind, _, size = unit.partition("/")
+    blocks = "row groups of up to" if kind == "rowgroups" else "line blocks of"
+    what = "rows" if kind == "rowgroups" else "lines"
+    return f" slots: {blocks} {int(size):,} {what}"
 
 
 def cpu_table(rows: list[dict[str, Any]]) -> Table:

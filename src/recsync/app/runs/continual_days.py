@@ -131,7 +131,10 @@ class FileDays:
         }
 
     def carried(self, state: JobState) -> JobState:
-        return dataclasses.replace(day_started(self.config, state), data_position=0)
+        """The day's end as the next day's start: the model, its data from the start (the
+        next file, read however its readers share it)."""
+        started = day_started(self.config, state)
+        return dataclasses.replace(started, data_position=0, data_beyond=None, data_unit=None)
 
     def stretches(self, day: int, segments: int) -> list[int | None]:
         if segments != 1:
