@@ -212,14 +212,15 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
 
 def line_files(spec: JobSpec) -> TextFiles | None:
     """The job's text files indexed where its readers share them by line blocks
-    (io/shared_text.py): a fresh one-pass job of several readers over text files that can
-    be read from the middle, or a job resumed from a checkpoint that counts slots (on any
-    number of readers). None: each reader reads the stream whole and keeps its share."""
+    (io/shared_text.py): a fresh job (any number of epochs) of several readers over text
+    files that can be read from the middle, or a job resumed from a checkpoint that counts
+    slots (on any number of readers, in as many epochs as reach the checkpoint's position).
+    None: each reader reads the stream whole and keeps its share."""
     files, resume = spec.files, spec.resume
     unit = None if resume is None else resume.data_unit
     if unit is None:
         fresh = spec.start_position.handed == 0
-        wanted = files is not None and spec.cluster.readers > 1 and spec.train.epochs == 1
+        wanted = files is not None and spec.cluster.readers > 1
         if not (wanted and fresh and files is not None and splittable(files)):
             return None
         return text_files(files, spec.train.seed, BLOCK_EXAMPLES)
@@ -232,9 +233,18 @@ def line_files(spec: JobSpec) -> TextFiles | None:
             f"{where}: the job must read the same plain text files (criteo, libsvm, libffm; "
             "not gzip-compressed)"
         )
-    if spec.train.epochs != 1:
-        raise ConfigError(f"{where}: train.epochs must be 1 (later epochs are not dealt so)")
-    return text_files(files, spec.train.seed, int(size))
+    lines = text_files(files, spec.train.seed, int(size))
+    position = spec.start_position
+    reached = position.beyond[-1][1] if position.beyond else position.prefix
+    epochs, slots = spec.train.epochs, lines.slots
+    if reached > epochs * slots:
+        raise ConfigError(
+            f"{where}: it reached slot {reached:,}, past the end of train.epochs = {epochs} "
+            f"pass(es) of {slots:,} slots over these files: resume with at least "
+            f"{-(-reached // slots)} epochs (as many as the job that wrote it, over the same "
+            "files)"
+        )
+    return lines
 
 
 def step_share(batches_per_step: int, served: int, workers: int) -> int | None:
