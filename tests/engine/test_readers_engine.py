@@ -1,5 +1,6 @@
 """Two readers on real Ray actors: every example trained once, cuts record both readers'
-positions, and a cut resumes onto one reader."""
+positions, and a cut resumes onto one reader; text files shared by line blocks over two
+epochs."""
 
 from __future__ import annotations
 
@@ -93,3 +94,12 @@ def test_two_readers_share_a_text_file_by_line_blocks_and_a_cut_resumes_onto_one
     assert rest["checkpoint"]["data_position"] == 5 * 4096
     assert rest["test_examples"] == held
     assert 0 < rest["examples_trained"] < every - held  # what the cut had left, once
+    # two epochs on two readers: the second pass shuffled by line blocks, each example
+    # trained once a pass, the skips counted once, every slot of both passes consumed
+    two_epochs = dataclasses.replace(first.train, epochs=2)
+    twice = dataclasses.replace(first, cluster=spec(2).cluster, train=two_epochs)
+    both = run_job(twice)
+    assert both["test_examples"] == held
+    assert both["examples_trained"] == 2 * (every - held)
+    assert both["skipped"]["by_reason"] == skips.counts
+    assert both["checkpoint"]["data_position"] == 2 * 5 * 4096

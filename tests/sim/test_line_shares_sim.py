@@ -1,7 +1,9 @@
 """Readers sharing text files by line blocks (io/shared_text.py) in simulated jobs: each
 reader parses only its blocks, every example of one read is trained once, the readers'
 skips merge to one read's, the held-out set is the coin's lines whatever the number of
-readers, and a cut of 3 readers resumes onto 2 (and onto 1) with every example once.
+readers, and a cut of 3 readers resumes onto 2 (and onto 1) with every example once; over
+two epochs every example once an epoch, the second in an order that is the same whatever
+the number of readers, cut inside it and resumed onto 2 readers still once an epoch.
 Each line's dense value is its number in the files, so an example names its line."""
 
 from __future__ import annotations
@@ -173,14 +175,15 @@ def test_a_cut_of_three_readers_resumes_onto_fewer_with_every_example_once(files
 
 
 def _slots(spec: JobSpec) -> list[tuple[int, int]]:
-    """(name, slot) of every training example of one pass: block k's examples fill slots
-    kL, kL + 1, ... in line order."""
+    """(name, slot) of every training example of the job's epochs: global block k (the
+    p-th block of epoch e, k = e B + p) has its examples, in their epoch's order, fill slots
+    kL, kL + 1, ... (line order in epoch 0)."""
     source = readers_of(spec)[0].source
     assert isinstance(source, SharedTextData)
-    lines = source.lines
-    share = ReaderShare(lines, AlignedDeal(1, lines.block_lines), 0, 1)
+    lines, epochs = source.lines, spec.train.epochs
+    share = ReaderShare(lines, AlignedDeal(1, lines.block_lines), 0, 1, epochs)
     pairs = []
-    for block in range(lines.slots // lines.block_lines):
+    for block in range(epochs * lines.blocks):
         examples = share._block_examples(block)
         if examples is not None:
             first = block * lines.block_lines
@@ -188,12 +191,100 @@ def _slots(spec: JobSpec) -> list[tuple[int, int]]:
     return pairs
 
 
-def test_a_checkpoint_counting_slots_cannot_resume_into_later_epochs(files):
+def in_order(batches) -> list[int]:
+    return [int(v) for b in batches for v in b.dense[:, 0].tolist()]
+
+
+@pytest.mark.parametrize("readers", [1, 2, 3])
+def test_two_epochs_hand_out_every_example_once_an_epoch_and_never_a_held_out_one(files, readers):
+    every, _ = one_read(files)
+    spec = job(files, readers, epochs=2)
+    nodes = readers_of(spec)
+    by_reader = []
+    for index, node in enumerate(nodes):
+        trainer = next(t for t in range(3) if spec.cluster.reader_of(t) == index)
+        mine = []
+        while (handed := node.handle(NextBatch(trainer))).batch is not None:
+            mine.append(handed.batch)
+        by_reader.append(in_order(mine))
+    test = nodes[0].source.test_set()  # (one reader: known once its stream was read)
+    assert test is not None
+    trained = sorted(set(every) - set(names([test])))
+    assert sorted(n for mine in by_reader for n in mine) == sorted(trained + trained)
+    if readers == 1:  # one reader: the stream whole, later epochs shuffled in windows
+        assert isinstance(nodes[0].source, FileTrainingData)
+        return
+    slots = _slots(spec)  # one reader's map: the same whatever the number of readers
+    one_pass = 5 * 4096
+    first = [n for n, slot in slots if slot < one_pass]
+    second = [n for n, slot in slots if slot >= one_pass]
+    assert sorted(first) == sorted(second) == trained and first != second
+    for index, mine in enumerate(by_reader):  # each hands out its global blocks' slots
+        assert mine == [n for n, slot in slots if (slot // 4096) % readers == index]
+
+
+def test_a_simulated_job_of_two_epochs_trains_each_example_twice_and_ends_at_two_passes(files):
+    every, _ = one_read(files)
+    spec = job(files, 3, epochs=2)
+    sim = SimJob(spec, plan_for(spec), CostModel())
+    summary = sim.run()
+    test = sim.reader.test_set()
+    assert test is not None
+    assert summary["examples_trained"] == 2 * (len(every) - test.batch_size)
+    state = sim.final_state
+    assert state is not None and state.data_unit == "slots/4096"
+    assert state.data_position == 2 * 5 * 4096 and not state.data_beyond
+    with pytest.raises(ConfigError, match="past the end of train.epochs = 1 pass"):
+        build_topology(job(files, 2, resume=state, epochs=1), plan_for(spec))
+    build_topology(job(files, 2, resume=state, epochs=2), plan_for(spec))  # nothing left
+
+
+def test_a_one_pass_checkpoint_counting_slots_resumes_into_a_second_epoch(files):
+    every, _ = one_read(files)
     spec = job(files, 2)
     sim = SimJob(spec, plan_for(spec), CostModel())
     sim.run()
-    with pytest.raises(ConfigError, match="train.epochs must be 1"):
-        build_topology(job(files, 2, resume=sim.final_state, epochs=2), plan_for(spec))
+    assert sim.final_state is not None and sim.final_state.data_position == 5 * 4096
+    more = job(files, 3, resume=sim.final_state, epochs=2)
+    resumed = SimJob(more, plan_for(more), CostModel())
+    summary = resumed.run()
+    test = resumed.reader.test_set()
+    assert test is not None
+    assert summary["examples_trained"] == len(every) - test.batch_size  # the second pass
+    assert resumed.final_state is not None
+    assert resumed.final_state.data_position == 2 * 5 * 4096
+
+
+def test_a_cut_inside_the_second_epoch_of_three_readers_resumes_onto_two(files):
+    spec = job(files, 3, epochs=2)
+    one_pass = 5 * 4096
+    states: list = []
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        CostModel(speed_spread=0.5),
+        checkpoint_every=CheckpointEvery(examples=3_000),
+        on_checkpoint=states.append,
+    )
+    sim.run()
+    state = next((s for s in states if s.data_beyond and s.data_position > one_pass), None)
+    assert state is not None and state.data_unit == "slots/4096"
+    resumed_spec = job(files, 2, resume=state, epochs=2)
+    resumed = SimJob(resumed_spec, plan_for(resumed_spec), CostModel())
+    resumed.run()
+    assert resumed.final_state is not None
+    assert resumed.final_state.data_position == 2 * one_pass
+    every, _ = one_read(files)
+    test = readers_of(spec)[0].source.test_set()
+    trained = sorted(set(every) - set(names([test])))
+    rest = names(drained(resumed_spec))
+    position = state.stream_position
+    handed = [
+        n
+        for n, slot in _slots(spec)
+        if slot < position.prefix or any(a <= slot < b for a, b in position.beyond)
+    ]
+    assert sorted(rest + handed) == sorted(trained + trained)
 
 
 def test_a_share_parsed_in_a_background_process_hands_out_the_same_batches_and_slots(files):

@@ -5,6 +5,7 @@ readers resumes onto 2. Each row's dense value is its name (file offset + row)."
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -74,10 +75,11 @@ def files(tmp_path: Path) -> FileData:
     return FileData(paths, "parquet", SCHEMA, False, (), 0.05, 300, False)
 
 
-def job(files: FileData, readers: int, resume=None) -> JobSpec:
+def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
     cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
+    train = dataclasses.replace(TRAIN, epochs=epochs)
     return JobSpec(
-        MODEL, TRAIN, cluster, strategy_config("independent"), files=files, resume=resume
+        MODEL, train, cluster, strategy_config("independent"), files=files, resume=resume
     )
 
 
@@ -117,7 +119,7 @@ def test_readers_read_only_their_row_groups_and_hand_out_one_read_once(files):
     nodes = readers_of(job(files, 3))
     source = nodes[0].source
     assert isinstance(source, SharedTextData) and isinstance(source.lines, ParquetGroups)
-    assert source.lines.num_blocks == 17 and source.lines.block_lines == GROUP
+    assert source.lines.blocks == 17 and source.lines.block_lines == GROUP
     test = source.test_set()
     assert test is not None and 0 < test.batch_size <= 300
     handed = names(drained(job(files, 3)))
@@ -180,3 +182,16 @@ def test_a_checkpoint_of_row_groups_refuses_files_dealt_otherwise(files, tmp_pat
     moved = FileData((other,), "parquet", SCHEMA, False, (), 0.05, 300, False)
     with pytest.raises(ConfigError, match="not the same files"):
         build_topology(job(moved, 2, resume=sim.final_state), plan_for(spec))
+
+
+def test_two_epochs_of_row_groups_train_every_example_twice_in_another_order(files):
+    every, _ = one_read(files)
+    spec = job(files, 3, epochs=2)
+    handed = drained(spec)
+    test = readers_of(spec)[0].source.test_set()
+    assert test is not None
+    trained = names(handed)
+    assert trained == sorted(2 * sorted(set(every) - set(names([test]))))
+    sim = SimJob(spec, plan_for(spec), CostModel())
+    assert sim.run()["examples_trained"] == len(trained)
+    assert sim.final_state is not None and sim.final_state.data_position == 2 * 17 * GROUP

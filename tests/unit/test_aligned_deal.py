@@ -77,3 +77,25 @@ def test_cut_and_resumed_onto_other_counts_every_example_once(seed: int) -> None
         base = deal.position_after(counts)
     assert sorted(handed) == [(k, j) for k, m in enumerate(examples) for j in range(m)]
     assert base.handed == total
+
+
+def test_epochs_are_dealt_by_their_global_block_numbers() -> None:
+    """Epoch e is units e S + [0, S), S a whole number of blocks: the p-th block of epoch e
+    is global block e S / L + p, reader (e S / L + p) mod R's; a base inside epoch 1 leaves
+    the rest of both epochs, every unit once, and a resume ends at 2 S."""
+    size, blocks, readers = 4, 5, 3
+    one_pass = size * blocks
+    base = StreamPosition(one_pass + 6, ((one_pass + 9, one_pass + 12),))
+    deal = AlignedDeal(readers, size, base)
+    shares = [deal.owned(r, 0, 2 * one_pass) for r in range(readers)]
+    assert sorted(x for share in shares for x in units(share)) == units(
+        left_pieces(base, 0, 2 * one_pass)
+    )
+    for reader, share in enumerate(shares):
+        for x in units(share):
+            epoch, place = divmod(x // size, blocks)
+            assert epoch == 1 and (epoch * blocks + place) % readers == reader
+    counts = [len(units(share)) for share in shares]
+    assert deal.position_after(counts) == StreamPosition(2 * one_pass)
+    half = deal.position_after([n // 2 for n in counts])
+    assert one_pass + 6 <= half.prefix < half.handed < 2 * one_pass

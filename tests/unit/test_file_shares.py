@@ -1,8 +1,9 @@
 """One reader's share of text files (io/file_shares.py): R readers, each parsing only its
 line blocks, hand out every example of one read exactly once, hold out the same rows and
 count the same skips; cut anywhere and resumed onto another number of readers, still every
-example once. Each libffm line's dense value is its line number, so an example names its
-line."""
+example once; over two epochs every example once an epoch, the second epoch's order the
+same on any number of readers. Each libffm line's dense value is its line number, so an
+example names its line."""
 
 from __future__ import annotations
 
@@ -102,3 +103,81 @@ def test_a_reader_reports_skips_by_first_line_across_files(tmp_path):
     assert isinstance(share.skips, ShareSkips) and share.skips.total > 0
     assert all(at[1] > BLOCK for at in share.skips.first_at.values() if at[0] == 0)
     assert share.held == []
+
+
+def _blocks_of(files: TextFiles, epochs: int, shuffled: bool = True) -> list[list[int]]:
+    """The examples of every global block k (slots [kL, (k+1)L)) of `epochs` passes, in
+    their slots' order: what any reader of block k hands out of it."""
+    share = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 7, epochs, shuffled)
+    return [
+        _names([b]) if (b := share._block_examples(k)) else [] for k in range(epochs * files.blocks)
+    ]
+
+
+@pytest.mark.parametrize("readers", [1, 2, 3])
+def test_two_epochs_hand_out_every_example_once_an_epoch_in_the_same_order_on_any_readers(
+    tmp_path, readers
+):
+    files, paths = _files(tmp_path, 0.1)
+    skips = SkipReport()
+    every = _names(open_dataset(paths, "libffm", SCHEMA, batch_size=64, skips=skips))
+    blocks = _blocks_of(files, 2)
+    first = [n for block in blocks[: files.blocks] for n in block]
+    second = [n for block in blocks[files.blocks :] for n in block]
+    assert sorted(first) == sorted(second) and len(set(first)) == len(first)
+    assert second != first  # blocks and the examples within them shuffled
+    assert [sorted(b) for b in blocks[files.blocks :]] != [
+        sorted(b) for b in blocks[: files.blocks]
+    ]
+    deal = AlignedDeal(readers, BLOCK)
+    shares = [ReaderShare(files, deal, r, 10, epochs=2) for r in range(readers)]
+    for reader, share in enumerate(shares):
+        handed = _names(b for b, _ in share.batches())
+        # its global blocks k = e B + p (k mod R = reader), each in the order of one reader's
+        assert handed == [n for k, b in enumerate(blocks) if k % readers == reader for n in b]
+    held = [n for share in shares for n in _names(share.held)]
+    assert sorted(first + held) == sorted(every) and not set(held) & set(first)
+    merged = shares[0].skips.merged(s.skips for s in shares[1:])
+    assert (merged.counts, merged.first) == (skips.counts, skips.first)  # epoch 0's only
+
+
+def test_later_epochs_repeat_the_first_in_order_when_not_shuffled(tmp_path):
+    files, _ = _files(tmp_path, 0.1)
+    blocks = _blocks_of(files, 3, shuffled=False)
+    assert (
+        blocks[: files.blocks]
+        == blocks[files.blocks : 2 * files.blocks]
+        == blocks[2 * files.blocks :]
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_epochs_cut_and_resumed_onto_other_counts_every_example_once_an_epoch(tmp_path, seed):
+    rng = random.Random(seed)
+    files, _ = _files(tmp_path, 0.1)
+    one = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 7)
+    every = _names(b for b, _ in one.batches())
+    base, handed, cuts_in_epoch_1 = StreamPosition(), [], 0
+    while cuts_in_epoch_1 < 3 and base.handed < 2 * files.slots:  # random cuts, 3 in epoch 1
+        deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)
+        counts = []
+        for reader in range(deal.num_readers):
+            share = ReaderShare(files, deal, reader, 7, epochs=2)
+            budget, count = rng.randint(0, 10), 0
+            for taken, (batch, after) in enumerate(share.batches()):
+                if taken == budget:
+                    break
+                handed += _names([batch])
+                count = after
+            else:
+                count = share.share_slots
+            counts.append(count)
+        base = deal.position_after(counts)
+        reached = base.beyond[-1][1] if base.beyond else base.prefix
+        cuts_in_epoch_1 += files.slots < reached < 2 * files.slots
+    assert cuts_in_epoch_1 >= 1
+    deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)  # the rest, whole
+    shares = [ReaderShare(files, deal, r, 7, epochs=2) for r in range(deal.num_readers)]
+    handed += [n for share in shares for n in _names(b for b, _ in share.batches())]
+    assert sorted(handed) == sorted(every + every)
+    assert deal.position_after([s.share_slots for s in shares]) == StreamPosition(2 * files.slots)

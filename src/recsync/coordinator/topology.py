@@ -212,15 +212,15 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
 
 def line_files(spec: JobSpec) -> SharedFiles | None:
     """The job's files as its readers share them (io/shared_text.py): text files by line
-    blocks, Parquet files by row group, for a fresh one-pass job of several readers over
-    files a reader can read a share of, or a job resumed from a checkpoint that counts
-    slots (on any number of readers). None: each reader reads the stream whole and keeps
-    its share."""
+    blocks, Parquet files by row group, for a fresh job (any number of epochs) of several
+    readers over files a reader can read a share of, or a job resumed from a checkpoint
+    that counts slots (on any number of readers, in as many epochs as reach the
+    checkpoint's position). None: each reader reads the stream whole and keeps its share."""
     files, resume = spec.files, spec.resume
     unit = None if resume is None else resume.data_unit
     if unit is None:
         fresh = spec.start_position.handed == 0
-        wanted = files is not None and spec.cluster.readers > 1 and spec.train.epochs == 1
+        wanted = files is not None and spec.cluster.readers > 1
         if not (wanted and fresh and files is not None and splittable(files)):
             return None
         return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
@@ -236,12 +236,20 @@ def line_files(spec: JobSpec) -> SharedFiles | None:
             f"{where}: the job must read the same files (plain text: criteo, libsvm, "
             "libffm, not gzip-compressed; or Parquet)"
         )
-    if spec.train.epochs != 1:
-        raise ConfigError(f"{where}: train.epochs must be 1 (later epochs are not dealt so)")
     shared = shared_files(files, spec.train.seed, int(size))
     if shared.unit != unit:
         raise ConfigError(
             f"{where}, but the job's files are dealt in {shared.unit}: not the same files"
+        )
+    position = spec.start_position
+    reached = position.beyond[-1][1] if position.beyond else position.prefix
+    epochs, slots = spec.train.epochs, shared.slots
+    if reached > epochs * slots:
+        raise ConfigError(
+            f"{where}: it reached slot {reached:,}, past the end of train.epochs = {epochs} "
+            f"pass(es) of {slots:,} slots over these files: resume with at least "
+            f"{-(-reached // slots)} epochs (as many as the job that wrote it, over the same "
+            "files)"
         )
     return shared
 

@@ -1,14 +1,18 @@
 """One reader's share of plain text data files, parsing only its own line blocks, its
-position in slots (docs/design-file-shares.md): the pieces put together, first epoch only.
+position in slots (docs/design-file-shares.md): the pieces put together, over every epoch.
 
-The files' lines, end to end, are cut into line blocks of L lines; block k is slots
-[kL, (k+1)L) and its examples (good lines the coin does not hold out, in line order) fill
-its first slots. `ReaderShare` walks the pieces `AlignedDeal` gives its reader, parses
-each piece's block (`parse_share_piece`, only the block's lines), holds out the coin's
-lines (`split_held`; they are kept in `held`), and yields batches of `batch_size` with the
-slots of its share consumed after each: the position `AlignedDeal.position_after` takes.
-
-Not wired into a job yet: no later epochs, no background process, no `limit`.
+The files' lines, end to end, are cut into B line blocks of L lines; one pass is S = B L
+slots, and epoch e is slots e S + [0, S). The p-th block of epoch e, slots
+e S + [pL, (p+1)L), is global block k = e B + p; it holds line block
+`block_order(seed, e, B)[p]` (data/epoch_order.py: in order in epoch 0, shuffled in later
+ones), whose examples (good lines the coin does not hold out; in line order in epoch 0, in
+`example_order` in later ones) fill its first slots. `ReaderShare` walks the pieces
+`AlignedDeal` gives its reader over all the epochs' slots (global block k is reader
+k mod R's), parses each piece's line block (`parse_share_piece`, only the block's lines),
+holds out the coin's lines (`split_held`; epoch 0's are kept in `held`: the same lines
+every epoch), and yields batches of `batch_size` with the slots of its share consumed after
+each: the position `AlignedDeal.position_after` takes. Skips are counted in epoch 0 only
+(a later pass meets the same lines).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import torch
 
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
+from recsync.data.epoch_order import block_order, example_order
 from recsync.data.line_coin import HeldCutoff
 from recsync.data.skips import ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
@@ -35,7 +41,13 @@ class BlockFiles(Protocol):
     def block_lines(self) -> int: ...
 
     @property
+    def blocks(self) -> int: ...
+
+    @property
     def slots(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -63,29 +75,49 @@ class TextFiles:
         return [index.num_lines for index in self.indexes]
 
     @property
+    def blocks(self) -> int:
+        """Line blocks of one pass: the files' lines end to end, L a block (the last may be
+        short)."""
+        return -(-sum(self.line_counts) // self.block_lines)
+
+    @property
+    def slots(self) -> int:
+        """Slots of one pass: L a line block."""
+        return self.blocks * self.block_lines
+
+    @property
     def unit(self) -> str:
         """What positions over these files count (a checkpoint's `data_unit`)."""
         return f"slots/{self.block_lines}"
 
-    def share(self, deal: AlignedDeal, reader: int, batch_size: int) -> ReaderShare:
-        return ReaderShare(self, deal, reader, batch_size)
-
-    @property
-    def slots(self) -> int:
-        """Slots of one pass: L a block of the files' lines end to end."""
-        size = self.block_lines
-        return -(-sum(self.line_counts) // size) * size
+    def share(
+        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+    ) -> ReaderShare:
+        return ReaderShare(self, deal, reader, batch_size, epochs, shuffled)
 
 
 class ReaderShare:
-    """Reader `reader`'s share of one pass of `files` under `deal` (see the module)."""
+    """Reader `reader`'s share of `epochs` passes over `files` under `deal` (see the
+    module); `shuffled` False: later epochs in order, as the first (`shuffle_buffer` 0)."""
 
-    def __init__(self, files: BlockFiles, deal: AlignedDeal, reader: int, batch_size: int):
+    def __init__(
+        self,
+        files: BlockFiles,
+        deal: AlignedDeal,
+        reader: int,
+        batch_size: int,
+        epochs: int = 1,
+        shuffled: bool = True,
+    ):
         assert deal.block == files.block_lines
+        if epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {epochs}")
         self.files, self.deal, self.reader, self.batch_size = files, deal, reader, batch_size
-        self.skips = ShareSkips()  # of the blocks it parsed
-        self.held: list[Batch] = []  # the held-out rows of the blocks it parsed
-        self._last: tuple[int, Batch | None] | None = None  # the block parsed last
+        self.epochs, self.shuffled = epochs, shuffled
+        self.skips = ShareSkips()  # of the blocks it parsed in epoch 0
+        self.held: list[Batch] = []  # the held-out rows of the blocks it parsed in epoch 0
+        self._last: tuple[int, Batch | None] | None = None  # the global block parsed last
+        self._order: tuple[int, np.ndarray] | None = None  # an epoch's block order
 
     @property
     def share_slots(self) -> int:
@@ -93,16 +125,37 @@ class ReaderShare:
         return sum(stop - start for start, stop in self._pieces())
 
     def _pieces(self) -> list[tuple[int, int]]:
-        owned = self.deal.owned(self.reader, 0, self.files.slots)
+        owned = self.deal.owned(self.reader, 0, self.epochs * self.files.slots)
         return list(_in_blocks(owned, self.files.block_lines))
 
+    def line_block(self, block: int) -> tuple[int, int]:
+        """(epoch, line block) of global block `block` (slots [kL, (k+1)L))."""
+        epoch, place = divmod(block, self.files.blocks)
+        if epoch == 0 or not self.shuffled:
+            return epoch, place
+        if self._order is None or self._order[0] != epoch:
+            self._order = epoch, block_order(self.files.seed, epoch, self.files.blocks)
+        return epoch, int(self._order[1][place])
+
     def _block_examples(self, block: int) -> Batch | None:
-        """The training examples of line block `block`, in line order (parsed once for
-        pieces of one block in a row: after a resume a share may hold two of a block)."""
+        """The training examples of global block `block` in its epoch's order (parsed once
+        for pieces of one block in a row: after a resume a share may hold two of a block)."""
         if self._last is not None and self._last[0] == block:
             return self._last[1]
+        epoch, lines = self.line_block(block)
+        examples = self._parsed(lines, counted=epoch == 0)
+        if examples is not None and epoch and self.shuffled:
+            order = example_order(self.files.seed, epoch, lines, examples.batch_size)
+            examples = examples.take(torch.from_numpy(order))
+        self._last = block, examples
+        return examples
+
+    def _parsed(self, block: int, counted: bool) -> Batch | None:
+        """The training examples of line block `block`, in line order; `counted`: its skips
+        and held-out rows kept (epoch 0)."""
         files, size = self.files, self.files.block_lines
-        assert isinstance(files, TextFiles), "a subclass reads other files' blocks"
+        assert isinstance(files, TextFiles), "a subclass parses other files' blocks"
+        skips = self.skips if counted else ShareSkips()
         parts = []
         for piece in file_pieces(files.line_counts, block * size, (block + 1) * size):
             index, where = files.indexes[piece.file_index], piece.file_index
@@ -113,16 +166,14 @@ class ReaderShare:
                 piece.start,
                 piece.stop,
                 strict=files.strict,
-                skips=self.skips,
+                skips=skips,
             )
             train, held = split_held(parsed, files.seed, where, files.test_fraction, files.cutoff)
-            if held is not None:
+            if held is not None and counted:
                 self.held.append(held)
             if train is not None:
                 parts.append(train)
-        examples = concat(parts) if parts else None
-        self._last = block, examples
-        return examples
+        return concat(parts) if parts else None
 
     def _examples(self) -> Iterator[tuple[Batch, np.ndarray]]:
         """Pieces of examples in share order, each with the slots consumed after each."""

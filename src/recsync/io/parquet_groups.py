@@ -62,12 +62,13 @@ class ParquetGroups:
         return [sum(file) for file in self.groups]
 
     @property
-    def num_blocks(self) -> int:
+    def blocks(self) -> int:
+        """Row groups of one pass (of all the files)."""
         return sum(len(file) for file in self.groups)
 
     @property
     def slots(self) -> int:
-        return self.num_blocks * self.block_lines
+        return self.blocks * self.block_lines
 
     def where(self, block: int) -> tuple[int, int, int]:
         """(file index, row group in it, rows of the file before it) of row group `block`."""
@@ -77,8 +78,10 @@ class ParquetGroups:
             block -= len(file)
         raise AssertionError(f"row group {block} past the files' end")
 
-    def share(self, deal: AlignedDeal, reader: int, batch_size: int) -> ReaderShare:
-        return GroupShare(self, deal, reader, batch_size)
+    def share(
+        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+    ) -> ReaderShare:
+        return GroupShare(self, deal, reader, batch_size, epochs, shuffled)
 
 
 def parquet_groups(
@@ -166,19 +169,17 @@ class GroupShare(ReaderShare):
     """A reader's share of Parquet row groups: `ReaderShare` with a block read as one row
     group."""
 
-    def _block_examples(self, block: int) -> Batch | None:
-        if self._last is not None and self._last[0] == block:
-            return self._last[1]
+    def _parsed(self, block: int, counted: bool) -> Batch | None:
         files = self.files
         assert isinstance(files, ParquetGroups)
         piece_skips = LineSkips()
         parsed = parse_group(files, block, piece_skips)
         file_index = files.where(block)[0]
-        self.skips.fold(piece_skips, file_index)
+        if counted:
+            self.skips.fold(piece_skips, file_index)
         train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
-        if held is not None:
+        if held is not None and counted:
             self.held.append(held)
-        self._last = block, train
         return train
 
 
@@ -187,7 +188,7 @@ def held_rows(files: ParquetGroups) -> Batch | None:
     to the cutoff read, only their held rows parsed (their skips are counted by the readers
     whose row groups hold them)."""
     parts: list[Batch] = []
-    for block in range(files.num_blocks):
+    for block in range(files.blocks):
         file_index, group, before = files.where(block)
         rows = files.groups[file_index][group]
         if files.test_fraction and files.cutoff.open_lines(file_index, before, before + rows):

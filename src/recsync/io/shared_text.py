@@ -4,12 +4,13 @@ line blocks (io/file_shares.py: `ReaderShare`), Parquet files by row group
 position counts slots (docs/design-file-shares.md), so several readers divide the parsing.
 
 Chosen for a job's text files (Criteo TSV, libSVM / libFM, libffm; none gzip-compressed)
-or Parquet files read in one pass by several readers, or resumed from a checkpoint that
-counts slots (`coordinator/topology.py: line_files`); everything else keeps
-`io/sources.py: FileTrainingData`, every reader parsing the whole stream. The held-out
-rows are the lines (rows) the per-line coin holds (data/line_coin.py): the same whatever
-the number of readers; reader 0 reads them up front (`held_set`), and every reader leaves
-them out of its blocks.
+or Parquet files read by several readers, in any number of epochs (later ones shuffled by
+block and within blocks, data/epoch_order.py), or resumed from a checkpoint that counts
+slots (`coordinator/topology.py: line_files`); everything else keeps `io/sources.py:
+FileTrainingData`, every reader parsing the whole stream. The held-out rows are the lines
+(rows) the per-line coin holds (data/line_coin.py): the same whatever the number of
+readers; reader 0 reads them up front (`held_set`), and every reader leaves them out of
+its blocks (every epoch).
 
 With `background`, its share is parsed in a process of its own (io/background.py); the
 producer sends before each batch the slots consumed once it is handed out (`SlotMark`),
@@ -36,7 +37,7 @@ from recsync.io.sources import FileData, prepared, read_test_files
 from recsync.optim.train_spec import TrainSpec
 
 if TYPE_CHECKING:  # the parsers import numba, the readers pyarrow: only where files are read
-    from recsync.io.file_shares import TextFiles
+    from recsync.io.file_shares import ReaderShare, TextFiles
     from recsync.io.line_blocks import LineIndex
     from recsync.io.parquet_groups import ParquetGroups
 
@@ -135,7 +136,7 @@ class SharedTextData:
         self.deal, self.reader, self.background = deal, reader, background
         self._skips = ShareSkips()
         self._mark = 0  # slots consumed once the batch taken last is handed out
-        self._share_slots = lines.share(deal, reader, train.batch_size).share_slots
+        self._share_slots = _share(lines, train, deal, reader).share_slots
         self._test: Batch | None = None
         self._test_read = False
         self._test_skips = SkipReport()  # the test files' (read up front)
@@ -203,7 +204,7 @@ def _share_stream(
 ) -> Iterator[Batch | SlotMark | ShareSkips]:
     """A reader's share as batches, each after its `SlotMark` (and the skip report when it
     changed); the last mark is every slot of the share."""
-    share = lines.share(deal, reader, train.batch_size)
+    share = _share(lines, train, deal, reader)
     skipped = 0
     for batch, slots in share.batches():
         share.held.clear()  # reader 0 reads the held set up front
@@ -215,6 +216,13 @@ def _share_stream(
     if share.skips.total != skipped:
         yield _copy(share.skips)
     yield SlotMark(share.share_slots)
+
+
+def _share(lines: SharedFiles, train: TrainSpec, deal: AlignedDeal, reader: int) -> ReaderShare:
+    """The reader's share over `train.epochs` passes (later ones shuffled by block and
+    within blocks unless `train.shuffle_buffer` is 0)."""
+    shuffled = train.shuffle_buffer > 0
+    return lines.share(deal, reader, train.batch_size, train.epochs, shuffled)
 
 
 def _copy(skips: ShareSkips) -> ShareSkips:
