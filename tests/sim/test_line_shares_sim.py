@@ -30,7 +30,7 @@ from recsync.families import strategy_config
 from recsync.io.file_shares import ReaderShare
 from recsync.io.readers import open_dataset
 from recsync.io.shared_text import SharedTextData
-from recsync.io.sources import FileData, FileTrainingData
+from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
@@ -114,8 +114,11 @@ def test_several_readers_parse_only_their_blocks_and_hand_out_one_read_once(file
     assert test is not None and 0 < test.batch_size <= 300
     assert names(handed) == sorted(set(names(handed)))  # each once
     assert sorted(names(handed) + names([test])) == every
-    one = readers_of(job(files, 1))[0]
-    assert isinstance(one.source, FileTrainingData)  # one reader: the stream whole, as before
+    one = readers_of(job(files, 1))[0].source  # one reader reads by blocks too
+    assert isinstance(one, SharedTextData)
+    one_test = one.test_set()
+    assert one_test is not None and torch.equal(one_test.dense, test.dense)
+    assert names(drained(job(files, 1))) == names(handed)
 
 
 def test_a_simulated_job_of_three_readers_trains_every_example_once_and_merges_skips(files):
@@ -207,13 +210,10 @@ def test_two_epochs_hand_out_every_example_once_an_epoch_and_never_a_held_out_on
         while (handed := node.handle(NextBatch(trainer))).batch is not None:
             mine.append(handed.batch)
         by_reader.append(in_order(mine))
-    test = nodes[0].source.test_set()  # (one reader: known once its stream was read)
+    test = nodes[0].source.test_set()
     assert test is not None
     trained = sorted(set(every) - set(names([test])))
     assert sorted(n for mine in by_reader for n in mine) == sorted(trained + trained)
-    if readers == 1:  # one reader: the stream whole, later epochs shuffled in windows
-        assert isinstance(nodes[0].source, FileTrainingData)
-        return
     slots = _slots(spec)  # one reader's map: the same whatever the number of readers
     one_pass = 5 * 4096
     first = [n for n, slot in slots if slot < one_pass]

@@ -212,16 +212,16 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
 
 def line_files(spec: JobSpec) -> SharedFiles | None:
     """The job's files as its readers share them (io/shared_text.py): text files by line
-    blocks, Parquet files by row group, for a fresh job (any number of epochs) of several
-    readers over files a reader can read a share of, or a job resumed from a checkpoint
-    that counts slots (on any number of readers, in as many epochs as reach the
-    checkpoint's position). None: each reader reads the stream whole and keeps its share."""
+    blocks, Parquet files by row group, for a fresh job (any number of readers and epochs)
+    over files a reader can read a share of, or a job resumed from a checkpoint that counts
+    slots (on any number of readers, in as many epochs as reach the checkpoint's position).
+    None: each reader reads the stream whole and keeps its share (a checkpoint that counts
+    examples, CSV and gzip files)."""
     files, resume = spec.files, spec.resume
     unit = None if resume is None else resume.data_unit
     if unit is None:
         fresh = spec.start_position.handed == 0
-        wanted = files is not None and spec.cluster.readers > 1
-        if not (wanted and fresh and files is not None and splittable(files)):
+        if not (fresh and files is not None and splittable(files)):
             return None
         return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
     kind, _, size = unit.partition("/")

@@ -23,8 +23,11 @@ import torch
 
 from recsync.app.config.load import load_config
 from recsync.app.runs.cost_profile import profile_cost, read_profile
+from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.shares import BLOCK_EXAMPLES
 from recsync.errors import ConfigError
 from recsync.io.background import decoded, encoded
+from recsync.io.shared_text import SharedTextData, shared_files, splittable
 from recsync.io.sources import FileData, FileTrainingData
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
@@ -69,12 +72,21 @@ def job_files(
     return specs.files, specs.train
 
 
+def _reader_source(files: FileData, train: TrainSpec) -> FileTrainingData | SharedTextData:
+    """What a job's only reader reads the files with (coordinator/topology.py:
+    `line_files`): by blocks where a reader can read a share of them, else as one stream."""
+    if not splittable(files):
+        return FileTrainingData(files, train)
+    shared = shared_files(files, train.seed, BLOCK_EXAMPLES)
+    return SharedTextData(files, shared, train, AlignedDeal(1, shared.block_lines), 0)
+
+
 def _pass_seconds(
     files: FileData, train: TrainSpec, examples: int, budget_s: float
 ) -> tuple[float, int]:
     """CPU seconds an example of one pass over the first `examples` examples handed out
     (fewer where the file ends, or `budget_s` of CPU went by first), and how many."""
-    source = FileTrainingData(dataclasses.replace(files, test_paths=()), train)
+    source = _reader_source(dataclasses.replace(files, test_paths=()), train)
     handed = 0
     start = time.process_time()
     for batch in source.train_batches():
