@@ -86,7 +86,10 @@ def test_full_psp_on_ray_applies_every_gradient_at_the_version_it_was_computed_f
     assert summary["gradients_applied"] == steps
     assert summary["gradients_dropped"] == summary["sparse_gradients_dropped"] == {}
     assert summary["dense_staleness"]["max"] == summary["sparse_staleness"]["max"] == 0
-    assert summary["global_steps"] == steps // 4
+    # a step applies one gradient of each worker still training; a worker asks for its next
+    # batch before its step ends, so at the data's end a fast one may take a batch a slower
+    # one would have had (the CI saw 33 steps under load): one step more, at most
+    assert steps // 4 <= summary["global_steps"] <= steps // 4 + 1
 
 
 def test_gba_and_bounded_staleness_on_ray_account_for_every_gradient():
