@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from reader_jobs import cuts_of, drained, names, readers_of
 from test_sim import one_thread  # noqa: F401
 
-from recsync.coordinator.cuts import CheckpointEvery
-from recsync.coordinator.node_specs import BuildContext, ReaderSpec
-from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.readers import joined_report
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
@@ -33,7 +31,6 @@ from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import Role
 from recsync.protocol.reading import NextBatch
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
@@ -73,30 +70,6 @@ def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
     return JobSpec(
         MODEL, train, cluster, strategy_config("independent"), files=files, resume=resume
     )
-
-
-def names(batches) -> list[int]:
-    return sorted(int(v) for b in batches for v in b.dense[:, 0].tolist())
-
-
-def readers_of(spec: JobSpec) -> list[ReaderNode]:
-    topology = build_topology(spec, plan_for(spec))
-    nodes = []
-    for node_spec in topology.of_role(Role.READER):
-        assert isinstance(node_spec, ReaderSpec)
-        node = node_spec.build(BuildContext(one_at_a_time=True))
-        assert isinstance(node, ReaderNode)
-        nodes.append(node)
-    return nodes
-
-
-def drained(spec: JobSpec) -> list:
-    batches = []
-    for index, node in enumerate(readers_of(spec)):
-        trainer = next(t for t in range(3) if spec.cluster.reader_of(t) == index)
-        while (handed := node.handle(NextBatch(trainer))).batch is not None:
-            batches.append(handed.batch)
-    return batches
 
 
 def one_read(files: FileData) -> tuple[list[int], SkipReport]:
@@ -148,15 +121,7 @@ def test_held_out_rows_are_the_same_on_any_number_of_readers(files):
 @pytest.mark.parametrize("onto", [2, 1])
 def test_a_cut_of_three_readers_resumes_onto_fewer_with_every_example_once(files, onto):
     spec = job(files, 3)
-    states: list = []
-    sim = SimJob(
-        spec,
-        plan_for(spec),
-        CostModel(speed_spread=0.5),
-        checkpoint_every=CheckpointEvery(examples=3_000),
-        on_checkpoint=states.append,
-    )
-    sim.run()
+    states = cuts_of(spec)
     state = next((s for s in states if s.data_beyond), None)
     assert state is not None and state.data_unit == "slots/4096"
     resumed_spec = job(files, onto, resume=state)
@@ -258,15 +223,7 @@ def test_a_one_pass_checkpoint_counting_slots_resumes_into_a_second_epoch(files)
 def test_a_cut_inside_the_second_epoch_of_three_readers_resumes_onto_two(files):
     spec = job(files, 3, epochs=2)
     one_pass = 5 * 4096
-    states: list = []
-    sim = SimJob(
-        spec,
-        plan_for(spec),
-        CostModel(speed_spread=0.5),
-        checkpoint_every=CheckpointEvery(examples=3_000),
-        on_checkpoint=states.append,
-    )
-    sim.run()
+    states = cuts_of(spec)
     state = next((s for s in states if s.data_beyond and s.data_position > one_pass), None)
     assert state is not None and state.data_unit == "slots/4096"
     resumed_spec = job(files, 2, resume=state, epochs=2)
