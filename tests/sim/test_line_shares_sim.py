@@ -14,19 +14,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from reader_jobs import cuts_of, drained, names, readers_of
+from reader_jobs import cuts_of, drained, file_job, names, one_read, readers_of
 from test_sim import one_thread  # noqa: F401
 
 from recsync.coordinator.readers import joined_report
-from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.libsvm import LibFFMSchema
-from recsync.data.skips import SkipReport
 from recsync.errors import ConfigError
-from recsync.families import strategy_config
 from recsync.io.file_shares import ReaderShare
-from recsync.io.readers import open_dataset
 from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
@@ -65,17 +62,7 @@ def files(tmp_path: Path) -> FileData:
 
 
 def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
-    cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
-    train = dataclasses.replace(TRAIN, epochs=epochs)
-    return JobSpec(
-        MODEL, train, cluster, strategy_config("independent"), files=files, resume=resume
-    )
-
-
-def one_read(files: FileData) -> tuple[list[int], SkipReport]:
-    skips = SkipReport()
-    read = open_dataset(files.paths, "libffm", SCHEMA, batch_size=512, skips=skips)
-    return names(read), skips
+    return file_job(MODEL, TRAIN, files, readers, resume, epochs)
 
 
 def test_several_readers_parse_only_their_blocks_and_hand_out_one_read_once(files):

@@ -5,7 +5,6 @@ readers resumes onto 2. Each row's dense value is its name (file offset + row)."
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
@@ -13,19 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from reader_jobs import cuts_of, drained, names, readers_of
+from reader_jobs import cuts_of, drained, file_job, names, one_read, readers_of
 from test_sim import one_thread  # noqa: F401
 
 from recsync.coordinator.readers import joined_report
-from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
+from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.aligned_deal import AlignedDeal
-from recsync.data.skips import SkipReport
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
-from recsync.families import strategy_config
 from recsync.io.parquet_groups import ParquetGroups
-from recsync.io.readers import open_dataset
 from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec
@@ -73,17 +69,7 @@ def files(tmp_path: Path) -> FileData:
 
 
 def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
-    cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
-    train = dataclasses.replace(TRAIN, epochs=epochs)
-    return JobSpec(
-        MODEL, train, cluster, strategy_config("independent"), files=files, resume=resume
-    )
-
-
-def one_read(files: FileData) -> tuple[list[int], SkipReport]:
-    skips = SkipReport()
-    read = open_dataset(files.paths, "parquet", SCHEMA, batch_size=512, skips=skips)
-    return names(read), skips
+    return file_job(MODEL, TRAIN, files, readers, resume, epochs)
 
 
 def test_readers_read_only_their_row_groups_and_hand_out_one_read_once(files):

@@ -7,11 +7,12 @@ import dataclasses
 
 import pytest
 import torch
+from reader_jobs import drained
 from test_sim import MODEL, TRAIN, one_thread  # noqa: F401
 from test_sim import SYNTHETIC as SIM_SYNTHETIC
 
 from recsync.coordinator.cuts import CheckpointEvery
-from recsync.coordinator.node_specs import BuildContext, ReaderSpec
+from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.readers import common_step
 from recsync.coordinator.recovery import RecoveryPolicy
@@ -33,20 +34,6 @@ SMALL_BLOCKS = dataclasses.replace(TRAIN, batch_size=64)
 def job(readers: int, trainers: int = 3, resume=None) -> JobSpec:
     cluster = ClusterSpec(trainers, 1, 2, 0, num_readers=readers)
     return JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC, resume=resume)
-
-
-def drained(spec: JobSpec) -> list[Batch]:
-    """Every batch the job's readers hand out, asked for by their own trainers."""
-    topology = build_topology(spec, plan_for(spec))
-    batches = []
-    for node_spec in topology.of_role(Role.READER):
-        assert isinstance(node_spec, ReaderSpec)
-        node = node_spec.build(BuildContext(one_at_a_time=True))
-        assert isinstance(node, ReaderNode)
-        trainer = next(t for t in range(3) if spec.cluster.reader_of(t) == node_spec.address.index)
-        while (handed := node.handle(NextBatch(trainer))).batch is not None:
-            batches.append(handed.batch)
-    return batches
 
 
 def rows(batches: list[Batch]) -> list[tuple[float, ...]]:

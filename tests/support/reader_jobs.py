@@ -4,12 +4,20 @@ builds them, drain them as their trainers would, the names of the examples hande
 
 from __future__ import annotations
 
+import dataclasses
+
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.node_specs import BuildContext, ReaderSpec
 from recsync.coordinator.reader import ReaderNode
-from recsync.coordinator.spec import JobSpec, plan_for
+from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
+from recsync.data.skips import SkipReport
+from recsync.families import strategy_config
+from recsync.io.readers import open_dataset
+from recsync.io.sources import FileData
+from recsync.model.spec import ModelSpec
+from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.protocol.reading import NextBatch
 from recsync.runtime.sim.cost import CostModel
@@ -56,3 +64,20 @@ def cuts_of(spec: JobSpec, every_examples: int = 3_000) -> list:
     )
     sim.run()
     return states
+
+
+def file_job(
+    model: ModelSpec, train: TrainSpec, files: FileData, readers: int, resume=None, epochs=1
+) -> JobSpec:
+    """An `independent` job of 3 trainers (a worker each) on `files`, `readers` readers."""
+    cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
+    train = dataclasses.replace(train, epochs=epochs)
+    strategy = strategy_config("independent")
+    return JobSpec(model, train, cluster, strategy, files=files, resume=resume)
+
+
+def one_read(files: FileData) -> tuple[list[int], SkipReport]:
+    """The names of the examples of one read of the files as one stream, and its skips."""
+    skips = SkipReport()
+    read = open_dataset(files.paths, files.fmt, files.schema, batch_size=512, skips=skips)
+    return names(list(read)), skips

@@ -48,6 +48,24 @@ def _names(batches) -> list[int]:
     return [int(v) for b in batches for v in b.dense[:, 0].tolist()]
 
 
+def _run_until(files, deal, budgets, handed, epochs=1) -> list[int]:
+    """Each reader of `deal` hands out up to its budget of batches of 7 (their names added
+    to `handed`); the slots each consumed (all of its share once it ran out)."""
+    counts = []
+    for reader, budget in enumerate(budgets):
+        share = ReaderShare(files, deal, reader, 7, epochs=epochs)
+        count = 0
+        for taken, (batch, after) in enumerate(share.batches()):
+            if taken == budget:
+                break
+            handed += _names([batch])
+            count = after
+        else:
+            count = share.share_slots
+        counts.append(count)
+    return counts
+
+
 @pytest.mark.parametrize("readers", [1, 2, 3])
 def test_readers_hand_out_one_reads_examples_once_and_hold_the_same_rows(tmp_path, readers):
     files, paths = _files(tmp_path, 0.1)
@@ -78,20 +96,8 @@ def test_cut_and_resumed_onto_other_counts_every_example_once(tmp_path, seed):
     base, handed = StreamPosition(), []
     for run in range(4):
         deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)
-        counts = []
-        for reader in range(deal.num_readers):
-            share = ReaderShare(files, deal, reader, 7)
-            budget = 10**9 if run == 3 else rng.randint(0, 6)
-            count = 0
-            for taken, (batch, after) in enumerate(share.batches()):
-                if taken == budget:
-                    break
-                handed += _names([batch])
-                count = after
-            else:
-                count = share.share_slots
-            counts.append(count)
-        base = deal.position_after(counts)
+        budgets = [10**9 if run == 3 else rng.randint(0, 6) for _ in range(deal.num_readers)]
+        base = deal.position_after(_run_until(files, deal, budgets, handed))
     assert sorted(handed) == sorted(every) and len(set(handed)) == len(handed)
     assert base.handed == files.slots
 
@@ -160,19 +166,8 @@ def test_two_epochs_cut_and_resumed_onto_other_counts_every_example_once_an_epoc
     base, handed, cuts_in_epoch_1 = StreamPosition(), [], 0
     while cuts_in_epoch_1 < 3 and base.handed < 2 * files.slots:  # random cuts, 3 in epoch 1
         deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)
-        counts = []
-        for reader in range(deal.num_readers):
-            share = ReaderShare(files, deal, reader, 7, epochs=2)
-            budget, count = rng.randint(0, 10), 0
-            for taken, (batch, after) in enumerate(share.batches()):
-                if taken == budget:
-                    break
-                handed += _names([batch])
-                count = after
-            else:
-                count = share.share_slots
-            counts.append(count)
-        base = deal.position_after(counts)
+        budgets = [rng.randint(0, 10) for _ in range(deal.num_readers)]
+        base = deal.position_after(_run_until(files, deal, budgets, handed, epochs=2))
         reached = base.beyond[-1][1] if base.beyond else base.prefix
         cuts_in_epoch_1 += files.slots < reached < 2 * files.slots
     assert cuts_in_epoch_1 >= 1
