@@ -101,18 +101,20 @@ def test_days_on_ray_resume_from_each_other_and_switch_strategy(tmp_path):
     assert state.data_position == 2048  # day 1 continued where day 0 ended, exactly
     assert records[0]["cluster"]["slow_trainers"] == []
     assert records[1]["cluster"]["slowdown"] == 10.0
-    # only day 1's Compute sleeps (the emulated straggler), and the slowed trainer's workers
-    # (2 a trainer) step slower than the other's: 10x nominal. A step here is a few ms of math
-    # on two cores shared by eight processes, 4 steps a worker: one worker's math measured 2.4x
-    # another's, so the tolerance is 2.5x, not 10x
+    # only day 1's Compute sleeps (the emulated straggler), and the slowed trainer's workers'
+    # measured steps hold that sleep. (Their steps against the other trainer's are not
+    # compared: a step is a few ms of math on two cores shared by eight processes and the
+    # other test worker, and a starved process's math measured 0.040 s a step against the
+    # slowed one's 0.023 with its sleep, in CI)
     summaries = [json.loads((root / day_dir_name(d) / "summary.json").read_text()) for d in (0, 1)]
     slept = [summary["blocked_seconds"]["Compute"] for summary in summaries]
     assert slept[0] < 0.01 < slept[1]
     (slow,) = records[1]["cluster"]["slow_trainers"]
     steps = summaries[1]["worker_step_seconds"]
     ours = [s for w, s in steps.items() if int(w) // 2 == slow]
-    others = [s for w, s in steps.items() if int(w) // 2 != slow]
-    assert sum(ours) / len(ours) > 2.5 * sum(others) / len(others)
+    # sync: each of its workers steps once a global step, so its steps split evenly
+    slow_steps = summaries[1]["examples_per_trainer"][slow] // 64
+    assert sum(ours) * slow_steps / len(ours) >= 0.99 * slept[1]
 
 
 def test_day_files_train_whole_each_and_score_the_next(tmp_path):
