@@ -94,7 +94,10 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
             actors = jobs[0].hosts.actors_of(Address(Role.TRAINER, 0))
             pids.extend(ray.get([actor.ping.remote() for actor in actors]))
 
-    before = set(glob.glob("/dev/shm/recsync-*"))
+    # the trainers' shared state (the unit tests' files, made meanwhile by the other pytest
+    # worker, are named by another label)
+    shared_files = "/dev/shm/recsync-trainer-*"
+    before = set(glob.glob(shared_files))
     cluster = ClusterSpec(1, 2, 1, 1, worker_processes=True)
     summary = run_job(spec("easgd", cluster), on_progress=on_progress, on_start=jobs.append)
     assert summary["worker_processes"] and summary["examples_trained"] == SYNTHETIC.num_train
@@ -108,7 +111,7 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     assert summary["test_auc"] >= reference_auc - 0.03, (summary["test_auc"], reference_auc, seen)
     calls = summary["calls_per_batch"]["trainers"]
     assert calls["NextBatch"] == pytest.approx(1.0, abs=0.02), calls  # both processes counted
-    assert set(glob.glob("/dev/shm/recsync-*")) <= before  # no shared file left behind
+    assert set(glob.glob(shared_files)) <= before  # no shared file left behind
     cpu = summary["cpu_seconds"]  # every role's processes, the trainer's three summed
     assert set(cpu) == {"trainers", "reader", "embedding_servers", "sync_servers"}, cpu
     assert all(seconds > 0 for seconds in cpu.values()), cpu
