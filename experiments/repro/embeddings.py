@@ -283,6 +283,8 @@ def reproduce(
         "table_rows": setting.table_rows(),
         "engine": None,
         **{name: part["result"] for name, part in parts.items()},
+        # the Ray part may be an earlier run's (reused): the commit it was measured at
+        "engine_commit": parts["engine"].get("commit") if "engine" in parts else None,
         "seconds": {name: part["seconds"] for name, part in parts.items()},
     }
     write_report(results, out_dir)

@@ -210,6 +210,12 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
             "another session kills it).",
         ]
     eps = engine["eps"]
+    commit = results.get("engine_commit")
+    measured_at = (
+        f"measured at commit `{commit[:12]}`"
+        if commit
+        else "measured by a run that did not record its commit"
+    )
     lines.append(
         f"- Ray engine (measured: the quality runs' model and cluster on real Ray actors, a "
         "local Ray on this 2-core machine; one day of the task without churn, fixed tables "
@@ -220,7 +226,8 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
         f"{statistics.median(engine['ratios']):.3f} (range {min(engine['ratios']):.3f}-"
         f"{max(engine['ratios']):.3f}). Run by `reproduce(out, progress, Setting("
         f"engine_examples={engine['examples']}, engine_repeats={engine['repeats']}))`; "
-        "`recsync reproduce embeddings` reports the saved part without running Ray."
+        f"`recsync reproduce embeddings` reports the saved part ({measured_at}) without "
+        "running Ray."
     )
     return lines
 
