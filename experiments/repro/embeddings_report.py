@@ -212,7 +212,7 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
     eps = engine["eps"]
     commit = results.get("engine_commit")
     measured_at = (
-        f"measured at commit `{commit[:12]}`"
+        "parts/engine.json names the commit it was measured at"
         if commit
         else "measured by a run that did not record its commit"
     )
