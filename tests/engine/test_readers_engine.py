@@ -24,6 +24,10 @@ from recsync.runtime.ray.job import run_job
 pytestmark = pytest.mark.usefixtures("local_ray")
 
 SYNTHETIC = dataclasses.replace(ENGINE_SYNTHETIC, num_train=20_000, num_test=4_000)
+# the driver cuts only when it polls (every 0.5 s): on a quiet machine these jobs train in
+# about one poll, so the cut tests slow their trainers (6x left no cut in CI: the file job
+# trained in 0.78 s; 30x: 3.2-4.2 s, 2 cuts)
+CUT_SLOWDOWN = 30.0
 
 
 def spec(readers: int, resume=None, slowdown: float = 1.0) -> JobSpec:
@@ -42,12 +46,9 @@ def spec(readers: int, resume=None, slowdown: float = 1.0) -> JobSpec:
 
 
 def test_two_readers_hand_out_every_example_once_and_a_cut_resumes_onto_one():
-    # the driver cuts only when it polls (every 0.5 s): on a quiet machine the unslowed job
-    # trains its 20,000 examples in about one poll, so its trainers are slowed to leave cuts
-    # (6x left none on a quiet machine in CI)
     states: list = []
     summary = run_job(
-        spec(2, slowdown=30.0),
+        spec(2, slowdown=CUT_SLOWDOWN),
         checkpoint_every=CheckpointEvery(examples=6_000),
         on_checkpoint=states.append,
     )
@@ -78,9 +79,7 @@ def test_two_readers_share_a_text_file_by_line_blocks_and_a_cut_resumes_onto_one
     read = open_dataset([path], "libffm", schema, batch_size=1024, skips=skips)
     every = sum(batch.batch_size for batch in read)
     states: list = []
-    # this model's math is a few times less than the synthetic job's: slowed 6x, a quiet
-    # machine trained the file in less than a poll (no cut taken, in CI)
-    slowed = spec(2, slowdown=30.0)
+    slowed = spec(2, slowdown=CUT_SLOWDOWN)
     first = dataclasses.replace(slowed, model=model, synthetic=None, files=files)
     summary = run_job(
         first, checkpoint_every=CheckpointEvery(examples=6_000), on_checkpoint=states.append
