@@ -4,11 +4,10 @@ experiments.repro modules it imports, common.py, verdict.py, and the simulator,
 src/recsync/runtime/sim/ with its cost model) changed after that commit. A report without a
 stamp counts as stale.
 
-Today no report is stamped, so `test_every_report_is_current` is xfail(strict=True): the
-moment every report is regenerated at one commit (`make reproduce`) it passes, strict xfail
-turns that into a failure, and whoever regenerated the reports must remove the mark. From
-then on a change to the simulator or to a reproduction's code fails it until that report
-is regenerated. `test_a_stale_report_is_found` shows the check itself can fail."""
+Every report is stamped, so a change to the simulator or to a reproduction's code fails
+`test_every_report_is_current` until that report is regenerated (`recsync reproduce NAME`,
+or `make reproduce` for all). `test_a_stale_report_is_found` shows the check itself can
+fail."""
 
 from __future__ import annotations
 
@@ -35,11 +34,6 @@ def _stale() -> dict[str, str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="reports not yet regenerated at one commit (issue 55)",
-)
 def test_every_report_is_current() -> None:
     stale = _stale()
     assert not stale, "stale reports (run `make reproduce`): " + "; ".join(
