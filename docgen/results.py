@@ -296,15 +296,50 @@ def _not_generated(report: Report, source: str) -> str:
     )
 
 
+def _reproduction_of(report: Report) -> Any:
+    """The registered reproduction that writes the report (None: a benchmark's)."""
+    for r in REPRODUCTIONS.values():
+        if r.report_dir.rstrip("/").removeprefix("reports/") == report.directory:
+            return r
+    return None
+
+
+@functools.cache
+def status(report: Report) -> str | None:
+    """ "current", or why not (`recsync reproduce --check`'s words); None where no
+    reproduction writes the report."""
+    reproduction = _reproduction_of(report)
+    if reproduction is None:
+        return None
+    reason = reproduction.stale_reason(REPORTS / report.directory)
+    return "current" if reason is None else str(reason)
+
+
+def _status_line(report: Report) -> str:
+    found = status(report)
+    if found is None:
+        return ""
+    if found == "current":
+        text = "current: the code it ran is the code as it is (`recsync reproduce --check`)"
+    else:
+        text = f"not current: {found}; regenerate it with its `recsync reproduce` command"
+    return f"**Status:** {text}.\n\n"
+
+
 @functools.cache
 def render(report: Report) -> str:
-    """The report's page: its report as its code renders it from its results file (a short
-    page saying so where that file is not written yet)."""
+    """The report's page: its status, then its report as its code renders it from its
+    results file (a short page saying so where that file is not written yet)."""
     source = f"reports/{report.directory}/{report.results_file}"
     if not generated(report):
         return _not_generated(report, source)
-    text = report.render(load(report), REPORTS / report.directory)
-    return f"{text.rstrip()}\n\n*Generated from `{source}` when the site was built.*\n"
+    text = report.render(load(report), REPORTS / report.directory).rstrip()
+    title, newline, body = text.partition("\n")
+    if title.startswith("# "):
+        text = f"{title}\n\n{_status_line(report)}{body.lstrip()}"
+    else:
+        text = _status_line(report) + text
+    return f"{text}\n\n*Generated from `{source}` when the site was built.*\n"
 
 
 def images(report: Report) -> list[Path]:
@@ -325,11 +360,13 @@ def index() -> str:
         "3 seeds); each report's stamp (commit, command, seeds, machine, cost model) is in",
         "its `stamp.json`; both are described on the [simulator](../simulator.md) page.",
         "",
-        "| report | results file |",
-        "| --- | --- |",
+        "| report | results file | status |",
+        "| --- | --- | --- |",
     ]
     for report in REPORTS_RENDERED:
         title = render(report).splitlines()[0].lstrip("# ").strip()
         source = f"reports/{report.directory}/{report.results_file}"
-        lines.append(f"| [{title}]({report.directory}/index.md) | `{source}` |")
+        found = status(report)
+        state = "a benchmark's" if found is None else found if found == "current" else "stale"
+        lines.append(f"| [{title}]({report.directory}/index.md) | `{source}` | {state} |")
     return "\n".join(lines) + "\n"

@@ -58,9 +58,12 @@ def _with_parents(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def closure(module: str, root: Path = ROOT, skip: Iterable[str] = ()) -> list[Path]:
+def closure(
+    module: str, root: Path = ROOT, skip: Iterable[str] = (), within: Iterable[str] = PACKAGES
+) -> list[Path]:
     """The files `module` runs, sorted; modules named in `skip` (dotted) and what only they
-    import are left out."""
+    import are left out, and only the top-level packages `within` are followed."""
+    packages = tuple(within)
     skipped, seen, files = set(skip), set[str](), set[Path]()
     todo = [module]
     while todo:
@@ -73,6 +76,6 @@ def closure(module: str, root: Path = ROOT, skip: Iterable[str] = ()) -> list[Pa
             continue
         files.add(path)
         for imported in _imported(ast.parse(path.read_text()), name):
-            if imported.split(".")[0] in PACKAGES:
+            if imported.split(".")[0] in packages:
                 todo += _with_parents(imported)
     return sorted(files)

@@ -4,16 +4,20 @@ depends on differed from it), the exact command, the seeds, the machine, the wal
 the cost model with its numbers, into `stamp.json` beside the report, into `results.json`
 (key "stamp") where that is a JSON object, and as a block under report.md's title.
 
-`stale_reason` says why a report is not current: no stamp, a stamp of uncommitted code, or a
-commit after the stamp's that changed a file the reproduction depends on (`dependencies`:
-every file of the checkout its module runs, found from the imports by `code_closure` - its
-own modules, the product's math, policies and simulator with its cost model - and the
-verdict rule).
+A report depends on the code it really runs (`dependencies`): the reproduction's own
+modules (every file of experiments/ its module imports, found by `code_closure`), the verdict
+rule, and the whole product package (src/recsync/: its math, policies, families,
+coordinator, simulator and cost model, and everything they reach at run time, by import or
+by name). The stamp keeps each of those files' git blob id (`code`), so a report's status is
+a comparison of contents, with or without git history: `stale_reason` says why a report is
+not current (no stamp, a stamp of uncommitted code, or which files changed since, were added
+or went). A stamp written before `code` was kept is read at its commit's files.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import platform
@@ -33,19 +37,73 @@ BEGIN = "<!-- stamp: written by experiments/repro/stamp.py, replaced at every ru
 END = "<!-- /stamp -->"
 PARENT_ENV = "RECSYNC_REPRODUCE_PARENT"  # set by `recsync reproduce --all` for its children
 SHARED = ("experiments/repro/verdict.py",)  # the verdict rule, whether imported or not
+PRODUCT = "src/recsync"  # the product package: a report depends on all of it
+PRODUCT_SUFFIXES = (".py", ".toml")  # its code and the data it ships (the default config)
+SHOWN_FILES = 6  # changed files a status names before it counts the rest
 NOT_DEPENDENCIES = {"registry", "stamp", "points", "code_closure"}  # change no number of a report
 PACKAGE = "experiments.repro"
 
 
 def dependencies(module: str) -> list[str]:
     """The files (relative to the checkout) whose change makes the report of the
-    reproduction in `module` (a dotted name in experiments.repro) stale: every file of the
-    checkout it runs (`code_closure`), the verdict rule always."""
+    reproduction in `module` (a dotted name in experiments.repro) stale: its own modules
+    (every file of experiments/ it runs, `code_closure`), the verdict rule always, and every
+    file of the product package (`product_files`), first its own then the product's."""
+    return [*own_files(module), *product_files()]
+
+
+def own_files(module: str) -> list[str]:
+    """The reproduction's own files: those of experiments/ its module runs, and the verdict
+    rule."""
     skip = [f"{PACKAGE}.{name}" for name in NOT_DEPENDENCIES]
-    files = {path.relative_to(ROOT).as_posix() for path in code_closure.closure(module, ROOT, skip)}
-    files |= {path for path in SHARED if (ROOT / path).exists()}
-    own = sorted(path for path in files if path.startswith("experiments/"))
-    return [*own, *sorted(files - set(own))]
+    closure = code_closure.closure(module, ROOT, skip, within=("experiments",))
+    own = {path.relative_to(ROOT).as_posix() for path in closure}
+    return sorted(own | {path for path in SHARED if (ROOT / path).exists()})
+
+
+def product_files() -> list[str]:
+    """Every file of the product package's code and shipped data, relative to the checkout."""
+    base = ROOT / PRODUCT
+    return sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in base.rglob("*")
+        if path.suffix in PRODUCT_SUFFIXES and "__pycache__" not in path.parts and path.is_file()
+    )
+
+
+def blob_id(path: Path) -> str:
+    """The git blob id of a file's contents (what `git hash-object` prints), without git."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def code_ids(files: list[str]) -> dict[str, str]:
+    """Each file's blob id, as the checkout holds it now."""
+    return {path: blob_id(ROOT / path) for path in files if (ROOT / path).is_file()}
+
+
+def code_ids_at(commit: str, files: list[str]) -> dict[str, str] | None:
+    """Each file's blob id at `commit` (None: git cannot tell, e.g. not a checkout)."""
+    listed = _git("ls-tree", "-r", commit, "--", "experiments", PRODUCT)
+    if listed is None:
+        return None
+    wanted, found = set(files), {}
+    for line in listed.splitlines():
+        meta, _, path = line.partition("\t")
+        if path in wanted or path.startswith(PRODUCT + "/"):
+            found[path] = meta.split()[2]
+    return {path: blob for path, blob in found.items() if _counts(path, wanted)}
+
+
+def _counts(path: str, own: set[str]) -> bool:
+    """Whether `path` of a commit's tree is one a report depends on: one of its own files,
+    or a file of the product package's code or data."""
+    return path in own or (path.startswith(PRODUCT + "/") and Path(path).suffix in PRODUCT_SUFFIXES)
+
+
+def changed_files(then: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The files whose contents differ between two sets of ids, or that are in one only."""
+    return sorted(path for path in then.keys() | now.keys() if then.get(path) != now.get(path))
 
 
 def _git(*args: str) -> str | None:
@@ -118,7 +176,8 @@ def make_stamp(
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_s": round(wall_s, 1),
         "cost_model": cost_numbers(cost),
-        "depends_on": depends,
+        "depends_on": [*own_files(module), PRODUCT + "/"],
+        "code": code_ids(depends),
     }
 
 
@@ -186,7 +245,7 @@ def read_stamp(out: Path) -> dict[str, Any] | None:
 
 def stale_reason(module: str, out: Path) -> str | None:
     """Why the report in `out` of the reproduction in `module` is not current; None where
-    it is: stamped from a clean tree at a commit after which none of its files changed."""
+    it is: stamped from a clean tree, and every file it depends on as it was then."""
     stamp = read_stamp(out)
     if not (out / "report.md").is_file() and not (out / "results.json").is_file():
         return "no report"
@@ -194,12 +253,24 @@ def stale_reason(module: str, out: Path) -> str | None:
         return "no stamp"
     if stamp.get("dirty"):
         return "stamped from uncommitted changes to its code"
-    commit = stamp.get("commit")
-    if not commit:
-        return "the stamp names no commit"
-    changed = _git("log", "-1", "--format=%H", f"{commit}..HEAD", "--", *dependencies(module))
-    if changed is None:
-        return f"the stamp's commit {commit[:12]} is not in this checkout"
-    if changed:
-        return f"commit {changed[:12]} changed its code after the stamp's {commit[:12]}"
-    return None
+    depends = dependencies(module)
+    then = stamp.get("code")
+    if not isinstance(then, dict):
+        commit = stamp.get("commit")
+        if not commit:
+            return "the stamp names no commit"
+        then = code_ids_at(commit, depends)
+        if then is None:
+            return f"the stamp's commit {commit[:12]} is not in this checkout"
+    changed = changed_files(then, code_ids(depends))
+    if not changed:
+        return None
+    return "code changed since its stamp: " + files_text(changed)
+
+
+def files_text(files: list[str]) -> str:
+    """`files`, the first few named and the rest counted."""
+    named = ", ".join(f"`{path}`" for path in files[:SHOWN_FILES])
+    rest = len(files) - SHOWN_FILES
+    count = f"{len(files)} file{'s' if len(files) > 1 else ''}"
+    return f"{count} ({named}{f' and {rest} more' if rest > 0 else ''})"

@@ -79,8 +79,8 @@ def reproductions(
         typer.Option(
             "--all",
             show_default=False,
-            help="Run every reproduction whose report is not current (stamped at a commit "
-            "after which its code did not change), in parallel processes.",
+            help="Run every reproduction whose report is not current (see --check), in "
+            "parallel processes.",
         ),
     ] = False,
     jobs: Annotated[
@@ -91,11 +91,24 @@ def reproductions(
         bool,
         typer.Option("--force", show_default=False, help="With --all: rerun current ones too."),
     ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            show_default=False,
+            help="Say whether each report is current (its stamp's code is the code as it "
+            "is: the whole product package and the reproduction's own modules) and, if "
+            "not, why; exit 1 if any is not.",
+        ),
+    ] = False,
 ) -> None:
     """Reproduce the papers' figures and tables in the simulator (reports/)."""
     if ctx.invoked_subcommand is not None:
         return
     console = Console(emoji=False)
+    if check:
+        _check(_reproductions(), _say(console))
+        return
     if all_:
         command = f"recsync reproduce --all --jobs {jobs}" + (" --force" if force else "")
         failed = run_all(_reproductions(), jobs, force, _say(console), command)
@@ -115,6 +128,19 @@ def reproductions(
         reason = r.stale_reason(Path(r.report_dir))
         table.add_row(r.name, r.paper, r.claim, f"{r.minutes:g}", reason or "current")
     console.print(table)
+
+
+def _check(reproductions: dict[str, Reproduction], say: Callable[[str], None]) -> None:
+    """Each report's status, one line each; exit 1 where any is not current."""
+    stale = 0
+    for r in reproductions.values():
+        reason = r.stale_reason(Path(r.report_dir))
+        stale += reason is not None
+        say(f"{r.name} ({r.report_dir}): {'current' if reason is None else 'stale: ' + reason}")
+    say(f"{len(reproductions) - stale} of {len(reproductions)} reports current")
+    if stale:
+        say("run `recsync reproduce NAME` for each stale one, or `make reproduce` for all")
+        raise typer.Exit(1)
 
 
 def _say(console: Console) -> Callable[[str], None]:
