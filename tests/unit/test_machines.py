@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recsync.coordinator.machines import assign_machines
+from recsync.coordinator.machines import assign_machines, resolve_pins, role_named
 from recsync.protocol.address import READER, Address, Role
 
 NODES = [
@@ -40,3 +40,40 @@ def test_three_machines_put_the_server_side_on_the_first():
 def test_no_machine_is_an_error():
     with pytest.raises(ValueError, match="at least one machine"):
         assign_machines(NODES, 0)
+
+
+def test_a_pinned_role_goes_round_robin_over_its_machines_and_the_rest_keep_the_rule():
+    pins = {Role.EMBEDDING_SERVER: [2, 1], Role.SYNC_SERVER: [1]}
+    placed = assign_machines(NODES, 3, pins)
+    assert [placed[Address(Role.EMBEDDING_SERVER, i)] for i in range(3)] == [2, 1, 2]
+    assert placed[Address(Role.SYNC_SERVER, 0)] == 1
+    assert placed[READER] == 0  # unpinned: the rule, as without pins
+    assert [placed[Address(Role.TRAINER, i)] for i in range(4)] == [1, 2, 1, 2]
+    assert list(placed) == NODES  # in the nodes' order
+
+
+def test_pins_name_machines_by_address_or_index_and_a_missing_one_is_named():
+    machines = ["10.0.0.10", "10.0.0.11", "10.0.0.12"]
+    pins = resolve_pins([("embedding_server", ("10.0.0.12", "1")), ("trainer", ("2",))], machines)
+    assert pins == {Role.EMBEDDING_SERVER: [2, 1], Role.TRAINER: [2]}
+    with pytest.raises(
+        ValueError,
+        match=r"machine '10\.0\.0\.99' is not in the cluster.*"
+        r"0: 10\.0\.0\.10, 1: 10\.0\.0\.11, 2: 10\.0\.0\.12",
+    ):
+        resolve_pins([("trainer", ("10.0.0.99",))], machines)
+    with pytest.raises(ValueError, match="machine '3' is not in the cluster"):
+        resolve_pins([("trainer", ("3",))], machines)
+    with pytest.raises(ValueError, match="no role 'trainers'; the roles: reader, "):
+        resolve_pins([("trainers", ("1",))], machines)
+    assert role_named("group-server") is Role.GROUP_SERVER
+
+
+def test_the_config_takes_pins_and_refuses_an_unknown_role():
+    from recsync.app.config.load import load_config
+    from recsync.errors import ConfigError
+
+    cfg = load_config(overrides={"cluster.placement.trainer": ["10.0.0.12", 2]})
+    assert cfg.cluster.to_spec().placement == (("trainer", ("10.0.0.12", "2")),)
+    with pytest.raises(ConfigError, match="no role 'trainerz'"):
+        load_config(overrides={"cluster.placement.trainerz": [1]})

@@ -1,16 +1,21 @@
-"""Which machine of a multi-machine cluster each node of a job runs on (pure).
+"""Which machine of a multi-machine cluster each node of a job runs on (pure; both drivers).
 
-As a parameter-server job is laid out on a cluster: the server side (the reader, embedding,
-sync and dense servers) and the trainers on different machines, so that a trainer's
-compute never competes with the servers it calls. With M machines (M >= 2), the first
-max(1, M // 2) take the server side, the rest the trainers; within each side the nodes of
-each role go round-robin, continuing across roles, so that the load spreads. One machine:
-everything on it.
+Machines are numbered as the cluster lists them: the Ray head first, then by address (the
+engine), or as a cluster file lists them (the simulator). The rule, as a parameter-server
+job is laid out: the server side (the reader, embedding, sync, dense and group servers) and
+the trainers on different machines, so that a trainer's compute never competes with the
+servers it calls. With M machines (M >= 2), the first max(1, M // 2) take the server side,
+the rest the trainers; within each side the nodes of each role go round-robin, continuing
+across roles, so that the load spreads. One machine: everything on it.
+
+A role can be pinned (`[cluster.placement]`: role -> machines, each its address or its
+index): its nodes go round-robin over those machines, in index order, and the rule places
+the others as if there were no pins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from recsync.protocol.address import Address, Role
 
@@ -21,18 +26,65 @@ SERVER_SIDE = (
     Role.DENSE_SERVER,
     Role.GROUP_SERVER,
 )
+Pins = Mapping[Role, Sequence[int]]  # a pinned role -> the machines (indices) it goes to
 
 
-def assign_machines(nodes: Sequence[Address], num_machines: int) -> dict[Address, int]:
+def assign_machines(
+    nodes: Sequence[Address], num_machines: int, pins: Pins | None = None
+) -> dict[Address, int]:
     """Machine index (0 .. num_machines - 1) of every node."""
     if num_machines < 1:
         raise ValueError(f"a cluster needs at least one machine, got {num_machines}")
+    pins = pins or {}
+    for role, machines in pins.items():
+        assert machines and all(0 <= m < num_machines for m in machines), (role, machines)
+    placed: dict[Address, int] = {}
+    for role, machines in pins.items():
+        of_role = [n for n in nodes if n.role is role]
+        placed |= {n: machines[i % len(machines)] for i, n in enumerate(of_role)}
+    free = [n for n in nodes if n not in placed]
     if num_machines == 1:
-        return {node: 0 for node in nodes}
+        return placed | {node: 0 for node in free}
     server_machines = list(range(max(1, num_machines // 2)))
     trainer_machines = list(range(len(server_machines), num_machines))
-    servers = [n for role in SERVER_SIDE for n in nodes if n.role is role]
-    trainers = [n for n in nodes if n.role not in SERVER_SIDE]
-    placed = {n: server_machines[i % len(server_machines)] for i, n in enumerate(servers)}
+    servers = [n for role in SERVER_SIDE for n in free if n.role is role]
+    trainers = [n for n in free if n.role not in SERVER_SIDE]
+    placed |= {n: server_machines[i % len(server_machines)] for i, n in enumerate(servers)}
     placed |= {n: trainer_machines[i % len(trainer_machines)] for i, n in enumerate(trainers)}
-    return placed
+    return {node: placed[node] for node in nodes}
+
+
+def role_named(name: str) -> Role:
+    """The role a `[cluster.placement]` key names: `embedding_server` or `embedding-server`."""
+    for role in Role:
+        if name.replace("_", "-") == role.value:
+            return role
+    known = ", ".join(role.value.replace("-", "_") for role in Role)
+    raise ValueError(f"cluster.placement: no role {name!r}; the roles: {known}")
+
+
+def resolve_pins(
+    placement: Sequence[tuple[str, Sequence[str]]], machines: Sequence[str]
+) -> dict[Role, list[int]]:
+    """The pins of `placement` (role name -> machines, each an address of `machines` or an
+    index) as machine indices; a machine the cluster does not have is a ValueError that
+    names it and the machines there are."""
+    pins: dict[Role, list[int]] = {}
+    for name, refs in placement:
+        role = role_named(name)
+        indices = []
+        for ref in refs:
+            if ref in machines:
+                indices.append(list(machines).index(ref))
+            elif ref.isdigit() and int(ref) < len(machines):
+                indices.append(int(ref))
+            else:
+                there = ", ".join(f"{i}: {m}" for i, m in enumerate(machines))
+                raise ValueError(
+                    f"cluster.placement.{name.replace('-', '_')}: machine {ref!r} is not in "
+                    f"the cluster (gone, or never there); its machines: {there}"
+                )
+        if not indices:
+            raise ValueError(f"cluster.placement.{name}: give at least one machine")
+        pins[role] = indices
+    return pins

@@ -34,12 +34,14 @@ from recsync.trainer.stats import TrainerReport
 
 MEASURED = (
     "bytes_sent",
+    "bytes_to",
     "calls",
     "blocked",
     "effects",
     "worker_compute_s",
     "worker_steps",
     "cpu_s",
+    "control_bytes",
 )
 
 
@@ -56,15 +58,22 @@ class NodeMeasures:
     included); and the CPU seconds its processes spent (`cpu_s["process"]`, Ray's own threads
     in them and its helper processes, such as the reader's batch producer, included; a
     driver that cannot tell leaves it empty), and of that, where a driver tells, its
-    threads' by what they run and its helpers' (`cpu_s[THREADS + kind]`)."""
+    threads' by what they run and its helpers' (`cpu_s[THREADS + kind]`). `bytes_to`: the
+    bytes it sent by the machine they went to (its address; the engine counts whole frames
+    as its connections write them, the simulator the messages' bytes), which tells what
+    crossed each machine's link (`host_traffic.py`); `control_bytes`, by what, the bytes it
+    sent the driver's side outside the data path (the engine's reports through Ray, for
+    evaluations, cuts and the end; the simulator counts none)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    bytes_to: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     blocked: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     worker_compute_s: dict[int, float] = field(default_factory=lambda: defaultdict(float))
     worker_steps: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    control_bytes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def count_compute(self, worker: int, seconds: float) -> None:
         self.worker_compute_s[worker] += seconds

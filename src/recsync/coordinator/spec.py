@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from recsync.coordinator.checkpoint import JobState
+from recsync.coordinator.machines import role_named
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition, readers_for
 from recsync.data.synthetic import SyntheticSpec
@@ -45,8 +46,13 @@ class ClusterSpec:
     slowdown_window: tuple[float, float] = (0.0, float("inf"))
     server_slowdown: tuple[tuple[str, float], ...] = ()
     num_readers: int | None = None  # None: `readers_for` (data/shares.py) decides
+    placement: tuple[tuple[str, tuple[str, ...]], ...] = ()  # pinned roles (machines.py)
 
     def __post_init__(self) -> None:
+        for role, machines in self.placement:
+            role_named(role)
+            if not machines:
+                raise ValueError(f"cluster.placement.{role}: give at least one machine")
         if self.num_readers is not None and self.num_readers < 1:
             raise ValueError(f"cluster.num_readers must be >= 1, got {self.num_readers}")
         for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):

@@ -54,6 +54,7 @@ from recsync.coordinator.spec import initial_dense, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
 from recsync.protocol.address import Role
+from recsync.tools.box.cli import box_app
 
 app = typer.Typer(
     name="recsync",
@@ -65,6 +66,7 @@ app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.add_typer(reproduce_app, name="reproduce")
+app.add_typer(box_app, name="box")
 app.command()(calibrate)
 app.command()(advise)
 app.command()(continual)

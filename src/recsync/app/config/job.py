@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from recsync.app.config.base import Section
@@ -24,7 +26,10 @@ class ClusterSection(Section):
     seconds into the job (unset: to its end); `server_slowdown`: servers by name (e.g.
     embedding-server-0) and how many times slower they answer (both drivers).
     `num_readers`: reader nodes sharing the stream (docs/readers.md); unset: one per 64
-    worker threads, at least one, at most one a trainer."""
+    worker threads, at least one, at most one a trainer. `placement`: roles pinned to
+    machines of a multi-machine cluster (role -> machines, each its address or its index,
+    the head first), e.g. `trainer = ["10.0.0.12", "10.0.0.13"]`; the rest follow the
+    rule of docs/clusters.md."""
 
     num_trainers: int = Field(default=2, ge=1)
     workers_per_trainer: int = Field(default=2, ge=1)
@@ -39,6 +44,7 @@ class ClusterSection(Section):
     server_slowdown: dict[str, float] = {}
     worker_processes: bool | None = None
     num_readers: int | None = Field(default=None, ge=1)
+    placement: dict[str, list[Annotated[int, Field(ge=0)] | str]] = {}
 
     def dense_servers(self, strategy: StrategyFamily | None) -> int:
         """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
@@ -76,6 +82,10 @@ class ClusterSection(Section):
                 (self.slowdown_from_s, self.slowdown_until_s or float("inf")),
                 tuple(sorted(self.server_slowdown.items())),
                 self.num_readers,
+                tuple(
+                    (role, tuple(str(m) for m in machines))
+                    for role, machines in sorted(self.placement.items())
+                ),
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None

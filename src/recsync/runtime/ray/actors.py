@@ -7,14 +7,18 @@ concurrently otherwise."""
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import os
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import ray
 import torch
 import torch.distributed as dist
@@ -32,7 +36,7 @@ from recsync.runtime.ray.shared_memory import attach_shared, create_shared, rele
 from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
 from recsync.runtime.thread_cpu import cpu_by_kind
 from recsync.runtime.timeouts import READY_WAIT_S
-from recsync.runtime.transport import wire
+from recsync.runtime.transport import traffic, wire
 from recsync.runtime.transport.channel import ChannelServer, Endpoint
 from recsync.runtime.transport.peers import Peers
 
@@ -52,6 +56,9 @@ class Part:
     @property
     def wake_path(self) -> str:
         return wake_path(self.path)
+
+
+SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
 
 
 @ray.remote(num_cpus=0)
@@ -96,6 +103,8 @@ class NodeActor:
         self.driver: LoopDriver | None = None  # while its loops run
         self.server: ChannelServer | None = None  # once a peer may call it
         self.cpu_at_start = _process_cpu_s()
+        self.traffic_at_start = traffic.sent()  # of the nodes this process hosted before
+        self.reported_bytes = 0
         self.threads_at_start = cpu_by_kind()  # of the nodes this process hosted before
 
     def rehost(self, spec: NodeSpec, part: Part | None = None) -> int:
@@ -211,18 +220,41 @@ class NodeActor:
             self.hosted.fire(timer_id, self.wakes)
 
     def collective_address(self) -> str:
+        """Where the collective group's rendezvous will listen (this node hosts it as rank
+        0): this machine's address and a port free now."""
+        here = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
         with socket.socket() as sock:
-            sock.bind(("", 0))
+            sock.bind((here, 0))
             port = sock.getsockname()[1]
-        return f"tcp://{ray.util.get_node_ip_address()}:{port}"  # type: ignore[no-untyped-call]
+        return f"tcp://{here}:{port}"
 
     def init_collective(self, address: str, rank: int, world_size: int, timeout_s: float) -> None:
+        """Join the collective group (gloo) whose rendezvous is at `address` (rank 0 hosts
+        it, listening on its machine's address only); the group's connections go over this
+        machine's own address (gloo would take what the host name resolves to: 127.0.1.1 or
+        127.0.0.1 on many machines, which other machines cannot reach)."""
+        here = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        device = interface_of(here)
+        if device is not None:
+            os.environ["GLOO_SOCKET_IFNAME"] = device
+        host, _, port = address.removeprefix("tcp://").rpartition(":")
+        timeout = timedelta(seconds=timeout_s)
+        if rank == 0:  # the store owns the listening socket (and closes it when it goes)
+            listening = socket.create_server((host, int(port))).detach()
+            store = dist.TCPStore(  # type: ignore[attr-defined]
+                host,
+                int(port),
+                world_size,
+                is_master=True,
+                timeout=timeout,
+                master_listen_fd=listening,
+            )
+        else:
+            store = dist.TCPStore(  # type: ignore[attr-defined]
+                host, int(port), world_size, is_master=False, timeout=timeout
+            )
         dist.init_process_group(
-            "gloo",
-            init_method=address,
-            rank=rank,
-            world_size=world_size,
-            timeout=timedelta(seconds=timeout_s),
+            "gloo", store=store, rank=rank, world_size=world_size, timeout=timeout
         )
         self.group = dist.group.WORLD
 
@@ -253,7 +285,11 @@ class NodeActor:
             driver.wake()
 
     def report(self) -> Any:
-        return self.node.report()
+        """The node's report; its bytes (its tensors') are counted as what it sent the
+        driver's side through Ray (`NodeMeasures.control_bytes`)."""
+        report = self.node.report()
+        self.reported_bytes += tensor_bytes(report)
+        return report
 
     def node_measures(self) -> NodeMeasures:
         helpers = self.node.helper_cpu_seconds()
@@ -269,12 +305,14 @@ class NodeActor:
             measures = self.measures
             return NodeMeasures(
                 dict(measures.bytes_sent),
+                traffic.since(self.traffic_at_start),
                 dict(measures.calls),
                 dict(measures.blocked),
                 dict(measures.effects),
                 dict(measures.worker_compute_s),
                 dict(measures.worker_steps),
                 {"process": _process_cpu_s() - self.cpu_at_start + helpers, **threads},
+                {"report": self.reported_bytes} if self.reported_bytes else {},
             )
 
 
@@ -299,6 +337,41 @@ class _Wakes:
         thread = threading.Timer(timer.seconds, actor._fire, args=(actor.epoch, timer.timer_id))
         thread.daemon = True
         thread.start()
+
+
+def interface_of(address: str) -> str | None:
+    """The name of this machine's network interface holding the IPv4 `address` (None: no
+    such interface, or not an IPv4 address)."""
+    try:
+        wanted = socket.inet_aton(address)
+    except OSError:
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                reply = fcntl.ioctl(sock.fileno(), SIOCGIFADDR, request)
+            except OSError:  # no IPv4 address on it
+                continue
+            if reply[20:24] == wanted:
+                return name
+    return None
+
+
+def tensor_bytes(value: Any) -> int:
+    """The bytes of the tensors and arrays in `value` (dataclasses, mappings and sequences
+    followed): about what Ray carries of it, whose pickle holds those bytes and little else."""
+    if isinstance(value, torch.Tensor):
+        return int(value.nbytes)
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(tensor_bytes(getattr(value, f.name)) for f in dataclasses.fields(value))
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
 
 
 def _process_cpu_s() -> float:

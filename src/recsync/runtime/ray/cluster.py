@@ -13,8 +13,10 @@ from pathlib import Path
 import ray
 from ray._private import ray_constants
 from ray._private import utils as ray_utils
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from recsync.runtime.timeouts import RAY_CONNECT_TIMEOUT_S
+from recsync.runtime.ray.errors import PlacementError
+from recsync.runtime.timeouts import RAY_CONNECT_TIMEOUT_S, START_TIMEOUT_S
 
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
@@ -71,11 +73,84 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
     return True
 
 
+@ray.remote(num_cpus=0)
+class _Probe:
+    """A trivial actor: starting one is what every node of a job needs of a machine."""
+
+    def here(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+
+def check_machines_answer(timeout_s: float = START_TIMEOUT_S) -> None:
+    """This driver can run work on every machine of the cluster it joined: a task pinned to
+    each answers within `timeout_s`; else a PlacementError that names the machines and, where
+    this driver uses Ray's token authentication, says that the cluster's nodes could not
+    call it back (a cluster started without authentication cancels what such a driver
+    starts: its nodes would be lost one by one, recovery after recovery)."""
+    machines = machines_with_addresses()
+    probes = [
+        _Probe.options(  # type: ignore[attr-defined]
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
+        ).remote()
+        for node_id, _ in machines
+    ]
+    refs = [probe.here.remote() for probe in probes]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    for probe in probes:
+        ray.kill(probe, no_restart=True)
+    failed = []
+    for (_, address), ref in zip(machines, refs, strict=True):
+        if ref not in ready:
+            failed.append(f"{address} (no answer in {timeout_s:.0f} s)")
+            continue
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayError as error:
+            failed.append(f"{address} ({str(error).strip().splitlines()[0][:200]})")
+    if not failed:
+        return
+    if _token_auth():
+        raise PlacementError(
+            "this driver uses Ray's token authentication (RAY_AUTH_MODE=token, or a token in "
+            "RAY_AUTH_TOKEN or ~/.ray/auth_token) and the cluster's machines could not start "
+            f"its work: {'; '.join(failed)}. A cluster started without authentication cannot "
+            "call such a driver back: run the driver with RAY_AUTH_MODE=disabled, or start "
+            "the cluster with token authentication (the same token on every machine)"
+        )
+    raise PlacementError(f"cannot start the job's work on machines: {'; '.join(failed)}")
+
+
+def _token_auth() -> bool:
+    from ray._private.authentication.authentication_utils import is_token_auth_enabled
+
+    return bool(is_token_auth_enabled())
+
+
 def cluster_machines() -> list[str]:
-    """The Ray node ids of the cluster's alive machines: the head first, then by id."""
+    """The Ray node ids of the cluster's alive machines: the head first, then by address
+    (as `coordinator/machines.py` numbers them), then by id."""
+    return [node_id for node_id, _ in machines_with_addresses()]
+
+
+def machines_with_addresses() -> list[tuple[str, str]]:
+    """(Ray node id, address) of the cluster's alive machines, in `cluster_machines` order."""
     alive = [n for n in ray.nodes() if n["Alive"]]  # type: ignore[no-untyped-call]
-    alive.sort(key=lambda n: ("node:__internal_head__" not in n["Resources"], n["NodeID"]))
-    return [n["NodeID"] for n in alive]
+    alive.sort(
+        key=lambda n: (
+            "node:__internal_head__" not in n["Resources"],
+            _address_key(n["NodeManagerAddress"]),
+            n["NodeID"],
+        )
+    )
+    return [(n["NodeID"], n["NodeManagerAddress"]) for n in alive]
+
+
+def _address_key(address: str) -> tuple[int, str, tuple[int, ...]]:
+    """IPv4 addresses in numeric order (10.0.0.9 before 10.0.0.10), then others as text."""
+    parts = address.split(".")
+    if len(parts) == 4 and all(p.isdigit() for p in parts):
+        return (0, "", tuple(int(p) for p in parts))
+    return (1, address, ())
 
 
 def check_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:

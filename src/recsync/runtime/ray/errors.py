@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ray
 
+from recsync.errors import ConfigError
 from recsync.runtime.transport.errors import ChannelClosed, RemoteError
 
 
@@ -50,3 +51,9 @@ class NotRecovered(NodeFailure):
             text += f" after {count} recover{plural} (from losing {', '.join(recovered)})"
         super().__init__(text, lost)
         self.doing, self.why, self.recovered = doing, why, recovered
+
+
+class PlacementError(ConfigError):
+    """The job's nodes cannot be placed on the cluster as asked: a pinned machine is not
+    there, or the cluster does not let this driver start actors (its authentication); the
+    message says which, before any node is started."""

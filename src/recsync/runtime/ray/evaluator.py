@@ -1,5 +1,6 @@
-"""Mid-run evaluations on the Ray engine, in a process of their own: the model's held-out
-quality is computed there at a low priority (every thread of the process, torch's
+"""Mid-run evaluations on the Ray engine, in a process of their own on the driver's machine
+(the reports it scores cross no other link): the model's held-out quality is computed
+there at a low priority (every thread of the process, torch's
 included), so that it takes only the CPU training leaves idle."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import ray
 import torch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.evaluation import Evaluations, model_quality
 from recsync.coordinator.supervisor import Scored
@@ -64,7 +66,11 @@ class Scoring:
         """Start the evaluator actor (once), without waiting: its process starts while the
         nodes' do."""
         if self.actor is None:
-            self.actor = EvaluatorActor.remote(self.topology)  # type: ignore[attr-defined]
+            here = ray.get_runtime_context().get_node_id()  # beside the driver
+            options = EvaluatorActor.options(  # type: ignore[attr-defined]
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
+            )
+            self.actor = options.remote(self.topology)
 
     def ready(self, hosts: JobActors) -> None:
         """Wait until the evaluator actor answers (started if it was not), and have the

@@ -13,14 +13,14 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.machines import assign_machines
+from recsync.coordinator.machines import assign_machines, resolve_pins
 from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
-from recsync.runtime.ray.cluster import cluster_machines
-from recsync.runtime.ray.errors import NodeFailure, failure
+from recsync.runtime.ray.cluster import cluster_machines, machines_with_addresses
+from recsync.runtime.ray.errors import NodeFailure, PlacementError, failure
 from recsync.runtime.ray.pool import IDLE, Key, concurrency_for, reply_of
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
@@ -53,8 +53,15 @@ class JobActors:
     def __init__(self, topology: Topology, on_up: Callable[[], None] | None = None):
         self.topology = topology
         self.on_up = on_up  # called once started actors answer (a hook for fault injection)
-        self.machines = cluster_machines()
-        self.machine_of = assign_machines([n.address for n in topology.nodes], len(self.machines))
+        found = machines_with_addresses()
+        self.machines = [node_id for node_id, _ in found]  # Ray node ids, the head first
+        self.machine_ips = [address for _, address in found]
+        try:
+            pins = resolve_pins(topology.spec.cluster.placement, self.machine_ips)
+        except ValueError as error:
+            raise PlacementError(str(error)) from None
+        nodes = [n.address for n in topology.nodes]
+        self.machine_of = assign_machines(nodes, len(self.machines), pins)
         self.actors: dict[Address, Any] = {}  # one per node (a node's home, if split)
         self.endpoints: dict[Address, Endpoint] = {}  # where each node's home is called
         self.worker_actors: dict[Address, list[Any]] = {}  # a split node's worker processes
@@ -212,6 +219,15 @@ class JobActors:
     def placement(self) -> dict[str, int]:
         """Machine index of every node (machines: Ray's nodes, the head first)."""
         return {a.name: self.machine_of[a] for a in self.actors}
+
+    def driver_host(self) -> str | None:
+        """The address of the machine the driver runs on (None: not one of the cluster's)."""
+        here = ray.get_runtime_context().get_node_id()
+        return self.machine_ips[self.machines.index(here)] if here in self.machines else None
+
+    def node_hosts(self) -> dict[str, str]:
+        """The address of the machine every node runs on."""
+        return {a.name: self.machine_ips[self.machine_of[a]] for a in self.actors}
 
     def _start_worker_processes(self, nodes: list[TrainerSpec] | None = None) -> None:
         """One actor per worker of each node whose workers run in processes of their own

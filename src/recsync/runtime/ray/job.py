@@ -19,6 +19,7 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
+from recsync.coordinator.host_traffic import host_traffic
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
@@ -47,7 +48,7 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import AwaitCut, ReaderProgress
 from recsync.ps.placement import JobPlan
-from recsync.runtime.ray.cluster import connect
+from recsync.runtime.ray.cluster import check_machines_answer, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
@@ -327,7 +328,13 @@ class RayJob(Recovering):
             "paused_seconds": round(self.cut_seconds, 3),
         }
         summary["machines"] = len(actors.machines)
+        summary["machine_addresses"] = list(actors.machine_ips)
         summary["placement"] = actors.placement()
+        summary["node_hosts"] = actors.node_hosts()
+        host_of = {a: actors.machine_ips[actors.machine_of[a]] for a in measures}
+        driver = actors.driver_host()
+        summary["driver_host"] = driver
+        summary["hosts"] = host_traffic(measures, host_of, self.topology.collectives, driver)
         return summary
 
     def _start(self) -> list[Any]:
@@ -370,6 +377,8 @@ def run_job(
     recovery to `on_recovery`), evaluate, stop. Starts (and stops) a local Ray if no
     address."""
     started_ray = connect(address, num_cpus)
+    if not started_ray:
+        check_machines_answer()
     job = RayJob(
         spec,
         plan_for(spec),

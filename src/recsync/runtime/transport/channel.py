@@ -30,7 +30,7 @@ from recsync.runtime.timeouts import (
     FRAME_REST_S,
     HANDSHAKE_TIMEOUT_S,
 )
-from recsync.runtime.transport import handshake
+from recsync.runtime.transport import handshake, traffic
 from recsync.runtime.transport.errors import (
     ChannelClosed,
     FrameError,
@@ -108,6 +108,10 @@ class ChannelServer:
                 self._serving.pop(conn, None)
 
     def _answer(self, conn: socket.socket) -> None:
+        try:
+            peer = str(conn.getpeername()[0])
+        except OSError:
+            return  # gone already
         while True:
             try:
                 _, request = read_frame(conn)
@@ -119,11 +123,12 @@ class ChannelServer:
                 reply, failed = _sendable(error), True
             try:
                 try:
-                    write_frame(conn, reply, failed)
+                    sent = write_frame(conn, reply, failed)
                 except FrameError as error:  # past the bounds, nothing sent: say so instead
-                    write_frame(conn, error, True)
+                    sent = write_frame(conn, error, True)
             except OSError:
                 return
+            traffic.count(peer, sent)
 
     def serving(self) -> int:
         """How many connections have a thread of their own now (handshakes included)."""
@@ -211,7 +216,7 @@ class Connection:
         ticket = Ticket(self)
         if self.broken is None:
             try:
-                write_frame(self.sock, value)
+                traffic.count(self.endpoint[0], write_frame(self.sock, value))
             except OSError as error:
                 self._break(error)
         if self.broken is not None:

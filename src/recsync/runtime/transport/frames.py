@@ -55,9 +55,9 @@ def _check(count: int, total: int) -> None:
         raise FrameError(f"a frame of {total} bytes (at most {MAX_FRAME_BYTES})")
 
 
-def write_frame(sock: socket.socket, value: Any, failed: bool = False) -> None:
-    """Send one value (its numpy arrays out of band). A value past the bounds raises
-    FrameError before anything is sent."""
+def write_frame(sock: socket.socket, value: Any, failed: bool = False) -> int:
+    """Send one value (its numpy arrays out of band); the bytes sent. A value past the
+    bounds raises FrameError before anything is sent."""
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     raws = [b.raw() for b in buffers]
@@ -65,6 +65,7 @@ def write_frame(sock: socket.socket, value: Any, failed: bool = False) -> None:
     sizes = struct.pack(f"<{len(raws)}Q", *(r.nbytes for r in raws))
     header = HEADER.pack(ERROR if failed else OK, len(raws), len(data))
     send_all(sock, [header, sizes, data, *raws])
+    return len(header) + len(sizes) + len(data) + sum(r.nbytes for r in raws)
 
 
 def read_frame(sock: socket.socket) -> tuple[bool, Any]:

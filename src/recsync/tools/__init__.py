@@ -1,0 +1,1 @@
+"""Tools beside the product: the multi-host box (box/)."""

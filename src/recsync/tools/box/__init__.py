@@ -1,0 +1,2 @@
+"""A multi-host Ray cluster on one machine: network namespaces with shaped links (`recsync
+box`)."""
