@@ -149,7 +149,10 @@ def test_a_crashed_trainer_loses_only_its_batches_and_the_job_goes_on(name):
     sim, summary = simulate(name, cost)
     lost = summary["examples_lost_in_crash"]
     assert sim.crashed == {1}
-    assert 0 <= lost <= 2 * TRAIN.batch_size  # at most one batch per worker thread of trainer 1
+    # at most two batches per worker thread of trainer 1: a worker whose pushes leave with
+    # its next step's requests holds its computed batch while the reader's answer with the
+    # next one is on its way
+    assert 0 <= lost <= 2 * 2 * TRAIN.batch_size
     if name != "sync":  # sync workers may be waiting for the step, holding no batch
         assert lost > 0
     assert summary["examples_trained"] + lost == SYNTHETIC.num_train

@@ -128,6 +128,42 @@ class FileReading:
 
 
 @dataclass(frozen=True)
+class Machines:
+    """The machines a job runs on, each with its network link, where nodes share machines:
+    the nodes are placed on them by `coordinator/machines.py`'s rule and the job's pins
+    (`cluster.placement`, by an address of `addresses` or an index), and a message between
+    two machines queues on the sender's link, then the receiver's (each full duplex: what
+    a machine sends and what it receives queue apart), at each one's `link_bytes_s` (the
+    payload bytes a second its link carries each way, as `recsync calibrate --network`
+    measures them), arriving `latency_s` after it left. Nodes on one machine talk over its
+    loopback (`CostModel.latency_s`, `bandwidth_bytes_s`). No machines (the default): every
+    node is a machine of its own, with a link of `CostModel.bandwidth_bytes_s`."""
+
+    link_bytes_s: tuple[float, ...] = ()
+    latency_s: float = 1.0e-4
+    addresses: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(not rate > 0 for rate in self.link_bytes_s):
+            raise ValueError(f"machines.link_bytes_s must all be > 0, got {self.link_bytes_s}")
+        if not self.latency_s >= 0:
+            raise ValueError(f"machines.latency_s must be >= 0, got {self.latency_s}")
+        if self.addresses and len(self.addresses) != len(self.link_bytes_s):
+            raise ValueError(
+                f"machines.addresses: {len(self.addresses)} addresses for "
+                f"{len(self.link_bytes_s)} machines (link_bytes_s)"
+            )
+
+    @property
+    def count(self) -> int:
+        return len(self.link_bytes_s)
+
+    def name(self, machine: int) -> str:
+        """A machine's address (or `machine-I` where none is given)."""
+        return self.addresses[machine] if self.addresses else f"machine-{machine}"
+
+
+@dataclass(frozen=True)
 class CostModel:
     """Seconds for every kind of work, in virtual time.
 
@@ -145,6 +181,8 @@ class CostModel:
     reader: a reader node spends `reader_batch_s` making a batch of the synthetic stream, or
     `file_example_s` an example of the batch's format (FileReading) for file data.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
+    machines: where nodes share machines and their links (Machines; none: every node a
+    machine of its own, `latency_s` and `bandwidth_bytes_s` its link's).
     messaging CPU: each end of a message spends, at a trainer's node (a worker's or the
     trainer's process: the caller), `message_cpu_s` plus `byte_cpu_s` per byte (pickling,
     the socket's copies), at any other node (a server, the reader: the callee)
@@ -176,6 +214,7 @@ class CostModel:
     process_idle_cpus: float = 0.0
     stragglers: Stragglers = field(default_factory=Stragglers)
     faults: Faults = field(default_factory=Faults)
+    machines: Machines = field(default_factory=Machines)
 
     def __post_init__(self) -> None:
         for name in ("worker_flops", "bandwidth_bytes_s"):
@@ -261,10 +300,16 @@ class CostModel:
             + work.flops / self.worker_flops
         )
 
-    def allreduce_s(self, n: int, nbytes: int) -> float:
+    def allreduce_s(
+        self, n: int, nbytes: int, bytes_s: float | None = None, latency_s: float | None = None
+    ) -> float:
+        """A ring all-reduce of `nbytes` among `n` members, over links of `bytes_s` and
+        `latency_s` (None: the cost model's own)."""
         if n <= 1:
             return 0.0
-        return 2 * (n - 1) * self.latency_s + 2 * (n - 1) / n * nbytes / self.bandwidth_bytes_s
+        latency = self.latency_s if latency_s is None else latency_s
+        rate = self.bandwidth_bytes_s if bytes_s is None else bytes_s
+        return 2 * (n - 1) * latency + 2 * (n - 1) / n * nbytes / rate
 
 
 class WorkerSpeeds:

@@ -10,6 +10,8 @@ from typing import Any
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
+from recsync.coordinator.host_traffic import host_traffic
+from recsync.coordinator.machines import assign_machines, resolve_pins
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
@@ -35,6 +37,7 @@ from recsync.coordinator.supervisor import (
 )
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.data.held_out import mark_test_set
+from recsync.errors import ConfigError
 from recsync.protocol import reading
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
@@ -45,7 +48,7 @@ from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.host import SimHost
 from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summary_of_math
-from recsync.runtime.sim.network import Collective, Machine, Network
+from recsync.runtime.sim.network import Collective, Link, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
 
@@ -109,6 +112,7 @@ class SimJob:
         self.speeds = WorkerSpeeds(cost, cluster.hogwild_threads, spec.train.seed)
         self.network = Network(clock, cost, self.speeds.delayed, topology.num_processes())
         context = BuildContext(one_at_a_time=True, labelled=labelled(math))
+        self.link_of = self._links(topology)
         self.hosts: dict[Address, SimHost] = {}
         for node_spec in topology.nodes:
             address = node_spec.address
@@ -117,6 +121,7 @@ class SimJob:
                 node_spec.threads or server_threads,
                 cost.message_cpu_at(address.role),
                 cost.byte_cpu_at(address.role),
+                self.link_of[address],
             )
             with assembled(math, address.role):
                 node = node_spec.build(context)
@@ -134,7 +139,8 @@ class SimJob:
         self.transport = Transport(clock, self.network, self.hosts)
         collectives = {}
         for members in topology.collectives:
-            collective = Collective(clock, cost, len(members))
+            links = [self.link_of[a] for a in members]
+            collective = Collective(clock, cost, len(members), links)
             collectives.update({a: (collective, rank) for rank, a in enumerate(members)})
         self.dispatch = EffectDispatch(
             clock,
@@ -160,6 +166,32 @@ class SimJob:
         self.final_state: JobState | None = None
         self.handed: list[tuple[float, int]] = []  # (virtual time, examples handed so far)
         self.feed(Started(topology, 0.0))
+
+    def _links(self, topology: Topology) -> dict[Address, Link]:
+        """Each node's machine's link: the cost model's machines, the nodes placed on them
+        as on the engine (coordinator/machines.py, the job's pins); or a machine each."""
+        nodes = [n.address for n in topology.nodes]
+        machines = self.cost.machines
+        if not machines.count:
+            return {a: Link(a.name, self.cost.bandwidth_bytes_s) for a in nodes}
+        names = [machines.name(m) for m in range(machines.count)]
+        try:
+            pins = resolve_pins(self.spec.cluster.placement, names)
+        except ValueError as error:
+            raise ConfigError(f"cost.machines: {error}") from None
+        links = self.network.links(machines.count)
+        return {a: links[m] for a, m in assign_machines(nodes, machines.count, pins).items()}
+
+    def _machines_summary(self, measures: dict[Address, Any]) -> dict[str, Any]:
+        """Where each node ran and what crossed each machine's link (with machines given)."""
+        if not self.cost.machines.count:
+            return {}
+        host_of = {a: link.name for a, link in self.link_of.items()}
+        return {
+            "machines": self.cost.machines.count,
+            "node_hosts": {a.name: name for a, name in host_of.items()},
+            "hosts": host_traffic(measures, host_of, self.topology.collectives),
+        }
 
     @property
     def evaluations(self) -> Evaluations:
@@ -259,6 +291,7 @@ class SimJob:
         with assembled(self.math):  # the final model of priced math is priced too
             summary, self.final_state = finish_job(self.topology, end)
         summary["eps_steady"] = steady_eps(self.handed)
+        summary.update(self._machines_summary(end.measures))
         summary["cuts"] = {"taken": self.supervisor.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
         return summary_of_math(summary, self.math)
@@ -271,6 +304,7 @@ class SimJob:
     def _end(self) -> JobEnd:
         for host in self.hosts.values():  # what the cost model charged, as the engine measures
             host.measures.cpu_s["process"] = host.machine.cpu_s
+            host.measures.bytes_to.update(host.machine.sent_to)
         lost = [
             handed - trainer.stats.total_examples if t in self.crashed else 0
             for t, (handed, trainer) in enumerate(

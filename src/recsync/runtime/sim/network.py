@@ -38,7 +38,7 @@ class Slots:
 
 
 class Nic:
-    """A network interface: one message at a time, first come, first served."""
+    """One direction of a queue of messages: one at a time, first come, first served."""
 
     __slots__ = ("free_at", "busy_s")
 
@@ -53,14 +53,34 @@ class Nic:
         return done
 
 
+class Link:
+    """A machine's network link, full duplex: what the machine sends queues on `tx`, what
+    it receives on `rx`, each at `bytes_s` a second; `name`, the machine's (its address)."""
+
+    __slots__ = ("name", "bytes_s", "tx", "rx")
+
+    def __init__(self, name: str, bytes_s: float):
+        self.name = name
+        self.bytes_s = bytes_s
+        self.tx = Nic()
+        self.rx = Nic()
+
+
 class Machine:
-    """A simulated machine: one NIC and `threads` CPU slots; `cpu_s`, the seconds of work
-    charged to it (on its slots or on the cores it shares); `message_cpu_s` and
-    `byte_cpu_s`, the CPU each end of a message takes there and each of its bytes;
-    `message_ends` and `message_bytes`, the messages it sent and received and their bytes."""
+    """A simulated node's process: its CPU slots and its socket queue (`nic`, for messages to
+    nodes on its own machine), on the machine whose `link` it shares with the machine's
+    other nodes; `cpu_s`, the seconds of work charged to it (on its slots or on the cores it
+    shares); `message_cpu_s` and `byte_cpu_s`, the CPU each end of a message takes there and
+    each of its bytes; `message_ends` and `message_bytes`, the messages it sent and received
+    and their bytes; `sent_to`, the bytes it sent by the machine they went to."""
 
     def __init__(
-        self, name: str, threads: int = 1, message_cpu_s: float = 0.0, byte_cpu_s: float = 0.0
+        self,
+        name: str,
+        threads: int = 1,
+        message_cpu_s: float = 0.0,
+        byte_cpu_s: float = 0.0,
+        link: Link | None = None,
     ):
         self.name = name
         self.message_cpu_s = message_cpu_s
@@ -68,17 +88,25 @@ class Machine:
         self.message_ends = 0
         self.message_bytes = 0
         self.nic = Nic()
+        self.link = link or Link(name, float("inf"))
+        self.sent_to: dict[str, int] = {}
         self.cpu = Slots(threads)
         self.cpu_s = 0.0
 
     @property
     def nic_busy_s(self) -> float:
-        """Seconds its NIC spent sending or receiving."""
-        return self.nic.busy_s
+        """Seconds its machine's link was busy, in its busier direction (sending or
+        receiving), plus its socket queue's within its machine."""
+        return max(self.link.tx.busy_s, self.link.rx.busy_s) + self.nic.busy_s
 
 
 class Network:
-    """Messages cost latency plus bytes over bandwidth on the sender's and receiver's NIC."""
+    """Messages between machines cost a link latency plus their bytes over the sender's
+    link, then the receiver's: each link full duplex, its sending and receiving queues
+    apart, and a message streams through both (cut through: the receiver's queue takes it
+    as it arrives, so an idle path costs latency plus bytes over the slower link). Messages
+    between nodes of one machine cost the loopback's latency plus their bytes over its
+    bandwidth on the sender's socket queue, then the receiver's."""
 
     def __init__(
         self,
@@ -98,6 +126,16 @@ class Network:
         self.handles_messages = cost.charges_messages
         self.latency_s = cost.latency_s
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
+        machines = cost.machines
+        self.link_latency_s = machines.latency_s if machines.count else cost.latency_s
+
+    def links(self, count: int) -> list[Link]:
+        """The links of `count` machines: the cost model's machines', or (none given) each
+        node's own at the cost model's bandwidth."""
+        machines = self.cost.machines
+        if machines.count:
+            return [Link(machines.name(m), machines.link_bytes_s[m]) for m in range(count)]
+        return [Link(f"machine-{m}", self.bandwidth_bytes_s) for m in range(count)]
 
     def send(
         self,
@@ -108,9 +146,9 @@ class Network:
         arg: Any = None,
         left: Callback | None = None,
     ) -> None:
-        """The message leaves src's NIC, crosses the wire, enters dst's NIC (booked on arrival,
-        so messages queue there in arrival order); each end spends its messaging CPU. `left(None)`
-        (if given) once src spent its end's CPU and the message is on its way."""
+        """The message leaves src, crosses the wire (a link, or the loopback), enters dst;
+        each end spends its messaging CPU. `left(None)` (if given) once src spent its end's
+        CPU and the message is on its way."""
         src.message_ends += 1
         src.message_bytes += nbytes
         if self.handles_messages:
@@ -152,27 +190,57 @@ class Network:
             left(None)
 
     def _leave(self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any) -> None:
-        """Book the message on src's NIC (and count it on dst's); it arrives a latency later."""
-        hold = nbytes / self.bandwidth_bytes_s
-        done = src.nic.book(self.clock.now, hold)
-        src.nic.busy_s += hold
-        dst.nic.busy_s += hold
-        self.clock.at(done + self.latency_s, self._arrive, (dst, nbytes, hold, then, arg))
+        """Book the message on its way: on src's link (dst's queued as it starts to arrive),
+        or, within a machine, on src's socket queue (and counted on dst's)."""
+        link = src.link
+        sent_to = src.sent_to
+        sent_to[dst.link.name] = sent_to.get(dst.link.name, 0) + nbytes
+        now = self.clock.now
+        if link is dst.link:
+            hold = nbytes / self.bandwidth_bytes_s
+            done = src.nic.book(now, hold)
+            src.nic.busy_s += hold
+            dst.nic.busy_s += hold
+            self.clock.at(done + self.latency_s, self._arrive, (dst, nbytes, hold, then, arg))
+            return
+        tx = link.tx
+        start = now if now > tx.free_at else tx.free_at
+        hold = nbytes / link.bytes_s
+        tx.free_at = end = start + hold
+        tx.busy_s += hold
+        if start == now:
+            self._enter((dst, nbytes, end, then, arg))
+        else:
+            self.clock.at(start, self._enter, (dst, nbytes, end, then, arg))
+
+    def _enter(self, message: tuple[Machine, int, float, Callback, Any]) -> None:
+        """The message's first bytes reach dst's link a latency after they left: it queues
+        there, through once all of it came and the link took it."""
+        dst, nbytes, sent, then, arg = message
+        rx, latency = dst.link.rx, self.link_latency_s
+        first = self.clock.now + latency
+        start = first if first > rx.free_at else rx.free_at
+        hold = nbytes / dst.link.bytes_s
+        end = start + hold
+        if end < sent + latency:
+            end = sent + latency
+        rx.free_at = end
+        rx.busy_s += hold
+        self.clock.at(end, self._received, (dst, nbytes, then, arg))
 
     def _arrive(self, message: tuple[Machine, int, float, Callback, Any]) -> None:
         dst, nbytes, hold, then, arg = message
         received = dst.nic.book(self.clock.now, hold)
+        self.clock.at(received, self._received, (dst, nbytes, then, arg))
+
+    def _received(self, message: tuple[Machine, int, Callback, Any]) -> None:
+        dst, nbytes, then, arg = message
         dst.message_ends += 1
         dst.message_bytes += nbytes
         if self.handles_messages:
-            handling = dst.message_cpu_s + dst.byte_cpu_s * nbytes
-            self.clock.at(received, self._handle, (dst, handling, then, arg))
+            self.work(dst, dst.message_cpu_s + dst.byte_cpu_s * nbytes, then, arg)
         else:
-            self.clock.at(received, then, arg)
-
-    def _handle(self, message: tuple[Machine, float, Callback, Any]) -> None:
-        dst, handling, then, arg = message
-        self.work(dst, handling, then, arg)
+            then(arg)
 
     def work(self, node: Machine, seconds: float, then: Callback, arg: Any = None) -> None:
         """`seconds` of work on one of node's CPU slots (or the shared cores), then `then`."""
@@ -193,12 +261,18 @@ class Network:
 class Collective:
     """All-reduce among n nodes (trainers, or group PSs across groups): each round
     completes when all n contributed; the mean is summed in rank order (deterministic), then
-    costs a ring all-reduce's time."""
+    costs a ring all-reduce's time. Where the members' machines are given (`links`, in rank
+    order) and they are not all one machine, the ring runs at the slowest link among them
+    and its bytes queue on each link it crosses (a rank sends 2(n - 1)/n of the vector to
+    the next), behind what those links carry already."""
 
-    def __init__(self, clock: Clock, cost: CostModel, size: int):
+    def __init__(
+        self, clock: Clock, cost: CostModel, size: int, links: list[Link] | None = None
+    ):
         self.clock = clock
         self.cost = cost
         self.size = size
+        self.links = links if links and len({id(link) for link in links}) > 1 else None
         self._values: dict[int, torch.Tensor] = {}
         self._done_flags = 0
         self._waiting: list[Callback] = []
@@ -219,8 +293,26 @@ class Collective:
         result = (total / self.size, self._done_flags)
         waiting = self._waiting
         self._values, self._done_flags, self._waiting = {}, 0, []
-        finish = self.clock.now + self.cost.allreduce_s(self.size, nbytes)
-        self.clock.at(finish, _release, (waiting, result))
+        self.clock.at(self._finish(nbytes), _release, (waiting, result))
+
+    def _finish(self, nbytes: int) -> float:
+        now, links, cost = self.clock.now, self.links, self.cost
+        if links is None:
+            return now + cost.allreduce_s(self.size, nbytes)
+        rate = min(link.bytes_s for link in links)
+        latency = cost.machines.latency_s if cost.machines.count else cost.latency_s
+        finish = now + cost.allreduce_s(self.size, nbytes, rate, latency)
+        share = 2 * (self.size - 1) / self.size * nbytes
+        for rank, link in enumerate(links):
+            after = links[(rank + 1) % self.size]
+            if after is link:
+                continue
+            for queue, bytes_s in ((link.tx, link.bytes_s), (after.rx, after.bytes_s)):
+                hold = share / bytes_s
+                queue.free_at = (now if now > queue.free_at else queue.free_at) + hold
+                queue.busy_s += hold
+                finish = max(finish, queue.free_at)
+        return finish
 
 
 def _release(item: tuple[list[Callback], Any]) -> None:
