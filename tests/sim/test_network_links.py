@@ -15,7 +15,8 @@ from recsync.families import strategy_config
 from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, Machines
 from recsync.runtime.sim.job import SimJob
-from recsync.runtime.sim.network import Collective, Link, Machine, Network
+from recsync.runtime.sim.links import Link
+from recsync.runtime.sim.network import Collective, Machine, Network
 
 MB = 1_000_000
 

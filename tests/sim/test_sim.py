@@ -379,7 +379,7 @@ def test_calibration_prices_a_shard_row_at_its_lookup_and_update_over_the_rows_c
 
 
 def test_steady_eps_leaves_out_ramp_up_and_tail():
-    from recsync.runtime.sim.job import steady_eps
+    from recsync.coordinator.measures import steady_eps
 
     handed = [(0.0, 10), (1.0, 20), (2.0, 40), (3.0, 60), (4.0, 80), (10.0, 100)]
     assert steady_eps(handed) == pytest.approx((80 - 20) / (4.0 - 1.0))

@@ -104,3 +104,16 @@ def check_one_pass(handed: list[int], trained: list[int], dataset_examples: int 
         raise AssertionError(
             f"examples handed out {sum(handed)} != dataset size {dataset_examples}"
         )
+
+
+def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 0.8) -> float:
+    """Examples/s while the middle of the data (from `low` to `high` of it) was handed out:
+    the start (processes starting, threads ramping up) and the tail (threads running dry)
+    left out. `handed`: (seconds, examples handed out so far) as the run went (the
+    simulator: at every batch; the engine: at every poll of its readers). One definition for
+    both drivers and every report (a summary's `eps_steady`)."""
+    total = handed[-1][1] if handed else 0
+    inside = [(t, n) for t, n in handed if low * total <= n <= high * total]
+    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
+        return total / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])

@@ -15,6 +15,7 @@ from recsync.app.config.load import parse_overrides
 from recsync.app.runs.calibrate import calibrate as run_calibration
 from recsync.app.runs.calibrate import calibration_steps
 from recsync.app.runs.cost_profile import profile_text
+from recsync.app.runs.network_cost import calibrate_network
 from recsync.app.runs.progress import steps_bar
 from recsync.app.runs.reader_cost import (
     READER_PASSES,
@@ -68,11 +69,29 @@ def calibrate(
     ] = 50_000,
     config: ConfigOption = None,
     set_: SetOption = None,
+    network: Annotated[
+        bool,
+        typer.Option(
+            "--network",
+            show_default=False,
+            help="Measure only the links between the machines of the Ray cluster at "
+            "--address (each machine's rate, the latency between machines) into the "
+            "profile at --out ([cost.machines]).",
+        ),
+    ] = False,
+    address: Annotated[
+        str | None,
+        typer.Option(metavar="HOST:PORT", help="With --network: the Ray cluster to measure."),
+    ] = None,
 ) -> None:
     """Measure this machine into a simulator cost profile.
 
     Then simulate with it: recsync simulate --profile FILE. With --data, measure only the
-    reader's cost on a data file, into the profile."""
+    reader's cost on a data file, into the profile; with --network --address, the links
+    between a cluster's machines."""
+    if network:
+        _calibrate_network(out, address)
+        return
     if data is not None:
         _calibrate_reader(out, data, format_, config, set_, sample)
         return
@@ -107,6 +126,36 @@ def calibrate(
         Console(emoji=False).print(checks)
         Console(emoji=False).print(cpu_table(rows))
     Console(emoji=False).print(f"cost profile written to {out}")
+
+
+def _calibrate_network(out: Path, address: str | None) -> None:
+    """`calibrate --network`: measure the cluster's links into `out`'s [cost.machines]."""
+    if not address:
+        fail(RecsyncError("--network needs --address HOST:PORT of a Ray cluster of machines"))
+    try:
+        with Console(emoji=False).status(f"measuring the links of {address}"):
+            cost, measured, had_profile = calibrate_network(address, out)
+    except (RecsyncError, ConnectionError, ValueError, OSError) as error:
+        fail(RecsyncError(str(error)))
+    table = Table(title=f"the links of {address}")
+    for column in ("machine", "address", "link (Mbit/s each way)"):
+        table.add_column(column)
+    for m, rate in enumerate(cost.machines.link_bytes_s):
+        table.add_row(str(m), measured.addresses[m], f"{rate * 8 / 1e6:.1f}")
+    console = Console(emoji=False)
+    console.print(table)
+    console.print(
+        f"latency a machine boundary adds: {cost.machines.latency_s * 1e6:.0f} us one way "
+        f"(a call within a machine: {measured.loopback_round_trip_s * 1e6:.0f} us round trip)"
+    )
+    first = " ".join(f"{r * 8 / 1e6:.1f}" for r in measured.sharing[0])
+    console.print(
+        f"{len(measured.sharing[0])} replies pulled from machine 0 at once, "
+        f"{len(measured.sharing)} times (Mbit/s each, the first time: {first}): spread "
+        f"(sigma of log rate) {cost.machines.flow_spread:.2f}"
+    )
+    kept = "its other prices kept" if had_profile else "the other prices: defaults"
+    console.print(f"cost.machines written to {out} ({kept})")
 
 
 def _calibrate_reader(

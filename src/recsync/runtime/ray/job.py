@@ -20,6 +20,7 @@ from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.host_traffic import host_traffic
+from recsync.coordinator.measures import steady_eps
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
@@ -109,6 +110,7 @@ class RayJob(Recovering):
         self._polled_s = 0.0  # seconds into training at the last poll
         self._handed = 0  # examples handed out since the job's first start, at the last poll
         self._rate = 0.0  # examples handed out a second, between the last two polls
+        self.progress: list[tuple[float, int]] = []  # (seconds, handed out) at every poll
         self._paused = 0.0  # when the cut under way paused the reader (perf_counter)
         self.started = 0.0  # when training began (perf_counter); losses count from it
 
@@ -191,16 +193,12 @@ class RayJob(Recovering):
         self._runs = {actor.run.remote(): a for a in looping for actor in actors.actors_of(a)}
         self._done = set()
         self._last_ping = time.perf_counter()
-        every = self.supervisor.cuts.every
-        polls = on_progress is not None or self.scoring is not None or every.enabled
         while self._training():
             if self.stop_reason is not None:  # asked by a signal handler
                 self._feed(StopAsked(self.stop_reason))
-            self._check_runs(wait_s=self._poll_wait() if polls else POLL_EVERY_S)
-            if polls:
-                self._poll(on_progress, started)
-        if polls:  # the marks passed since the last poll
+            self._check_runs(wait_s=self._poll_wait())
             self._poll(on_progress, started)
+        self._poll(on_progress, started)  # the marks passed since the last poll
 
     def _training(self) -> bool:
         """Some node's loops still run."""
@@ -218,6 +216,7 @@ class RayJob(Recovering):
         if seconds > self._polled_s:
             self._rate = (handed - self._handed) / (seconds - self._polled_s)
         self._handed, self._polled_s = handed, seconds
+        self.progress.append((seconds, handed - self.before))
         if on_progress is not None:
             on_progress(handed, total, handed / max(seconds, 1e-9))
         self._feed(Progressed(handed, total, seconds))
@@ -327,6 +326,7 @@ class RayJob(Recovering):
             "taken": self.supervisor.cuts.cuts,
             "paused_seconds": round(self.cut_seconds, 3),
         }
+        summary["eps_steady"] = steady_eps(self.progress)
         summary["machines"] = len(actors.machines)
         summary["machine_addresses"] = list(actors.machine_ips)
         summary["placement"] = actors.placement()

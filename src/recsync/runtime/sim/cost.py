@@ -136,18 +136,24 @@ class Machines:
     a machine sends and what it receives queue apart), at each one's `link_bytes_s` (the
     payload bytes a second its link carries each way, as `recsync calibrate --network`
     measures them), arriving `latency_s` after it left. Nodes on one machine talk over its
-    loopback (`CostModel.latency_s`, `bandwidth_bytes_s`). No machines (the default): every
-    node is a machine of its own, with a link of `CostModel.bandwidth_bytes_s`."""
+    loopback (`CostModel.latency_s`, `bandwidth_bytes_s`). The messages crossing a link
+    share it as TCP's connections do, not evenly: each message's share is weighted by a
+    log-normal factor of sigma `flow_spread` (as `recsync calibrate --network` measured
+    the spread of concurrent flows' rates; 0: even shares). No machines (the default):
+    every node is a machine of its own, with a link of `CostModel.bandwidth_bytes_s`."""
 
     link_bytes_s: tuple[float, ...] = ()
     latency_s: float = 1.0e-4
     addresses: tuple[str, ...] = ()
+    flow_spread: float = 0.0
 
     def __post_init__(self) -> None:
         if any(not rate > 0 for rate in self.link_bytes_s):
             raise ValueError(f"machines.link_bytes_s must all be > 0, got {self.link_bytes_s}")
         if not self.latency_s >= 0:
             raise ValueError(f"machines.latency_s must be >= 0, got {self.latency_s}")
+        if not self.flow_spread >= 0:
+            raise ValueError(f"machines.flow_spread must be >= 0, got {self.flow_spread}")
         if self.addresses and len(self.addresses) != len(self.link_bytes_s):
             raise ValueError(
                 f"machines.addresses: {len(self.addresses)} addresses for "

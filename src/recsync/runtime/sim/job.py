@@ -12,6 +12,7 @@ from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.host_traffic import host_traffic
 from recsync.coordinator.machines import assign_machines, resolve_pins
+from recsync.coordinator.measures import steady_eps
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
@@ -47,20 +48,11 @@ from recsync.runtime.sim.clock import Clock
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.host import SimHost
+from recsync.runtime.sim.links import Link
 from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summary_of_math
-from recsync.runtime.sim.network import Collective, Link, Machine, Network
+from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
-
-
-def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 0.8) -> float:
-    """Examples/s while the middle of the data (from `low` to `high` of it) was handed out:
-    the start (threads ramping up) and the tail (threads running dry) left out."""
-    total = handed[-1][1] if handed else 0
-    inside = [(t, n) for t, n in handed if low * total <= n <= high * total]
-    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
-        return total / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
-    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
 
 
 class SimJob:
@@ -140,7 +132,7 @@ class SimJob:
         collectives = {}
         for members in topology.collectives:
             links = [self.link_of[a] for a in members]
-            collective = Collective(clock, cost, len(members), links)
+            collective = Collective(clock, cost, len(members), links, self.network.shared)
             collectives.update({a: (collective, rank) for rank, a in enumerate(members)})
         self.dispatch = EffectDispatch(
             clock,
@@ -179,7 +171,7 @@ class SimJob:
             pins = resolve_pins(self.spec.cluster.placement, names)
         except ValueError as error:
             raise ConfigError(f"cost.machines: {error}") from None
-        links = self.network.links(machines.count)
+        links = self.network.machine_links(self.spec.train.seed)
         return {a: links[m] for a, m in assign_machines(nodes, machines.count, pins).items()}
 
     def _machines_summary(self, measures: dict[Address, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import torch
 
 from recsync.runtime.sim.clock import Callback, Clock, Lane
 from recsync.runtime.sim.cost import CostModel
+from recsync.runtime.sim.links import Link, Nic, SharedLinks
 
 
 class Slots:
@@ -35,35 +36,6 @@ class Slots:
         else:
             heapreplace(free_at, done)
         return done
-
-
-class Nic:
-    """One direction of a queue of messages: one at a time, first come, first served."""
-
-    __slots__ = ("free_at", "busy_s")
-
-    def __init__(self) -> None:
-        self.free_at = 0.0  # when the message now on it is through
-        self.busy_s = 0.0
-
-    def book(self, now: float, hold: float) -> float:
-        """Hold the NIC for `hold` seconds from now or once it is free; returns when done."""
-        done = (now if now > self.free_at else self.free_at) + hold
-        self.free_at = done
-        return done
-
-
-class Link:
-    """A machine's network link, full duplex: what the machine sends queues on `tx`, what
-    it receives on `rx`, each at `bytes_s` a second; `name`, the machine's (its address)."""
-
-    __slots__ = ("name", "bytes_s", "tx", "rx")
-
-    def __init__(self, name: str, bytes_s: float):
-        self.name = name
-        self.bytes_s = bytes_s
-        self.tx = Nic()
-        self.rx = Nic()
 
 
 class Machine:
@@ -101,12 +73,17 @@ class Machine:
 
 
 class Network:
-    """Messages between machines cost a link latency plus their bytes over the sender's
-    link, then the receiver's: each link full duplex, its sending and receiving queues
-    apart, and a message streams through both (cut through: the receiver's queue takes it
-    as it arrives, so an idle path costs latency plus bytes over the slower link). Messages
-    between nodes of one machine cost the loopback's latency plus their bytes over its
-    bandwidth on the sender's socket queue, then the receiver's."""
+    """Messages between machines cross the sender's link, then the receiver's, each full
+    duplex (what a machine sends and what it receives do not queue for each other), and
+    arrive a link latency after they left. Where the cost model gives machines (nodes
+    sharing them), the links are shared fairly between the messages crossing them, as TCP
+    shares a link between connections (links.py). Where it gives none, every node is
+    a machine of its own whose link is a queue each way, first come first served, a message
+    streaming through the sender's and the receiver's (cut through: an idle path costs
+    latency plus bytes over the slower link): cheap enough for thousands of nodes, whose
+    own messages are few and alike. Messages between nodes of one machine cost the
+    loopback's latency plus their bytes over its bandwidth on the sender's socket queue,
+    then the receiver's."""
 
     def __init__(
         self,
@@ -128,14 +105,16 @@ class Network:
         self.bandwidth_bytes_s = cost.bandwidth_bytes_s
         machines = cost.machines
         self.link_latency_s = machines.latency_s if machines.count else cost.latency_s
+        self.shared: SharedLinks | None = None
 
-    def links(self, count: int) -> list[Link]:
-        """The links of `count` machines: the cost model's machines', or (none given) each
-        node's own at the cost model's bandwidth."""
+    def machine_links(self, seed: int) -> list[Link]:
+        """The links of the cost model's machines (shared from now on; the messages' shares
+        drawn from `seed`)."""
         machines = self.cost.machines
-        if machines.count:
-            return [Link(machines.name(m), machines.link_bytes_s[m]) for m in range(count)]
-        return [Link(f"machine-{m}", self.bandwidth_bytes_s) for m in range(count)]
+        assert machines.count, "the cost model gives no machines"
+        links = [Link(machines.name(m), machines.link_bytes_s[m], m) for m in range(machines.count)]
+        self.shared = SharedLinks(self.clock, links, machines.latency_s, machines.flow_spread, seed)
+        return links
 
     def send(
         self,
@@ -145,10 +124,12 @@ class Network:
         then: Callback,
         arg: Any = None,
         left: Callback | None = None,
+        channel: Any = None,
     ) -> None:
         """The message leaves src, crosses the wire (a link, or the loopback), enters dst;
         each end spends its messaging CPU. `left(None)` (if given) once src spent its end's
-        CPU and the message is on its way."""
+        CPU and the message is on its way. `channel`: the connection and direction it goes
+        on (the messages of one follow each other on shared links; None: its own)."""
         src.message_ends += 1
         src.message_bytes += nbytes
         if self.handles_messages:
@@ -156,22 +137,28 @@ class Network:
                 src,
                 src.message_cpu_s + src.byte_cpu_s * nbytes,
                 self._transmit,
-                (src, dst, nbytes, then, arg, left),
+                (src, dst, nbytes, then, arg, left, channel),
             )
         else:
-            self._leave(src, dst, nbytes, then, arg)
+            self._leave(src, dst, nbytes, then, arg, channel)
             if left is not None:
                 left(None)
 
     def reply(
-        self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any = None
+        self,
+        src: Machine,
+        dst: Machine,
+        nbytes: int,
+        then: Callback,
+        arg: Any = None,
+        channel: Any = None,
     ) -> None:
         """A server's answer (lookup, pull): sent like any message, then perhaps delayed
         further by fault injection before `then(arg)`."""
         if self.delays:
-            self.send(src, dst, nbytes, self._replied, (then, arg))
+            self.send(src, dst, nbytes, self._replied, (then, arg), None, channel)
         else:
-            self.send(src, dst, nbytes, then, arg)
+            self.send(src, dst, nbytes, then, arg, None, channel)
 
     def _replied(self, item: tuple[Callback, Any]) -> None:
         then, arg = item
@@ -182,14 +169,16 @@ class Network:
             then(arg)
 
     def _transmit(
-        self, message: tuple[Machine, Machine, int, Callback, Any, Callback | None]
+        self, message: tuple[Machine, Machine, int, Callback, Any, Callback | None, Any]
     ) -> None:
-        src, dst, nbytes, then, arg, left = message
-        self._leave(src, dst, nbytes, then, arg)
+        src, dst, nbytes, then, arg, left, channel = message
+        self._leave(src, dst, nbytes, then, arg, channel)
         if left is not None:
             left(None)
 
-    def _leave(self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any) -> None:
+    def _leave(
+        self, src: Machine, dst: Machine, nbytes: int, then: Callback, arg: Any, channel: Any
+    ) -> None:
         """Book the message on its way: on src's link (dst's queued as it starts to arrive),
         or, within a machine, on src's socket queue (and counted on dst's)."""
         link = src.link
@@ -202,6 +191,10 @@ class Network:
             src.nic.busy_s += hold
             dst.nic.busy_s += hold
             self.clock.at(done + self.latency_s, self._arrive, (dst, nbytes, hold, then, arg))
+            return
+        if self.shared is not None:
+            received = (dst, nbytes, then, arg)
+            self.shared.start(link.index, dst.link.index, nbytes, self._received, received, channel)
             return
         tx = link.tx
         start = now if now > tx.free_at else tx.free_at
@@ -267,12 +260,18 @@ class Collective:
     the next), behind what those links carry already."""
 
     def __init__(
-        self, clock: Clock, cost: CostModel, size: int, links: list[Link] | None = None
+        self,
+        clock: Clock,
+        cost: CostModel,
+        size: int,
+        links: list[Link] | None = None,
+        shared: SharedLinks | None = None,
     ):
         self.clock = clock
         self.cost = cost
         self.size = size
         self.links = links if links and len({id(link) for link in links}) > 1 else None
+        self.shared = shared
         self._values: dict[int, torch.Tensor] = {}
         self._done_flags = 0
         self._waiting: list[Callback] = []
@@ -293,7 +292,30 @@ class Collective:
         result = (total / self.size, self._done_flags)
         waiting = self._waiting
         self._values, self._done_flags, self._waiting = {}, 0, []
+        if self.links is not None and self.shared is not None:
+            self._over_shared_links(nbytes, (waiting, result))
+            return
         self.clock.at(self._finish(nbytes), _release, (waiting, result))
+
+    def _over_shared_links(self, nbytes: int, item: tuple[list[Callback], Any]) -> None:
+        """The ring's bytes as flows on the shared links it crosses; released once all
+        arrived (each rank's share at once: the ring's steps pipelined)."""
+        assert self.links is not None and self.shared is not None
+        share = round(2 * (self.size - 1) / self.size * nbytes)
+        crossing = [
+            (link.index, self.links[(rank + 1) % self.size].index)
+            for rank, link in enumerate(self.links)
+            if self.links[(rank + 1) % self.size] is not link
+        ]
+        pending = [len(crossing)]
+
+        def arrived(_: Any) -> None:
+            pending[0] -= 1
+            if not pending[0]:
+                _release(item)
+
+        for src, dst in crossing:
+            self.shared.start(src, dst, share, arrived)
 
     def _finish(self, nbytes: int) -> float:
         now, links, cost = self.clock.now, self.links, self.cost

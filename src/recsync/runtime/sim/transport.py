@@ -28,8 +28,8 @@ from recsync.runtime.sim.runner import LoopRunner
 
 # a message on its way: (sender, receiver, message, bytes, who gets the reply (None: a
 # send), tag: None for a call, the reply's index for a gathered call, the sender's id for
-# a send)
-Delivery = tuple[SimHost, SimHost, Message, int, Any, Any]
+# a send; the loop that sent it (None: not a loop's): its connection to the receiver)
+Delivery = tuple[SimHost, SimHost, Message, int, Any, Any, Any]
 
 
 class Departures:
@@ -117,27 +117,26 @@ class Transport:
         src, message = runner.host, effect.message
         if message.prefetchable:
             target = effect.target
-            ahead = runner.ahead.pop(target, None) or self._ask(src, target, message)
+            ahead = runner.ahead.pop(target, None) or self._ask(src, target, message, runner)
             ahead.wait(lambda reply: self._answered(runner, target, message, reply))
             return
-        item = self._delivery(src, effect.target, message, runner.resume, None)
+        item = self._delivery(src, effect.target, message, runner.resume, None, runner)
         if message.control:
             self._control(item)
         else:
-            self.network.send(src.machine, item[1].machine, item[3], self._arrived, item)
+            self._send_each([item])
 
-    def _ask(self, src: SimHost, target: Address, message: Message) -> Ahead:
+    def _ask(self, src: SimHost, target: Address, message: Message, runner: Any) -> Ahead:
         assert not message.control, "a coordination message is never asked for ahead"
         ahead = Ahead()
-        item = self._delivery(src, target, message, ahead.deliver, None)
-        self.network.send(src.machine, item[1].machine, item[3], self._arrived, item)
+        self._send_each([self._delivery(src, target, message, ahead.deliver, None, runner)])
         return ahead
 
     def _answered(self, runner: LoopRunner, target: Address, message: Message, reply: Any) -> None:
         """A prefetchable call's reply: the same request leaves again (as `asks_again`
         says), then the loop goes on with the reply."""
         if message.asks_again(reply):
-            runner.ahead[target] = self._ask(runner.host, target, message)
+            runner.ahead[target] = self._ask(runner.host, target, message, runner)
         runner.resume(reply)
 
     def call_each(self, runner: LoopRunner, effect: CallEach) -> None:
@@ -149,7 +148,7 @@ class Transport:
             deadline = self.clock.now + quorum.wait_s
             gather = PartialGather(self.clock, len(calls), quorum.need, deadline, runner.resume)
         items = [
-            self._delivery(src, target, message, gather.deliver, i)
+            self._delivery(src, target, message, gather.deliver, i, runner)
             for i, (target, message) in enumerate(calls)
         ]
         for item in items:
@@ -164,7 +163,9 @@ class Transport:
         goes on once its end of them was spent (a Ray caller serializes what it sends on its
         own thread); else at once, the messages leaving as it does."""
         src = runner.host
-        items = [self._delivery(src, target, message, None, sender) for target, message in calls]
+        items = [
+            self._delivery(src, target, message, None, sender, runner) for target, message in calls
+        ]
         self.inflight[sender] = self.inflight.get(sender, 0) + len(items)
         if not (self.network.handles_messages and items):
             self.clock.soon(self._send_each, items, urgent=True)
@@ -186,23 +187,33 @@ class Transport:
     def tell(self, src: SimHost, calls: Sequence[Target]) -> None:
         """Coordination messages from `src` whose replies nobody waits for."""
         for target, message in calls:
-            self._control(self._delivery(src, target, message, None, None))
+            self._control(self._delivery(src, target, message, None, None, None))
 
     def _delivery(
-        self, src: SimHost, target: Address, message: Message, deliver: Any, tag: Any
+        self,
+        src: SimHost,
+        target: Address,
+        message: Message,
+        deliver: Any,
+        tag: Any,
+        loop: Any,
     ) -> Delivery:
-        return (src, self.hosts[target], message, src.count_sent(message), deliver, tag)
+        return (src, self.hosts[target], message, src.count_sent(message), deliver, tag, loop)
 
     def _send_each(self, items: list[Delivery]) -> None:
         send, arrived = self.network.send, self._arrived
         for item in items:
-            send(item[0].machine, item[1].machine, item[3], arrived, item)
+            loop = item[6]
+            channel = None if loop is None else (loop, item[1])
+            send(item[0].machine, item[1].machine, item[3], arrived, item, None, channel)
 
     def _send_away(self, sends: tuple[list[Delivery], Departures]) -> None:
         items, departures = sends
         send, arrived, left = self.network.send, self._arrived, departures.left
         for item in items:
-            send(item[0].machine, item[1].machine, item[3], arrived, item, left)
+            loop = item[6]
+            channel = None if loop is None else (loop, item[1])
+            send(item[0].machine, item[1].machine, item[3], arrived, item, left, channel)
 
     def _arrived(self, item: Delivery) -> None:
         dst, message = item[1], item[2]
@@ -222,14 +233,14 @@ class Transport:
         return self.cost.server_s(message.work()) * dst.slowdown(self.clock.now)
 
     def _pushed(self, item: Delivery) -> None:
-        src, dst, fused, size, deliver, tag = item
+        src, dst, fused, size, deliver, tag, loop = item
         push, request = dst.split(fused)
         assert push is not None
         self._handle(dst, push)
-        self._arrived((src, dst, request, size, deliver, tag))
+        self._arrived((src, dst, request, size, deliver, tag, loop))
 
     def _serve(self, item: Delivery) -> None:
-        src, dst, message, _, deliver, tag = item
+        src, dst, message, _, deliver, tag, loop = item
         reply = self._handle(dst, message)
         if deliver is None:  # a sent message: count it handled
             left = self.inflight[tag] - 1
@@ -239,13 +250,14 @@ class Transport:
             return
         size = dst.count_reply(message, reply)
         answer = reply if tag is None else (tag, reply)
+        channel = None if loop is None else (loop, src)  # the connection's way back
         if self.cost.faults.may_delay(message):
-            self.network.reply(dst.machine, src.machine, size, deliver, answer)
+            self.network.reply(dst.machine, src.machine, size, deliver, answer, channel)
         else:
-            self.network.send(dst.machine, src.machine, size, deliver, answer)
+            self.network.send(dst.machine, src.machine, size, deliver, answer, None, channel)
 
     def _control(self, item: Delivery) -> None:
-        dst, message, deliver, tag = item[1], item[2], item[4], item[5]
+        dst, message, deliver, tag = item[1], item[2], item[4], item[5]  # (no network)
         if dst.down_until > self.clock.now:
             self.clock.at(dst.down_until, self._control, item)
             return
