@@ -115,3 +115,51 @@ def test_machines_refuse_bad_links():
         Machines((1e8, 0.0))
     with pytest.raises(ValueError, match="2 addresses for 3 machines"):
         Machines((1e8, 1e8, 1e8), addresses=("a", "b"))
+
+
+def _shared(rates: list[float], latency_s: float = 0.0, spread: float = 0.0):
+    from recsync.runtime.sim.links import SharedLinks
+
+    clock = Clock()
+    links = [Link(f"m{i}", rate, i) for i, rate in enumerate(rates)]
+    return clock, SharedLinks(clock, links, latency_s, spread, seed=0), links
+
+
+def _ends(clock: Clock, shared, starts) -> dict[int, float]:
+    """Start each (src, dst, bytes, channel) now; when each arrived."""
+    done: dict[int, float] = {}
+    for i, (src, dst, nbytes, channel) in enumerate(starts):
+        shared.start(src, dst, nbytes, lambda i: done.setdefault(i, clock.now), i, channel)
+    clock.run()
+    return done
+
+
+def test_shared_links_split_a_link_evenly_and_give_what_one_flow_cannot_use_to_the_other():
+    clock, shared, links = _shared([10 * MB, 10 * MB, 1 * MB])
+    ends = _ends(clock, shared, [(0, 1, MB, None), (0, 1, MB, None)])
+    assert ends == {0: pytest.approx(0.2), 1: pytest.approx(0.2)}  # 5 MB/s each
+    clock, shared, links = _shared([10 * MB, 10 * MB, 1 * MB])
+    # the flow to the slow machine takes 1 MB/s; the other gets the 9 left (max-min)
+    ends = _ends(clock, shared, [(0, 2, MB, None), (0, 1, 9 * MB, None)])
+    assert ends[0] == pytest.approx(1.0) and ends[1] == pytest.approx(1.0)
+    assert links[0].tx.busy_s == pytest.approx(1.0) and links[2].rx.busy_s == pytest.approx(1.0)
+    assert shared.sent == [10 * MB, 0, 0] and shared.received == [0, 9 * MB, MB]
+
+
+def test_a_connection_s_messages_cross_one_after_the_other_and_arrive_a_latency_later():
+    clock, shared, _ = _shared([10 * MB, 10 * MB], latency_s=0.01)
+    ends = _ends(clock, shared, [(0, 1, MB, "c"), (0, 1, 64, "c"), (0, 1, 64, "other")])
+    assert ends[2] == pytest.approx(0.01, abs=1e-4)  # its own connection: at once
+    assert ends[0] == pytest.approx(0.1 + 0.01, rel=1e-3)
+    assert ends[1] == pytest.approx(0.1 + 0.01, rel=1e-3)  # behind the first on its way
+    assert ends[1] >= ends[0]
+
+
+def test_an_uneven_spread_is_drawn_from_the_seed_and_still_fills_the_link():
+    runs = []
+    for _ in range(2):
+        clock, shared, _ = _shared([10 * MB, 10 * MB], spread=0.5)
+        runs.append(_ends(clock, shared, [(0, 1, MB, None) for _ in range(4)]))
+    assert runs[0] == runs[1]  # deterministic from the seed
+    assert len(set(runs[0].values())) == 4  # uneven shares: one finishes first
+    assert max(runs[0].values()) == pytest.approx(0.4)  # the link stays full: 4 MB at 10

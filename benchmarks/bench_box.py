@@ -1,0 +1,445 @@
+"""Network-bound jobs on the multi-host box, measured on the engine and predicted by the
+simulator side by side (needs root and iproute2: `recsync box`).
+
+A box of 4 hosts (network namespaces, each its own address, link and Ray node) is built;
+for each scenario its links are shaped, measured with `recsync calibrate --network` into
+the cost profile (each host's link rate, the latency between hosts, how unevenly messages
+share a link) on top of this machine's CPU prices (`recsync calibrate`, or --profile), and
+each point is trained on the engine (`recsync train --address` on host 0; `--repeats`
+runs, the median steady examples/s) and simulated with that profile (`recsync simulate`,
+the same config: the nodes on the same hosts by the same placement rule and pins). Prints a
+JSON line a point and writes every point, the profiles and the box's settings to --out
+(reports/network/results.json); the docs' results page renders it (`report`).
+
+Scenarios (each host's link in Mbit/s each way; the slow ones bound the job, not the cores):
+- fig5: S-EASGD against FR-EASGD-5 as trainers grow (1, 2, 3 of 2 worker threads), the
+  sync server alone on a 25 Mbit/s host (ShadowSync Fig. 5's shape);
+- psp: PSP's partial push and pull (c = 2 of 4 workers, b = 50% of 4 dense blocks) against
+  full push and pull, two of the dense servers on a 50 Mbit/s host;
+- hierarchical: two groups (a trainer and a group server each) on two hosts of 50 Mbit/s,
+  against all of the job on one host;
+- straggler: async against sync, trainers on two hosts of 100 Mbit/s, then one of them
+  slowed 10x (a network straggler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recsync.tools.box import ops
+from recsync.tools.box.plan import BoxPlan, Link
+
+ROOT = Path(__file__).resolve().parents[1]
+RECSYNC = str(Path(sys.executable).with_name("recsync"))
+BOX = BoxPlan(4, name="rsbb", subnet="10.216.0.0/24")
+FAST = 1000.0  # Mbit/s: the links not capped (a 1 Gbit/s cluster)
+BASE = ["data.synthetic.num_test=2000", "run.eval_every=0", "run.checkpoint.every_seconds=0"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration: its name, what it varies, the job's overrides."""
+
+    name: str
+    label: dict[str, Any]
+    overrides: list[str]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Points run on the box with every host's link at `links` (Mbit/s)."""
+
+    name: str
+    what: str
+    links: tuple[float, ...]
+    points: list[Point] = field(default_factory=list)
+
+
+def _fig5() -> Scenario:
+    pins = ["cluster.placement.sync_server=[1]", "cluster.placement.trainer=[2, 3]"]
+    points = []
+    for trainers in (1, 2, 3):
+        for label, strategy in (
+            ("S-EASGD", ["strategy.name=easgd"]),
+            (
+                "FR-EASGD-5",
+                [
+                    "strategy.name=easgd",
+                    "strategy.timing.mode=fixed",
+                    "strategy.timing.every_iterations=5",
+                ],
+            ),
+        ):
+            examples = 160_000 if label == "S-EASGD" else 40_000
+            points.append(
+                Point(
+                    f"fig5-{label}-{trainers}t",
+                    {"strategy": label, "trainers": trainers},
+                    [
+                        *strategy,
+                        f"cluster.num_trainers={trainers}",
+                        *pins,
+                        f"data.synthetic.num_train={examples}",
+                    ],
+                )
+            )
+    return Scenario(
+        "fig5",
+        "S-EASGD against FR-EASGD-5 as trainers grow; the sync server alone on a 25 Mbit/s "
+        "host (reader and embedding servers on host 0, trainers on hosts 2 and 3)",
+        (FAST, 25.0, FAST, FAST),
+        points,
+    )
+
+
+def _psp() -> Scenario:
+    common = [
+        "strategy.name=psp",
+        "cluster.num_dense_servers=4",
+        "cluster.placement.dense_server=[1, 0]",
+        "cluster.placement.trainer=[2, 3]",
+        "data.synthetic.num_train=40000",
+    ]
+    full = Point("psp-full", {"push": "all 4", "pull": "100%"}, common)
+    partial = Point(
+        "psp-partial",
+        {"push": "2 of 4", "pull": "50%"},
+        [
+            *common,
+            "strategy.push_count=2",
+            "strategy.push_wait_s=0.02",
+            "strategy.pull_fraction=0.5",
+            "strategy.pull_wait_s=0.02",
+        ],
+    )
+    return Scenario(
+        "psp",
+        "PSP's partial push and pull against full push and pull; 4 dense servers, two of "
+        "them on a 50 Mbit/s host (the others with the reader and embedding servers on "
+        "host 0), trainers on hosts 2 and 3",
+        (FAST, 50.0, FAST, FAST),
+        [full, partial],
+    )
+
+
+def _hierarchical() -> Scenario:
+    common = [
+        "strategy.name=hierarchical",
+        "strategy.groups=2",
+        "strategy.group_servers=1",
+        "data.synthetic.num_train=60000",
+    ]
+    split = Point(
+        "ht-split",
+        {"groups": "on hosts 2 and 3 (50 Mbit/s)"},
+        [
+            *common,
+            "cluster.placement.trainer=[2, 3]",
+            "cluster.placement.group_server=[2, 3]",
+            "cluster.placement.sync_server=[1]",
+        ],
+    )
+    together = Point(
+        "ht-one-host",
+        {"groups": "all on host 2"},
+        [
+            *common,
+            *(
+                f"cluster.placement.{role}=[2]"
+                for role in ("reader", "embedding_server", "sync_server", "group_server", "trainer")
+            ),
+        ],
+    )
+    return Scenario(
+        "hierarchical",
+        "hierarchical training, 2 groups of one trainer and one group server: the groups "
+        "split over two 50 Mbit/s hosts (their cross-group sync through host 1, their "
+        "lookups to host 0), against the whole job on one host",
+        (FAST, FAST, 50.0, 50.0),
+        [split, together],
+    )
+
+
+def _straggler(slow: bool) -> Scenario:
+    pins = [
+        "cluster.placement.dense_server=[1]",
+        "cluster.placement.trainer=[2, 3]",
+        "data.synthetic.num_train=40000",
+    ]
+    tag = "slow" if slow else "even"
+    points = [
+        Point(
+            f"{name}-{tag}",
+            {"strategy": name, "host 3": "10 Mbit/s" if slow else "100 Mbit/s"},
+            [f"strategy.name={name}", *pins],
+        )
+        for name in ("async", "sync")
+    ]
+    return Scenario(
+        f"straggler-{tag}",
+        "async against sync, the reader and embedding servers on host 0, the dense server "
+        "on host 1, a trainer on each of hosts 2 and 3, every link 100 Mbit/s"
+        + ("; host 3's link slowed 10x (10 Mbit/s)" if slow else ""),
+        (100.0, 100.0, 100.0, 10.0 if slow else 100.0),
+        points,
+    )
+
+
+SCENARIOS = {
+    s.name: s for s in (_fig5(), _psp(), _hierarchical(), _straggler(False), _straggler(True))
+}
+
+
+def _run(command: list[str], timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command[-12:])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
+        )
+    return done
+
+
+def _sets(overrides: list[str]) -> list[str]:
+    return [arg for o in [*BASE, *overrides] for arg in ("--set", o)]
+
+
+def engine_run(state: ops.BoxState, point: Point, runs: Path, repeat: int) -> dict[str, Any]:
+    name = f"{point.name}-{repeat}"
+    args = [
+        "train",
+        "--address",
+        state.plan.head_address,
+        "--name",
+        name,
+        "--force",
+        "--no-progress",
+        "--set",
+        f"run.runs_dir={runs}",
+        *_sets(point.overrides),
+    ]
+    _run(ops.in_host(state.plan, 0, [RECSYNC, *args]))
+    return json.loads((runs / name / "summary.json").read_text())
+
+
+def sim_run(point: Point, profile: Path, runs: Path) -> dict[str, Any]:
+    name = f"{point.name}-sim"
+    _run(
+        [
+            RECSYNC,
+            "simulate",
+            "--profile",
+            str(profile),
+            "--name",
+            name,
+            "--force",
+            "--no-progress",
+            "--set",
+            f"run.runs_dir={runs}",
+            *_sets(point.overrides),
+        ]
+    )
+    return json.loads((runs / name / "summary.json").read_text())
+
+
+def network_profile(state: ops.BoxState, cpu_profile: Path, out: Path) -> dict[str, Any]:
+    out.write_text(cpu_profile.read_text())
+    _run(
+        ops.in_host(
+            state.plan,
+            0,
+            [
+                RECSYNC,
+                "calibrate",
+                "--network",
+                "--address",
+                state.plan.head_address,
+                "--out",
+                str(out),
+            ],
+        )
+    )
+    import tomllib
+
+    machines: dict[str, Any] = tomllib.loads(out.read_text())["cost"]["machines"]
+    return machines
+
+
+def _figures(summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "eps_steady": round(summary["eps_steady"], 1),
+        "eps": round(summary["eps"], 1),
+        "sync_gap": summary.get("average_sync_gap"),
+        "host_sent_bytes": {ip: h["sent_bytes"] for ip, h in summary.get("hosts", {}).items()},
+    }
+
+
+def run_scenario(
+    state: ops.BoxState, scenario: Scenario, cpu_profile: Path, work: Path, repeats: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    for host, mbit in enumerate(scenario.links):
+        ops.shape(state.plan.name, host, Link(mbit))
+    profile = work / f"{scenario.name}.toml"
+    machines = network_profile(state, cpu_profile, profile)
+    rows = []
+    for point in scenario.points:
+        runs = work / point.name
+        engine = [engine_run(state, point, runs, r) for r in range(repeats)]
+        sim = sim_run(point, profile, runs)
+        steady = [e["eps_steady"] for e in engine]
+        row = {
+            "scenario": scenario.name,
+            "point": point.name,
+            **point.label,
+            "engine_eps_steady": [round(x, 1) for x in steady],
+            "engine_median": round(statistics.median(steady), 1),
+            "engine_spread": round((max(steady) - min(steady)) / statistics.median(steady), 3),
+            "sim_eps_steady": round(sim["eps_steady"], 1),
+            "ratio": round(sim["eps_steady"] / statistics.median(steady), 3),
+            "engine": _figures(sorted(engine, key=lambda e: e["eps_steady"])[len(engine) // 2]),
+            "sim": _figures(sim),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return {
+        "name": scenario.name,
+        "what": scenario.what,
+        "links_mbit": scenario.links,
+        "machines": machines,
+    }, rows
+
+
+def cpu_prices(given: Path | None, work: Path) -> Path:
+    """This machine's CPU prices: the given profile, or `recsync calibrate`'s (minutes)."""
+    if given is not None:
+        return given
+    out = work / "cpu_profile.toml"
+    _run([RECSYNC, "calibrate", "--out", str(out), "--no-progress"], timeout_s=1800)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scenarios", nargs="*", choices=list(SCENARIOS), default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="CPU prices (a `recsync calibrate` profile); default: measure",
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "network" / "results.json")
+    args = parser.parse_args()
+    chosen = [SCENARIOS[n] for n in (args.scenarios or list(SCENARIOS))]
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="bench-box-") as tmp:
+        work = Path(tmp)
+        cpu_profile = cpu_prices(args.profile, work)
+        ops.down(BOX.name)
+        state = ops.up(BOX, Link(FAST))
+        try:
+            scenarios, rows = [], []
+            for scenario in chosen:
+                described, found = run_scenario(state, scenario, cpu_profile, work, args.repeats)
+                scenarios.append(described)
+                rows += found
+        finally:
+            ops.down(BOX.name)
+        cpu = cpu_profile.read_text()
+    results = {
+        "box": {
+            "hosts": BOX.num_hosts,
+            "cpus_per_host": BOX.cpus_per_host,
+            "cores": os.cpu_count(),
+            "fast_mbit": FAST,
+        },
+        "repeats": args.repeats,
+        "cpu_profile": cpu,
+        "scenarios": scenarios,
+        "points": rows,
+        "wall_s": round(time.time() - started, 1),
+        "max_abs_error": round(max(abs(r["ratio"] - 1) for r in rows), 3),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    (args.out.parent / "report.md").write_text(report(results))
+    plot(results, args.out.parent / "engine_vs_sim.png")
+    print(json.dumps({k: results[k] for k in ("max_abs_error", "wall_s")}))
+
+
+def report(results: dict[str, Any]) -> str:
+    """The report: each scenario's points, engine against simulator, with what misses."""
+    lines = [
+        "# The network on real links: engine against simulator (benchmarks/bench_box.py)",
+        "",
+        f"A box of {results['box']['hosts']} hosts on this {results['box']['cores']}-core "
+        "machine: each host a network namespace with its own address, a Ray node and a "
+        "link shaped with tc (tbf) both ways. Each scenario's links were measured with "
+        "`recsync calibrate --network` into the cost profile the simulator ran with, on top "
+        "of this machine's CPU prices (`recsync calibrate`). Engine: the median steady "
+        f"examples/s of {results['repeats']} runs (`spread`: their range over the median); "
+        "simulator: one run of the same config, its nodes on the same hosts by the same "
+        "placement rule and pins. `ratio` = simulated / engine; the target is within 20% "
+        f"at every point. Largest miss: {results['max_abs_error']:.1%}.",
+        "",
+    ]
+    for scenario in results["scenarios"]:
+        m = scenario["machines"]
+        links = ", ".join(f"{r * 8 / 1e6:.0f}" for r in m["link_bytes_s"])
+        lines += [
+            f"## {scenario['name']}",
+            "",
+            f"{scenario['what']}. Links shaped (Mbit/s): "
+            f"{', '.join(f'{x:g}' for x in scenario['links_mbit'])}; measured payload rates: "
+            f"{links}; latency a host boundary adds {m['latency_s'] * 1e6:.0f} us; spread of "
+            f"messages sharing a link (sigma of log rate) {m['flow_spread']:.2f}.",
+            "",
+            "| point | engine ex/s (runs) | spread | simulated ex/s | ratio | sync gap "
+            "engine / sim |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for row in (r for r in results["points"] if r["scenario"] == scenario["name"]):
+            runs = ", ".join(f"{x:,.0f}" for x in row["engine_eps_steady"])
+            gap = row["engine"]["sync_gap"], row["sim"]["sync_gap"]
+            gap_text = "-" if gap[0] is None else f"{gap[0]:.1f} / {gap[1]:.1f}"
+            lines.append(
+                f"| {row['point']} | {row['engine_median']:,.0f} ({runs}) | "
+                f"{row['engine_spread']:.1%} | {row['sim_eps_steady']:,.0f} | "
+                f"{row['ratio']:.3f} | {gap_text} |"
+            )
+        lines.append("")
+    lines += ["![engine against simulator](engine_vs_sim.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = results["points"]
+    fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows)), 4))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["engine_median"] for r in rows], 0.4, label="engine")
+    ax.bar([x + 0.2 for x in xs], [r["sim_eps_steady"] for r in rows], 0.4, label="simulator")
+    ax.set_xticks(list(xs), [r["point"] for r in rows], rotation=45, ha="right")
+    ax.set_ylabel("steady examples/s")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
