@@ -3,10 +3,16 @@ job on this machine (a `shared` cluster file of its cores at the dev-2core price
 strategy at 1 and 2 trainers and 1 and 2 embedding servers, speed only), then its fastest
 and slowest candidates trained on Ray on the same `--examples` of the data, `--repeats`
 times each: whether the engine ranks them as the advice did, and predicted over measured
-examples/s (the engine's median run). Prints JSON; writes --out and, unless --no-render,
-docs/advise.md's section and the README's sentence on it (benchmarks/advise_check_doc.py).
+examples/s (the engine's median run; steady examples/s on both sides). Prints JSON;
+writes --out and, unless --no-render, docs/advise.md's section and the README's sentence
+on it (benchmarks/advise_check_doc.py).
 
     .venv/bin/python benchmarks/bench_advise_vs_engine.py --repeats 3
+
+With `--address` and `--cluster FILE`, the check runs on that Ray cluster (start it from
+one of its machines) against the advice for that cluster file: on the multi-host box, a
+`shared` file of its hosts whose profile `recsync calibrate --network` measured
+(benchmarks/bench_box.py --advise does it all); the docs are then left as they are.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ import torch
 from advise_check_doc import RESULTS, write_sections
 from recsync.app.advise.advice import AdviseOptions, advise
 from recsync.app.advise.candidates import JobSource
-from recsync.app.advise.cluster import parse_cluster
+from recsync.app.advise.cluster import load_cluster, parse_cluster
 from recsync.app.advise.engine_check import engine_check
+from recsync.app.config.load import read_toml_file
 from recsync.runtime.ray.job import connect, run_job
 
 
@@ -45,7 +52,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--render", type=Path, metavar="FILE", help="only rewrite the docs")
     parser.add_argument("--no-render", action="store_true", help="leave the docs as they are")
+    parser.add_argument("--address", help="check on this Ray cluster (run from one of it)")
+    parser.add_argument("--cluster", type=Path, help="with --address: its cluster file")
     args = parser.parse_args()
+    if (args.address is None) != (args.cluster is None):
+        parser.error("--address and --cluster go together")
     if args.render:
         write_sections(json.loads(args.render.read_text()))
         return
@@ -54,13 +65,23 @@ def main() -> None:
     load_before = os.getloadavg()
     started = time.perf_counter()
     job = JobSource(None, {})
-    cluster = one_machine(cores, args.preset)
-    advice = advise(job, parse_cluster(cluster, "this machine"), AdviseOptions(quality=False))
+    if args.cluster is not None:
+        cluster = read_toml_file(args.cluster, "cluster file")
+        parsed = load_cluster(args.cluster)
+        base_dir = args.cluster.parent
+    else:
+        cluster = one_machine(cores, args.preset)
+        parsed, base_dir = parse_cluster(cluster, "this machine"), None
+    advice = advise(job, parsed, AdviseOptions(quality=False), cluster_dir=base_dir)
     advise_s = time.perf_counter() - started
-    connect(None, cores)
+    connect(args.address, None if args.address else cores)
     try:
         check = engine_check(
-            advice, job, args.examples, args.repeats, lambda spec: run_job(spec, num_cpus=cores)
+            advice,
+            job,
+            args.examples,
+            args.repeats,
+            lambda spec: run_job(spec, address=args.address, num_cpus=cores),
         )
     finally:
         ray.shutdown()
@@ -79,7 +100,7 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
-    if not args.no_render:
+    if not args.no_render and args.address is None:
         write_sections(results)
     print(json.dumps(results))
 

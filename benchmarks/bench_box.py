@@ -80,7 +80,7 @@ def _fig5() -> Scenario:
                 ],
             ),
         ):
-            examples = 160_000 if label == "S-EASGD" else 40_000
+            examples = 60_000 if label == "S-EASGD" else 40_000
             points.append(
                 Point(
                     f"fig5-{label}-{trainers}t",
@@ -213,22 +213,60 @@ def _sets(overrides: list[str]) -> list[str]:
     return [arg for o in [*BASE, *overrides] for arg in ("--set", o)]
 
 
+HEADERS_A_PACKET = 66  # Ethernet 14, IPv4 20, TCP 20 and its timestamps 12
+
+
 def engine_run(state: ops.BoxState, point: Point, runs: Path, repeat: int) -> dict[str, Any]:
+    """One engine run's summary, with `link_check`: each host's link bytes (the kernel's
+    counters in its namespace, less the headers) against what the summary says its nodes
+    sent and received."""
     name = f"{point.name}-{repeat}"
-    args = [
-        "train",
-        "--address",
-        state.plan.head_address,
-        "--name",
-        name,
-        "--force",
-        "--no-progress",
-        "--set",
-        f"run.runs_dir={runs}",
-        *_sets(point.overrides),
-    ]
+    args = ["train", "--address", state.plan.head_address, "--name", name, "--force"]
+    args += ["--no-progress", "--set", f"run.runs_dir={runs}", *_sets(point.overrides)]
+    before = ops.counters(state)
     _run(ops.in_host(state.plan, 0, [RECSYNC, *args]))
-    return json.loads((runs / name / "summary.json").read_text())
+    after = ops.counters(state)
+    summary: dict[str, Any] = json.loads((runs / name / "summary.json").read_text())
+    summary["link_check"] = link_check(state, summary, before, after)
+    return summary
+
+
+def link_check(
+    state: ops.BoxState,
+    summary: dict[str, Any],
+    before: dict[int, dict[str, int]],
+    after: dict[int, dict[str, int]],
+) -> dict[str, dict[str, int]]:
+    """Per host: the payload its link carried each way and what the summary counts."""
+    checked = {}
+    for host in state.plan.hosts:
+        entry = summary["hosts"].get(state.plan.ip(host))
+        if entry is None:
+            continue
+        carried = {}
+        for way in ("tx", "rx"):
+            nbytes = after[host][f"{way}_bytes"] - before[host][f"{way}_bytes"]
+            packets = after[host][f"{way}_packets"] - before[host][f"{way}_packets"]
+            carried[way] = nbytes - HEADERS_A_PACKET * packets
+        checked[state.plan.ip(host)] = {
+            "link_sent": carried["tx"],
+            "link_received": carried["rx"],
+            "counted_sent": entry["sent_bytes"] + entry.get("control_sent_bytes", 0),
+            "counted_received": entry["received_bytes"] + entry.get("control_received_bytes", 0),
+        }
+    return checked
+
+
+def largest_link_difference(checked: dict[str, dict[str, int]], at_least: int = 10**6) -> float:
+    """The largest relative difference, over hosts and ways carrying `at_least` bytes, of
+    the link's bytes from the summary's."""
+    differences = [
+        abs(c[f"link_{way}"] - c[f"counted_{way}"]) / c[f"counted_{way}"]
+        for c in checked.values()
+        for way in ("sent", "received")
+        if c[f"counted_{way}"] >= at_least
+    ]
+    return max(differences, default=0.0)
 
 
 def sim_run(point: Point, profile: Path, runs: Path) -> dict[str, Any]:
@@ -306,6 +344,9 @@ def run_scenario(
             "sim_eps_steady": round(sim["eps_steady"], 1),
             "ratio": round(sim["eps_steady"] / statistics.median(steady), 3),
             "engine": _figures(sorted(engine, key=lambda e: e["eps_steady"])[len(engine) // 2]),
+            "link_difference": round(
+                max(largest_link_difference(e["link_check"]) for e in engine), 4
+            ),
             "sim": _figures(sim),
         }
         print(json.dumps(row), flush=True)
@@ -316,6 +357,36 @@ def run_scenario(
         "links_mbit": scenario.links,
         "machines": machines,
     }, rows
+
+
+ADVISE_LINKS = 100.0  # Mbit/s of every link while the advice is checked
+
+
+def advise_check(
+    state: ops.BoxState, cpu_profile: Path, work: Path, repeats: int
+) -> dict[str, Any]:
+    """`recsync advise` on the box's cluster file (its hosts, sharing this machine's cores,
+    every link at ADVISE_LINKS and measured), its fastest and slowest candidates then
+    trained on the box (benchmarks/bench_advise_vs_engine.py run on host 0)."""
+    for host in state.plan.hosts:
+        ops.shape(state.plan.name, host, Link(ADVISE_LINKS))
+    profile = work / "advise.toml"
+    network_profile(state, cpu_profile, profile)
+    cluster = work / "box-cluster.toml"
+    cluster.write_text(
+        f"[machines]\ncount = {state.plan.num_hosts}\ncores = {os.cpu_count()}\n"
+        f'shared = true\nprofile = "{profile}"\n\n'
+        "[grid]\ntrainers = [1, 2]\nembedding_servers = [1, 2]\n"
+    )
+    out = work / "advise_check.json"
+    check = ROOT / "benchmarks" / "bench_advise_vs_engine.py"
+    argv = [sys.executable, str(check), "--address", state.plan.head_address, "--cluster"]
+    argv += [str(cluster), "--repeats", str(repeats), "--out", str(out), "--no-render"]
+    _run(ops.in_host(state.plan, 0, argv), timeout_s=3600)
+    found: dict[str, Any] = json.loads(out.read_text())
+    found["links_mbit"] = ADVISE_LINKS
+    print(json.dumps({"advise_check": found["check"]}), flush=True)
+    return found
 
 
 def cpu_prices(given: Path | None, work: Path) -> Path:
@@ -338,6 +409,9 @@ def main() -> None:
         help="CPU prices (a `recsync calibrate` profile); default: measure",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "network" / "results.json")
+    parser.add_argument(
+        "--advise", action="store_true", help="also check `recsync advise` on the box"
+    )
     args = parser.parse_args()
     chosen = [SCENARIOS[n] for n in (args.scenarios or list(SCENARIOS))]
     started = time.time()
@@ -346,12 +420,15 @@ def main() -> None:
         cpu_profile = cpu_prices(args.profile, work)
         ops.down(BOX.name)
         state = ops.up(BOX, Link(FAST))
+        advised = None
         try:
             scenarios, rows = [], []
             for scenario in chosen:
                 described, found = run_scenario(state, scenario, cpu_profile, work, args.repeats)
                 scenarios.append(described)
                 rows += found
+            if args.advise:
+                advised = advise_check(state, cpu_profile, work, args.repeats)
         finally:
             ops.down(BOX.name)
         cpu = cpu_profile.read_text()
@@ -368,6 +445,8 @@ def main() -> None:
         "points": rows,
         "wall_s": round(time.time() - started, 1),
         "max_abs_error": round(max(abs(r["ratio"] - 1) for r in rows), 3),
+        "max_link_difference": max(r["link_difference"] for r in rows),
+        "advise_check": advised,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
@@ -390,6 +469,13 @@ def report(results: dict[str, Any]) -> str:
         "simulator: one run of the same config, its nodes on the same hosts by the same "
         "placement rule and pins. `ratio` = simulated / engine; the target is within 20% "
         f"at every point. Largest miss: {results['max_abs_error']:.1%}.",
+        "",
+        "Every engine run's bytes per host were also checked against the kernel's counters of "
+        "the host's interface (the link's bytes less 66 bytes of headers a packet, against "
+        "the summary's sent and received bytes of the host's nodes, every host and way of "
+        "over a megabyte): the largest difference over all runs was "
+        f"{results['max_link_difference']:.2%} (what the summary does not count: Ray's own "
+        "traffic beyond the reports).",
         "",
     ]
     for scenario in results["scenarios"]:
@@ -418,6 +504,31 @@ def report(results: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += ["![engine against simulator](engine_vs_sim.png)", ""]
+    advised = results.get("advise_check")
+    if advised:
+        check = advised["check"]
+        top, bottom = check["top"], check["bottom"]
+        held = "held" if check["ranking_held"] else "did not hold"
+        lines += [
+            "## `recsync advise` on the box",
+            "",
+            f"The advice for the default job on the box's cluster file (its "
+            f"{results['box']['hosts']} hosts sharing the machine's cores, every link at "
+            f"{advised['links_mbit']:g} Mbit/s as measured; every strategy at 1 and 2 trainers "
+            f"and 1 and 2 embedding servers, speed only: {advised['ranked']} candidates "
+            f"ranked in {advised['advise_s']:.0f} s), its fastest and slowest candidates then "
+            f"trained on the box, {advised['repeats']} runs each: the ranking {held}.",
+            "",
+            "| candidate | rank | predicted ex/s | engine ex/s (runs) | predicted / engine |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for run in (top, bottom):
+            runs = ", ".join(f"{x:,.0f}" for x in run["engine_eps_each"])
+            lines.append(
+                f"| {run['label']} | {run['rank']} | {run['predicted_eps']:,.0f} | "
+                f"{run['engine_eps']:,.0f} ({runs}) | {run['predicted_over_engine']:.3f} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

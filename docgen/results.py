@@ -55,6 +55,7 @@ REPORTS = ROOT / "reports"
 BENCH_READERS = ROOT / "benchmarks" / "bench_readers.py"
 ADVISE_CHECK = ROOT / "benchmarks" / "advise_check_doc.py"
 READER_SIZING = ROOT / "benchmarks" / "reader_sizing_doc.py"
+BENCH_BOX = ROOT / "benchmarks" / "bench_box.py"
 INDEX = "results/index.md"
 
 
@@ -105,6 +106,11 @@ def _advise_check(results: dict[str, Any], _: Path) -> str:
     section: str = check.doc_section(results)
     title = "# `recsync advise` checked on the engine (benchmarks/bench_advise_vs_engine.py)"
     return f"{title}\n\n{section}"
+
+
+def _network(results: dict[str, Any], _: Path) -> str:
+    report: Callable[[dict[str, Any]], str] = _benchmark(BENCH_BOX).report
+    return report(results)
 
 
 def _readers(results: dict[str, Any], _: Path) -> str:
@@ -257,6 +263,7 @@ REPORTS_RENDERED = (
         _norms,
         gba_norms_claims.claims,
     ),
+    Report("The network on real links", "network", "results.json", _network),
     Report("Readers", "readers", "results.json", _readers),
     Report("The reader's cost on the user's files", "reader_cost", "results.json", _reader_cost),
     Report("Advise checked on the engine", "advise_vs_engine", "results.json", _advise_check),

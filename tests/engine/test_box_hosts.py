@@ -6,10 +6,13 @@ kernel's own counters in the host's namespace, for one strategy of each family."
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
-from box_hosts import Listening, running_box, skip_reason, train
+from box_hosts import Listening, recsync_on, running_box, skip_reason, train
 
 from recsync.tools.box import ops
+from recsync.tools.box.plan import Link
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
@@ -101,3 +104,24 @@ def test_a_driver_whose_ray_authentication_differs_is_told_so(box, tmp_path):
     assert "this driver uses Ray's token authentication" in done.stdout, done.stdout
     assert "RAY_AUTH_MODE=disabled" in done.stdout
     assert "lost reader" not in done.stdout  # not a node loss, no recovery attempted
+
+
+def test_calibrate_network_measures_each_host_s_link(box, tmp_path):
+    profile = tmp_path / "profile.toml"
+    ops.shape(box.plan.name, 2, Link(20.0))
+    try:
+        done = recsync_on(
+            box,
+            0,
+            ["calibrate", "--network", "--address", box.plan.head_address, "--out", str(profile)],
+        )
+    finally:
+        ops.shape(box.plan.name, 2, Link())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    machines = tomllib.loads(profile.read_text())["cost"]["machines"]
+    assert machines["addresses"] == [box.plan.ip(h) for h in box.plan.hosts]
+    rates = [r * 8 / 1e6 for r in machines["link_bytes_s"]]  # Mbit/s of payload
+    assert 0.85 * 20 < rates[2] < 20  # 20 Mbit/s on the wire: about 0.956 of it payload
+    assert min(rates[0], rates[1]) > 5 * rates[2]  # the others: unshaped
+    assert 0 <= machines["latency_s"] < 0.01 and 0 <= machines["flow_spread"] < 2
+    assert "cost.machines written to" in done.stdout

@@ -8,7 +8,7 @@ A cluster file (TOML)::
     cores = 16           # cores each
     nic_gbps = 10.0      # each machine's network card, gigabits/s
     latency_us = 50.0    # one message's latency, microseconds
-    shared = false       # true: one machine (count = 1) whose cores every node shares
+    shared = false       # true: the machines share `cores` (one machine, or namespaces of one)
     preset = "xeon-16core"          # a named machine (PRESETS), or
     # profile = "cost_profile.toml" # one `recsync calibrate` measured
 
@@ -36,6 +36,11 @@ the machine's CPU prices are the preset's (or the profile's), its network the fi
 A `shared` machine is the other case, one machine running every node (a development box,
 one big server): its nodes queue for its `cores` (`shared_cpus = cores`, and a profile's
 `process_idle_cpus` and loopback network kept), so a job may take more cores than it has.
+Several `shared` machines are hosts of one machine that share its cores but not their
+links (the multi-host box): their profile names them (`[cost.machines]`, as `recsync
+calibrate --network` measures them), and the job's nodes are placed on them as the engine
+places them. A profile that names machines always gives the links between them (the
+file's `nic_gbps` and `latency_us` are then not used); it must name `count` of them.
 """
 
 from __future__ import annotations
@@ -123,9 +128,11 @@ class MachinesSection(Section):
     def _one_price_source(self) -> MachinesSection:
         if self.preset is not None and self.profile is not None:
             raise ValueError("give either machines.preset or machines.profile, not both")
-        if self.shared and self.count != 1:
+        if self.shared and self.count != 1 and self.profile is None:
             raise ValueError(
-                f"machines.shared: one machine shares its cores, but machines.count = {self.count}"
+                f"machines.shared with machines.count = {self.count}: hosts sharing one "
+                "machine's cores need a profile naming them (machines.profile, its "
+                "[cost.machines] as `recsync calibrate --network` writes it)"
             )
         return self
 
@@ -202,9 +209,17 @@ class ClusterFile(Section):
                 cost = profile_cost(read_profile(path), f"machines.profile {m.profile}")
             except ConfigError as error:
                 raise ConfigError(f"machines.profile: {error}") from None
+            named = cost.machines.count
+            if (named or (m.shared and m.count != 1)) and named != m.count:
+                raise ConfigError(
+                    f"machines.profile {m.profile} names {named} machines ([cost.machines]), "
+                    f"machines.count is {m.count}"
+                )
             if m.shared:
                 return dataclasses.replace(cost, shared_cpus=m.cores)
             cost = dataclasses.replace(cost, process_idle_cpus=0.0)
+            if named:
+                return dataclasses.replace(cost, shared_cpus=0)
         else:
             prices, _ = PRESETS[m.preset or "default"]
             cost = CostModel(**prices)  # type: ignore[arg-type]

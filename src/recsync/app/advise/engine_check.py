@@ -1,7 +1,8 @@
 """An advice checked on the real engine: its first and last ranked candidates (by speed:
 the quality ranking needs seeds the engine cannot afford here) train the same slice of
 the job's data on Ray, a few times each; whether the engine ranks them as the advice did,
-and how far each predicted examples/s was from the engine's (the median run's).
+and how far each predicted examples/s was from the engine's (the median run's; steady
+examples/s on both sides, `coordinator/measures.steady_eps`).
 
 It is a check of the simulator's prices and model against the engine on the machines the
 advice was for, so it means something only where the Ray cluster is those machines: on
@@ -94,7 +95,7 @@ def _run(
 ) -> EngineRun:
     config = candidate.config(job, engine_config_changes(candidate, job, examples))
     spec = job_spec(config, stop_after=whole_batches(examples, config.train.batch_size))
-    each = [float(run_job(spec)["eps"]) for _ in range(repeats)]
+    each = [float(run_job(spec)["eps_steady"]) for _ in range(repeats)]
     return EngineRun(candidate.label, rank, predicted, statistics.median(each), each)
 
 

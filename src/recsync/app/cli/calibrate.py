@@ -150,7 +150,7 @@ def _calibrate_network(out: Path, address: str | None) -> None:
     )
     first = " ".join(f"{r * 8 / 1e6:.1f}" for r in measured.sharing[0])
     console.print(
-        f"{len(measured.sharing[0])} replies pulled from machine 0 at once, "
+        f"{len(measured.sharing[0])} replies pulled from the slowest link's machine at once, "
         f"{len(measured.sharing)} times (Mbit/s each, the first time: {first}): spread "
         f"(sigma of log rate) {cost.machines.flow_spread:.2f}"
     )

@@ -164,19 +164,27 @@ def measure_links(seconds: float = 1.0) -> LinkMeasures:
         round_trips = {
             m: ray.get(probes[0].round_trip.remote(endpoints[m])) for m in range(1, len(probes))
         }
-        pullers += [
-            _probe_on(machines[1 + f % (len(machines) - 1)][0]) for f in range(SHARING_FLOWS)
-        ]
+        source, others = _sharing_machines(flows, len(machines))
+        pullers += [_probe_on(machines[others[f % len(others)]][0]) for f in range(SHARING_FLOWS)]
         ray.get([p.endpoint.remote() for p in pullers])
         first = time.time() + 2.0
         starts = [first + r * ROUND_S for r in range(SHARING_ROUNDS)]
-        by_puller = ray.get([p.pull_at.remote(endpoints[0], starts) for p in pullers])
+        by_puller = ray.get([p.pull_at.remote(endpoints[source], starts) for p in pullers])
         sharing = [list(rates) for rates in zip(*by_puller, strict=True)]
     finally:
         for probe in [*probes, local, *pullers]:
             ray.kill(probe, no_restart=True)
     addresses = [address for _, address in machines]
     return LinkMeasures(addresses, flows, loopback, round_trips, sharing)
+
+
+def _sharing_machines(flows: dict[tuple[int, int], float], count: int) -> tuple[int, list[int]]:
+    """Where the spread is measured: the machine of the slowest link as the source (the
+    pullers then share its link, none held back by its own), the others fastest first."""
+    sent = [max(flows[(m, o)] for o in range(count) if o != m) for m in range(count)]
+    source = min(range(count), key=lambda m: (sent[m], m))
+    others = sorted((m for m in range(count) if m != source), key=lambda m: (-sent[m], m))
+    return source, others
 
 
 def _probe_on(node_id: str) -> Any:

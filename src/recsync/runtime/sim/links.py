@@ -1,14 +1,16 @@
-"""Machines' links: a link each way (`Link`, its queues `Nic`), and links shared fairly
-between the messages crossing them (`SharedLinks`).
+"""Machines' links: a link (`Link`: a queue each way, `Nic`), and the links of machines
+that nodes share, shared between the messages crossing them (`SharedLinks`).
 
-Shared fairly between the messages crossing them, as TCP shares a link
-between its connections (a flow-level model): every message between two machines is a flow
-through the sender's link (its sending direction) and the receiver's (its receiving one),
-and the flows in progress get max-min fair rates (progressive filling: the most contended
-link direction splits what it has evenly, the flows it limits take that, the others share
-what is left). Rates change only when a flow starts or ends; a flow done arrives a link
-latency later. Messages between the same two machines are alike in it, so the allocation
-works on machine pairs (at most M^2 of them), not on messages."""
+`SharedLinks` shares them as TCP shares a link between its connections (a flow-level
+model): every message between two machines is a flow through the sender's link (its
+sending direction) and the receiver's (its receiving one), and the flows in progress get
+weighted max-min fair rates (progressive filling: the most contended link direction splits
+what it has by the flows' weights, the flows it limits take that, the others share what is
+left). A message's weight is drawn log-normal (sigma: the measured spread of TCP's shares;
+0: even), and the messages of one connection and direction go one after another. Rates
+change only when a flow starts or ends; a flow done arrives a link latency later. Flows
+between the same two machines get the same rate per unit of weight, so the allocation works
+on machine pairs (at most M^2 of them), not on messages."""
 
 from __future__ import annotations
 
