@@ -6,10 +6,12 @@ kernel's own counters in the host's namespace, for one strategy of each family."
 
 from __future__ import annotations
 
+import json
+import subprocess
 import tomllib
 
 import pytest
-from box_hosts import Listening, recsync_on, running_box, skip_reason, train
+from box_hosts import RECSYNC, Listening, recsync_on, running_box, skip_reason, train
 
 from recsync.tools.box import ops
 from recsync.tools.box.plan import Link
@@ -125,3 +127,40 @@ def test_calibrate_network_measures_each_host_s_link(box, tmp_path):
     assert min(rates[0], rates[1]) > 5 * rates[2]  # the others: unshaped
     assert 0 <= machines["latency_s"] < 0.01 and 0 <= machines["flow_spread"] < 2
     assert "cost.machines written to" in done.stdout
+
+
+def test_the_box_command_runs_a_command_on_a_host_shapes_its_link_and_shows_it(box):
+    recsync = [RECSYNC, "box"]
+    name = ["--name", box.plan.name]
+    on_host_1 = subprocess.run(
+        [*recsync, "exec", "1", *name, "--", "ip", "-4", "-o", "addr", "show", "dev", "eth0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert on_host_1.returncode == 0 and f"inet {box.plan.ip(1)}/24" in on_host_1.stdout
+    shaped = subprocess.run(
+        [*recsync, "shape", box.plan.ip(1), "--mbit", "50", *name], capture_output=True, text=True
+    )
+    assert shaped.returncode == 0 and "50 Mbit/s each way" in shaped.stdout, shaped.stdout
+    try:
+        shown = subprocess.run(
+            [*recsync, "status", "--json", *name], capture_output=True, text=True, check=True
+        )
+        status = json.loads(shown.stdout)
+        assert status["links"]["1"]["mbit"] == 50.0 and status["ray_address"] == box.ray_address
+        assert set(status["counters"]) == {"0", "1", "2"}
+        assert status["counters"]["0"]["tx_bytes"] > 0
+        qdiscs = subprocess.run(
+            ["ip", "netns", "exec", box.plan.namespace(1), "tc", "qdisc", "show", "dev", "eth0"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert "tbf" in qdiscs and "50Mbit" in qdiscs
+    finally:
+        ops.shape(box.plan.name, 1, Link())
+    refused = subprocess.run(
+        [*recsync, "shape", "1", "--delay-ms", "5", *name], capture_output=True, text=True
+    )
+    if not ops.netem_available(box.plan):  # this kernel: no netem, said and nothing changed
+        assert refused.returncode == 1 and "no netem" in refused.stdout

@@ -157,3 +157,27 @@ def test_wait_returns_once_enough_replies_came_or_at_its_deadline():
     assert wait(tickets, 2, 10.0) and tickets[0].result(1.0) == 3.0
     slow.close()
     fast.close()
+
+
+def test_a_caller_sending_while_large_replies_wait_unread_never_deadlocks():
+    """A loop that went on without some replies (a partial pull) and keeps sending large
+    messages on the same connection: the server, writing a large reply, reads nothing;
+    were the caller only writing, both would wait on full buffers forever. The caller
+    reads the waiting replies while its send waits, and every reply is kept."""
+    reply = np.zeros(1 << 20, dtype=np.float32)  # 4 MiB, far past a socket's buffers
+    server = ChannelServer(lambda payload: reply, "127.0.0.1")
+    connection = Connection(server.endpoint)
+    payload = np.ones(1 << 20, dtype=np.float32)
+    tickets: list = []
+
+    def send_without_reading() -> None:
+        for _ in range(12):
+            tickets.append(connection.request(payload))
+
+    sender = threading.Thread(target=send_without_reading, daemon=True)
+    sender.start()
+    sender.join(timeout=60)
+    assert not sender.is_alive(), "the caller and the server wait on each other's buffers"
+    assert all(t.result(60.0).nbytes == reply.nbytes for t in tickets)
+    connection.close()
+    server.close()

@@ -40,6 +40,7 @@ from recsync.runtime.transport.errors import (
 from recsync.runtime.transport.frames import read_frame, write_frame
 
 Endpoint = tuple[str, int, bytes]  # host, port, the server's key (handed out through Ray)
+REPLY_WHILE_SENDING_S = 60.0  # a reply that began to arrive while sending: its rest
 ACCEPT_RETRY_S = 0.1  # after a failed accept (out of file descriptors): not a busy loop
 
 
@@ -216,7 +217,8 @@ class Connection:
         ticket = Ticket(self)
         if self.broken is None:
             try:
-                traffic.count(self.endpoint[0], write_frame(self.sock, value))
+                sent = write_frame(self.sock, value, on_readable=self._read_while_sending)
+                traffic.count(self.endpoint[0], sent)
             except OSError as error:
                 self._break(error)
         if self.broken is not None:
@@ -245,6 +247,16 @@ class Connection:
             self._break(error)
             return
         self.waiting.popleft().settle(failed, value)
+
+    def _read_while_sending(self) -> None:
+        """The peer sent something while this connection waited to send: the reply of an
+        earlier request (one the loop went on without, a partial pull's late block), read
+        and kept for its ticket. Anything else is the peer's end: the connection breaks."""
+        if not self.waiting:
+            raise ChannelClosed(f"{self.endpoint[0]}:{self.endpoint[1]} sent unasked or closed")
+        self.read_reply(REPLY_WHILE_SENDING_S)
+        if self.broken is not None:
+            raise ChannelClosed(str(self.broken))
 
     def _break(self, error: BaseException) -> None:
         if isinstance(error, (ChannelClosed, FrameError)):

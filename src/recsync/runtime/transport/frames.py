@@ -8,8 +8,10 @@ unpickled."""
 from __future__ import annotations
 
 import pickle
+import select
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from recsync.runtime.transport.errors import ChannelClosed, FrameError
@@ -21,12 +23,29 @@ MAX_FRAME_BYTES = 1 << 32  # 4 GiB: a frame's pickle and buffers together
 _SIZE = struct.Struct("<Q")
 
 
-def send_all(sock: socket.socket, pieces: list[Any]) -> None:
-    """Send every piece (anything with the buffer protocol), gathered, in order."""
+def send_all(
+    sock: socket.socket, pieces: list[Any], on_readable: Callable[[], None] | None = None
+) -> None:
+    """Send every piece (anything with the buffer protocol), gathered, in order. With
+    `on_readable`, never wait on a full send buffer while the peer has something for us:
+    while the socket cannot take more, `on_readable()` reads what the peer sent (a peer
+    writing a large reply reads no request meanwhile; if neither side read, both would
+    wait on each other's full buffers forever)."""
     views = [memoryview(p).cast("B") for p in pieces]
     views = [v for v in views if v.nbytes]
+    flags = 0 if on_readable is None else socket.MSG_DONTWAIT
+    if on_readable is not None:
+        sock.settimeout(None)  # a socket with a timeout waits out a full buffer itself
     while views:
-        sent = sock.sendmsg(views[:256])
+        try:
+            sent = sock.sendmsg(views[:256], [], flags)
+        except BlockingIOError:
+            assert on_readable is not None
+            readable, _, _ = select.select([sock], [sock], [])
+            if readable:
+                on_readable()
+                sock.settimeout(None)
+            continue
         while sent:
             if sent >= views[0].nbytes:
                 sent -= views[0].nbytes
@@ -55,7 +74,12 @@ def _check(count: int, total: int) -> None:
         raise FrameError(f"a frame of {total} bytes (at most {MAX_FRAME_BYTES})")
 
 
-def write_frame(sock: socket.socket, value: Any, failed: bool = False) -> int:
+def write_frame(
+    sock: socket.socket,
+    value: Any,
+    failed: bool = False,
+    on_readable: Callable[[], None] | None = None,
+) -> int:
     """Send one value (its numpy arrays out of band); the bytes sent. A value past the
     bounds raises FrameError before anything is sent."""
     buffers: list[pickle.PickleBuffer] = []
@@ -64,7 +88,7 @@ def write_frame(sock: socket.socket, value: Any, failed: bool = False) -> int:
     _check(len(raws), len(data) + sum(r.nbytes for r in raws))
     sizes = struct.pack(f"<{len(raws)}Q", *(r.nbytes for r in raws))
     header = HEADER.pack(ERROR if failed else OK, len(raws), len(data))
-    send_all(sock, [header, sizes, data, *raws])
+    send_all(sock, [header, sizes, data, *raws], on_readable)
     return len(header) + len(sizes) + len(data) + sum(r.nbytes for r in raws)
 
 
