@@ -143,6 +143,7 @@ class Report:
     results_file: str
     render: Callable[[Any, Path], str]
     claims: Callable[[Any], list[Claim]] | None = None  # its headline claims, from its results
+    command: str | None = None  # a benchmark's: what writes its results file
 
     @property
     def page(self) -> str:
@@ -263,7 +264,13 @@ REPORTS_RENDERED = (
         _norms,
         gba_norms_claims.claims,
     ),
-    Report("The network on real links", "network", "results.json", _network),
+    Report(
+        "The network on real links",
+        "network",
+        "results.json",
+        _network,
+        command="python benchmarks/bench_box.py --advise",
+    ),
     Report("Readers", "readers", "results.json", _readers),
     Report("The reader's cost on the user's files", "reader_cost", "results.json", _reader_cost),
     Report("Advise checked on the engine", "advise_vs_engine", "results.json", _advise_check),
@@ -290,13 +297,20 @@ def claims_of(report: Report) -> list[Claim]:
 
 
 def _not_generated(report: Report, source: str) -> str:
-    """The page of a report whose reproduction has not written its results file yet."""
+    """The page of a report whose reproduction (or benchmark) has not written its results
+    file yet."""
     names = [
         name
         for name, r in REPRODUCTIONS.items()
         if r.report_dir.rstrip("/").removeprefix("reports/") == report.directory
     ]
-    command = f"`recsync reproduce {names[0]}`" if names else "its reproduction"
+    command = (
+        f"`recsync reproduce {names[0]}`"
+        if names
+        else f"`{report.command}`"
+        if report.command
+        else "its reproduction"
+    )
     return (
         f"# {report.title}\n\nNot generated yet: `{source}` has not been written. "
         f"{command} writes it, with the report this page renders from it.\n"

@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SHELL_BLOCK = re.compile(r"^```(bash|console|sh|shell)\n(.*?)^```", re.S | re.M)
 WALKTHROUGH = re.compile(r"<!-- walkthrough -->\n```bash\n(.*?)^```", re.S | re.M)
 # a block holding one of these words cannot run as shown: the test named runs its commands
-PLACEHOLDERS = {"HEAD_IP": "tests/engine/test_cluster_address.py"}
+PLACEHOLDERS = {
+    "HEAD_IP": "tests/engine/test_cluster_address.py",
+    # builds network namespaces as root: the box's engine tests run its commands
+    "recsync box": "tests/engine/test_box_hosts.py",
+}
 # the Makefile's entry points: `make test` is this suite; `make run` runs `recsync train`
 MAKE_TARGETS = {"make run": "recsync train", "make test": None}
 # the keys every cheap or engine run of a synthetic-task command gets, unless it sets them:

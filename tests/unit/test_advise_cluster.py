@@ -140,5 +140,22 @@ def test_a_shared_machine_gives_its_cores_to_every_node(tmp_path):
     cost = parse_cluster(tree, "c").base_cost(tmp_path)
     assert (cost.shared_cpus, cost.process_idle_cpus) == (2, 0.1)  # the file's cores
     assert (cost.bandwidth_bytes_s, cost.latency_s) == (1e12, 1e-6)  # the profile's loopback
-    with pytest.raises(ConfigError, match=r"machines.shared: .* machines.count = 3"):
-        parse_cluster({"machines": {**one, "count": 3}}, "c")
+    with pytest.raises(ConfigError, match=r"machines.shared with machines.count = 3: .*profile"):
+        parse_cluster({"machines": {**one, "count": 3, "preset": "dev-2core"}}, "c")
+
+
+def test_shared_hosts_of_one_machine_keep_the_links_their_profile_measured(tmp_path):
+    """The multi-host box: hosts sharing one machine's cores, each with its own link."""
+    (tmp_path / "box.toml").write_text(
+        "[cost]\nshared_cpus = 2\nlatency_s = 0.0\nbandwidth_bytes_s = 1e12\n"
+        "[cost.machines]\nlink_bytes_s = [1.2e7, 1.2e7, 1.2e6]\nlatency_s = 4e-6\n"
+        'addresses = ["10.0.0.10", "10.0.0.11", "10.0.0.12"]\nflow_spread = 0.2\n'
+    )
+    hosts = {"count": 3, "cores": 2, "shared": True, "profile": "box.toml"}
+    cost = parse_cluster({"machines": hosts}, "c").base_cost(tmp_path)
+    assert cost.shared_cpus == 2 and cost.machines.link_bytes_s == (1.2e7, 1.2e7, 1.2e6)
+    assert cost.machines.addresses[2] == "10.0.0.12" and cost.bandwidth_bytes_s == 1e12
+    apart = parse_cluster({"machines": {**hosts, "shared": False}}, "c").base_cost(tmp_path)
+    assert apart.shared_cpus == 0 and apart.machines.flow_spread == 0.2  # links kept
+    with pytest.raises(ConfigError, match="names 3 machines .* machines.count is 4"):
+        parse_cluster({"machines": {**hosts, "count": 4}}, "c").base_cost(tmp_path)

@@ -55,8 +55,9 @@ def test_every_results_file_under_reports_has_a_page():
         assert page.startswith("# "), report.directory
         if results.generated(report):
             assert "\n| --- |" in page, report.directory
-        else:  # a reproduction not run yet: a short page saying how to run it
-            assert "Not generated yet" in page and "`recsync reproduce " in page, page
+        else:  # a reproduction or benchmark not run yet: a short page saying how to run it
+            run = "`recsync reproduce " if report.command is None else report.command
+            assert "Not generated yet" in page and run in page, page
         for image in results.images(report):
             assert image.exists()
 
