@@ -63,7 +63,8 @@ class NodeMeasures:
     as its connections write them, the simulator the messages' bytes), which tells what
     crossed each machine's link (`host_traffic.py`); `control_bytes`, by what, the bytes it
     sent the driver's side outside the data path (the engine's reports through Ray, for
-    evaluations, cuts and the end; the simulator counts none)."""
+    evaluations, cuts and the end, as "report"; its answers to the driver's asks, progress
+    polls, cuts and held-out samples, as "asked"; the simulator counts none)."""
 
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     bytes_to: dict[str, int] = field(default_factory=lambda: defaultdict(int))

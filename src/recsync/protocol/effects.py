@@ -61,8 +61,10 @@ class CallEach:
 
 @dataclass(slots=True, eq=False)
 class Send:
-    """-> None at once: the messages leave (fire and forget), counted as in flight for
-    `sender` until their servers handled them."""
+    """-> None once the messages left (fire and forget), counted as in flight for `sender`
+    until their servers handled them; and, where more than SENDS_IN_FLIGHT sends' worth of
+    them are in flight (a slow link or server), once no more than that are (both drivers:
+    the sender is held back as a TCP sender is by a full buffer)."""
 
     sender: int
     calls: Sequence[Target]
@@ -70,6 +72,9 @@ class Send:
     @property
     def label(self) -> str:
         return self.calls[0][1].kind
+
+
+SENDS_IN_FLIGHT = 2  # a sender's Sends whose messages may be in flight at once, at most
 
 
 @dataclass(slots=True, eq=False)

@@ -27,7 +27,7 @@ from recsync.coordinator.hosting import HostedNode
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import HELPER_PROCESSES, THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
-from recsync.protocol.messages import Message
+from recsync.protocol.messages import Message, wire_bytes
 from recsync.protocol.node import LoopSpec, StartTimer
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.kernels import load_hash_kernels
@@ -105,6 +105,7 @@ class NodeActor:
         self.cpu_at_start = _process_cpu_s()
         self.traffic_at_start = traffic.sent()  # of the nodes this process hosted before
         self.reported_bytes = 0
+        self.asked_bytes = 0
         self.threads_at_start = cpu_by_kind()  # of the nodes this process hosted before
 
     def rehost(self, spec: NodeSpec, part: Part | None = None) -> int:
@@ -177,6 +178,16 @@ class NodeActor:
         reply = self._handle(request)
         with self.counting:
             self.hosted.count_reply(request, reply)
+        return wire.encode(reply)
+
+    def ask(self, wired: Message) -> Any:
+        """The node's (encoded) reply to a driver's message (through Ray: progress polls,
+        cuts, held-out samples): its bytes are counted as what it sent the driver's side
+        (`NodeMeasures.control_bytes`), not as the job's traffic, which the simulator's
+        driver, asking its nodes in process, has none of."""
+        reply = self._handle(wire.decode(wired, copy=wired.retained))
+        with self.counting:
+            self.asked_bytes += wire_bytes(reply)
         return wire.encode(reply)
 
     def _call_owned(self, wired: Message) -> Any:
@@ -312,7 +323,11 @@ class NodeActor:
                 dict(measures.worker_compute_s),
                 dict(measures.worker_steps),
                 {"process": _process_cpu_s() - self.cpu_at_start + helpers, **threads},
-                {"report": self.reported_bytes} if self.reported_bytes else {},
+                {
+                    kind: size
+                    for kind, size in (("report", self.reported_bytes), ("asked", self.asked_bytes))
+                    if size
+                },
             )
 
 

@@ -77,7 +77,7 @@ class Scoring:
         reader make (or read) its held-out set now, before training: the first mark does
         not wait for it."""
         self.launch()
-        sample = hosts.actors[READER].call.remote(wire.encode(HeldOutSample(self.mark_examples)))
+        sample = hosts.actors[READER].ask.remote(wire.encode(HeldOutSample(self.mark_examples)))
         ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
         try:
             ray.get(sample, timeout=START_TIMEOUT_S)
@@ -90,7 +90,7 @@ class Scoring:
         nodes = Evaluations.nodes(self.topology)
         refs = [hosts.actors[a].report.remote() for a in nodes]
         sample = wire.encode(HeldOutSample(self.mark_examples))
-        test = hosts.actors[READER].call.remote(sample)  # only the sample crosses
+        test = hosts.actors[READER].ask.remote(sample)  # only the sample crosses
         quality = self.actor.quality.remote(test, nodes, *refs)
         self._under_way.append((quality, nodes, refs, seconds))
 

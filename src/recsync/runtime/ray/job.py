@@ -142,14 +142,14 @@ class RayJob(Recovering):
 
     def _ask_reader(self, message: Message, reader: Address = READER) -> Any:
         """A reader's answer to a driver's message (a dead reader is named, as lost)."""
-        ref = self.hosts.actors[reader].call.remote(wire.encode(message))
+        ref = self.hosts.actors[reader].ask.remote(wire.encode(message))
         return self._reader_reply(ref, reader)
 
     def _ask_readers(self, message: Message) -> list[Any]:
         """Every reader's answer to a driver's message, in reader order (sent to all at
         once)."""
         readers = [n.address for n in self.topology.of_role(Role.READER)]
-        refs = [self.hosts.actors[a].call.remote(wire.encode(message)) for a in readers]
+        refs = [self.hosts.actors[a].ask.remote(wire.encode(message)) for a in readers]
         return [self._reader_reply(ref, a) for ref, a in zip(refs, readers, strict=True)]
 
     def _reader_reply(self, ref: Any, reader: Address = READER) -> Any:
@@ -274,7 +274,7 @@ class RayJob(Recovering):
         readers = [n.address for n in self.topology.of_role(Role.READER)]
         self._paused = time.perf_counter()
         pause_together(self._ask_readers)
-        at_cut = [self.hosts.actors[a].call.remote(wire.encode(AwaitCut())) for a in readers]
+        at_cut = [self.hosts.actors[a].ask.remote(wire.encode(AwaitCut())) for a in readers]
         while len(ray.wait(at_cut, num_returns=len(at_cut), timeout=0)[0]) < len(at_cut):
             self._check_runs(wait_s=0.01)
         handed = [self._reader_reply(ref, a) for ref, a in zip(at_cut, readers, strict=True)]

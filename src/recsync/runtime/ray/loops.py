@@ -18,6 +18,7 @@ import torch.distributed as dist
 from recsync.coordinator.hosting import HostedNode
 from recsync.protocol.address import Address
 from recsync.protocol.effects import (
+    SENDS_IN_FLIGHT,
     AllReduce,
     Await,
     Call,
@@ -230,7 +231,7 @@ class LoopDriver:
 
     def _send(self, state: _LoopState, effect: Send) -> None:
         state.pending.extend(self._remote(state, t, m) for t, m in effect.calls)
-        bound = 2 * len(effect.calls)  # at most about two steps of sends in flight
+        bound = SENDS_IN_FLIGHT * len(effect.calls)  # at most about two steps of sends
         if len(state.pending) > bound:
             self._wait(state.pending, len(state.pending) - bound)
             self._get_each(state, [sent for sent in state.pending if sent.ticket.done])

@@ -175,7 +175,7 @@ class Recovering:
             return self._position, False
         try:
             message = wire.encode(ReaderProgress())
-            refs = [self.hosts.actors[a].call.remote(message) for a in readers]
+            refs = [self.hosts.actors[a].ask.remote(message) for a in readers]
             replies = ray.get(refs, timeout=PING_TIMEOUT_S)
             return self.spec.handed_before + sum(int(h) for h, _ in replies), True
         except ray.exceptions.RayError:

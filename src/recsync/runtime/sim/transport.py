@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from recsync.protocol.address import Address
-from recsync.protocol.effects import Call, CallEach, Drain, Target
+from recsync.protocol.effects import SENDS_IN_FLIGHT, Call, CallEach, Drain, Target
 from recsync.protocol.messages import Fused, Message
 from recsync.protocol.node import StartTimer
 from recsync.runtime.sim.clock import Callback, Clock, Gather, Signal
@@ -112,6 +112,7 @@ class Transport:
         self.changed = Signal(clock)  # some server's state moved: waiting requests re-check
         self.inflight: dict[int, int] = {}  # sender -> its sent messages not handled yet
         self.drained: dict[int, Callback] = {}  # sender -> who waits for them
+        self.held: dict[int, tuple[int, Callback]] = {}  # sender -> (bound, who waits)
 
     def call(self, runner: LoopRunner, effect: Call) -> None:
         src, message = runner.host, effect.message
@@ -167,12 +168,24 @@ class Transport:
             self._delivery(src, target, message, None, sender, runner) for target, message in calls
         ]
         self.inflight[sender] = self.inflight.get(sender, 0) + len(items)
+        go = self._within(sender, SENDS_IN_FLIGHT * len(items), runner.resume)
         if not (self.network.handles_messages and items):
             self.clock.soon(self._send_each, items, urgent=True)
-            runner.resume(None)
+            go(None)
             return
-        departures = Departures(len(items), runner.resume)
+        departures = Departures(len(items), go)
         self.clock.soon(self._send_away, (items, departures), urgent=True)
+
+    def _within(self, sender: int, bound: int, resume: Callback) -> Callback:
+        """`resume`, called once at most `bound` of `sender`'s messages are in flight."""
+
+        def go(_: Any) -> None:
+            if self.inflight.get(sender, 0) <= bound:
+                resume(None)
+            else:
+                self.held[sender] = (bound, resume)
+
+        return go
 
     def drain(self, runner: LoopRunner, effect: Drain) -> None:
         self.after_drain(effect.sender, runner.resume)
@@ -247,6 +260,10 @@ class Transport:
             self.inflight[tag] = left
             if not left and tag in self.drained:
                 self.clock.soon(self.drained.pop(tag))
+            held = self.held.get(tag)
+            if held is not None and left <= held[0]:
+                del self.held[tag]
+                self.clock.soon(held[1])
             return
         size = dst.count_reply(message, reply)
         answer = reply if tag is None else (tag, reply)
