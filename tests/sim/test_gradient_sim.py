@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 import torch
@@ -15,6 +16,8 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
+from recsync.protocol.effects import SENDS_IN_FLIGHT
+from recsync.protocol.messages import WorkerDone
 from recsync.runtime.sim.cost import CostModel, Faults, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.trainer.reference import ReferenceTrainer
@@ -259,3 +262,28 @@ def test_a_gradient_worker_is_not_charged_the_dense_optimizer_step_it_leaves_to_
     assert applying[1] == applying[0] > 0
     with pytest.raises(ValueError, match="apply_share"):
         CostModel(apply_share=1.0)
+
+
+def test_a_sender_is_held_while_more_than_two_sends_of_its_messages_are_in_flight():
+    """As the engine's sender is held by its connection (runtime/ray/loops.py): a Send
+    returns at once while at most SENDS_IN_FLIGHT sends' worth of its sender's messages are
+    unhandled, else once they are no more (a server taking 1 s a message)."""
+    spec = JobSpec(MODEL, TRAIN, CLUSTER, strategy_config("async"), SYNTHETIC)
+    sim = SimJob(spec, plan_for(spec), CostModel(request_s=1.0))
+    transport, clock = sim.transport, sim.transport.clock
+    trainer = sim.hosts_of(Role.TRAINER)[0]
+    server = next(a for a in sim.hosts if a.role is Role.DENSE_SERVER)
+    resumed: list[float] = []
+
+    def step(_: object) -> None:  # a loop sends again once its last send returned
+        resumed.append(clock.now)
+        if len(resumed) < 3:
+            transport.send(runner, 0, [(server, WorkerDone(0))])
+
+    runner = types.SimpleNamespace(host=trainer, resume=step)
+    transport.send(runner, 0, [(server, WorkerDone(0))])
+    clock.run()
+    assert SENDS_IN_FLIGHT == 2
+    # the third send waits for the first messages to be handled
+    assert resumed == [0.0, 0.0, pytest.approx(1.0, abs=1e-3)]
+    assert transport.inflight[0] == 0
