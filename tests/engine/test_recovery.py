@@ -158,6 +158,40 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
     assert summary["test_auc"] >= reference_auc - 0.03
 
 
+@pytest.mark.usefixtures("local_ray")
+def test_a_lost_evaluator_is_started_again_and_scores_every_evaluation(reference_auc):
+    """The evaluator is no node: killed twice mid-run, it is started again on the driver's
+    machine each time and scores the evaluations that were under way; training goes on,
+    nothing is rolled back."""
+    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2, 1)), synthetic=LONG)
+    records, lines, kills = [], [], []
+
+    def kill_evaluator(done, total, eps) -> None:
+        if len(kills) < 2 and done >= 30_000 * (len(kills) + 1):
+            actor = started["job"].scoring.actor
+            os.kill(ray.get(actor.pid.remote()), signal.SIGKILL)
+            kills.append(done)
+
+    started: dict = {}
+    summary = run_job(
+        job,
+        on_progress=kill_evaluator,
+        on_start=lambda j: started.update(job=j),
+        eval_every=10_000,
+        on_eval=records.append,
+        recovery=RecoveryPolicy(),
+        on_recovery=lines.append,
+    )
+    assert len(kills) == 2
+    recovery = summary["recovery"]
+    assert recovery["evaluator_restarts"] == 2 and recovery["losses"] == []
+    assert sum("lost the evaluator" in line for line in lines) == 2
+    assert summary["examples_trained"] == LONG.num_train
+    marks = [r["examples"] for r in records]
+    assert marks == sorted(marks) and len(marks) >= LONG.num_train // 10_000 - 1
+    assert summary["test_auc"] >= reference_auc - 0.03
+
+
 def kill_in_the_cli(monkeypatch, target: Address, at: int) -> dict:
     """The CLI's next runs kill `target` once `at` examples were handed out (a hook on the
     job's progress); what it returns holds when (`at`)."""

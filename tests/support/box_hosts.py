@@ -59,6 +59,15 @@ def recsync_on(
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
 
 
+def train_args(state: ops.BoxState, runs_dir: Path, name: str, overrides: list[str]) -> list[str]:
+    """`recsync train`'s arguments for a run on the box named `name` under `runs_dir`."""
+    args = ["train", "--address", state.plan.head_address, "--name", name, "--force"]
+    args += ["--no-progress", "--set", f"run.runs_dir={runs_dir}"]
+    for override in overrides:
+        args += ["--set", override]
+    return args
+
+
 def train(
     state: ops.BoxState,
     runs_dir: Path,
@@ -69,11 +78,7 @@ def train(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     """Train on the box from `host` (the driver's); the command's result (its output
     and errors together in `stdout`) and the run's summary (None where it wrote none)."""
-    args = ["train", "--address", state.plan.head_address, "--name", name, "--force"]
-    args += ["--no-progress", "--set", f"run.runs_dir={runs_dir}"]
-    for override in overrides:
-        args += ["--set", override]
-    done = recsync_on(state, host, args, wrap=wrap)
+    done = recsync_on(state, host, train_args(state, runs_dir, name, overrides), wrap=wrap)
     done.stdout += done.stderr
     summary = runs_dir / name / "summary.json"
     return done, json.loads(summary.read_text()) if summary.is_file() else None

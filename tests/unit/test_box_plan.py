@@ -3,11 +3,14 @@ build, shape and remove it, checked without root; and the refusals of `recsync b
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from typer.testing import CliRunner
 
 from recsync.app.cli.main import app
 from recsync.errors import ConfigError
+from recsync.runtime.transport.faults import FAULTS_ENV, FrameFaults
 from recsync.tools.box import ops
 from recsync.tools.box.plan import BoxPlan, Link, qdisc
 
@@ -100,3 +103,34 @@ def test_without_root_or_iproute2_the_box_says_what_is_missing(monkeypatch):
     result = CliRunner().invoke(app, ["box", "up", "--hosts", "2", "--name", "rsnope"])
     assert result.exit_code == 1
     assert "the box needs root" in result.output and "apt-get install iproute2" in result.output
+
+
+def test_without_netem_a_delay_and_a_loss_become_the_hosts_frame_faults(tmp_path, monkeypatch):
+    """The rate still by tbf; the delay and loss written to the host's frame faults, which
+    its recsync processes follow (their environment names the file), and healed by
+    shaping without them."""
+    ran: list[list[str]] = []
+
+    def run(command, check=True):
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(ops, "STATE_ROOT", tmp_path)
+    monkeypatch.setattr(ops, "run", run)
+    state = ops.BoxState(BoxPlan(2, name="rsbt", subnet="10.214.0.0/24"), netem=False)
+    ops._shape(state, 1, Link(50.0, delay_ms=20.0, loss=0.01))
+    path = ops.frame_faults_path(state.plan, 1)
+    assert FrameFaults.read(path) == FrameFaults(20.0, 0.01, seed=1)
+    assert state.emulated == {1} and state.links[1] == Link(50.0, 20.0, 0.01)
+    assert all("netem" not in c and "tbf" in c for c in ran) and len(ran) == 2
+    assert f"{FAULTS_ENV}={path}" in ops.in_host(state.plan, 1, ["true"])
+    ran.clear()
+    ops._shape(state, 1, Link())
+    assert not path.exists() and state.emulated == set()
+    assert [c[-4:] for c in ran] == [
+        ["del", "dev", "eth0", "root"],
+        ["del", "dev", "rsbt-v1", "root"],
+    ]
+    ran.clear()
+    ops._shape(state, 0, Link())  # nothing shaped before or now: no tc at all
+    assert ran == []

@@ -6,6 +6,7 @@ the server listens on its host only, and `close` ends every thread it started.""
 
 from __future__ import annotations
 
+import logging
 import pickle
 import socket
 import struct
@@ -77,7 +78,8 @@ def test_the_handshake_timeouts_are_the_tables_and_seconds():
     assert channel.CLIENT_HANDSHAKE_S == timeouts.CLIENT_HANDSHAKE_S
 
 
-def test_a_stranger_sending_garbage_is_dropped_and_good_clients_go_on(short_handshake):
+def test_a_stranger_sending_garbage_is_dropped_and_good_clients_go_on(short_handshake, caplog):
+    caplog.set_level(logging.WARNING, logger=channel.__name__)
     handled: list = []
     server = ChannelServer(handled.append, HOST)
     good = Connection(server.endpoint)
@@ -96,6 +98,10 @@ def test_a_stranger_sending_garbage_is_dropped_and_good_clients_go_on(short_hand
     assert handled == ["old", "new"]
     assert _until(lambda: server.serving() == 2)  # the strangers' threads ended
     assert server.close()
+    reasons = [r.getMessage() for r in caplog.records]
+    assert f"refused a connection from {HOST}: not the channel's protocol" in reasons[0]
+    assert f"dropped the connection from {HOST} in its handshake" in reasons[1]
+    assert len(reasons) == 2
 
 
 def test_a_silent_stranger_is_dropped_within_the_handshake_timeout(short_handshake):
@@ -278,7 +284,8 @@ def test_a_frame_that_does_not_load_is_a_frame_error():
             read_frame(right)
 
 
-def test_an_authenticated_peers_oversized_frame_closes_its_connection_only():
+def test_an_authenticated_peers_oversized_frame_closes_its_connection_only(caplog):
+    caplog.set_level(logging.WARNING, logger=channel.__name__)
     handled: list = []
     server = ChannelServer(handled.append, HOST)
     bad, good = Connection(server.endpoint), Connection(server.endpoint)
@@ -287,6 +294,30 @@ def test_an_authenticated_peers_oversized_frame_closes_its_connection_only():
     assert good.request("still served").result(10.0) is None
     assert handled == ["still served"]
     assert server.close()
+    (reason,) = [r.getMessage() for r in caplog.records]
+    assert f"closed the connection from {HOST}: a frame of" in reason
+
+
+@pytest.mark.parametrize("sent", [_header(frames.OK, 0, 100) + b"x" * 10, b"\x00\x01"])
+def test_an_authenticated_peers_stalled_frame_closes_its_connection_in_time(
+    monkeypatch, caplog, sent
+):
+    """A frame that began (a truncated frame, half a header) must come whole within the
+    frame's rest time, else its connection is closed, said, and its thread ends; an idle
+    connection between frames is not."""
+    caplog.set_level(logging.WARNING, logger=channel.__name__)
+    monkeypatch.setattr(channel, "FRAME_REST_S", 0.5)
+    server = ChannelServer(lambda request: request, HOST)
+    stalled, idle = Connection(server.endpoint), Connection(server.endpoint)
+    stalled.sock.sendall(sent)
+    closed = _closed_after(stalled.sock, 5.0)
+    assert closed is not None and 0.4 < closed < 1.5
+    time.sleep(0.5)  # the idle one waited past the rest time between frames
+    assert idle.request("still served").result(10.0) == "still served"
+    assert _until(lambda: server.serving() == 1)
+    assert server.close()
+    (reason,) = [r.getMessage() for r in caplog.records]
+    assert f"closed the connection from {HOST}: a frame stalled for 0.5 s" in reason
 
 
 def test_a_value_past_the_bounds_is_refused_before_sending(monkeypatch):

@@ -5,9 +5,12 @@ included), so that it takes only the CPU training leaves idle."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -20,12 +23,26 @@ from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address
 from recsync.protocol.reading import HeldOutSample
-from recsync.runtime.ray.errors import failure
+from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.timeouts import START_TIMEOUT_S
 from recsync.runtime.transport import wire
 
 EVAL_NICE = 10
+MAX_EVALUATOR_RESTARTS = 3  # a job's evaluator lost more often ends the job
+
+
+@dataclass(frozen=True)
+class _UnderWay:
+    """An evaluation under way: the evaluator's answer to come, the nodes whose reports
+    (snapshots, `refs`) it scores on `test` (the reader's sample), taken `seconds` into
+    training."""
+
+    quality: Any
+    nodes: list[Address]
+    refs: list[Any]
+    test: Any
+    seconds: float
 
 
 @ray.remote(num_cpus=0)
@@ -40,6 +57,9 @@ class EvaluatorActor:
 
     def ready(self) -> bool:
         return True
+
+    def pid(self) -> int:
+        return os.getpid()
 
     def quality(self, test: Any, nodes: list[Address], *reports: Any) -> Quality | None:
         """`reports[i]`: the report of `nodes[i]` (object refs, resolved here), scored on
@@ -57,10 +77,16 @@ class Scoring:
     copies stay in Ray's object store until scored). How many are under way at once is the
     job's supervisor's to bound (coordinator/supervisor.py, MAX_SCORING)."""
 
-    def __init__(self, topology: Topology, mark_examples: int = 0):
-        self.topology, self.mark_examples = topology, mark_examples
+    def __init__(
+        self,
+        topology: Topology,
+        mark_examples: int = 0,
+        tell: Callable[[str], None] = lambda line: None,
+    ):
+        self.topology, self.mark_examples, self.tell = topology, mark_examples, tell
         self.actor: Any = None
-        self._under_way: deque[tuple[Any, list[Address], list[Any], float]] = deque()
+        self.restarts = 0  # of the evaluator actor, lost while it scored
+        self._under_way: deque[_UnderWay] = deque()
 
     def launch(self) -> None:
         """Start the evaluator actor (once), without waiting: its process starts while the
@@ -78,7 +104,11 @@ class Scoring:
         not wait for it."""
         self.launch()
         sample = hosts.actors[READER].ask.remote(wire.encode(HeldOutSample(self.mark_examples)))
-        ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+        try:
+            ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as error:
+            why = f"the evaluator did not start on the driver's machine: {error}"
+            raise NodeFailure(why) from None
         try:
             ray.get(sample, timeout=START_TIMEOUT_S)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
@@ -92,25 +122,75 @@ class Scoring:
         sample = wire.encode(HeldOutSample(self.mark_examples))
         test = hosts.actors[READER].ask.remote(sample)  # only the sample crosses
         quality = self.actor.quality.remote(test, nodes, *refs)
-        self._under_way.append((quality, nodes, refs, seconds))
+        self._under_way.append(_UnderWay(quality, nodes, refs, test, seconds))
 
     def oldest_done(self, timeout: float = 0.0) -> bool:
         """Whether the oldest evaluation under way was scored (waiting up to `timeout`)."""
         if not self._under_way:
             return False
-        return bool(ray.wait([self._under_way[0][0]], timeout=timeout)[0])
+        return bool(ray.wait([self._under_way[0].quality], timeout=timeout)[0])
 
     def oldest(self) -> Scored:
         """The oldest evaluation under way, once scored (waits for it): the reports it
-        scored, their quality (None: no held-out example yet), and when it was taken."""
-        quality, nodes, refs, seconds = self._under_way.popleft()
-        try:
-            scored = ray.get(quality)
-        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
-            raise failure("evaluator", error) from None
+        scored, their quality (None: no held-out example yet), and when it was taken. A
+        lost evaluator is started again and scores what was under way; a node lost with its
+        report is a NodeFailure naming it (the job's recovery takes it)."""
+        while True:
+            oldest = self._under_way[0]
+            try:
+                scored = ray.get(oldest.quality)
+                break
+            except ray.exceptions.RayActorError as error:
+                if not self._is_evaluator(error):
+                    raise self._lost_report(oldest, error) from None
+                self._restart(error)
+            except ray.exceptions.RayTaskError as error:
+                raise failure("evaluator", error) from None
+            except ray.exceptions.ObjectLostError as error:
+                raise self._lost_report(oldest, error) from None
+        self._under_way.popleft()
         if scored is None:
-            return Scored({}, None, seconds)
-        return Scored(dict(zip(nodes, ray.get(refs), strict=True)), scored, seconds)
+            return Scored({}, None, oldest.seconds)
+        reports = dict(zip(oldest.nodes, ray.get(oldest.refs), strict=True))
+        return Scored(reports, scored, oldest.seconds)
+
+    def _is_evaluator(self, error: ray.exceptions.RayActorError) -> bool:
+        """Whether `error` says the evaluator actor itself died (not a node whose report
+        it was to score)."""
+        actor_id = getattr(error, "actor_id", None)
+        if isinstance(actor_id, bytes):
+            actor_id = actor_id.hex()
+        return self.actor is not None and actor_id == self.actor._actor_id.hex()
+
+    def _restart(self, error: BaseException) -> None:
+        """The evaluator died: a new one, on the driver's machine, scores every evaluation
+        under way again (their snapshots are the driver's objects: they survived)."""
+        self.restarts += 1
+        if self.restarts > MAX_EVALUATOR_RESTARTS:
+            raise NodeFailure(
+                f"the evaluator (the process scoring mid-run evaluations, on the driver's "
+                f"machine) was lost {self.restarts} times; the last: {error}"
+            )
+        self.tell(
+            f"lost the evaluator ({error}); starting another, which scores again the "
+            f"{len(self._under_way)} evaluation(s) under way"
+        )
+        self.actor = None
+        self.launch()
+        ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+        for i, run in enumerate(self._under_way):
+            quality = self.actor.quality.remote(run.test, run.nodes, *run.refs)
+            self._under_way[i] = dataclasses.replace(run, quality=quality)
+
+    @staticmethod
+    def _lost_report(run: _UnderWay, error: BaseException) -> NodeFailure:
+        """The failure of the first node whose report for `run` is gone with it."""
+        for node, ref in zip(run.nodes, run.refs, strict=True):
+            try:
+                ray.get(ref, timeout=START_TIMEOUT_S)
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as lost:
+                return failure(node.name, lost)
+        return failure("evaluator", error)
 
     def forget(self) -> None:
         """Drop the evaluations under way (the actors they read from are gone)."""

@@ -96,7 +96,9 @@ class RayJob(Recovering):
             self.topology, eval_every, early_stopping, keep_best, eval_examples
         )
         self.supervisor = Supervisor(spec, evaluations, checkpoint_every, recovery)
-        self.scoring = Scoring(self.topology, evaluations.mark_examples) if eval_every else None
+        self.scoring = (
+            Scoring(self.topology, evaluations.mark_examples, self._tell) if eval_every else None
+        )
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
         self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
@@ -326,6 +328,8 @@ class RayJob(Recovering):
             "taken": self.supervisor.cuts.cuts,
             "paused_seconds": round(self.cut_seconds, 3),
         }
+        if self.scoring is not None:
+            summary["recovery"]["evaluator_restarts"] = self.scoring.restarts
         summary["eps_steady"] = steady_eps(self.progress)
         summary["machines"] = len(actors.machines)
         summary["machine_addresses"] = list(actors.machine_ips)

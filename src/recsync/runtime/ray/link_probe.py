@@ -26,7 +26,9 @@ CALLS = 100  # small round trips timed a pair
 SHARING_FLOWS = 4  # replies pulled from one machine at once, for how unevenly they share
 SHARING_ROUNDS = 12  # times they are pulled together
 REPLY_BYTES = 2 << 20  # each reply (a dense part's pull, a sync's)
-ROUND_S = 1.0  # between two rounds' starts (a reply takes 0.2 s at 100 Mbit/s)
+ROUND_S = 1.0  # between two rounds' starts, at least...
+ROUND_SLACK = 1.5  # ...and this many times a round's replies at the link's rate: no round
+# may start while the last one's replies still cross (they would share it with those)
 
 
 @ray.remote(num_cpus=0)
@@ -168,7 +170,8 @@ def measure_links(seconds: float = 1.0) -> LinkMeasures:
         pullers += [_probe_on(machines[others[f % len(others)]][0]) for f in range(SHARING_FLOWS)]
         ray.get([p.endpoint.remote() for p in pullers])
         first = time.time() + 2.0
-        starts = [first + r * ROUND_S for r in range(SHARING_ROUNDS)]
+        every_s = round_spacing_s(min(flows[(source, o)] for o in others))
+        starts = [first + r * every_s for r in range(SHARING_ROUNDS)]
         by_puller = ray.get([p.pull_at.remote(endpoints[source], starts) for p in pullers])
         sharing = [list(rates) for rates in zip(*by_puller, strict=True)]
     finally:
@@ -176,6 +179,11 @@ def measure_links(seconds: float = 1.0) -> LinkMeasures:
             ray.kill(probe, no_restart=True)
     addresses = [address for _, address in machines]
     return LinkMeasures(addresses, flows, loopback, round_trips, sharing)
+
+
+def round_spacing_s(link_bytes_s: float) -> float:
+    """Seconds between two sharing rounds' starts through a link of `link_bytes_s`."""
+    return max(ROUND_S, ROUND_SLACK * SHARING_FLOWS * REPLY_BYTES / link_bytes_s)
 
 
 def _sharing_machines(flows: dict[tuple[int, int], float], count: int) -> tuple[int, list[int]]:

@@ -83,8 +83,8 @@ class Recovering:
         """Tell the supervisor that `error.lost` was lost (`in_flight`: noticed while the
         job trains) and carry out what it says; True: every node was rolled back. Raises
         the error if it is no loss or the job does not recover from it."""
-        if error.lost is None:
-            raise error
+        if error.lost is None or error.lost not in {n.address.name for n in self.topology.nodes}:
+            raise error  # no loss, or of no node (a helper that could not be replaced)
         position, exact = self._stream_position()
         event = NodeLost(error.lost, position, exact, self._seconds, in_flight)
         rolled_back = False

@@ -13,6 +13,7 @@ that passed it."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import pickle
 import select
 import socket
@@ -42,6 +43,7 @@ from recsync.runtime.transport.frames import read_frame, write_frame
 Endpoint = tuple[str, int, bytes]  # host, port, the server's key (handed out through Ray)
 REPLY_WHILE_SENDING_S = 60.0  # a reply that began to arrive while sending: its rest
 ACCEPT_RETRY_S = 0.1  # after a failed accept (out of file descriptors): not a busy loop
+log = logging.getLogger(__name__)
 
 
 def _sendable(error: Exception) -> Exception:
@@ -97,27 +99,43 @@ class ChannelServer:
     def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
+                peer = "a peer gone already"
                 try:
+                    peer = str(conn.getpeername()[0])
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     handshake.admit(conn, self._key, time.monotonic() + HANDSHAKE_TIMEOUT_S)
                     conn.settimeout(None)
-                except (OSError, handshake.Refused):
-                    return  # a stranger, a peer of another version, or one gone already
-                self._answer(conn)
+                except handshake.Refused as refused:  # a stranger, or another version
+                    log.warning("%s: refused a connection from %s: %s", self.name, peer, refused)
+                    return
+                except OSError as error:  # it went, or did not finish its handshake in time
+                    why = f"in its handshake: {error}"
+                    log.warning("%s: dropped the connection from %s %s", self.name, peer, why)
+                    return
+                self._answer(conn, peer)
         finally:
             with self._lock:
                 self._serving.pop(conn, None)
 
-    def _answer(self, conn: socket.socket) -> None:
-        try:
-            peer = str(conn.getpeername()[0])
-        except OSError:
-            return  # gone already
+    @property
+    def name(self) -> str:
+        return f"channel {self.endpoint[0]}:{self.endpoint[1]}"
+
+    def _answer(self, conn: socket.socket, peer: str) -> None:
         while True:
+            conn.settimeout(FRAME_REST_S)  # a frame that began comes whole within it
             try:
-                _, request = read_frame(conn)
-            except (OSError, FrameError):  # the caller closed its end (or died, or broke
-                return  # the format: its connection is closed before anything is allocated)
+                _, request = read_frame(conn, wait_idle=True)
+            except FrameError as error:  # broke the format: closed before any allocation
+                log.warning("%s: closed the connection from %s: %s", self.name, peer, error)
+                return
+            except TimeoutError:
+                why = f"a frame stalled for {FRAME_REST_S:g} s"
+                log.warning("%s: closed the connection from %s: %s", self.name, peer, why)
+                return
+            except OSError:  # the caller closed its end (or died)
+                return
+            conn.settimeout(None)  # a reply waits for a busy caller to read it
             try:
                 reply, failed = self._handle(request), False
             except Exception as error:  # noqa: BLE001 - sent back to the caller

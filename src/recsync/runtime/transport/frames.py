@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recsync.runtime.transport.errors import ChannelClosed, FrameError
+from recsync.runtime.transport.faults import hold_frame
 
 HEADER = struct.Struct("<BIQ")  # status, number of out-of-band buffers, pickle bytes
 OK, ERROR = 0, 1
@@ -55,12 +56,19 @@ def send_all(
                 sent = 0
 
 
-def recv_exact(sock: socket.socket, size: int) -> bytearray:
-    """The next `size` bytes (ChannelClosed if the peer closed before)."""
+def recv_exact(sock: socket.socket, size: int, wait_idle: bool = False) -> bytearray:
+    """The next `size` bytes (ChannelClosed if the peer closed before). On a socket with
+    a timeout, TimeoutError once the peer sent nothing more for that long, unless
+    `wait_idle` and none of them had come yet (a peer between frames may be idle)."""
     buffer = bytearray(size)
     view, got = memoryview(buffer), 0
     while got < size:
-        count = sock.recv_into(view[got:])
+        try:
+            count = sock.recv_into(view[got:])
+        except TimeoutError:
+            if wait_idle and not got:
+                continue
+            raise
         if not count:
             raise ChannelClosed("the connection was closed")
         got += count
@@ -88,14 +96,17 @@ def write_frame(
     _check(len(raws), len(data) + sum(r.nbytes for r in raws))
     sizes = struct.pack(f"<{len(raws)}Q", *(r.nbytes for r in raws))
     header = HEADER.pack(ERROR if failed else OK, len(raws), len(data))
+    hold_frame()  # a lossy or slow link emulated (faults.py; off unless asked)
     send_all(sock, [header, sizes, data, *raws], on_readable)
     return len(header) + len(sizes) + len(data) + sum(r.nbytes for r in raws)
 
 
-def read_frame(sock: socket.socket) -> tuple[bool, Any]:
+def read_frame(sock: socket.socket, wait_idle: bool = False) -> tuple[bool, Any]:
     """(whether the sender failed, the value) of the next frame; FrameError for a frame
-    past the bounds (checked before reading its body) or one that does not load."""
-    status, count, length = HEADER.unpack(recv_exact(sock, HEADER.size))
+    past the bounds (checked before reading its body) or one that does not load. On a
+    socket with a timeout: TimeoutError if a frame stalls that long (`wait_idle`: once it
+    began; before, it may be as long as it likes in coming)."""
+    status, count, length = HEADER.unpack(recv_exact(sock, HEADER.size, wait_idle))
     if status not in (OK, ERROR):
         raise FrameError(f"a frame of status {status} (neither OK nor ERROR)")
     _check(count, length)

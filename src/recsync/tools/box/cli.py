@@ -77,6 +77,8 @@ def _show(state: ops.BoxState) -> None:
     for host in plan.hosts:
         role = "" if not state.ray_address else (" Ray head" if host == 0 else " Ray node")
         link = state.links.get(host, Link()).describe()
+        if host in state.emulated:
+            link += " (delay and loss: recsync's frames only)"
         _say(
             f"  host {host}  {plan.namespace(host):<10} {plan.ip(host):<15} link {link};"
             f"{role} ({plan.cpus_per_host} CPU)"
@@ -101,10 +103,21 @@ def shape(
         float, typer.Option("--mbit", min=0, help="Rate each way, Mbit/s; 0: unshaped.")
     ] = 0.0,
     delay_ms: Annotated[
-        float, typer.Option("--delay-ms", min=0, help="Added delay each way (needs netem).")
+        float,
+        typer.Option(
+            "--delay-ms",
+            min=0,
+            help="Added delay (netem; without it, to recsync's frames the host sends).",
+        ),
     ] = 0.0,
     loss: Annotated[
-        float, typer.Option("--loss", min=0, help="Fraction of frames lost (needs netem).")
+        float,
+        typer.Option(
+            "--loss",
+            min=0,
+            help="Fraction of packets lost (netem; without it, of recsync's frames, each "
+            "then held back by TCP's retransmission timeout).",
+        ),
     ] = 0.0,
     name: NameOption = DEFAULT_NAME,
 ) -> None:
@@ -116,6 +129,8 @@ def shape(
     except RecsyncError as error:
         _fail(error)
     _say(f"host {index} ({state.plan.ip(index)}): link {state.links[index].describe()}")
+    if index in state.emulated:
+        _say(f"  {ops.NO_NETEM}")
 
 
 @box_app.command()

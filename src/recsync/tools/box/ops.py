@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.errors import RecsyncError
+from recsync.runtime.transport.faults import FAULTS_ENV, FrameFaults
 from recsync.tools.box.plan import INNER_DEVICE, BoxPlan, Command, Link
 
 STATE_ROOT = Path("/tmp/recsync-box")
@@ -29,9 +30,12 @@ NODES_UP_TIMEOUT_S = 60.0
 STOP_GRACE_S = 5.0  # SIGTERM, then SIGKILL, to a host's processes
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 NO_NETEM = (
-    "this kernel has no netem (tc: 'Specified qdisc kind is unknown'), so a link's delay "
-    "and loss cannot be shaped here; its rate can (tbf)"
+    "this kernel has no netem (tc: 'Specified qdisc kind is unknown'): the delay and loss "
+    "are applied to recsync's own connections of the host (their frames held back as a "
+    "lossy link's TCP would deliver them: runtime/transport/faults.py), not to Ray's; "
+    "the rate is shaped by tc (tbf)"
 )
+FRAME_FAULTS = "frame-faults-h{host}.json"  # in the box's folder: a host's emulated faults
 
 
 class BoxError(RecsyncError):
@@ -46,6 +50,8 @@ class BoxState:
     links: dict[int, Link] = field(default_factory=dict)
     ray_address: str | None = None
     started_utc: str = ""
+    netem: bool | None = None  # whether the kernel has netem (None: not asked yet)
+    emulated: set[int] = field(default_factory=set)  # hosts whose delay and loss are frame faults
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +59,8 @@ class BoxState:
             "links": {str(h): asdict(link) for h, link in self.links.items()},
             "ray_address": self.ray_address,
             "started_utc": self.started_utc,
+            "netem": self.netem,
+            "emulated": sorted(self.emulated),
             "hosts": [
                 {"host": h, "namespace": self.plan.namespace(h), "ip": self.plan.ip(h)}
                 for h in self.plan.hosts
@@ -66,6 +74,8 @@ class BoxState:
             {int(h): Link(**link) for h, link in data["links"].items()},
             data.get("ray_address"),
             data.get("started_utc", ""),
+            data.get("netem"),
+            set(data.get("emulated", [])),
         )
 
 
@@ -152,8 +162,6 @@ def up(plan: BoxPlan, link: Link, start_ray: bool = True) -> BoxState:
             f"box {plan.name!r} is up already (or left over from a crash): "
             f"`recsync box down --name {plan.name}` removes it"
         )
-    if link.needs_netem:
-        raise BoxError(f"{NO_NETEM}; shape delay and loss after `up` with `recsync box shape`")
     state = BoxState(plan, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     try:
         shutil.rmtree(folder(plan.name), ignore_errors=True)
@@ -174,24 +182,43 @@ def up(plan: BoxPlan, link: Link, start_ray: bool = True) -> BoxState:
 def shape(name: str, host: int, link: Link) -> BoxState:
     """Shape one host's link of a box that is up (a job may be running on it)."""
     state = load(name)
-    if link.needs_netem and not netem_available(state.plan):
-        raise BoxError(NO_NETEM)
     _shape(state, host, link)
     _save(state)
     return state
 
 
+def frame_faults_path(plan: BoxPlan, host: int) -> Path:
+    """The file whose frame faults every recsync process of `host` follows (faults.py)."""
+    return folder(plan.name) / FRAME_FAULTS.format(host=host)
+
+
 def _shape(state: BoxState, host: int, link: Link) -> None:
+    """Shape the link by tc; a delay or loss where the kernel has no netem by frame faults
+    (what `emulated` in the state records)."""
     previous = state.links.get(host, Link())
-    if link == previous == Link():
+    faults_file = frame_faults_path(state.plan, host)
+    if link.needs_netem and state.netem is None:
+        state.netem = netem_available(state.plan)
+    if link.needs_netem and not state.netem:
+        FrameFaults(link.delay_ms, link.loss, seed=host).write(faults_file)
+        state.emulated.add(host)
+        _tc(state, host, Link(link.mbit), previous)
         state.links[host] = link
         return
+    faults_file.unlink(missing_ok=True)
+    state.emulated.discard(host)
+    _tc(state, host, link, previous)
+    state.links[host] = link
+
+
+def _tc(state: BoxState, host: int, link: Link, previous: Link) -> None:
+    if link == Link() and not previous.mbit and not (previous.needs_netem and state.netem):
+        return  # nothing shaped by tc, before or now
     for command in state.plan.shape_commands(host, link):
         clearing = "del" in command
         done = run(command, check=not clearing)
         if clearing and done.returncode != 0 and "No such file" not in done.stderr:
             raise BoxError(f"`{shlex.join(command)}` failed: {done.stderr.strip()}")
-    state.links[host] = link
 
 
 def _ray_command(plan: BoxPlan, host: int) -> Command:
@@ -217,8 +244,10 @@ def _ray_command(plan: BoxPlan, host: int) -> Command:
 
 
 def in_host(plan: BoxPlan, host: int, argv: Command) -> Command:
-    """`argv` run inside host `host` (its network namespace), with the box's Ray settings."""
-    env = [f"{key}={value}" for key, value in RAY_ENV.items()]
+    """`argv` run inside host `host` (its network namespace), with the box's Ray settings
+    and the host's frame faults (followed once `shape` writes them)."""
+    settings = {**RAY_ENV, FAULTS_ENV: str(frame_faults_path(plan, host))}
+    env = [f"{key}={value}" for key, value in settings.items()]
     return ["ip", "netns", "exec", plan.namespace(host), "env", *env, *argv]
 
 
@@ -264,10 +293,11 @@ def _wait_for_nodes(plan: BoxPlan) -> None:
         raise BoxError(f"Ray nodes not up after {NODES_UP_TIMEOUT_S:.0f} s: {missing}")
 
 
-def stop_processes(namespace: str) -> int:
-    """End every process in `namespace` (SIGTERM, then SIGKILL after a grace); their count."""
+def stop_processes(namespace: str, graceful: bool = True) -> int:
+    """End every process in `namespace` (SIGTERM, then SIGKILL after a grace; at once
+    with SIGKILL if not `graceful`); their count."""
     pids = _pids(namespace)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig in (signal.SIGTERM, signal.SIGKILL) if graceful else (signal.SIGKILL,):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
@@ -332,8 +362,9 @@ def _tcp_counters(snmp: str) -> dict[str, int]:
 
 
 def stop_host(state: BoxState, host: int) -> int:
-    """Lose a host: every process in its namespace ends (its Ray node included)."""
-    return stop_processes(state.plan.namespace(host))
+    """Lose a host: every process in its namespace killed at once (SIGKILL: as a machine
+    that loses its power, nothing of it says goodbye), its Ray node included."""
+    return stop_processes(state.plan.namespace(host), graceful=False)
 
 
 def link_up(state: BoxState, host: int, is_up: bool) -> None:
