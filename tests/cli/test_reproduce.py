@@ -186,7 +186,7 @@ def test_all_runs_in_parallel_stamps_and_resumes(
     (folder / "repro" / "two.py").write_text(TITLED.replace("NAME", "two").replace("VERSION", "2"))
     _commit(tmp_path, "two changed")
     listed = runner.invoke(app, ["reproduce", "--list"], env=env)
-    assert "changed its code after the stamp's" in listed.output
+    assert "code changed since its stamp: 1 file" in " ".join(listed.output.split())
     third = runner.invoke(app, ["reproduce", "--all"], env=env)
     assert third.exit_code == 0, third.output
     assert "one: current" in third.output and "[1/1 done] two done" in third.output

@@ -312,10 +312,10 @@ def test_the_head_s_host_lost_with_the_driver_leaves_a_checkpoint_the_run_resume
     in this module: it rebuilds the box."""
     overrides = [
         "strategy.name=easgd",
-        "data.synthetic.num_train=600000",
+        "data.synthetic.num_train=300000",
         "data.synthetic.num_test=2000",
         "run.eval_every=0",
-        "run.checkpoint.every_examples=40000",
+        "run.checkpoint.every_examples=30000",
     ]
     argv = [RECSYNC, *train_args(box, tmp_path, "lost", overrides)]
     driver = subprocess.Popen(
@@ -341,5 +341,5 @@ def test_the_head_s_host_lost_with_the_driver_leaves_a_checkpoint_the_run_resume
     )
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-2000:]
     summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
-    before = 600_000 - summary["examples_trained"]  # handed out before the resumed cut
-    assert 40_000 <= before < 600_000 and summary["test_auc"] > 0.6
+    before = 300_000 - summary["examples_trained"]  # handed out before the resumed cut
+    assert 30_000 <= before < 300_000 and summary["test_auc"] > 0.6
