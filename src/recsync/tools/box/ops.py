@@ -199,15 +199,14 @@ def _shape(state: BoxState, host: int, link: Link) -> None:
     faults_file = frame_faults_path(state.plan, host)
     if link.needs_netem and state.netem is None:
         state.netem = netem_available(state.plan)
-    if link.needs_netem and not state.netem:
+    emulated = link.needs_netem and not state.netem
+    if emulated:
         FrameFaults(link.delay_ms, link.loss, seed=host).write(faults_file)
         state.emulated.add(host)
-        _tc(state, host, Link(link.mbit), previous)
-        state.links[host] = link
-        return
-    faults_file.unlink(missing_ok=True)
-    state.emulated.discard(host)
-    _tc(state, host, link, previous)
+    else:
+        faults_file.unlink(missing_ok=True)
+        state.emulated.discard(host)
+    _tc(state, host, Link(link.mbit) if emulated else link, previous)
     state.links[host] = link
 
 
