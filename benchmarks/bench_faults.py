@@ -17,8 +17,9 @@ actors of the rollback after a trainer's loss answer (`recovery`: a second loss 
 first one's recovery); each is recovered from by rolling back again.
 
 Every kind is recovered from by rolling the whole job back to its last cut; for S-EASGD a
-lost trainer is also restarted alone (`recovery.trainer = restart`) and a lost embedding
-server restored alone from the last cut (`recovery.embedding_server = partial`, CPR).
+lost trainer is also restarted alone (`recovery.trainer = restart`), a lost embedding
+server restored alone from the last cut (`recovery.embedding_server = partial`, CPR), and
+a lost reader replaced alone (`recovery.reader = restart`, its default).
 Each run is compared with the same job uninterrupted. Prints one JSON line per scenario
 (Ray prints its own notes of the killed processes on the same stdout: the results are the
 lines that start with "{"), then one JSON object: `scenarios`, `recovered` (runs that
@@ -134,8 +135,9 @@ def run(
 
 def policy_for(kind: str, action: str) -> RecoveryPolicy:
     """Roll back on every loss, but the lost kind's own action."""
-    key = {"trainer": "trainer", "embedding-server": "embedding_server"}.get(kind)
-    return RecoveryPolicy(**({key: action} if key else {}))
+    keys = {"trainer": "trainer", "embedding-server": "embedding_server", "reader": "reader"}
+    key = keys.get(kind)
+    return RecoveryPolicy(**{"reader": "rollback", **({key: action} if key else {})})
 
 
 def killer_for(
@@ -194,12 +196,12 @@ def scenario(
     }
 
 
-ONE_NODE = {"trainer": "restart", "embedding-server": "partial"}
+ONE_NODE = {"trainer": "restart", "embedding-server": "partial", "reader": "restart"}
 
 
 def sigkills(strategies: list[str]) -> list[tuple[str, str, str]]:
-    """(strategy, kind, action): every kind rolled back; a replica strategy's trainer and
-    embedding server also recovered alone."""
+    """(strategy, kind, action): every kind rolled back; a replica strategy's trainer,
+    embedding server and reader also recovered alone."""
     found = [(s, kind, "rollback") for s in strategies for kind in KINDS]
     found += [(s, kind, ONE_NODE[kind]) for s in strategies if s == "easgd" for kind in ONE_NODE]
     return found

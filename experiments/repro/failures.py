@@ -154,7 +154,7 @@ VALIDATION_EXAMPLES = 50_000
 VALIDATION_SEEDS = 60
 
 
-ONE_NODE_POLICY = {"trainer": "restart", "embedding_server": "partial"}
+ONE_NODE_POLICY: dict[str, Any] = {"trainer": "restart", "embedding_server": "partial"}
 ONE_NODE_SEEDS = 8
 
 
@@ -189,7 +189,9 @@ def validate(seeds: int, progress: Progress | None, one_node: bool = False) -> d
         restart_s=restart,
     )
     cost = dataclasses.replace(CLUSTER_COST, faults=faults)
-    policy = RecoveryPolicy(max_restarts=50, **(ONE_NODE_POLICY if one_node else {}))
+    # the reader rolls back, as the timeline has it (its default, replaced alone, is not modelled)
+    actions = ONE_NODE_POLICY if one_node else {}
+    policy = RecoveryPolicy(max_restarts=50, reader="rollback", **actions)
     measured = []
     for seed in range(seeds):
         job = FaultySimJob(validation_job(seed, strategy), cost, every, policy)

@@ -17,6 +17,7 @@ from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families import strategy_config
 from recsync.protocol.address import Address, Role
+from recsync.runtime.ray.cluster import cluster_machines, machines_answering
 from recsync.runtime.ray.job import run_job
 
 
@@ -45,6 +46,12 @@ def test_a_job_runs_across_three_nodes_each_node_where_the_plan_put_it(three_nod
     assert servers == {0}
     assert placement["trainer-0"] == 1 and placement["trainer-1"] == 2
     assert summary["test_auc"] > 0.6
+
+
+def test_the_machines_that_run_a_task_in_time_are_named(three_nodes):
+    machines = cluster_machines()
+    assert len(machines) == 3 and machines_answering(machines) == set(machines)
+    assert machines_answering([machines[1], "ab" * 28], timeout_s=3.0) == {machines[1]}
 
 
 def test_a_removed_machine_rolls_the_job_back_onto_the_machines_left(three_nodes):

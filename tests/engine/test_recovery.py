@@ -3,7 +3,8 @@ one mid-run. A process killed with SIGKILL is detected and recovered from as the
 says: every node back to the last cut (a trainer under S-EASGD, the reader under async;
 those after the cut trained twice: replayed, and counted so), the lost embedding shard
 alone from the last cut (its updates since lost, and counted), or the lost trainer alone
-(what it held handed out again); every example of the data ends up trained. With recovery
+(what it held handed out again), or the lost reader alone (the stream replayed to where it
+stood: nothing handed out twice); every example of the data ends up trained. With recovery
 off the job stops within 30 s naming the node, and its last cut's checkpoint resumes."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ LONG = SyntheticSpec(num_train=120_000, num_test=10_000, num_dense=4, table_rows
 def test_the_policy_acts_by_the_lost_nodes_role():
     policy = RecoveryPolicy(embedding_server="stop", max_restarts=1)
     assert policy.action("embedding-server-3") == "stop"
-    assert policy.action("trainer-0") == policy.action("reader") == "rollback"
+    assert policy.action("trainer-0") == "rollback" and policy.action("reader") == "restart"
     assert policy.refusal("embedding-server-3", 0) == "recovery.embedding_server is stop"
     assert policy.refusal("trainer-0", 1) == "recovery.max_restarts (1) reached"
     assert policy.refusal("trainer-0", 0) is None
@@ -50,7 +51,7 @@ def test_the_policy_acts_by_the_lost_nodes_role():
     with pytest.raises(ValueError, match="trainer must be one of"):
         RecoveryPolicy(trainer="partial")
     with pytest.raises(ValueError, match="reader must be one of"):
-        RecoveryPolicy(reader="restart")
+        RecoveryPolicy(reader="partial")
 
 
 def test_one_node_recovery_needs_a_strategy_that_can_lose_one_node():
@@ -65,7 +66,7 @@ def test_a_lost_trainers_batches_are_handed_out_again_once():
     reader = ReaderNode(SyntheticData(LONG, TrainSpec(batch_size=100)), 2, num_workers=4)
     take = [reader.handle(NextBatch(t, worker=w)).batch for t, w in ((0, 0), (0, 1), (1, 2))]
     taken = [reader.handle(NextBatch(0, worker=0, pushed=1)).batch]  # worker 0 pushed one
-    assert reader.handle(Requeue(0, range(0, 2))) == 200  # worker 0's second, worker 1's
+    assert reader.handle(Requeue(0, range(0, 2))).examples == 200  # worker 0's 2nd, 1's
     again = [reader.handle(NextBatch(1, worker=3)).batch for _ in range(3)]
     assert again[0] is taken[0] and again[1] is take[1]
     assert all(again[2] is not b for b in take + taken)
@@ -132,7 +133,8 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
         model = dataclasses.replace(job.model, hash_tables=HashTables())
         job = dataclasses.replace(job, model=model)
     kill = SigKill(target, at=60_000)
-    role = {Role.TRAINER: "trainer", Role.EMBEDDING_SERVER: "embedding_server"}.get(target.role)
+    roles = {Role.TRAINER: "trainer", Role.EMBEDDING_SERVER: "embedding_server"}
+    role = {**roles, Role.READER: "reader"}.get(target.role)
     summary = run_job(
         job,
         on_progress=kill.on_progress,
@@ -155,6 +157,34 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
     else:  # only what the trainer held: at most its 2 workers' batch, next and prefetched
         assert since_cut == 0 and recovery["examples_lost"] == 0
         assert 0 < recovery["examples_replayed"] <= 2 * 3 * 128
+    assert summary["test_auc"] >= reference_auc - 0.03
+
+
+@pytest.mark.usefixtures("local_ray")
+def test_a_killed_reader_alone_is_replaced_and_every_example_is_trained_once(reference_auc):
+    # reader = restart (the default): the trainers wait for their next batch while the
+    # replacement replays the stream to where the lost reader stood; a cut under way is
+    # abandoned; nothing is rolled back, replayed or lost
+    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2, 1)), synthetic=LONG)
+    kill = SigKill(READER, at=60_000)
+    lines: list[str] = []
+    summary = run_job(
+        job,
+        on_progress=kill.on_progress,
+        on_start=kill.on_start,
+        checkpoint_every=CheckpointEvery(examples=15_000),
+        recovery=RecoveryPolicy(),
+        on_recovery=lines.append,
+    )
+    recovery = summary["recovery"]
+    (loss,) = recovery["losses"]
+    assert loss["node"] == "reader" and loss["action"] == "restart"
+    assert loss["at_seconds"] - (kill.killed_at - kill.job.started) < 10  # detected
+    assert loss["back_to"] == loss["position"] and loss["replayed"] == loss["lost"] == 0
+    assert recovery["examples_replayed"] == recovery["examples_lost"] == 0
+    assert summary["examples_trained"] == LONG.num_train  # each once, checked per trainer
+    assert len(lines) == 2 and lines[0].startswith("lost reader (")
+    assert lines[1].startswith("recovered from losing reader in")
     assert summary["test_auc"] >= reference_auc - 0.03
 
 

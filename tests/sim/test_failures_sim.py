@@ -106,6 +106,54 @@ def test_a_lost_trainer_alone_restarts_and_what_it_held_goes_out_again():
     assert job.final_state is not None and torch.isfinite(job.final_state.dense).all()
 
 
+LOSING_READERS = Faults(reader_mtbf_s=0.02, detect_s=1e-5, restart_s=0.002)  # replies in flight
+
+
+def test_a_lost_reader_alone_is_replaced_and_the_job_ends_with_the_uninterrupted_model():
+    # reader = restart (the default): the replacement replays the stream to where it
+    # stood; every batch handed out once, so sync's model is exactly the calm run's
+    spec = sync_job()
+    calm = SimJob(spec, plan_for(spec), CostModel())
+    calm.run()
+    job = faulty(spec, LOSING_READERS, max_restarts=10)
+    summary = job.run()
+    recovery = summary["recovery"]
+    losses = recovery["losses"]
+    assert len(losses) >= 2 and all(x["action"] == "restart" for x in losses), losses
+    assert all(x["node"] == "reader" and x["back_to"] == x["position"] for x in losses)
+    assert recovery["examples_replayed"] == recovery["examples_lost"] == 0
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+    assert torch.allclose(job.final_state.dense, calm.final_state.dense, atol=1e-6)
+    for mine, theirs in zip(job.final_state.shards, calm.final_state.shards, strict=True):
+        assert torch.allclose(mine["weight"], theirs["weight"], atol=1e-6)
+    again = faulty(spec, LOSING_READERS, max_restarts=10).run()
+    assert again["recovery"] == recovery and again["train_seconds"] == summary["train_seconds"]
+
+
+def test_readers_and_trainers_lost_alone_leave_every_example_trained_once():
+    # two readers, trainers restarted alone too: what a lost trainer trained, held or gave
+    # back is known to the replacement of its reader (the driver kept what it trained)
+    train = dataclasses.replace(TRAIN, seed=0)
+    cluster = ClusterSpec(4, 2, 2, 1, num_readers=2)
+    spec = JobSpec(MODEL, train, cluster, strategy_config("easgd"), SYNTHETIC)
+    faults = Faults(reader_mtbf_s=0.02, trainer_mtbf_s=0.04, detect_s=1e-5, restart_s=0.002)
+    cost = CostModel(faults=faults, speed_spread=0.5)
+    summary = FaultySimJob(
+        spec,
+        cost,
+        CheckpointEvery(examples=1_280),
+        RecoveryPolicy(max_restarts=40, trainer="restart"),
+    ).run()
+    losses = summary["recovery"]["losses"]
+    alone = {(x["node"].split("-")[0], x["action"]) for x in losses}
+    assert {("reader", "restart"), ("trainer", "restart")} <= alone, losses
+    readers = [x for x in losses if x["node"].startswith("reader") and x["action"] == "restart"]
+    assert all(x["replayed"] == x["lost"] == 0 for x in readers)
+    # each once: the job's end checks, per trainer, that what it was handed (by every
+    # incarnation of its reader) is what it trained (coordinator/outcome.py)
+    assert summary["examples_trained"] == SYNTHETIC.num_train
+
+
 def timeline(**fields) -> Timeline:
     base = {
         "work_s": 100_000.0,

@@ -201,7 +201,7 @@ def test_a_lost_reader_rolls_the_job_back_to_every_reader_s_position_at_the_last
         spec,
         CostModel(speed_spread=0.5, faults=faults),
         CheckpointEvery(examples=1_500),
-        RecoveryPolicy(max_restarts=20),
+        RecoveryPolicy(reader="rollback", max_restarts=20),
     )
     summary = run.run()
     losses = summary["recovery"]["losses"]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from recsync.coordinator.machines import assign_machines, resolve_pins, role_named
+from recsync.coordinator.machines import (
+    assign_machines,
+    pins_after_loss,
+    resolve_pins,
+    role_named,
+)
 from recsync.protocol.address import READER, Address, Role
 
 NODES = [
@@ -77,3 +82,13 @@ def test_the_config_takes_pins_and_refuses_an_unknown_role():
     assert cfg.cluster.to_spec().placement == (("trainer", ("10.0.0.12", "2")),)
     with pytest.raises(ConfigError, match="no role 'trainerz'"):
         load_config(overrides={"cluster.placement.trainerz": [1]})
+
+
+def test_after_a_loss_pins_follow_their_machines_by_address_and_a_role_left_with_none_is_freed():
+    first = ["10.0.0.10", "10.0.0.11", "10.0.0.12", "10.0.0.13"]
+    placement = [("embedding_server", ["1"]), ("trainer", ["10.0.0.12", "3"])]
+    left = ["10.0.0.10", "10.0.0.12", "10.0.0.13"]  # host .11 lost: indices shift
+    pins, unpinned = pins_after_loss(placement, first, left)
+    assert pins == {Role.TRAINER: [1, 2]} and unpinned == ["embedding_server"]
+    pins, unpinned = pins_after_loss(placement, first, ["10.0.0.10", "10.0.0.11", "10.0.0.13"])
+    assert pins == {Role.EMBEDDING_SERVER: [1], Role.TRAINER: [2]} and unpinned == []

@@ -15,6 +15,7 @@ from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.supervisor import (
     MAX_SCORING,
+    AbandonCut,
     AwaitScored,
     Checkpoint,
     CutSettled,
@@ -159,7 +160,7 @@ def test_early_stopping_stops_reading_once():
 
 
 def test_a_signal_stops_reading_once_and_again_after_a_rollback():
-    job = supervisor(policy=RecoveryPolicy())
+    job = supervisor(policy=RecoveryPolicy(reader="rollback"))
     assert job.handle(StopAsked("SIGTERM")) == [StopReading("SIGTERM")]
     assert job.handle(StopAsked("SIGTERM")) == []
     [rollback] = job.handle(NodeLost("reader", 640, True, 3.0))
@@ -190,7 +191,7 @@ def test_a_rollback_goes_back_to_the_last_cut_and_counts_the_replay():
 
 def test_a_lost_shard_alone_comes_back_from_the_last_cut():
     job = supervisor(cuts=1_000, policy=RecoveryPolicy(embedding_server="partial"))
-    assert job.replaceable() == frozenset({Role.EMBEDDING_SERVER})
+    assert job.replaceable() == frozenset({Role.EMBEDDING_SERVER, Role.READER})
     job.handle(Progressed(1_000, None, 1.0))
     cut = state(1_000)
     job.handle(CutSettled(cut, 1_000, 1.0))
@@ -209,6 +210,15 @@ def test_a_lost_trainer_alone_restarts_and_replays_what_it_held():
     assert job.recoveries.examples_replayed == 128
 
 
+def test_a_trainer_whose_machine_does_not_answer_rolls_back_as_it_may_push_on_once_healed():
+    job = supervisor(policy=RecoveryPolicy(trainer="restart"))
+    [command] = job.handle(NodeLost("trainer-0", 900, True, 2.0, machine_answers=False))
+    assert isinstance(command, RollBack) and command.loss.action == "rollback"
+    job = supervisor(policy=RecoveryPolicy())  # a reader's late replies are fenced
+    [replace] = job.handle(NodeLost("reader", 900, True, 2.0, machine_answers=False))
+    assert isinstance(replace, ReplaceNode) and replace.action == "restart"
+
+
 def test_a_one_node_action_rolls_back_a_loss_while_the_job_starts():
     job = supervisor(policy=RecoveryPolicy(trainer="restart"))
     [command] = job.handle(NodeLost("trainer-0", 0, True, 0.0, in_flight=False))
@@ -223,6 +233,35 @@ def test_a_loss_during_a_one_node_recovery_rolls_back_and_supersedes_it():
     assert isinstance(rollback, RollBack) and not job.replacing
     assert [loss.action for loss in job.recoveries.losses] == ["superseded", "rollback"]
     assert job.recoveries.summary()["examples_lost"] == 0
+
+
+def test_a_lost_reader_alone_is_replaced_and_abandons_the_cut_under_way():
+    job = supervisor(cuts=1_000, policy=RecoveryPolicy())  # reader = restart: the default
+    assert job.replaceable() == frozenset({Role.READER})
+    job.handle(Progressed(1_000, None, 1.0))
+    cut = state(1_000)
+    job.handle(CutSettled(cut, 1_000, 1.0))
+    job.handle(Resumed())
+    assert job.handle(Progressed(2_100, None, 2.0)) == [PauseReading()]  # the next cut
+    replace, abandon = job.handle(NodeLost("reader", 2_200, False, 2.5))
+    assert isinstance(replace, ReplaceNode) and replace.action == "restart"
+    assert abandon == AbandonCut() and not job.cutting and job.replacing
+    loss = replace.loss  # nothing handed out twice, nothing lost
+    assert (loss.position, loss.back_to, loss.replayed, loss.lost) == (2_200, 2_200, 0, 0)
+    assert job.handle(Progressed(3_500, None, 3.0)) == []  # no cut while it is replaced
+    assert job.handle(Replaced()) == [] and not job.replacing
+    assert job.handle(Progressed(3_600, None, 3.1)) == [PauseReading()]
+    assert job.recoveries.summary()["examples_replayed"] == 0
+
+
+def test_a_loss_while_a_reader_is_replaced_rolls_back_and_supersedes_it():
+    job = supervisor(policy=RecoveryPolicy(trainer="restart"))
+    [replace] = job.handle(NodeLost("reader", 640, True, 1.0))  # no cut under way
+    assert isinstance(replace, ReplaceNode) and replace.node == "reader"
+    [rollback] = job.handle(NodeLost("trainer-0", 700, True, 1.1))
+    assert isinstance(rollback, RollBack) and rollback.spec is SPEC and not job.replacing
+    assert [loss.action for loss in job.recoveries.losses] == ["superseded", "rollback"]
+    assert job.recoveries.examples_replayed == 700  # the rollback's, from the start
 
 
 def test_max_restarts_reached_or_a_stop_fails_naming_the_last_cut():

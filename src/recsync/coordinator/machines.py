@@ -10,7 +10,10 @@ across roles, so that the load spreads. One machine: everything on it.
 
 A role can be pinned (`[cluster.placement]`: role -> machines, each its address or its
 index): its nodes go round-robin over those machines, in index order, and the rule places
-the others as if there were no pins.
+the others as if there were no pins. Pins are resolved against the machines the job first
+started on; after a machine is lost, a restart keeps the pins to the machines left (by
+address: indices shift when one goes) and a role whose every pinned machine is gone is
+placed by the rule (`pins_after_loss`).
 """
 
 from __future__ import annotations
@@ -88,3 +91,23 @@ def resolve_pins(
             raise ValueError(f"cluster.placement.{name}: give at least one machine")
         pins[role] = indices
     return pins
+
+
+def pins_after_loss(
+    placement: Sequence[tuple[str, Sequence[str]]],
+    first_machines: Sequence[str],
+    machines: Sequence[str],
+) -> tuple[dict[Role, list[int]], list[str]]:
+    """The pins of `placement`, resolved against `first_machines` (the machines the job
+    first started on), kept to those still in `machines` and given as their indices
+    there; and the roles whose every pinned machine is gone (now placed by the rule)."""
+    first = resolve_pins(placement, first_machines)
+    pins: dict[Role, list[int]] = {}
+    unpinned = []
+    for role, indices in first.items():
+        left = [machines.index(first_machines[i]) for i in indices if first_machines[i] in machines]
+        if left:
+            pins[role] = left
+        else:
+            unpinned.append(role.value.replace("-", "_"))
+    return pins, unpinned

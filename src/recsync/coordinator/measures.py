@@ -3,7 +3,9 @@ staleness and drops of the gradient strategies, and the one-pass check."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -117,3 +119,18 @@ def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 
     if len(inside) < 2 or inside[-1][0] == inside[0][0]:
         return total / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
     return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def answer_times(seconds: Sequence[float]) -> dict[str, float | int]:
+    """How long rounds of pings took to be answered: their count, median, 99th
+    percentile (the nearest rank) and longest, in seconds (failure detection's margin)."""
+    if not seconds:
+        return {"count": 0}
+    ordered = sorted(seconds)
+    p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+    return {
+        "count": len(ordered),
+        "median_s": round(ordered[len(ordered) // 2], 4),
+        "p99_s": round(p99, 4),
+        "max_s": round(ordered[-1], 4),
+    }

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.reader_replay import ReplayPlan, replay
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import Deal
 from recsync.data.synthetic import SyntheticSpec
@@ -117,6 +118,7 @@ class ReaderSpec(NodeSpec):
     deal: Deal | AlignedDeal
     step_share: int | None = None  # of each global step, the batches it hands out
     lines: SharedFiles | None = None  # the files as the readers share them (or None)
+    replay: ReplayPlan | None = None  # a lost reader's replacement (reader_replay.py)
 
     def build(self, context: BuildContext) -> ReaderNode:
         deal, index = self.deal, self.address.index
@@ -136,7 +138,7 @@ class ReaderSpec(NodeSpec):
                 select=None if whole else functools.partial(deal.owned, index),
                 labelled=context.labelled,
             )
-        return ReaderNode(
+        reader = ReaderNode(
             source,
             self.num_trainers,
             self.tokens,
@@ -147,6 +149,9 @@ class ReaderSpec(NodeSpec):
             index,
             self.step_share,
         )
+        if self.replay is not None:
+            replay(reader, self.replay)
+        return reader
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from recsync.coordinator.handouts import Handouts
+from recsync.coordinator.handouts import Handed, Handouts
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.held_out import mark_test_set
@@ -25,6 +25,7 @@ from recsync.protocol.reading import (
     PauseReading,
     ReaderProgress,
     Requeue,
+    Requeued,
     ResumeReading,
     StopReading,
 )
@@ -73,7 +74,12 @@ class ReaderNode(Node):
     is never cut in two), then answers every request with a pause; each of the
     `num_workers` worker loops then lands its pushes and parks. Once every worker that
     still has data parked, `AwaitCut` is answered: the job's state holds exactly the
-    batches handed out. `ResumeReading` lets the parked workers go on."""
+    batches handed out. `ResumeReading` lets the parked workers go on.
+
+    Every batch has a number, its count of batches drawn in this job start, and each reply
+    says the reader's `incarnation` (how many times it was lost and replaced): a lost
+    reader's replacement is built from what the workers took and replays its share up to
+    there (coordinator/reader_replay.py)."""
 
     handles: ClassVar[dict[type[Message], str]] = {
         NextBatch: "next_batch",
@@ -123,6 +129,7 @@ class ReaderNode(Node):
         self.pausing = False  # a cut was asked for
         self.pause_step = 0  # several readers: the global step it pauses before
         self.parked: set[int] = set()
+        self.incarnation = 0  # times it was lost and replaced (coordinator/reader_replay.py)
 
     @property
     def paused(self) -> bool:
@@ -141,9 +148,11 @@ class ReaderNode(Node):
 
     @property
     def at_cut(self) -> bool:
-        """Every worker with data is parked: nothing handed out is still being trained."""
+        """Every worker with data is parked and no batch waits to be handed out again:
+        nothing handed out is still being trained, or still to be."""
         live = self.num_workers - len(self.out) - self.left
-        return self.paused and not self.exhausted and len(self.parked) >= live
+        settled = self.paused and not self.exhausted and not self.handouts.again
+        return settled and len(self.parked) >= live
 
     @property
     def cut_settled(self) -> bool:
@@ -159,30 +168,34 @@ class ReaderNode(Node):
         return True
 
     def next_batch(self, message: NextBatch) -> HandedBatch:
-        handouts = self.handouts
+        handouts, incarnation = self.handouts, self.incarnation
         if not handouts.current(message.trainer, message.incarnation):
-            return HandedBatch(None)  # asked by a lost trainer: nobody will read it
+            return HandedBatch(None, reader_incarnation=incarnation)  # a lost trainer asked
         handouts.acknowledge(message.worker, message.pushed)
         again = handouts.take_again()  # before a cut: it was handed out before it
         if again is not None:
-            self.handed_examples[message.trainer] += again.batch_size
-            handouts.hand(message.worker, again)
-            return HandedBatch(again)
+            token = None
+            if again.sequence is not None and message.with_token and self.tokens is not None:
+                token = self.tokens.token(again.sequence)  # never delivered: its own token
+            self.handed_examples[message.trainer] += again.batch.batch_size
+            handouts.hand(message.worker, again._replace(sequence=None))
+            return HandedBatch(again.batch, token, False, again.number, incarnation)
         if self.paused and not self.exhausted:
-            return HandedBatch(None, paused=True)
+            return HandedBatch(None, paused=True, reader_incarnation=incarnation)
         token = None
         if message.with_token and self.tokens is not None:
-            token = self.tokens.token(self._sequence())
+            token = self.tokens.token(self.sequence())
+        number = self.batches_handed
         batch = self._next(message.trainer)
         if batch is None:
             if self.handed_at_stop is None:
                 self.handed_at_stop = self.total_examples
             self.out.add(message.worker)
-            return HandedBatch(None)
-        handouts.hand(message.worker, batch)
-        return HandedBatch(batch, token)
+            return HandedBatch(None, reader_incarnation=incarnation)
+        handouts.hand(message.worker, Handed(number, batch))
+        return HandedBatch(batch, token, False, number, incarnation)
 
-    def _sequence(self) -> int:
+    def sequence(self) -> int:
         """The number of the batch it hands out next, as one reader would count (GBA's
         token is it over the batches of a step): step by step of its own share, or (a step
         that does not split among the readers) in the stream's order."""
@@ -194,12 +207,22 @@ class ReaderNode(Node):
         batch_size = self.source.train.batch_size
         return self.deal.sequence(self.index, self.total_examples, batch_size)
 
-    def requeue(self, message: Requeue) -> int:
+    def requeue(self, message: Requeue) -> Requeued:
         t = message.trainer
         self.out -= set(message.workers)
         return self.handouts.requeue(t, message.workers, self.handed_examples[t])
 
     def _next(self, trainer: int) -> Batch | None:
+        """The stream's next batch, handed to `trainer` (None: none is left)."""
+        batch = self.draw()
+        if batch is not None:
+            self.handed_batches[trainer] += 1
+            self.handed_examples[trainer] += batch.batch_size
+        return batch
+
+    def draw(self) -> Batch | None:
+        """The stream's next batch, counted as handed out (its number: `batches_handed`
+        before), to no trainer yet; None once its share ran out or the limit is reached."""
         if self.exhausted:
             return None
         batch = next(self._batches, None)
@@ -216,8 +239,6 @@ class ReaderNode(Node):
             self.exhausted = True
             return None
         self.batches_handed += 1
-        self.handed_batches[trainer] += 1
-        self.handed_examples[trainer] += batch.batch_size
         self.total_examples += batch.batch_size
         self.position = self.source.position_after(self.total_examples)
         return batch
@@ -235,8 +256,10 @@ class ReaderNode(Node):
         return self.pause_step
 
     def park(self, message: Park) -> None:
-        if self.shared and not self.paused:
-            return  # parked before the cut's step moved on (`pause` with `until`): go on
+        if (self.shared or self.incarnation) and not self.paused:
+            # parked before the cut's step moved on (`pause` with `until`), or for a cut a
+            # lost predecessor was taking (abandoned): the worker asks again and goes on
+            return
         assert self.paused, f"worker {message.worker} parked with no cut under way"
         self.parked.add(message.worker)
 

@@ -16,17 +16,24 @@ The job then, as the policy says for the node's role:
   the examples handed out since are counted as examples whose updates were lost;
 - `restart` (a trainer): only the trainer restarts, its replica from the center (EASGD) or
   from the last cut, and the batches it was handed and had not pushed are handed out again
-  (counted as replayed).
+  (counted as replayed);
+- `restart` (a reader, the default): only the reader is replaced, while the trainers wait
+  for its batches and the servers go on; its replacement replays its share of the stream
+  up to where it stood, from what the trainers' workers took (coordinator/reader_replay.py),
+  so that every batch is handed out once: nothing is replayed or lost. A cut under way is
+  abandoned.
 
 A node lost while the job starts, or while it recovers from an earlier loss, is a loss
 like any other; every loss counts against `max_restarts` (a one-node recovery a further
 loss interrupts gives way to a rollback: its action becomes `superseded`, as the rollback
 redoes what it replayed or lost).
 
-`partial` and `restart` need a family that allows them (`Family.partial_shards`,
-`Family.restarts_trainer`: the replica family's Hogwild embedding shards, a trainer whose
-replica has a source; a collective one, MA or BMUF, cannot lose a rank). A node's own error
-(a diverged worker, bad data) always ends the job: a restart would repeat it.
+`partial` and a trainer's `restart` need a family that allows them
+(`Family.partial_shards`, `Family.restarts_trainer`: the replica family's Hogwild embedding
+shards, a trainer whose replica has a source; a collective one, MA or BMUF, cannot lose a
+rank). A reader's `restart` suits every family: no node's state is lost, the workers only
+wait for their next batch. A node's own error (a diverged worker, bad data) always ends
+the job: a restart would repeat it.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ ACTIONS: dict[Role, tuple[str, ...]] = {
     Role.SYNC_SERVER: ("rollback", "stop"),
     Role.DENSE_SERVER: ("rollback", "stop"),
     Role.GROUP_SERVER: ("rollback", "stop"),
-    Role.READER: ("rollback", "stop"),
+    Role.READER: ("restart", "rollback", "stop"),
 }
 ONE_NODE = ("partial", "restart")  # actions that replace the lost node only
 
@@ -67,10 +74,17 @@ class RecoveryPolicy:
     sync_server: str = "rollback"
     dense_server: str = "rollback"
     group_server: str = "rollback"
-    reader: str = "rollback"
+    reader: str = "restart"
     max_restarts: int = 3
+    ping_every_s: float = 2.0  # the engine asks every node this often whether it answers
+    ping_timeout_s: float = 10.0  # a node that does not answer within this is lost
 
     def __post_init__(self) -> None:
+        if not (self.ping_every_s > 0 and self.ping_timeout_s > 0):
+            raise ValueError(
+                f"ping_every_s and ping_timeout_s must be > 0, got {self.ping_every_s} "
+                f"and {self.ping_timeout_s}"
+            )
         for role in Role:
             action = getattr(self, _key(role))
             if action not in ACTIONS[role]:
@@ -81,12 +95,12 @@ class RecoveryPolicy:
 
     def action(self, node: str) -> str:
         """What to do on losing the node named `node` (e.g. `embedding-server-1`)."""
-        return str(getattr(self, _key(_role_of(node))))
+        return str(getattr(self, _key(role_of(node))))
 
     def refusal(self, node: str, restarts: int) -> str | None:
         """Why losing `node` after `restarts` recoveries ends the job (None: recover)."""
         if self.action(node) == "stop":
-            return f"recovery.{_key(_role_of(node))} is stop"
+            return f"recovery.{_key(role_of(node))} is stop"
         if restarts >= self.max_restarts:
             return f"recovery.max_restarts ({self.max_restarts}) reached"
         return None
@@ -107,7 +121,8 @@ class RecoveryPolicy:
             )
 
 
-def _role_of(node: str) -> Role:
+def role_of(node: str) -> Role:
+    """The role of the node named `node` (e.g. `embedding-server-1`)."""
     for role in sorted(Role, key=lambda r: -len(r.value)):
         if node == role.value or node.startswith(f"{role.value}-"):
             return role
@@ -136,7 +151,7 @@ class Loss:
     @property
     def replayed(self) -> int:
         """Examples handed out again: after the cut the job went back to (rollback), or
-        those the lost trainer held (restart)."""
+        those the lost trainer held (restart; a replaced reader hands out none again)."""
         if self.action == "restart":
             return self.replayed_examples or 0
         return self.position - self.back_to if self.action == "rollback" else 0

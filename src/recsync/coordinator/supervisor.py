@@ -7,7 +7,9 @@ The supervisor decides: when to evaluate (coordinator/evaluation.py) and stop ea
 to cut for a checkpoint (coordinator/cuts.py: pause reading, take the cut once every worker
 parked, resume), when to stop reading on a signal, and what to do on losing a node
 (coordinator/recovery.py: refuse, replace it alone, or roll every node back to the last
-cut), with the accounting of each loss. It holds no threads, clocks or IO: seconds and
+cut), with the accounting of each loss. A reader replaced alone abandons the cut under way
+(its workers' batches are no longer known until it is back) and no cut begins while a node
+is being replaced. It holds no threads, clocks or IO: seconds and
 positions come in the events, so a driver's own time (wall or virtual) is its business.
 
 Evaluation marks: each mark the stream goes past (coordinator/evaluation.py) is one
@@ -30,7 +32,14 @@ from typing import Any
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, CutSchedule
 from recsync.coordinator.evaluation import Evaluations
-from recsync.coordinator.recovery import ONE_NODE, Loss, Recoveries, RecoveryPolicy, restart_spec
+from recsync.coordinator.recovery import (
+    ONE_NODE,
+    Loss,
+    Recoveries,
+    RecoveryPolicy,
+    restart_spec,
+    role_of,
+)
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
@@ -100,13 +109,16 @@ class NodeLost:
     """Node `node` was lost, noticed `seconds` into training, the stream at `position`
     (examples handed out, absolute; `exact` False: a lower bound, the reader is gone too).
     `in_flight`: noticed while the other nodes train on (one node can be replaced alone);
-    False: while the job starts, restarts, replaces a node or ends (only a rollback)."""
+    False: while the job starts, restarts, replaces a node or ends (only a rollback).
+    `machine_answers` False: the node's machine does not answer either (lost with it, or
+    cut off by a partition, behind which the node may still run)."""
 
     node: str
     position: int
     exact: bool
     seconds: float
     in_flight: bool = True
+    machine_answers: bool = True
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,12 @@ class ResumeReading:
 
 
 @dataclass(frozen=True)
+class AbandonCut:
+    """The cut under way is dropped (its reader was lost): resume every reader, the parked
+    workers go on; no state is taken."""
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     """Hand a cut's state on (to the checkpoint writer)."""
 
@@ -174,7 +192,8 @@ class StopReading:
 @dataclass(frozen=True)
 class ReplaceNode:
     """Replace lost node `node` alone (`action`: partial, an embedding shard restored from
-    `back`; restart, a trainer restarted from the center or `back`); None: the start."""
+    `back`; restart, a trainer restarted from the center or `back` (None: the start), or a
+    reader replaced, its stream replayed: coordinator/reader_replay.py)."""
 
     node: str
     action: str
@@ -208,6 +227,7 @@ Command = (
     | Record
     | PauseReading
     | ResumeReading
+    | AbandonCut
     | Checkpoint
     | StopReading
     | ReplaceNode
@@ -249,10 +269,13 @@ class Supervisor:
         return self.spec.handed_before - self.first.handed_before
 
     def replaceable(self) -> frozenset[Role]:
-        """The roles whose lost node is replaced alone, even while the job starts."""
-        if self.policy is not None and self.policy.embedding_server == "partial":
-            return frozenset({Role.EMBEDDING_SERVER})
-        return frozenset()
+        """The roles whose lost node may be replaced alone: calls to it wait for its
+        replacement (even while the job starts: the loss itself may roll back)."""
+        policy = self.policy
+        if policy is None:
+            return frozenset()
+        roles = {Role.EMBEDDING_SERVER} if policy.embedding_server == "partial" else set()
+        return frozenset(roles | ({Role.READER} if policy.reader == "restart" else set()))
 
     def handle(self, event: Event) -> list[Command]:
         """The commands that follow `event`, in the order to carry them out."""
@@ -297,7 +320,8 @@ class Supervisor:
                 commands.append(AwaitScored())
             self.scoring.append(mark)
             commands.append(Evaluate(event.seconds, mark))
-        if not self.cutting and handed != total and self.cuts.due(handed, event.seconds):
+        cut = not self.cutting and not self.replacing and handed != total
+        if cut and self.cuts.due(handed, event.seconds):
             self.cutting = True
             commands.append(PauseReading())
         return commands
@@ -337,10 +361,18 @@ class Supervisor:
             recovered = [loss.node for loss in losses]
             return [Fail(event.node, why, event.seconds, recovered, self.last_cut)]
         action = policy.action(event.node)
+        cut_off = not event.machine_answers and role_of(event.node) is Role.TRAINER
+        if cut_off:  # it may push on once a partition heals: a rollback fences every node
+            action = "rollback"
         if action in ONE_NODE and event.in_flight and not self.replacing:
             loss = self._loss(event, action)
             self.replacing = True
-            return [ReplaceNode(event.node, action, self.last_cut or self.spec.resume, loss)]
+            back = self.last_cut or self.spec.resume
+            commands: list[Command] = [ReplaceNode(event.node, action, back, loss)]
+            if self.cutting and role_of(event.node) is Role.READER:
+                self.cutting = False
+                commands.append(AbandonCut())
+            return commands
         if self.replacing:  # the rollback redoes what the replacement was redoing
             losses[-1].action = "superseded"
         loss = self._loss(event, "rollback")

@@ -1,7 +1,8 @@
 """The messages of the reader: batches asked for and handed out (with what a worker holds
 and its trainer's incarnation), progress, and a job's stop and cuts (pause, park, await,
-resume) and a lost trainer's batches given back. Their bytes are counted as every
-message's (`messages.wire_bytes`)."""
+resume) and a lost trainer's batches given back; and what a trainer's workers took from a
+lost reader, for its replacement (coordinator/reader_replay.py). Their bytes are counted as
+every message's (`messages.wire_bytes`)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,18 @@ class NextBatch(Message):
 @dataclass(slots=True, eq=False)
 class HandedBatch:
     """A batch handed out by the reader (None: no more data) and its GBA token; or, with
-    `paused`, none for now: the job is being cut (checkpointed), the worker parks."""
+    `paused`, none for now: the job is being cut (checkpointed), the worker parks.
+    `number`: the batch's number in its reader's hand-out order (the reader's count of
+    batches drawn from its share in this job start; a batch handed out again keeps its
+    number; -1: no batch); `reader_incarnation`: how many times the reader that answered
+    had been replaced (a worker drops a reply of a lost one that came after its
+    replacement was planned, `CloseReceipts`)."""
 
     batch: Batch | None
     token: int | None = None
     paused: bool = False
+    number: int = -1
+    reader_incarnation: int = 0
 
     @property
     def last(self) -> bool:
@@ -67,14 +75,61 @@ class Park(Message):
 
 @dataclass(slots=True, eq=False)
 class Requeue(Message):
-    """-> examples handed out again: trainer `trainer` (its `workers`) was lost and restarts
-    as its next incarnation; what its workers held goes back to the front of the stream."""
+    """-> Requeued: trainer `trainer` (its `workers`) was lost and restarts as its next
+    incarnation; what its workers held goes back to the front of the stream."""
 
     trainer: int
     workers: range
     kind: ClassVar[str] = "Requeue"
     control: ClassVar[bool] = True
     mutates: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class Requeued:
+    """A lost trainer's batches: the examples its workers held, handed out again, and the
+    numbers of the batches its lost incarnation trained (their pushes had left), which the
+    driver keeps: a replacement of the reader must not hand them out again."""
+
+    examples: int
+    trained: list[int]
+
+
+@dataclass(slots=True, eq=False)
+class CloseReceipts(Message):
+    """-> Receipts. Asked of a trainer (every process of it) whose reader was lost and is
+    replaced as incarnation `fence`: what its workers took from their reader so far. A
+    reply of an earlier incarnation that a worker takes after this is void: it is not
+    trained, the worker asks again and the replacement hands that batch out."""
+
+    fence: int
+    kind: ClassVar[str] = "CloseReceipts"
+    control: ClassVar[bool] = True
+
+
+@dataclass(slots=True, eq=False)
+class Receipts:
+    """What a trainer's workers (by job-wide index) took from their reader and did not
+    drop: the numbers of the batches each took, in order (`received`), those told the data
+    is consumed (`dry`), and how many of each one's batches' pushes left (`pushed`). A
+    process of a trainer whose workers run in processes of their own knows its own
+    workers' batches only: the driver joins every process's (`joined`)."""
+
+    received: dict[int, list[int]]
+    dry: list[int]
+    pushed: dict[int, int]
+
+    def joined(self, other: Receipts) -> Receipts:
+        """These and another process's of the same trainer: each worker's batches from the
+        process that ran it (the one that took any)."""
+        received = dict(self.received)
+        for worker, numbers in other.received.items():
+            if len(numbers) > len(received.get(worker, [])):
+                received[worker] = numbers
+        dry = sorted(set(self.dry) | set(other.dry))
+        workers = self.pushed.keys() | other.pushed.keys()
+        pushed = {w: max(self.pushed.get(w, 0), other.pushed.get(w, 0)) for w in workers}
+        return Receipts(received, dry, pushed)
 
 
 @dataclass(slots=True, eq=False)

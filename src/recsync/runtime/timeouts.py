@@ -47,6 +47,11 @@ named as unreachable before Ray's own, much longer, retries."""
 PING_TIMEOUT_S = 10.0
 """A started actor answers a ping within this, else it is dead or hung."""
 
+MACHINE_ANSWER_S = 5.0
+"""Before a lost node is started again on its machine, the machine runs a probe task within
+this, else the job takes it for lost with the node (Ray calls a machine dead only once its
+health checks fail, 15 s and more later)."""
+
 START_TIMEOUT_S = 300.0
 """Actors start their processes and import torch within this: slow on a busy machine."""
 

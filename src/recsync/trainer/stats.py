@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Address
+from recsync.protocol.messages import Message
+from recsync.protocol.node import Node
+from recsync.protocol.reading import CloseReceipts, Receipts
 from recsync.ps.layout import TableLayout
+from recsync.trainer.receipts import ReceiptLog
 from recsync.trainer.replica import DenseReplica, new_replica
 
 ITERATIONS, EXAMPLES, LOSS_SUM, DONE, SYNCS, DRY = range(6)  # the columns of TrainerStats
@@ -21,12 +25,14 @@ class TrainerStats:
     loss sum, done, syncs it ran, trainer examples when it found the data consumed; -1 none)
     and a last row for the trainer's own loop (syncs of its shadow thread). Each worker
     writes its own row only, so worker processes of one trainer can share the table
-    (trainer/shared_state.py)."""
+    (trainer/shared_state.py). `receipts`: what each worker took from its reader
+    (trainer/receipts.py; a process's own workers' only)."""
 
     def __init__(self, num_workers: int):
         self.num_workers = num_workers
         self.table = torch.zeros(num_workers + 1, 6, dtype=torch.float64)
         self.table[:, DRY] = -1.0
+        self.receipts = ReceiptLog(num_workers)
 
     @property
     def own_row(self) -> int:
@@ -101,6 +107,27 @@ class TrainerStats:
         copy = TrainerStats(self.num_workers)
         copy.table.copy_(self.table)
         return copy
+
+
+class ReceivingTrainer(Node):
+    """A trainer node that answers `CloseReceipts` (every family's trainer is one): its
+    `index`, its `stats` with its workers' logs (trainer/receipts.py)."""
+
+    handles: ClassVar[dict[type[Message], str]] = {CloseReceipts: "close_receipts"}
+    index: int
+    stats: TrainerStats
+
+    def close_receipts(self, message: CloseReceipts) -> Receipts:
+        stats = self.stats
+        first = self.index * stats.num_workers  # its first worker's job-wide index
+        received, dry, pushed = {}, [], {}
+        for thread, (numbers, told_dry) in enumerate(stats.receipts.close(message.fence)):
+            worker = first + thread
+            received[worker] = numbers
+            pushed[worker] = stats.pushed(thread)
+            if told_dry:
+                dry.append(worker)
+        return Receipts(received, dry, pushed)
 
 
 @dataclass

@@ -16,26 +16,40 @@ from recsync.protocol.messages import Fused, Lookup, Message, Pooled, PushRowGra
 from recsync.protocol.reading import HandedBatch, NextBatch, Park
 from recsync.ps.layout import ShardRequest, TableLayout
 from recsync.ps.shard import row_gradients_with_inverse
+from recsync.trainer.receipts import ReceiptLog
 
 EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
 
 
 def take_batch(
-    reader: Address, request: NextBatch, worker: int, flush: Callable[[], list[Target]]
+    reader: Address,
+    request: NextBatch,
+    worker: int,
+    flush: Callable[[], list[Target]],
+    receipts: ReceiptLog,
+    thread: int,
 ) -> Generator[Effect, Any, HandedBatch]:
-    """The reader's answer to `request` from job-wide `worker`. While a cut (a checkpoint)
-    is under way the answer is a pause: then send what `flush` gives (pushes of batches
-    this worker was handed that have not left), wait until every push it sent landed, park,
-    and ask again (answered once the cut ended)."""
-    handed: HandedBatch = yield Call(reader, request)
-    while handed.paused:
+    """The reader's answer to `request` from job-wide `worker` (its trainer's worker
+    `thread`, logged in `receipts`). While a cut (a checkpoint) is under way the answer is
+    a pause: then send what `flush` gives (pushes of batches this worker was handed that
+    have not left), wait until every push it sent landed, park, and ask again (answered
+    once the cut ended). A void answer (of a lost reader, after its replacement was
+    planned: trainer/receipts.py) is dropped: ask again."""
+    asked = request
+    handed: HandedBatch = yield Call(reader, asked)
+    while True:
+        if not receipts.take(thread, handed):
+            handed = yield Call(reader, asked)
+            continue
+        if not handed.paused:
+            return handed
         pending = flush()
         if pending:
             yield Send(worker, pending)
         yield Drain(worker)
         yield Call(reader, Park(worker))
-        handed = yield Call(reader, dataclasses.replace(request, parked=worker))
-    return handed
+        asked = dataclasses.replace(request, parked=worker)
+        handed = yield Call(reader, asked)
 
 
 def nothing_to_flush() -> list[Target]:

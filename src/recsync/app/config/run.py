@@ -50,16 +50,21 @@ class RecoverySection(Section):
     node restarts from the last checkpoint taken while training, on the machines left),
     `stop` (an error naming the node; the last checkpoint stays), `partial` (an embedding
     server alone restarts from the last checkpoint) or `restart` (a trainer alone
-    restarts); at most `max_restarts` losses a run, counting those while it starts or
-    recovers (coordinator/recovery.py)."""
+    restarts; a reader alone is replaced, replaying the stream, nothing handed out twice);
+    at most `max_restarts` losses a run, counting those while it starts or recovers
+    (coordinator/recovery.py)."""
 
     trainer: Literal["rollback", "restart", "stop"] = "rollback"
     embedding_server: Literal["rollback", "partial", "stop"] = "rollback"
     sync_server: RecoveryAction = "rollback"
     dense_server: RecoveryAction = "rollback"
     group_server: RecoveryAction = "rollback"
-    reader: RecoveryAction = "rollback"
+    reader: Literal["restart", "rollback", "stop"] = "restart"
     max_restarts: int = Field(default=3, ge=0)
+    # failure detection on the engine (docs/checkpoints.md, "Failure detection"): the
+    # driver pings every node each ping_every_s; no answer within ping_timeout_s: lost
+    ping_every_s: float = Field(default=2.0, gt=0)
+    ping_timeout_s: float = Field(default=10.0, gt=0)
 
     def to_spec(self) -> RecoveryPolicy:
         return RecoveryPolicy(**self.model_dump())

@@ -28,9 +28,9 @@ from recsync.protocol.effects import (
     Target,
 )
 from recsync.protocol.messages import MayStart, WorkerDone
-from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
-from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
+from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import (
     nothing_to_flush,
     row_gradient_pushes,
@@ -39,7 +39,7 @@ from recsync.trainer.steps import (
 )
 
 
-class AllReduceTrainer(Node):
+class AllReduceTrainer(ReceivingTrainer):
     """One rank: a dense replica kept equal to the others' by all-reducing gradients."""
 
     def __init__(self, setup: TrainerSetup, strategy: AllReduceStrategy):
@@ -82,7 +82,7 @@ class AllReduceTrainer(Node):
         layout, replica, n, rank = self.layout, self.replica, self.num_trainers, self.index
         request = NextBatch(rank, with_token=True, worker=rank, pushed=self.stats.pushed(0))
         handed: HandedBatch = yield from take_batch(
-            self.wiring.reader, request, rank, nothing_to_flush
+            self.wiring.reader, request, rank, nothing_to_flush, self.stats.receipts, 0
         )
         batch = handed.batch
         if batch is None:

@@ -10,12 +10,12 @@ import torch
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.families.gradient.worker import GradientWorker
 from recsync.protocol.effects import Target
-from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.node import LoopSpec
 from recsync.trainer.replica import DenseReplica
-from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
+from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 
 
-class GradientTrainer(Node):
+class GradientTrainer(ReceivingTrainer):
     """One trainer of a gradient strategy: its worker threads and their stats."""
 
     def __init__(

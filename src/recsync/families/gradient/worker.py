@@ -173,7 +173,7 @@ class GradientWorker:
         pushed = self.stats.pushed(self.thread)
         request = NextBatch(self.trainer, with_token=True, worker=self.worker, pushed=pushed)
         handed: HandedBatch = yield from take_batch(
-            wiring.reader, request, self.worker, self._flush
+            wiring.reader, request, self.worker, self._flush, self.stats.receipts, self.thread
         )
         batch, token = handed.batch, handed.token
         if batch is None:

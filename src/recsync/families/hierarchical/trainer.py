@@ -36,10 +36,10 @@ from recsync.protocol.messages import (
     StageValues,
     WorkerDone,
 )
-from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients
-from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
+from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups, take_batch
 
 
@@ -62,7 +62,7 @@ class Ran:
     widths: list[int]  # each part's output columns (concatenated outputs)
 
 
-class HierarchicalTrainer(Node):
+class HierarchicalTrainer(ReceivingTrainer):
     """One trainer of a group: its worker threads and their stats. `setup.wiring.dense`:
     the group PSs of its group, in index order."""
 
@@ -97,7 +97,12 @@ class HierarchicalTrainer(Node):
         worker = self.setup.first_worker + thread
         request = NextBatch(self.index, worker=worker, pushed=self.stats.pushed(thread))
         handed: HandedBatch = yield from take_batch(
-            self.wiring.reader, request, worker, lambda: self._flush(thread)
+            self.wiring.reader,
+            request,
+            worker,
+            lambda: self._flush(thread),
+            self.stats.receipts,
+            thread,
         )
         batch = handed.batch
         previous, self.pending[thread] = self.pending[thread], None

@@ -30,11 +30,11 @@ from recsync.protocol.effects import (
     Target,
 )
 from recsync.protocol.messages import PushRows
-from recsync.protocol.node import LoopSpec, Node
+from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients
 from recsync.sync.replica import ReplicaStrategy
-from recsync.trainer.stats import TrainerReport, TrainerSetup, TrainerStats
+from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups, take_batch
 
 
@@ -52,7 +52,7 @@ def _targets(shards: tuple[Address, ...], step: UnsentStep) -> Iterator[Target]:
     return ((shards[s], push) for s, push in step.pushes.items())
 
 
-class ReplicaTrainer(Node):
+class ReplicaTrainer(ReceivingTrainer):
     """One trainer's replica, its worker loops and its strategy's sync."""
 
     def __init__(self, setup: TrainerSetup, strategy: ReplicaStrategy):
@@ -100,7 +100,12 @@ class ReplicaTrainer(Node):
             incarnation=self.setup.incarnation,
         )
         handed: HandedBatch = yield from take_batch(
-            self.wiring.reader, request, worker, lambda: self._flush(thread)
+            self.wiring.reader,
+            request,
+            worker,
+            lambda: self._flush(thread),
+            self.stats.receipts,
+            thread,
         )
         batch = handed.batch
         previous, self.unsent[thread] = self.unsent[thread], None

@@ -7,7 +7,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import ray
@@ -16,7 +16,7 @@ from ray._private import utils as ray_utils
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.runtime.ray.errors import PlacementError
-from recsync.runtime.timeouts import RAY_CONNECT_TIMEOUT_S, START_TIMEOUT_S
+from recsync.runtime.timeouts import MACHINE_ANSWER_S, RAY_CONNECT_TIMEOUT_S, START_TIMEOUT_S
 
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
@@ -118,6 +118,36 @@ def check_machines_answer(timeout_s: float = START_TIMEOUT_S) -> None:
             "the cluster with token authentication (the same token on every machine)"
         )
     raise PlacementError(f"cannot start the job's work on machines: {'; '.join(failed)}")
+
+
+@ray.remote(num_cpus=0)
+def _here() -> str:
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def machines_answering(node_ids: Iterable[str], timeout_s: float = MACHINE_ANSWER_S) -> set[str]:
+    """Those of the machines `node_ids` that run a task within `timeout_s`. A machine lost
+    at once (its power, its network) answers nothing, while Ray lists it alive until its
+    health checks fail (seconds to tens of seconds): a node restarted there would be lost
+    again."""
+    refs = {
+        _here.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
+        ).remote(): node_id
+        for node_id in node_ids
+    }
+    if not refs:
+        return set()
+    ready, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+    answered = set()
+    for ref in ready:
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(ref)
+            answered.add(refs[ref])
+    for ref in waiting:
+        with contextlib.suppress(ray.exceptions.RayError, TypeError, ValueError):
+            ray.cancel(ref, force=True)
+    return answered
 
 
 def _token_auth() -> bool:

@@ -184,13 +184,30 @@ class Scoring:
 
     @staticmethod
     def _lost_report(run: _UnderWay, error: BaseException) -> NodeFailure:
-        """The failure of the first node whose report for `run` is gone with it."""
-        for node, ref in zip(run.nodes, run.refs, strict=True):
+        """The failure of the first node whose report (or, the reader, held-out sample) for
+        `run` is gone with it."""
+        for node, ref in [*zip(run.nodes, run.refs, strict=True), (READER, run.test)]:
             try:
                 ray.get(ref, timeout=START_TIMEOUT_S)
             except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as lost:
                 return failure(node.name, lost)
         return failure("evaluator", error)
+
+    def resample(self, hosts: JobActors) -> None:
+        """The reader was replaced alone: every evaluation under way whose held-out sample
+        it had not given takes its sample from the replacement (the same one), and is
+        scored again."""
+        sample = wire.encode(HeldOutSample(self.mark_examples))
+        for i, run in enumerate(self._under_way):
+            if ray.wait([run.test], timeout=0)[0]:
+                try:
+                    ray.get(run.test)
+                    continue
+                except ray.exceptions.RayError:
+                    pass
+            test = hosts.actors[READER].ask.remote(sample)
+            quality = self.actor.quality.remote(test, run.nodes, *run.refs)
+            self._under_way[i] = dataclasses.replace(run, quality=quality, test=test)
 
     def forget(self) -> None:
         """Drop the evaluations under way (the actors they read from are gone)."""

@@ -13,13 +13,23 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.machines import assign_machines, resolve_pins
+from recsync.coordinator.host_traffic import host_traffic
+from recsync.coordinator.machines import (
+    SERVER_SIDE,
+    assign_machines,
+    pins_after_loss,
+    resolve_pins,
+)
 from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor, Part
-from recsync.runtime.ray.cluster import cluster_machines, machines_with_addresses
+from recsync.runtime.ray.cluster import (
+    cluster_machines,
+    machines_answering,
+    machines_with_addresses,
+)
 from recsync.runtime.ray.errors import NodeFailure, PlacementError, failure
 from recsync.runtime.ray.pool import IDLE, Key, concurrency_for, reply_of
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
@@ -50,14 +60,30 @@ class JobActors:
     """One actor per node of `topology` (a node's home, if its workers are split into
     processes of their own, plus one actor per worker), on the cluster's alive machines."""
 
-    def __init__(self, topology: Topology, on_up: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        topology: Topology,
+        on_up: Callable[[], None] | None = None,
+        first_machines: Sequence[str] | None = None,
+        lost_machines: frozenset[str] = frozenset(),
+        ping_timeout_s: float = PING_TIMEOUT_S,
+    ):
+        """`first_machines`: the addresses of the machines the job first started on (a
+        restart after a loss: pins to machines gone are dropped, `pins_after_loss`);
+        `lost_machines`: Ray node ids of machines taken for lost, left out."""
         self.topology = topology
+        self.ping_timeout_s = ping_timeout_s  # a node that does not answer a ping: lost
         self.on_up = on_up  # called once started actors answer (a hook for fault injection)
-        found = machines_with_addresses()
+        found = [m for m in machines_with_addresses() if m[0] not in lost_machines]
         self.machines = [node_id for node_id, _ in found]  # Ray node ids, the head first
         self.machine_ips = [address for _, address in found]
+        placement = topology.spec.cluster.placement
+        self.unpinned: list[str] = []  # roles whose pinned machines were all lost
         try:
-            pins = resolve_pins(topology.spec.cluster.placement, self.machine_ips)
+            if first_machines is None:
+                pins = resolve_pins(placement, self.machine_ips)
+            else:
+                pins, self.unpinned = pins_after_loss(placement, first_machines, self.machine_ips)
         except ValueError as error:
             raise PlacementError(str(error)) from None
         nodes = [n.address for n in topology.nodes]
@@ -149,9 +175,7 @@ class JobActors:
         that calls it there."""
         assert not node.has_loops and not node.worker_processes, node
         address = node.address
-        alive = cluster_machines()
-        if self.machines[self.machine_of[address]] not in alive:
-            self.machine_of[address] = self.machines.index(alive[0])
+        self._move_if_lost(address)
         self.actors[address] = self._host([(node, None, self._machine(address))])[0]
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
         self._up()
@@ -169,9 +193,7 @@ class JobActors:
             self.pool_keys.pop(actor._actor_id.hex(), None)
             ray.kill(actor, no_restart=True)
         self.worker_actors.pop(address, None)
-        alive = cluster_machines()
-        if self.machines[self.machine_of[address]] not in alive:
-            self.machine_of[address] = self.machines.index(alive[-1])
+        self._move_if_lost(address)
         part = Part(shared_path(address.name)) if node.worker_processes else None
         self.actors[address] = self._host([(node, part, self._machine(address))])[0]
         ray.get(self.actors[address].ping.remote(), timeout=START_TIMEOUT_S)
@@ -183,6 +205,50 @@ class JobActors:
         actors = self.actors_of(address)
         ray.get([a.connect.remote(self.endpoints, self.replaceable) for a in actors])
         return actors
+
+    def where(
+        self, measures: dict[Address, NodeMeasures], collectives: Sequence[Sequence[Address]]
+    ) -> dict[str, Any]:
+        """The summary's part on machines: how many, their addresses, each node's machine
+        (index and address), the driver's, and what each machine's nodes sent and received
+        (`measures`: each node's)."""
+        host_of = {a: self.machine_ips[self.machine_of[a]] for a in measures}
+        driver = self.driver_host()
+        return {
+            "machines": len(self.machines),
+            "machine_addresses": list(self.machine_ips),
+            "placement": self.placement(),
+            "node_hosts": self.node_hosts(),
+            "driver_host": driver,
+            "hosts": host_traffic(measures, host_of, collectives, driver),
+        }
+
+    def _move_if_lost(self, address: Address) -> None:
+        """A lost node's machine, if it is lost too (gone from Ray's list or not answering),
+        is left for a machine that answers and holds nodes of the same side (server side
+        or trainers), else the first that answers."""
+        here = self.machines[self.machine_of[address]]
+        if len(self.machines) == 1:
+            return
+        alive = cluster_machines()
+        if here in alive and here in machines_answering([here]):
+            return
+        answering = machines_answering([m for m in alive if m != here])
+        if not answering:
+            raise NodeFailure(f"no machine answers to host {address.name} again", address.name)
+        side = address.role in SERVER_SIDE
+        mates = [
+            self.machines[self.machine_of[a]]
+            for a in self.machine_of
+            if a != address and (a.role in SERVER_SIDE) == side
+        ]
+        chosen = next((m for m in mates if m in answering), None)
+        chosen = chosen or next(m for m in alive if m in answering)
+        self.machine_of[address] = self.machines.index(chosen)
+
+    def machine_id(self, address: Address) -> str | None:
+        """The Ray node id of the machine node `address` runs on (None: the only one)."""
+        return self._machine(address)
 
     def _up(self) -> None:
         if self.on_up is not None:
@@ -251,9 +317,10 @@ class JobActors:
         """The actors of one node: its own and those of its worker processes."""
         return [self.actors[address], *self.worker_actors.get(address, [])]
 
-    def check_alive(self, timeout_s: float = PING_TIMEOUT_S) -> None:
-        """Every actor answers a ping within `timeout_s` (a node that failed to start, died
-        or hangs is named, as lost)."""
+    def check_alive(self, timeout_s: float | None = None) -> None:
+        """Every actor answers a ping within `timeout_s` (None: `ping_timeout_s`; a node
+        that failed to start, died or hangs is named, as lost)."""
+        timeout_s = self.ping_timeout_s if timeout_s is None else timeout_s
         actors = [(a, actor) for a in self.actors for actor in self.actors_of(a)]
         refs = [actor.ping.remote() for _, actor in actors]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
@@ -281,20 +348,37 @@ class JobActors:
         )
         return functools.reduce(NodeMeasures.merged, parts)
 
-    def shutdown(self) -> None:
-        """Kill every actor (and unlink a shared-state file a half-done start left)."""
-        for address, path in self.unreleased.items():
+    def shutdown(self, lost_machines: frozenset[str] = frozenset()) -> None:
+        """Kill every actor (and unlink a shared-state file a half-done start left); those
+        on `lost_machines` (Ray node ids of machines that no longer answer) are killed
+        without being asked to let go of anything first (nothing of theirs is left to)."""
+        on_lost = {a for a in self.actors if self._machine(a) in lost_machines}
+        asked = {a: path for a, path in self.unreleased.items() if a not in on_lost}
+        refs = {a: self.actors[a].release_shared.remote() for a in asked if a in self.actors}
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=PING_TIMEOUT_S)
+        for address, path in asked.items():
+            ref = refs.get(address)
             try:
-                ray.get(self.actors[address].release_shared.remote(), timeout=PING_TIMEOUT_S)
-            except (ray.exceptions.RayError, KeyError):
+                assert ref is not None and ref in ready
+                ray.get(ref)
+            except (ray.exceptions.RayError, AssertionError):
                 release_shared(path)  # the home is gone: the files are here, if anywhere
                 release_shared(wake_path(path))
-        actors = [actor for address in self.actors for actor in self.actors_of(address)]
+        actors = [
+            actor
+            for address in self.actors
+            if address not in on_lost
+            for actor in self.actors_of(address)
+        ]
         released = [actor.release.remote() for actor in actors]
         ready, _ = ray.wait(released, num_returns=len(released), timeout=PING_TIMEOUT_S)
         for actor, ref in zip(actors, released, strict=True):
             key = self.pool_keys.pop(actor._actor_id.hex(), None)
             if not (key is not None and reply_of(ref, ready) is True and IDLE.give(key, actor)):
+                ray.kill(actor, no_restart=True)
+        for address in on_lost:
+            for actor in self.actors_of(address):
+                self.pool_keys.pop(actor._actor_id.hex(), None)
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
         self.endpoints.clear()

@@ -19,13 +19,14 @@ from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.host_traffic import host_traffic
-from recsync.coordinator.measures import steady_eps
+from recsync.coordinator.measures import answer_times, steady_eps
 from recsync.coordinator.outcome import JobEnd, finish_job
+from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.supervisor import (
+    AbandonCut,
     AwaitScored,
     Checkpoint,
     Command,
@@ -53,12 +54,11 @@ from recsync.runtime.ray.cluster import check_machines_answer, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
-from recsync.runtime.ray.recovery import Recovering, RolledBack
+from recsync.runtime.ray.recovery import Recovering, RolledBack, read_ended
 from recsync.runtime.transport import wire
 
 __all__ = ["RayJob", "connect", "run_job"]
 
-PING_EVERY_S = 2.0
 POLL_EVERY_S = 0.5  # the reader's progress, unless an evaluation mark is nearer
 POLL_NEAR_MARK_S = 0.01  # the shortest wait between polls as a mark nears
 POLL_UNTIL_RATE_S = 0.05  # between polls while evaluations are asked and no rate is known
@@ -87,7 +87,11 @@ class RayJob(Recovering):
         self.plan = plan
         self.cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
         self.topology = build_topology(spec, plan, self.cpus)
-        self.hosts = JobActors(self.topology, self._actors_up)
+        policy = recovery or RecoveryPolicy()
+        self.ping_every_s, self.ping_timeout_s = policy.ping_every_s, policy.ping_timeout_s
+        self.pings: list[float] = []  # seconds each round of pings took to be answered
+        self.hosts = JobActors(self.topology, self._actors_up, ping_timeout_s=self.ping_timeout_s)
+        self.first_machines = list(self.hosts.machine_ips)
         self.on_actors_up: Callable[[RayJob], None] | None = None  # a hook for fault injection
         self.doing = "starting"  # what the job does now, for an error's message
         self.final_state: JobState | None = None
@@ -103,8 +107,10 @@ class RayJob(Recovering):
         self.on_checkpoint: OnCheckpoint | None = None
         self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
         self._recovering = None
+        self._lost_machine: str | None = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
         self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
+        self.reader_ledger = ReaderLedger()
         self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
         self._done: set[Any] = set()
         self._last_ping = 0.0
@@ -184,6 +190,9 @@ class RayJob(Recovering):
                 self._ask_readers(reading.ResumeReading())
                 self.cut_seconds += time.perf_counter() - self._paused
                 self._feed(Resumed())
+            case AbandonCut():  # its reader was lost, and replaced: the others go on
+                self._ask_readers(reading.ResumeReading())
+                self.cut_seconds += time.perf_counter() - self._paused
             case Checkpoint():
                 if self.on_checkpoint is not None:
                     self.on_checkpoint(command.state)
@@ -199,7 +208,7 @@ class RayJob(Recovering):
             if self.stop_reason is not None:  # asked by a signal handler
                 self._feed(StopAsked(self.stop_reason))
             self._check_runs(wait_s=self._poll_wait())
-            self._poll(on_progress, started)
+            self._in_flight(lambda: self._poll(on_progress, started))
         self._poll(on_progress, started)  # the marks passed since the last poll
 
     def _training(self) -> bool:
@@ -250,11 +259,7 @@ class RayJob(Recovering):
         """Wait up to `wait_s` for a node's loops to end; a failed one is a loss, for the
         supervisor to recover from (RolledBack: every node restarts). Every actor is
         pinged now and then (a dead one is named)."""
-        try:
-            self._check_loops(wait_s)
-        except NodeFailure as error:
-            if self._lost(error, in_flight=True):
-                raise RolledBack from None
+        self._in_flight(lambda: self._check_loops(wait_s))
 
     def _check_loops(self, wait_s: float) -> None:
         runs, done = self._runs, self._done
@@ -265,9 +270,11 @@ class RayJob(Recovering):
             except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
                 raise failure(runs[ref].name, error) from None
             done.add(ref)
-        if time.perf_counter() - self._last_ping > PING_EVERY_S:
+        if time.perf_counter() - self._last_ping > self.ping_every_s:
+            began = time.perf_counter()
             self.hosts.check_alive()
             self._last_ping = time.perf_counter()
+            self.pings.append(self._last_ping - began)
 
     def _cut(self) -> None:
         """A checkpoint while the job trains (coordinator/cuts.py): pause the reader, wait
@@ -279,22 +286,16 @@ class RayJob(Recovering):
         at_cut = [self.hosts.actors[a].ask.remote(wire.encode(AwaitCut())) for a in readers]
         while len(ray.wait(at_cut, num_returns=len(at_cut), timeout=0)[0]) < len(at_cut):
             self._check_runs(wait_s=0.01)
+            if not self.supervisor.cutting:  # abandoned: a reader was lost and replaced
+                read_ended(at_cut)
+                return
         handed = [self._reader_reply(ref, a) for ref, a in zip(at_cut, readers, strict=True)]
         state = None
         if all(h is not None for h in handed):
-            reports = self._reports(cut_nodes(self.topology))
+            reports = self.hosts.reports(cut_nodes(self.topology))
             state = cut_state(self.topology, reports, handed)
         total = sum(h or 0 for h in handed)
         self._feed(CutSettled(state, self.before + total, self._polled_s))
-
-    def _reports(self, addresses: list[Address]) -> dict[Address, Any]:
-        """The reports of nodes `addresses`; a node that died meanwhile is named, as lost
-        (NodeFailure), for the job to recover from as from any loss."""
-        return self.hosts.reports(addresses)
-
-    def _final_reports(self) -> dict[Address, Any]:
-        """Every node's report once the loops ended (also a node lost after them is a loss)."""
-        return self._reports(list(self.hosts.actors))
 
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
@@ -308,7 +309,7 @@ class RayJob(Recovering):
                 self._feed(Started(self.topology, self._seconds))
                 self._watch(looping, on_progress, self.started)
                 train_seconds = time.perf_counter() - self.started
-                reports = self._final_reports()
+                reports = self.hosts.reports(list(self.hosts.actors))  # a loss now is one too
                 measures = {a: self.hosts.measures(a) for a in self.hosts.actors}
                 break
             except RolledBack:
@@ -316,7 +317,6 @@ class RayJob(Recovering):
             except NodeFailure as error:  # in a start, a recovery, or after the loops ended
                 self._lost(error, in_flight=False)
         self._feed(Ended())  # every evaluation under way is scored and recorded
-        actors = self.hosts
         end = JobEnd("ray", reports, measures, train_seconds)
         try:
             summary, self.final_state = finish_job(self.topology, end)
@@ -330,15 +330,9 @@ class RayJob(Recovering):
         }
         if self.scoring is not None:
             summary["recovery"]["evaluator_restarts"] = self.scoring.restarts
+        summary["recovery"]["pings"] = answer_times(self.pings)
         summary["eps_steady"] = steady_eps(self.progress)
-        summary["machines"] = len(actors.machines)
-        summary["machine_addresses"] = list(actors.machine_ips)
-        summary["placement"] = actors.placement()
-        summary["node_hosts"] = actors.node_hosts()
-        host_of = {a: actors.machine_ips[actors.machine_of[a]] for a in measures}
-        driver = actors.driver_host()
-        summary["driver_host"] = driver
-        summary["hosts"] = host_traffic(measures, host_of, self.topology.collectives, driver)
+        summary.update(self.hosts.where(measures, self.topology.collectives))
         return summary
 
     def _start(self) -> list[Any]:

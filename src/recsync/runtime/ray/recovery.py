@@ -2,8 +2,10 @@
 losing a node: replacing only the lost node (an embedding shard restored from the last cut,
 a trainer restarted with the batches it held handed out again), or rolling every node back
 to the last cut on the machines left, or ending the job with `NotRecovered`, which says
-what the job was doing and what it recovered from. A node lost while the job starts,
-restarts or replaces a node is a loss like any other (only a rollback recovers from it).
+what the job was doing and what it recovered from (a reader replaced alone,
+runtime/ray/reader_recovery.py, abandons the cut under way). A node lost while the job
+starts, restarts or replaces a node is a loss like any other (only a rollback recovers
+from it).
 Each loss recovered from, and each recovery once done, is told in one line (`on_recovery`:
 the CLI's terminal; Ray's own messages meanwhile go to the run's log, runtime/ray/ray_log.py).
 A part of `RayJob` (runtime/ray/job.py), which holds the job's actors and topology."""
@@ -18,10 +20,13 @@ from typing import Any
 import ray
 
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.node_specs import ShardSpec
+from recsync.coordinator.node_specs import ReaderSpec, ShardSpec
+from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.supervisor import (
+    AbandonCut,
+    Command,
     Event,
     Fail,
     NodeLost,
@@ -33,11 +38,13 @@ from recsync.coordinator.supervisor import (
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
-from recsync.protocol.reading import ReaderProgress, Requeue
+from recsync.protocol.reading import ReaderProgress, Requeue, Requeued
 from recsync.ps.placement import JobPlan
+from recsync.runtime.ray.cluster import machines_answering
 from recsync.runtime.ray.errors import NodeFailure, NotRecovered
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
+from recsync.runtime.ray.reader_recovery import replace_reader
 from recsync.runtime.timeouts import PING_TIMEOUT_S
 from recsync.runtime.transport import wire
 
@@ -54,13 +61,17 @@ class Recovering:
     cpus: int
     topology: Topology
     hosts: JobActors
+    first_machines: list[str]  # the machines' addresses when the job first started
+    ping_timeout_s: float
     scoring: Scoring | None
     supervisor: Supervisor
     replaced: dict[Address, TrainerSpec]
+    reader_ledger: ReaderLedger  # what a lost reader's replacement needs, this start
     started: float
     doing: str
     on_recovery: Callable[[str], None] | None
     _recovering: Loss | None  # the loss recovered from by the restart under way
+    _lost_machine: str | None  # the Ray node id of the last lost node's machine, if lost too
     _runs: dict[Any, Any]
     _done: set[Any]
     _position: int
@@ -74,6 +85,9 @@ class Recovering:
     def _feed(self, event: Event) -> None:
         raise NotImplementedError
 
+    def _carry(self, command: Command) -> None:
+        raise NotImplementedError
+
     @property
     def _seconds(self) -> float:
         """Seconds since training began (0 before it did)."""
@@ -85,8 +99,12 @@ class Recovering:
         the error if it is no loss or the job does not recover from it."""
         if error.lost is None or error.lost not in {n.address.name for n in self.topology.nodes}:
             raise error  # no loss, or of no node (a helper that could not be replaced)
+        node = next(n.address for n in self.topology.nodes if n.address.name == error.lost)
+        suspect = self.hosts.machine_id(node)  # its machine may be lost with it
+        answers = suspect is None or suspect in machines_answering([suspect])
+        self._lost_machine = None if answers else suspect
         position, exact = self._stream_position()
-        event = NodeLost(error.lost, position, exact, self._seconds, in_flight)
+        event = NodeLost(error.lost, position, exact, self._seconds, in_flight, answers)
         rolled_back = False
         for command in self.supervisor.handle(event):
             match command:
@@ -104,7 +122,18 @@ class Recovering:
                     self._roll_back(command.spec)
                     self._recovering = command.loss
                     rolled_back = True
+                case AbandonCut():
+                    self._carry(command)
         return rolled_back
+
+    def _in_flight(self, step: Callable[[], None]) -> None:
+        """`step()` while the job trains: a node it finds lost (NodeFailure) is a loss for
+        the supervisor to recover from (RolledBack: every node restarts)."""
+        try:
+            step()
+        except NodeFailure as error:
+            if self._lost(error, in_flight=True):
+                raise RolledBack from None
 
     def _tell(self, line: str) -> None:
         if self.on_recovery is not None:
@@ -117,8 +146,8 @@ class Recovering:
             self._recovering = None
 
     def _replace(self, command: ReplaceNode) -> None:
-        """Replace only the lost node (CPR's partial recovery of an embedding shard, or a
-        restarted trainer) while the others go on."""
+        """Replace only the lost node (CPR's partial recovery of an embedding shard, a
+        restarted trainer, or a replaced reader) while the others go on."""
         self.doing = f"replacing {command.node} alone"
         address = next(n.address for n in self.topology.nodes if n.address.name == command.node)
         node = self.replaced.get(address) or next(
@@ -126,26 +155,44 @@ class Recovering:
         )
         if isinstance(node, TrainerSpec):
             self._restart_trainer(node, command)
+        elif isinstance(node, ReaderSpec):
+            self._replace_reader(node)
         else:
             assert isinstance(node, ShardSpec), node
             self.hosts.replace(restored_shard(node, command.back))
         self._feed(Replaced())
         self.doing = "training"
 
+    def _replace_reader(self, node: ReaderSpec) -> None:
+        """A lost reader alone is replaced (runtime/ray/reader_recovery.py): its trainers'
+        workers wait for their next batch meanwhile."""
+        index = node.address.index
+        trainers = [self.replaced.get(t.address) or t for t in self.topology.of_role(Role.TRAINER)]
+        mine = [
+            t
+            for t in trainers
+            if isinstance(t, TrainerSpec) and self.spec.cluster.reader_of(t.address.index) == index
+        ]
+        replace_reader(self.hosts, node, mine, self.reader_ledger, self.supervisor.stop_sent)
+        if self.scoring is not None and node.address == READER:
+            self.scoring.resample(self.hosts)  # the held-out samples it had not given
+
     def _restart_trainer(self, node: TrainerSpec, command: ReplaceNode) -> None:
         """A lost trainer alone restarts: its replica from the center (EASGD) or the last
         cut, and the batches it held handed out again."""
         address = node.address
         reader = Address(Role.READER, self.spec.cluster.reader_of(address.index))
-        requeued = int(self._ask_reader(Requeue(address.index, node.workers), reader))
-        command.loss.replayed_examples = requeued
+        requeued = self._ask_reader(Requeue(address.index, node.workers), reader)
+        assert isinstance(requeued, Requeued), requeued
+        examples = self.reader_ledger.requeued(reader.index, address.index, requeued)
+        command.loss.replayed_examples = examples
         restarted = restarted_trainer(node, self.spec, command.back, self._center_slices())
         self.replaced[address] = restarted
         old_loops = [r for r, a in self._runs.items() if a == address and r not in self._done]
         self._done.update(old_loops)
         for actor in self.hosts.restart(restarted):
             self._runs[actor.run.remote()] = address
-        _read_ended(old_loops)
+        read_ended(old_loops)
 
     def _center_slices(self) -> list[Any]:
         """The sync servers' reports, in order (their slices of the center variable)."""
@@ -154,17 +201,27 @@ class Recovering:
         return [reports[a] for a in servers]
 
     def _roll_back(self, spec: JobSpec) -> None:
-        """Every node goes: the job restarts as `spec` says, on the machines left."""
-        self.hosts.shutdown()
-        _read_ended([r for r in self._runs if r not in self._done])
+        """Every node goes: the job restarts as `spec` says, on the machines left (the lost
+        node's machine left out if it does not answer)."""
+        lost = frozenset[str]() if self._lost_machine is None else frozenset({self._lost_machine})
+        if lost:
+            self._tell("the lost node's machine does not answer: the job goes on without it")
+        self.hosts.shutdown(lost)
+        read_ended([r for r in self._runs if r not in self._done])
         self._runs, self._done = {}, set()
         if self.scoring is not None:
             self.scoring.forget()
         self.spec = spec
         self._position = spec.handed_before
         self.replaced.clear()
+        self.reader_ledger = ReaderLedger()
         self.topology = build_topology(spec, self.plan, self.cpus)
-        self.hosts = JobActors(self.topology, self._actors_up)
+        self.hosts = JobActors(
+            self.topology, self._actors_up, self.first_machines, lost, self.ping_timeout_s
+        )
+        if self.hosts.unpinned:
+            roles = ", ".join(self.hosts.unpinned)
+            self._tell(f"every machine pinned for {roles} was lost: placed by the rule")
 
     def _stream_position(self) -> tuple[int, bool]:
         """Examples handed out so far, from the job's start, and whether the count is exact:
@@ -182,9 +239,10 @@ class Recovering:
             return self._position, False
 
 
-def _read_ended(loops: list[Any]) -> None:
-    """Read how the loops of killed actors ended (errors that follow from a loss already
-    recovered from), so that Ray does not print them as unhandled errors when dropped."""
+def read_ended(loops: list[Any]) -> None:
+    """Read how the loops of killed actors (or calls to them) ended (errors that follow
+    from a loss already recovered from), so that Ray does not print them as unhandled
+    errors when dropped."""
     if not loops:
         return
     ended, _ = ray.wait(loops, num_returns=len(loops), timeout=PING_TIMEOUT_S)
@@ -201,6 +259,8 @@ def lost_line(loss: Loss) -> str:
         "partial": f"it alone comes back from the cut at {loss.back_to:,} examples",
         "restart": "it alone restarts; what it held is handed out again",
     }[loss.action]
+    if loss.action == "restart" and loss.node.startswith(READER.name):
+        does = "it alone is replaced, replaying the stream; what no worker took goes out"
     return f"lost {loss.node} ({where}, {loss.at_seconds:.1f} s): {does}"
 
 

@@ -6,8 +6,9 @@ loss is noticed `detect_s` later and the job recovers `restart_s` after that, as
 engine does it and as the job's `RecoveryPolicy` says for the node's role
 (coordinator/recovery.py): a rollback restarts every node from the job's last cut (or its
 start), the batches handed out after the cut handed out again; `partial` restores only the
-lost embedding shard from the cut and `restart` restarts only the lost trainer, while the
-other nodes go on (runtime/sim/one_node.py). Its summary is a simulated run's, with the
+lost embedding shard from the cut and `restart` restarts only the lost trainer, or replaces
+only the lost reader (the cut under way abandoned), while the other nodes go on
+(runtime/sim/one_node.py). Its summary is a simulated run's, with the
 losses and the seconds they cost (`recovery`), and its virtual `train_seconds` include the
 restarts.
 """
@@ -23,7 +24,7 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import Evaluations
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.supervisor import Fail, Replaced, ReplaceNode, RollBack, Supervisor
+from recsync.coordinator.supervisor import AbandonCut, Fail, ReplaceNode, RollBack, Supervisor
 from recsync.coordinator.supervisor import NodeLost as Lost
 from recsync.protocol.address import Address
 from recsync.runtime.sim.cost import CostModel
@@ -138,6 +139,7 @@ class FaultySimJob:
                         raise NodeLost(lost.name, at, command.last_cut, command.why)
                     case RollBack():
                         return command
-                    case ReplaceNode():  # the job goes on meanwhile: nothing waits for it
+                    case ReplaceNode():  # the job goes on meanwhile
                         one_node.recover(lost, command.back, command.loss)
-                        sim.supervisor.handle(Replaced())
+                    case AbandonCut():
+                        sim.resume_readers()

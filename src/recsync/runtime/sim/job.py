@@ -151,7 +151,8 @@ class SimJob:
         self.on_eval = on_eval
         self.crashed: set[int] = set()
         self.on_checkpoint = on_checkpoint
-        self.cut_started = 0.0  # virtual time the cut under way began
+        self.cut_started: float | None = None  # virtual time the cut under way began
+        self.cuts = 0  # cuts begun
         self.cut_seconds = 0.0  # virtual time the reader was paused for cuts
         self.running = 0  # loops started and not ended
         self.runners: dict[Address, list[LoopRunner]] = {}  # each node's loops not ended
@@ -207,9 +208,10 @@ class SimJob:
                 self.reader.handle_all(reading.StopReading())  # as at a data limit
             case PauseReading():
                 self.cut_started = self.clock.now
+                self.cuts += 1
                 self.reader.pause()
             case ResumeReading():  # once the state was handed over
-                self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume)
+                self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume, self.cuts)
             case Checkpoint():
                 if self.on_checkpoint is not None:
                     self.on_checkpoint(command.state)
@@ -335,10 +337,19 @@ class SimJob:
             state = cut_state(self.topology, reports, self.reader.positions)
         self.feed(CutSettled(state, self.supervisor.before + handed, self.clock.now))
 
-    def _resume(self, _: Any = None) -> None:
-        """The cut's state was handed over (`faults.cut_s` after every worker parked)."""
-        self.feed(Resumed())
-        self.cut_seconds += self.clock.now - self.cut_started
+    def _resume(self, cut: int) -> None:
+        """The cut's state was handed over (`faults.cut_s` after every worker parked), if
+        that cut (`cut`: its count) was not abandoned meanwhile."""
+        if cut == self.cuts and self.cut_started is not None:
+            self.feed(Resumed())
+            self.resume_readers()
+
+    def resume_readers(self) -> None:
+        """The readers paused for the cut under way go on, once: its state was handed over,
+        or it was abandoned (its reader was lost)."""
+        if self.cut_started is not None:
+            self.cut_seconds += self.clock.now - self.cut_started
+            self.cut_started = None
         self.reader.handle_all(reading.ResumeReading())
         self.transport.changed.fire()  # the parked workers' requests re-check
 

@@ -1,24 +1,31 @@
 """Recovering a simulated job from the loss of one node while every other node goes on, as
 the Ray engine does it (runtime/ray/recovery.py), with the same rules
 (coordinator/recovery.py): an embedding shard restored from the last cut (CPR's partial
-recovery) or a trainer restarted, its replica from the center or the last cut and the
-batches it held handed out again.
+recovery), a trainer restarted, its replica from the center or the last cut and the
+batches it held handed out again, or a reader replaced, its share of the stream replayed
+from what its trainers' workers took (coordinator/reader_replay.py).
 
 The lost node stops at once. It is noticed `detect_s` later and back `restart_s` after
 that; messages sent to it meanwhile wait, and are handled by its replacement once it is
-back (its callers send again what was in flight).
+back (its callers send again what was in flight). A lost shard or trainer is replaced as
+far as the job's rules go at once (`Replaced`); a lost reader once it is back (a loss
+meanwhile rolls the job back, and no cut begins).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.node_specs import BuildContext, NodeSpec, ShardSpec
+from recsync.coordinator.node_specs import BuildContext, NodeSpec, ReaderSpec, ShardSpec
+from recsync.coordinator.reader import ReaderNode
+from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard
+from recsync.coordinator.supervisor import Replaced
 from recsync.protocol.address import Address, Role
-from recsync.protocol.reading import Requeue
+from recsync.protocol.reading import CloseReceipts, Requeue, Requeued
 from recsync.runtime.sim.host import SimHost
 from recsync.runtime.sim.job import SimJob
 
@@ -27,12 +34,13 @@ CONTEXT = BuildContext(one_at_a_time=True)
 
 class OneNodeRecovery:
     """Replaces lost nodes of one simulated job, one at a time (`replaced`: the spec each
-    replaced node was last built from)."""
+    replaced node was last built from; `ledger`: what its readers' replacements need)."""
 
     def __init__(self, sim: SimJob, detect_s: float, restart_s: float):
         self.sim = sim
         self.detect_s, self.restart_s = detect_s, restart_s
         self.replaced: dict[Address, NodeSpec] = {}
+        self.ledger = ReaderLedger()
 
     def node_spec(self, address: Address) -> NodeSpec:
         return self.replaced.get(address) or next(
@@ -44,15 +52,20 @@ class OneNodeRecovery:
         `loss` is what the job counts of it (a restarted trainer's requeued examples are
         filled in once the loss is noticed)."""
         node = self.node_spec(address)
+        sim = self.sim
+        if isinstance(node, ReaderSpec):
+            sim.hosts[address].down_until = sim.clock.now + self.detect_s + self.restart_s
+            sim.clock.at(sim.clock.now + self.detect_s, self._replace_reader, node)
+            return
         if isinstance(node, TrainerSpec):
             self._restart_trainer(node, back, loss)
-            return
-        assert isinstance(node, ShardSpec), node
-        sim = self.sim
-        restored = self.replaced[address] = restored_shard(node, back)
-        host = sim.hosts[address]
-        host.node = restored.build(CONTEXT)
-        host.down_until = sim.clock.now + self.detect_s + self.restart_s
+        else:
+            assert isinstance(node, ShardSpec), node
+            restored = self.replaced[address] = restored_shard(node, back)
+            host = sim.hosts[address]
+            host.node = restored.build(CONTEXT)
+            host.down_until = sim.clock.now + self.detect_s + self.restart_s
+        sim.supervisor.handle(Replaced())  # the job goes on meanwhile: nothing waits for it
 
     def _restart_trainer(self, node: TrainerSpec, back: JobState | None, loss: Loss) -> None:
         sim = self.sim
@@ -66,7 +79,10 @@ class OneNodeRecovery:
         node, back, loss = lost
         sim, address = self.sim, node.address
         reader = sim.reader.of_trainer(address.index)
-        loss.replayed_examples = int(reader.handle(Requeue(address.index, node.workers)))
+        requeued = reader.handle(Requeue(address.index, node.workers))
+        assert isinstance(requeued, Requeued)
+        index = sim.spec.cluster.reader_of(address.index)
+        loss.replayed_examples = self.ledger.requeued(index, address.index, requeued)
         sim.transport.changed.fire()
         centers = [h.node.report() for h in sim.hosts_of(Role.SYNC_SERVER)]
         restarted = restarted_trainer(node, sim.spec, back, centers)
@@ -80,3 +96,33 @@ class OneNodeRecovery:
 
     def _start(self, host: Any) -> None:
         self.sim.start_loops(host)
+
+    def _replace_reader(self, node: ReaderSpec) -> None:
+        """A lost reader's loss is noticed: its trainers say what their workers took, and
+        its replacement replays its share up to there; it is back `restart_s` later."""
+        sim, index = self.sim, node.address.index
+        fence = self.ledger.next_incarnation(index)
+        trainers = [
+            n
+            for n in (self.node_spec(t.address) for t in sim.topology.of_role(Role.TRAINER))
+            if isinstance(n, TrainerSpec) and sim.spec.cluster.reader_of(n.address.index) == index
+        ]
+        receipts = {
+            t.address.index: sim.hosts[t.address].node.handle(CloseReceipts(fence))
+            for t in trainers
+        }
+        incarnations = {t.address.index: t.setup.incarnation for t in trainers}
+        lost = sim.reader.readers[index]
+        stopped = sim.supervisor.stop_sent
+        plan = self.ledger.plan(index, receipts, incarnations, stopped, lost.left)
+        replacement = dataclasses.replace(node, replay=plan)
+        reader = replacement.build(CONTEXT)
+        assert isinstance(reader, ReaderNode)
+        lost.close()
+        host = sim.hosts[node.address]
+        host.node = sim.reader.readers[index] = reader
+        sim.clock.at(host.down_until, self._reader_back)
+
+    def _reader_back(self, _: Any = None) -> None:
+        self.sim.supervisor.handle(Replaced())
+        self.sim.transport.changed.fire()

@@ -95,19 +95,6 @@ def require_tools() -> None:
         raise BoxError("the box needs " + "; and ".join(problems))
 
 
-def run(command: Command, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run one command; a failure (with `check`) is a BoxError quoting it and its stderr."""
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise BoxError(f"`{shlex.join(command)}` failed: {error}") from None
-    if check and done.returncode != 0:
-        raise BoxError(f"`{shlex.join(command)}` failed: {done.stderr.strip() or done.stdout}")
-    return done
-
-
 def namespaces() -> list[str]:
     """The machine's network namespaces, by name."""
     listed = run(["ip", "netns", "list"], check=False).stdout
@@ -272,22 +259,52 @@ def _start_ray(state: BoxState) -> None:
 WAIT_SCRIPT = """
 import sys, time, ray
 ray.init(address=sys.argv[1], log_to_driver=False)
-deadline = time.monotonic() + float(sys.argv[3])
+deadline = time.monotonic() + float(sys.argv[2])
+wanted = set(sys.argv[3:])
 while True:
     alive = sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"])
-    if len(alive) >= int(sys.argv[2]) or time.monotonic() > deadline:
+    if wanted <= set(alive) or time.monotonic() > deadline:
         print(" ".join(alive))
         break
     time.sleep(0.2)
 """
 
 
-def _wait_for_nodes(plan: BoxPlan) -> None:
-    """Every host's Ray node is alive in the head's view (a driver on host 0 asks)."""
-    argv = [sys.executable, "-c", WAIT_SCRIPT, plan.head_address, str(plan.num_hosts)]
-    done = run(in_host(plan, 0, [*argv, str(NODES_UP_TIMEOUT_S)]))
-    alive = set(done.stdout.split())
-    missing = [plan.ip(h) for h in plan.hosts if plan.ip(h) not in alive]
+def run(
+    command: Command, check: bool = True, timeout_s: float = COMMAND_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """Run one command; a failure (with `check`) is a BoxError quoting it and its stderr."""
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BoxError(f"`{shlex.join(command)}` failed: {error}") from None
+    if check and done.returncode != 0:
+        raise BoxError(f"`{shlex.join(command)}` failed: {done.stderr.strip() or done.stdout}")
+    return done
+
+
+def _alive(plan: BoxPlan, wait_for: list[int], wait_s: float) -> set[str]:
+    """The addresses of the Ray nodes alive in the head's view (a driver on host 0 asks),
+    once the nodes of hosts `wait_for` are among them or `wait_s` passed."""
+    ips = [plan.ip(h) for h in wait_for]
+    argv = [sys.executable, "-c", WAIT_SCRIPT, plan.head_address, str(wait_s), *ips]
+    return set(run(in_host(plan, 0, argv), timeout_s=wait_s + COMMAND_TIMEOUT_S).stdout.split())
+
+
+def alive_hosts(state: BoxState) -> set[int]:
+    """The hosts whose Ray node is alive in the head's view now (a host whose link was down
+    long enough is called dead by Ray, and its node ends)."""
+    alive = _alive(state.plan, [], 0.0)
+    return {h for h in state.plan.hosts if state.plan.ip(h) in alive}
+
+
+def _wait_for_nodes(plan: BoxPlan, hosts: list[int] | None = None) -> None:
+    """The Ray nodes of `hosts` (None: every host) are alive in the head's view."""
+    wanted = list(plan.hosts) if hosts is None else hosts
+    alive = _alive(plan, wanted, NODES_UP_TIMEOUT_S)
+    missing = [plan.ip(h) for h in wanted if plan.ip(h) not in alive]
     if missing:
         raise BoxError(f"Ray nodes not up after {NODES_UP_TIMEOUT_S:.0f} s: {missing}")
 
@@ -360,10 +377,30 @@ def _tcp_counters(snmp: str) -> dict[str, int]:
     return {name: int(value) for name, value in zip(rows[0], rows[1], strict=False)}
 
 
+def host_processes(state: BoxState, host: int) -> list[int]:
+    """The ids of every process running in host `host` (its namespace)."""
+    return _pids(state.plan.namespace(host))
+
+
 def stop_host(state: BoxState, host: int) -> int:
     """Lose a host: every process in its namespace killed at once (SIGKILL: as a machine
     that loses its power, nothing of it says goodbye), its Ray node included."""
     return stop_processes(state.plan.namespace(host), graceful=False)
+
+
+def start_host(state: BoxState, host: int) -> None:
+    """Bring a lost host back (not the head's): what is left of its processes killed, and a
+    new Ray node started on it that joins the cluster, as a repaired machine does."""
+    assert host != 0, "the head's host comes back only with a new box (`down`, `up`)"
+    stop_processes(state.plan.namespace(host), graceful=False)
+    shutil.rmtree(folder(state.plan.name) / f"h{host}", ignore_errors=True)
+    done = subprocess.run(
+        _ray_command(state.plan, host), capture_output=True, text=True, timeout=RAY_START_TIMEOUT_S
+    )
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+        raise BoxError(f"Ray did not start again on host {host}:\n{tail}")
+    _wait_for_nodes(state.plan, [host])
 
 
 def link_up(state: BoxState, host: int, is_up: bool) -> None:
