@@ -23,15 +23,22 @@ def test_answer_times_give_the_median_the_nearest_rank_99th_percentile_and_the_l
 def test_the_ping_settings_default_to_the_measured_choice_and_refuse_what_cannot_detect():
     policy = RecoveryPolicy()
     assert (policy.ping_every_s, policy.ping_timeout_s) == (2.0, 10.0)
+    assert (policy.call_timeout_s, policy.replace_wait_s) == (1_000.0, 300.0)
     with pytest.raises(ValueError, match="ping_timeout_s must be > 0"):
         RecoveryPolicy(ping_timeout_s=0.0)
+    with pytest.raises(ValueError, match="replace_wait_s must be > 0"):
+        RecoveryPolicy(replace_wait_s=-1.0)
 
 
 def test_the_ping_settings_come_from_the_recovery_section(tmp_path):
     config = tmp_path / "job.toml"
-    config.write_text("[recovery]\nping_every_s = 1.0\nping_timeout_s = 4.0\n")
+    config.write_text(
+        "[recovery]\nping_every_s = 1.0\nping_timeout_s = 4.0\n"
+        "call_timeout_s = 120.0\nreplace_wait_s = 900.0\n"
+    )
     policy = load_config(config).recovery.to_spec()
     assert (policy.ping_every_s, policy.ping_timeout_s) == (1.0, 4.0)
+    assert (policy.call_timeout_s, policy.replace_wait_s) == (120.0, 900.0)
     config.write_text("[recovery]\nping_timeout_s = -1\n")
     with pytest.raises(Exception, match="recovery.ping_timeout_s"):
         load_config(config)

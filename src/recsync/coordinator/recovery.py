@@ -78,13 +78,13 @@ class RecoveryPolicy:
     max_restarts: int = 3
     ping_every_s: float = 2.0  # the engine asks every node this often whether it answers
     ping_timeout_s: float = 10.0  # a node that does not answer within this is lost
+    call_timeout_s: float = 1_000.0  # the longest a node's call waits for its reply
+    replace_wait_s: float = 300.0  # the longest a call waits for a lost node's replacement
 
     def __post_init__(self) -> None:
-        if not (self.ping_every_s > 0 and self.ping_timeout_s > 0):
-            raise ValueError(
-                f"ping_every_s and ping_timeout_s must be > 0, got {self.ping_every_s} "
-                f"and {self.ping_timeout_s}"
-            )
+        for key in ("ping_every_s", "ping_timeout_s", "call_timeout_s", "replace_wait_s"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
         for role in Role:
             action = getattr(self, _key(role))
             if action not in ACTIONS[role]:

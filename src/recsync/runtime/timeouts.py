@@ -6,6 +6,8 @@ Grouped by who waits. Each comment says what the wait covers and why its figure.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # -- transport (runtime/transport): a loop's connections to its peers' channels ----------
 
 CONNECT_TIMEOUT_S = 30.0
@@ -30,11 +32,11 @@ CLOSE_WAIT_S = 5.0
 """`ChannelServer.close` waits this long for its connections' threads to end (a thread
 still inside its handler ends when the handler returns)."""
 
-REPLY_WAIT_S = 1_000.0
+REPLY_WAIT_S = 1_000.0  # the default of `[recovery] call_timeout_s`
 """The longest a loop's call waits for its reply, and an Await for its condition (servers
 bound their own waits: READY_WAIT_S and a sync's quorum waits are shorter)."""
 
-REPLACE_WAIT_S = 300.0
+REPLACE_WAIT_S = 300.0  # the default of `[recovery] replace_wait_s`
 """The longest a caller waits for a lost node's replacement (a new actor started, its
 state restored, its endpoint handed out: START_TIMEOUT_S bounds the slowest part)."""
 
@@ -61,3 +63,13 @@ COLLECTIVE_TIMEOUT_S = 60.0
 READY_WAIT_S = 900.0
 """The longest a request may wait while its node defers it (a serialized server not yet
 ready for it: coordinator/hosting.py's `waits`)."""
+
+
+@dataclass(frozen=True)
+class CallWaits:
+    """What a job's loops wait, as its config says (`[recovery]`): `reply_s` for a call's
+    reply or an Await's condition (REPLY_WAIT_S), `replace_s` for a lost node's
+    replacement (REPLACE_WAIT_S)."""
+
+    reply_s: float = REPLY_WAIT_S
+    replace_s: float = REPLACE_WAIT_S

@@ -65,6 +65,11 @@ class RecoverySection(Section):
     # driver pings every node each ping_every_s; no answer within ping_timeout_s: lost
     ping_every_s: float = Field(default=2.0, gt=0)
     ping_timeout_s: float = Field(default=10.0, gt=0)
+    # a node's call to another waits call_timeout_s for its reply (then the callee is named
+    # as failed), and replace_wait_s for a lost callee's replacement (a reader replaying a
+    # long stream needs more); backstops behind failure detection
+    call_timeout_s: float = Field(default=1_000.0, gt=0)
+    replace_wait_s: float = Field(default=300.0, gt=0)
 
     def to_spec(self) -> RecoveryPolicy:
         return RecoveryPolicy(**self.model_dump())

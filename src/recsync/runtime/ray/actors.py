@@ -35,7 +35,7 @@ from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
 from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
 from recsync.runtime.thread_cpu import cpu_by_kind
-from recsync.runtime.timeouts import READY_WAIT_S
+from recsync.runtime.timeouts import READY_WAIT_S, CallWaits
 from recsync.runtime.transport import traffic, wire
 from recsync.runtime.transport.channel import ChannelServer, Endpoint
 from recsync.runtime.transport.peers import Peers
@@ -156,11 +156,15 @@ class NodeActor:
         return self.server.endpoint
 
     def connect(
-        self, peers: dict[Address, Endpoint], replaceable: frozenset[Role] = frozenset()
+        self,
+        peers: dict[Address, Endpoint],
+        replaceable: frozenset[Role] = frozenset(),
+        waits: CallWaits = CallWaits(),
     ) -> None:
         """The endpoints of the other nodes, for this node's loops to call; calls to a lost
-        node of a `replaceable` role wait for its replacement (`repoint`)."""
-        self.peers = Peers(peers, replaceable)
+        node of a `replaceable` role wait for its replacement (`repoint`), as long as
+        `waits` says."""
+        self.peers = Peers(peers, replaceable, waits)
 
     def repoint(self, address: Address, endpoint: Endpoint) -> None:
         """Node `address` was lost and runs in a new actor now, reached at `endpoint`."""

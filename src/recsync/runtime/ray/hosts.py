@@ -34,7 +34,12 @@ from recsync.runtime.ray.errors import NodeFailure, PlacementError, failure
 from recsync.runtime.ray.pool import IDLE, Key, concurrency_for, reply_of
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
-from recsync.runtime.timeouts import COLLECTIVE_TIMEOUT_S, PING_TIMEOUT_S, START_TIMEOUT_S
+from recsync.runtime.timeouts import (
+    COLLECTIVE_TIMEOUT_S,
+    PING_TIMEOUT_S,
+    START_TIMEOUT_S,
+    CallWaits,
+)
 from recsync.runtime.transport.channel import Endpoint
 
 P = ParamSpec("P")
@@ -67,12 +72,14 @@ class JobActors:
         first_machines: Sequence[str] | None = None,
         lost_machines: frozenset[str] = frozenset(),
         ping_timeout_s: float = PING_TIMEOUT_S,
+        waits: CallWaits = CallWaits(),
     ):
         """`first_machines`: the addresses of the machines the job first started on (a
         restart after a loss: pins to machines gone are dropped, `pins_after_loss`);
         `lost_machines`: Ray node ids of machines taken for lost, left out."""
         self.topology = topology
         self.ping_timeout_s = ping_timeout_s  # a node that does not answer a ping: lost
+        self.waits = waits  # how long the nodes' loops wait for a reply, a replacement
         self.on_up = on_up  # called once started actors answer (a hook for fault injection)
         found = [m for m in machines_with_addresses() if m[0] not in lost_machines]
         self.machines = [node_id for node_id, _ in found]  # Ray node ids, the head first
@@ -121,7 +128,7 @@ class JobActors:
         looping = [n.address for n in self.topology.nodes if n.has_loops]
         ray.get(
             [
-                actor.connect.remote(self.endpoints, replaceable)
+                actor.connect.remote(self.endpoints, replaceable, self.waits)
                 for a in looping
                 for actor in self.actors_of(a)
             ]
@@ -203,7 +210,7 @@ class JobActors:
             self._start_worker_processes([node])
         self.endpoints[address] = ray.get(self.actors[address].endpoint.remote())
         actors = self.actors_of(address)
-        ray.get([a.connect.remote(self.endpoints, self.replaceable) for a in actors])
+        ray.get([a.connect.remote(self.endpoints, self.replaceable, self.waits) for a in actors])
         return actors
 
     def where(

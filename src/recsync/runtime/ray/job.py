@@ -53,8 +53,8 @@ from recsync.ps.placement import JobPlan
 from recsync.runtime.ray.cluster import check_machines_answer, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
-from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.ray.recovery import Recovering, RolledBack, read_ended
+from recsync.runtime.timeouts import CallWaits
 from recsync.runtime.transport import wire
 
 __all__ = ["RayJob", "connect", "run_job"]
@@ -87,10 +87,10 @@ class RayJob(Recovering):
         self.plan = plan
         self.cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
         self.topology = build_topology(spec, plan, self.cpus)
-        policy = recovery or RecoveryPolicy()
-        self.ping_every_s, self.ping_timeout_s = policy.ping_every_s, policy.ping_timeout_s
+        self.policy = policy = recovery or RecoveryPolicy()  # and failure detection's settings
+        self.waits = CallWaits(policy.call_timeout_s, policy.replace_wait_s)
         self.pings: list[float] = []  # seconds each round of pings took to be answered
-        self.hosts = JobActors(self.topology, self._actors_up, ping_timeout_s=self.ping_timeout_s)
+        self.hosts = self._new_actors(None, frozenset())
         self.first_machines = list(self.hosts.machine_ips)
         self.on_actors_up: Callable[[RayJob], None] | None = None  # a hook for fault injection
         self.doing = "starting"  # what the job does now, for an error's message
@@ -270,7 +270,7 @@ class RayJob(Recovering):
             except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
                 raise failure(runs[ref].name, error) from None
             done.add(ref)
-        if time.perf_counter() - self._last_ping > self.ping_every_s:
+        if time.perf_counter() - self._last_ping > self.policy.ping_every_s:
             began = time.perf_counter()
             self.hosts.check_alive()
             self._last_ping = time.perf_counter()

@@ -35,7 +35,6 @@ from recsync.protocol.messages import Message
 from recsync.protocol.node import LoopSpec
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.thread_cpu import OTHER_LOOPS, WORKER_LOOPS, counted
-from recsync.runtime.timeouts import REPLACE_WAIT_S, REPLY_WAIT_S
 from recsync.runtime.transport import channel, wire
 from recsync.runtime.transport.channel import Connection, Endpoint
 from recsync.runtime.transport.errors import ChannelClosed, RemoteError
@@ -168,9 +167,10 @@ class LoopDriver:
             self.hosted.count_sent(message)
         return wire.encode(message)
 
-    def _get(self, state: _LoopState, sent: Sent, timeout: float = REPLY_WAIT_S) -> Any:
+    def _get(self, state: _LoopState, sent: Sent) -> Any:
         """The reply of one call; its failure names its target. A call to a lost node the
         job replaces is sent again to its replacement."""
+        timeout = self.peers.waits.reply_s
         while True:
             try:
                 return sent.ticket.result(timeout)
@@ -186,7 +186,7 @@ class LoopDriver:
                 if replaced is None:
                     raise NodeFailure(
                         f"{self.name}: {sent.target} was lost and not replaced within "
-                        f"{REPLACE_WAIT_S:.0f} s",
+                        f"{self.peers.waits.replace_s:.0f} s",
                         lost=sent.target.name,
                     ) from None
                 endpoint, incarnation = replaced
@@ -199,7 +199,7 @@ class LoopDriver:
 
     def _wait(self, calls: list[Sent], need: int) -> None:
         """Until `need` of `calls` are answered (a peer that never answers is named)."""
-        if not channel.wait([sent.ticket for sent in calls], need, REPLY_WAIT_S):
+        if not channel.wait([sent.ticket for sent in calls], need, self.peers.waits.reply_s):
             waiting = sorted({str(s.target) for s in calls if not s.ticket.done})
             raise NodeFailure(f"{self.name}: no answer from {', '.join(waiting)}")
 
@@ -264,13 +264,14 @@ class LoopDriver:
         until, channel = effect.until, effect.channel
         with self.cond:
             generation = self.generation[channel]
-            deadline = time.perf_counter() + REPLY_WAIT_S
+            waited = self.peers.waits.reply_s
+            deadline = time.perf_counter() + waited
             while not (until() if until is not None else self.generation[channel] != generation):
                 if self.failed:
                     raise _PeerFailed(f"{self.name}: another of its loops failed")
                 left = deadline - time.perf_counter()
                 if left <= 0:
-                    raise NodeFailure(f"{self.name}: waited {REPLY_WAIT_S:.0f} s on {channel}")
+                    raise NodeFailure(f"{self.name}: waited {waited:.0f} s on {channel}")
                 self.cond.wait(timeout=min(left, POLL_S))
                 if until is None:
                     return  # the loop re-checks what it waits for

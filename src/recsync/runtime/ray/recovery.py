@@ -22,7 +22,7 @@ import ray
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.node_specs import ReaderSpec, ShardSpec
 from recsync.coordinator.reader_replay import ReaderLedger
-from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard
+from recsync.coordinator.recovery import Loss, RecoveryPolicy, restarted_trainer, restored_shard
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.supervisor import (
     AbandonCut,
@@ -45,7 +45,7 @@ from recsync.runtime.ray.errors import NodeFailure, NotRecovered
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.ray.reader_recovery import replace_reader
-from recsync.runtime.timeouts import PING_TIMEOUT_S
+from recsync.runtime.timeouts import PING_TIMEOUT_S, CallWaits
 from recsync.runtime.transport import wire
 
 
@@ -62,7 +62,8 @@ class Recovering:
     topology: Topology
     hosts: JobActors
     first_machines: list[str]  # the machines' addresses when the job first started
-    ping_timeout_s: float
+    policy: RecoveryPolicy
+    waits: CallWaits
     scoring: Scoring | None
     supervisor: Supervisor
     replaced: dict[Address, TrainerSpec]
@@ -216,12 +217,23 @@ class Recovering:
         self.replaced.clear()
         self.reader_ledger = ReaderLedger()
         self.topology = build_topology(spec, self.plan, self.cpus)
-        self.hosts = JobActors(
-            self.topology, self._actors_up, self.first_machines, lost, self.ping_timeout_s
-        )
+        self.hosts = self._new_actors(self.first_machines, lost)
         if self.hosts.unpinned:
             roles = ", ".join(self.hosts.unpinned)
             self._tell(f"every machine pinned for {roles} was lost: placed by the rule")
+
+    def _new_actors(self, first_machines: list[str] | None, lost: frozenset[str]) -> JobActors:
+        """The actors of the job's current topology (not started yet), on the machines
+        left (`first_machines`: those of the job's first start; `lost`: Ray node ids of
+        machines lost), pinged and waiting as the recovery policy says."""
+        return JobActors(
+            self.topology,
+            self._actors_up,
+            first_machines,
+            lost,
+            self.policy.ping_timeout_s,
+            self.waits,
+        )
 
     def _stream_position(self) -> tuple[int, bool]:
         """Examples handed out so far, from the job's start, and whether the count is exact:

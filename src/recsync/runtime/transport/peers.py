@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
-from recsync.runtime.timeouts import REPLACE_WAIT_S
+from recsync.runtime.timeouts import CallWaits
 from recsync.runtime.transport.channel import Endpoint, Ticket
 
 POLL_S = 0.05  # how often a caller waiting for a replacement looks for it
@@ -32,10 +32,14 @@ class Peers:
     """The endpoints of the nodes a node calls."""
 
     def __init__(
-        self, endpoints: dict[Address, Endpoint], replaceable: frozenset[Role] = frozenset()
+        self,
+        endpoints: dict[Address, Endpoint],
+        replaceable: frozenset[Role] = frozenset(),
+        waits: CallWaits = CallWaits(),
     ):
         self.endpoints = dict(endpoints)
         self.replaceable = replaceable
+        self.waits = waits
         self.incarnation: dict[Address, int] = dict.fromkeys(endpoints, 0)
         self._lock = threading.Lock()
 
@@ -51,8 +55,8 @@ class Peers:
 
     def successor(self, sent: Sent) -> tuple[Endpoint, int] | None:
         """The endpoint (and incarnation) of the actor that replaced the one `sent` went to,
-        once there is one; None if none came within REPLACE_WAIT_S."""
-        deadline = time.perf_counter() + REPLACE_WAIT_S
+        once there is one; None if none came within `waits.replace_s`."""
+        deadline = time.perf_counter() + self.waits.replace_s
         while time.perf_counter() < deadline:
             endpoint, incarnation = self[sent.target]
             if incarnation > sent.incarnation:
