@@ -273,17 +273,20 @@ def hosts_back(state: ops.BoxState, row: dict[str, Any]) -> None:
 
 
 def verdicts(rows: list[dict[str, Any]], examples: int, noise: float) -> None:
-    """Each run's checks, against its family's undisturbed run."""
-    base: dict[str, dict[str, Any]] = {}
+    """Each run's checks, against the mean AUC of its family's undisturbed runs: within
+    noise is within the larger of `noise` and the undisturbed runs' own spread."""
+    undisturbed: dict[str, list[float]] = {}
     for r in rows:
-        if r["fault"] == "none":
-            base.setdefault(r["family"], r)
+        if r["fault"] == "none" and "test_auc" in r:
+            undisturbed.setdefault(r["family"], []).append(r["test_auc"])
     for row in rows:
-        ref = base.get(row["family"])
+        aucs = undisturbed.get(row["family"])
+        band = max(noise, max(aucs) - min(aucs)) if aucs else noise
+        row["auc_band"] = round(band, 4)
         row["every_example_trained"] = row.get("examples_trained") == examples
         row["auc_delta"] = (
-            round(row["test_auc"] - ref["test_auc"], 4)
-            if ref and "test_auc" in row and "test_auc" in ref
+            round(row["test_auc"] - sum(aucs) / len(aucs), 4)
+            if aucs and "test_auc" in row
             else None
         )
         row["ok"] = (
@@ -291,8 +294,14 @@ def verdicts(rows: list[dict[str, Any]], examples: int, noise: float) -> None:
             and not row["traceback"]
             and not row.get("resume_traceback")
             and row["auc_delta"] is not None
-            and abs(row["auc_delta"]) <= noise
+            and abs(row["auc_delta"]) <= band
         )
+
+
+def recovered_s(row: dict[str, Any]) -> str:
+    """Seconds from the fault to the job's last 'recovered' line ('-': none said)."""
+    times = [line.split(" s ", 1)[0] for line in row.get("said", []) if " recovered " in line]
+    return times[-1].lstrip("+") if times else "-"
 
 
 def spreads(rows: list[dict[str, Any]]) -> str:
@@ -313,22 +322,31 @@ def report(results: dict[str, Any]) -> str:
         f"{results['wall_s'] / 60:.0f} min). Hosts: 0 the Ray head and the driver, "
         f"{SERVERS} the servers, {READER} the reader, {TRAINERS} the trainers.",
         "",
-        f"A run is ok if it trained every example once, printed no raw traceback and its AUC is "
-        f"within +-{results['noise']} of its family's first undisturbed run (the undisturbed "
-        f"runs' own spread, same seed: {spreads(results['runs'])}).",
+        results.get("note", ""),
         "",
-        "| family | fault | exit | resumed | losses (action) | trained | replayed | lost "
-        "| AUC | dAUC | ok |",
+        f"A run is ok if it trained every example once, printed no raw traceback and its AUC is "
+        f"within noise of the mean of its family's undisturbed runs: within +-{results['noise']}"
+        f" or their own spread (max - min, same seed), whichever is larger: "
+        f"{spreads(results['runs'])}. `recovered` is the time "
+        "from the fault to the job's line saying it recovered; `ping max` the longest round "
+        "of the driver's pings in the run.",
+        "",
+        "| family | fault | exit | losses (action) | trained | replayed | recovered (s) "
+        "| ping max (s) | AUC | dAUC | ok |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["runs"]:
         losses = ", ".join(f"{x['node']} ({x['action']})" for x in r.get("losses", [])) or "-"
-        resumed = "-" if "resume_exit" not in r else f"exit {r['resume_exit']}"
+        exit_code = str(r["exit"]) + (
+            "" if "resume_exit" not in r else f", resumed {r['resume_exit']}"
+        )
+        auc = "-" if "test_auc" not in r else f"{r['test_auc']:.4f}"
+        ping = (r.get("pings") or {}).get("max_s", "-")
         lines.append(
-            f"| {r['family']} | {r['fault']} | {r['exit']} | {resumed} | {losses} "
+            f"| {r['family']} | {r['fault']} | {exit_code} | {losses} "
             f"| {r.get('examples_trained', '-')} | {r.get('examples_replayed', '-')} "
-            f"| {r.get('examples_lost', '-')} | {r.get('test_auc', '-')} "
-            f"| {r.get('auc_delta', '-')} | {'yes' if r.get('ok') else 'NO'} |"
+            f"| {recovered_s(r)} | {ping} | {auc} | {r.get('auc_delta', '-')} "
+            f"| {'yes' if r.get('ok') else 'NO'} |"
         )
     lines += ["", "## What each run said (times from the fault)", ""]
     for r in results["runs"]:
@@ -350,10 +368,24 @@ def main() -> None:
     parser.add_argument("--undisturbed", type=int, default=2, help="undisturbed runs a family")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "faults" / "matrix.json")
     parser.add_argument("--render", type=Path, metavar="FILE", help="only rewrite the table")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", metavar="FILE", help="join the runs of results FILEs"
+    )
+    parser.add_argument("--note", default="", help="with --merge: where the parts were run")
     args = parser.parse_args()
     if args.render is not None:
         results = json.loads(args.render.read_text())
         (args.render.parent / "matrix.md").write_text(report(results))
+        return
+    if args.merge:
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        rows = [row for part in parts for row in part["runs"]]
+        verdicts(rows, parts[0]["examples"], parts[0]["noise"])
+        wall = sum(part["wall_s"] for part in parts)
+        results = {**parts[0], "runs": rows, "wall_s": wall, "note": args.note}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        (args.out.parent / "matrix.md").write_text(report(results))
         return
     started = time.time()
     rows: list[dict[str, Any]] = []

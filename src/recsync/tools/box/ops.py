@@ -290,7 +290,8 @@ def _alive(plan: BoxPlan, wait_for: list[int], wait_s: float) -> set[str]:
     once the nodes of hosts `wait_for` are among them or `wait_s` passed."""
     ips = [plan.ip(h) for h in wait_for]
     argv = [sys.executable, "-c", WAIT_SCRIPT, plan.head_address, str(wait_s), *ips]
-    return set(run(in_host(plan, 0, argv), timeout_s=wait_s + COMMAND_TIMEOUT_S).stdout.split())
+    done = run(in_host(plan, 0, argv), timeout_s=wait_s + 3 * COMMAND_TIMEOUT_S)  # a busy head
+    return set(done.stdout.split())
 
 
 def alive_hosts(state: BoxState) -> set[int]:
