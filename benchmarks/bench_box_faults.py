@@ -202,6 +202,7 @@ def one_run(
     driver = Watched([RECSYNC, *train_args(runs, name, sets)])
     started = time.monotonic()
     row: dict[str, Any] = {"family": family, "fault": fault or "none"}
+    at = started  # the fault's time (the run's start if none was injected)
     if fault is not None:
         checkpoint = runs / name / "checkpoint.pt"
         while not checkpoint.exists() and driver.process.poll() is None:
@@ -223,7 +224,7 @@ def one_run(
     row["exit"] = code
     row["wall_s"] = round(time.monotonic() - started, 1)
     row["said"] = [
-        f"{t - at:+.1f} s {line}" if fault else line
+        f"{t - at:+.1f} s {line}" if "injected_s" in row else line
         for t, line in driver.lines
         if line.startswith(("lost ", "recovered ", "every machine pinned", "error", "Error"))
         or "resume" in line
