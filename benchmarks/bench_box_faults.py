@@ -168,6 +168,8 @@ def inject(state: ops.BoxState, fault: str, driver: Watched) -> dict[str, Any]:
         done["processes_killed"] = ops.stop_host(state, VICTIM)
         deadline = time.monotonic() + 120
         while driver.said("lost ") is None and time.monotonic() < deadline:
+            if driver.process.poll() is not None:
+                break  # the job stopped on the first (then the second is lost on its own)
             time.sleep(0.1)
         time.sleep(2.0)
         done["second_at"] = time.monotonic()
@@ -232,8 +234,11 @@ def one_run(
     row["traceback"] = "Traceback" in output
     if code != 0:
         row["error_tail"] = output.strip().splitlines()[-6:]
-        for host in sorted(set(BOX.hosts) - ops.alive_hosts(state)):
+        for host in sorted(
+            set(row.get("lost_hosts", [])) | (set(BOX.hosts) - ops.alive_hosts(state))
+        ):
             ops.start_host(state, host)
+        row["lost_hosts_back"] = True
         resumed = Watched([RECSYNC, *train_args(runs, f"{name}-resumed", sets, resume_from=name)])
         row["resume_exit"] = resumed.wait(timeout_s=1500)
         row["resume_traceback"] = "Traceback" in resumed.output
@@ -268,6 +273,8 @@ def hosts_back(state: ops.BoxState, row: dict[str, Any]) -> None:
     """Every host without a Ray node now (lost, or called dead by Ray while its link was
     down: its node then ends itself) comes back with a new one for the next run."""
     missing = sorted(set(BOX.hosts) - ops.alive_hosts(state))
+    if row.get("lost_hosts") and not row.get("lost_hosts_back"):
+        missing = sorted(set(missing) | set(row["lost_hosts"]))
     row["hosts_restarted_after"] = missing
     for host in missing:
         ops.start_host(state, host)

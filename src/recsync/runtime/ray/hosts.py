@@ -13,7 +13,6 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.host_traffic import host_traffic
 from recsync.coordinator.machines import (
     SERVER_SIDE,
     assign_machines,
@@ -213,23 +212,6 @@ class JobActors:
         ray.get([a.connect.remote(self.endpoints, self.replaceable, self.waits) for a in actors])
         return actors
 
-    def where(
-        self, measures: dict[Address, NodeMeasures], collectives: Sequence[Sequence[Address]]
-    ) -> dict[str, Any]:
-        """The summary's part on machines: how many, their addresses, each node's machine
-        (index and address), the driver's, and what each machine's nodes sent and received
-        (`measures`: each node's)."""
-        host_of = {a: self.machine_ips[self.machine_of[a]] for a in measures}
-        driver = self.driver_host()
-        return {
-            "machines": len(self.machines),
-            "machine_addresses": list(self.machine_ips),
-            "placement": self.placement(),
-            "node_hosts": self.node_hosts(),
-            "driver_host": driver,
-            "hosts": host_traffic(measures, host_of, collectives, driver),
-        }
-
     def _move_if_lost(self, address: Address) -> None:
         """A lost node's machine, if it is lost too (gone from Ray's list or not answering),
         is left for a machine that answers and holds nodes of the same side (server side
@@ -273,6 +255,18 @@ class JobActors:
         except NodeFailure as found:
             return found
         return failure("a node" if address is None else address.name, error)
+
+    def explained(self, found: NodeFailure) -> NodeFailure:
+        """`found` (a node's failure) if it names a lost node; else the loss of a node a
+        ping finds dead or hung, which explains it (an all-reduce whose peer's machine died
+        fails in the survivors too), else `found`: the node's own error."""
+        if found.lost is not None:
+            return found
+        try:
+            self.check_alive()
+        except NodeFailure as lost:
+            return lost
+        return found
 
     def _address_of(self, actor_id: str | None) -> Address | None:
         """The node one of whose actors has the id `actor_id` (hex)."""

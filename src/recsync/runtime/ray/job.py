@@ -2,10 +2,9 @@
 loops end; then the same end of job as the simulator's (coordinator/outcome.py).
 
 While it trains, the job's supervisor (coordinator/supervisor.py) says when to evaluate,
-cut for a checkpoint, stop, and what to do on losing a node; this driver feeds it what it
-sees (the reader's progress, polled: more often as an evaluation mark nears; evaluations
-scored in order in another process; lost actors) and carries out its commands on the actors
-(runtime/ray/recovery.py for a loss)."""
+cut, stop, and what to do on losing a node; this driver feeds it what it sees (the reader's
+progress, polled: more often as an evaluation mark nears; evaluations scored in order in
+another process; lost actors) and carries out its commands (recovery.py for a loss)."""
 
 from __future__ import annotations
 
@@ -53,6 +52,7 @@ from recsync.ps.placement import JobPlan
 from recsync.runtime.ray.cluster import check_machines_answer, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
+from recsync.runtime.ray.host_summary import machines_summary
 from recsync.runtime.ray.recovery import Recovering, RolledBack, read_ended
 from recsync.runtime.timeouts import CallWaits
 from recsync.runtime.transport import wire
@@ -268,7 +268,7 @@ class RayJob(Recovering):
             try:
                 ray.get(ref)
             except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
-                raise failure(runs[ref].name, error) from None
+                raise self.hosts.explained(failure(runs[ref].name, error)) from None
             done.add(ref)
         if time.perf_counter() - self._last_ping > self.policy.ping_every_s:
             began = time.perf_counter()
@@ -332,7 +332,7 @@ class RayJob(Recovering):
             summary["recovery"]["evaluator_restarts"] = self.scoring.restarts
         summary["recovery"]["pings"] = answer_times(self.pings)
         summary["eps_steady"] = steady_eps(self.progress)
-        summary.update(self.hosts.where(measures, self.topology.collectives))
+        summary.update(machines_summary(self.hosts, measures, self.topology.collectives))
         return summary
 
     def _start(self) -> list[Any]:
