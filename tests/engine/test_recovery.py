@@ -291,16 +291,16 @@ def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_re
     # the stream ended before its workers parked), never one at the very end, which, when a
     # run's timing let it finish first, left nothing to replay
     killed: list[float] = []
-    final_reports = RayJob._final_reports
+    watch = RayJob._watch
 
-    def kill_then_report(job):
+    def watch_then_kill(job, *args):
+        watch(job, *args)  # the loops ended; the final reports come next
         if not killed:
             trainer = job.hosts.actors[Address(Role.TRAINER, 1)]
             os.kill(ray.get(trainer.ping.remote()), signal.SIGKILL)
             killed.append(time.perf_counter())
-        return final_reports(job)
 
-    monkeypatch.setattr(RayJob, "_final_reports", kill_then_report)
+    monkeypatch.setattr(RayJob, "_watch", watch_then_kill)
     job = spec("easgd", ClusterSpec(2, 2, 2, 1))
     summary = run_job(
         job, checkpoint_every=CheckpointEvery(examples=25_000), recovery=RecoveryPolicy()
