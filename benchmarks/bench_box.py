@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.tools.box import ops
+from recsync.tools.box.counters import counters
 from recsync.tools.box.plan import BoxPlan, Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,9 +229,9 @@ def engine_run(state: ops.BoxState, point: Point, runs: Path, repeat: int) -> di
     name = f"{point.name}-{repeat}"
     args = ["train", "--address", state.plan.head_address, "--name", name, "--force"]
     args += ["--no-progress", "--set", f"run.runs_dir={runs}", *_sets(point.overrides)]
-    before = ops.counters(state)
+    before = counters(state)
     _run(ops.in_host(state.plan, 0, [RECSYNC, *args]))
-    after = ops.counters(state)
+    after = counters(state)
     summary: dict[str, Any] = json.loads((runs / name / "summary.json").read_text())
     summary["link_check"] = link_check(state, summary, before, after)
     return summary

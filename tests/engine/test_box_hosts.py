@@ -28,6 +28,7 @@ from box_hosts import (
 from recsync.runtime.transport import channel
 from recsync.runtime.transport.channel import ChannelServer
 from recsync.tools.box import ops
+from recsync.tools.box.counters import counters
 from recsync.tools.box.plan import Link
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
@@ -59,10 +60,10 @@ def _payload(after: dict[str, int], before: dict[str, int], way: str) -> int:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_each_host_s_link_carried_what_the_summary_says_its_nodes_sent(box, tmp_path, family):
-    before = ops.counters(box)
+    before = counters(box)
     with Listening(box) as listening:
         done, summary = train(box, tmp_path, family, [*FAMILIES[family], *SIZE])
-    after = ops.counters(box)
+    after = counters(box)
     assert done.returncode == 0 and summary is not None, done.stdout[-2000:]
     ips = [box.plan.ip(h) for h in box.plan.hosts]
     assert summary["machine_addresses"] == ips and summary["driver_host"] == ips[0]

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from recsync.errors import RecsyncError
 from recsync.tools.box import ops
+from recsync.tools.box.counters import counters
 from recsync.tools.box.plan import DEFAULT_NAME, DEFAULT_SUBNET, BoxPlan, Link
 
 box_app = typer.Typer(
@@ -144,7 +145,7 @@ def status(
     each way, as the kernel counted them in the host's namespace)."""
     try:
         state = ops.load(name)
-        counted = ops.counters(state)
+        counted = counters(state)
     except RecsyncError as error:
         _fail(error)
     if as_json:
