@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import tempfile
 import threading
@@ -182,6 +183,16 @@ class Chaos:
         self.down_hosts.clear()
 
 
+RESUME_WAIT_S = 180.0
+RAW_ERROR = re.compile(r"^\s*\w+(Error|Exception): ", re.M)  # a raw exception's last line
+
+
+def _wait_for_hosts(state: ops.BoxState, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while set(ops.alive_hosts(state)) != set(HOSTS) and time.monotonic() < deadline:
+        time.sleep(2.0)
+
+
 def train(runs: Path, name: str, sets: list[str], resume_from: str | None = None) -> Watched:
     return Watched([RECSYNC, *_train_args(runs, name, sets, resume_from)])
 
@@ -196,6 +207,7 @@ def chaos_run(
 ) -> dict[str, Any]:
     chaos = Chaos(state, faults, seed)
     name, stops, outputs = "chaos", [], []
+    resumable: str | None = None
     driver = train(runs, name, sets)
     started = time.monotonic()
     while not (runs / name / "checkpoint.pt").exists() and driver.process.poll() is None:
@@ -208,11 +220,15 @@ def chaos_run(
         if code == 0:
             break
         stops.append({"exit": code, "said": driver.output.strip().splitlines()[-3:]})
-        if len(stops) > 10 or not (runs / name / "checkpoint.pt").exists():
+        if (runs / name / "checkpoint.pt").exists():
+            resumable = name
+        if len(stops) > 10 or resumable is None:
             break
-        time.sleep(5.0)  # as a user would: look, then resume
-        previous, name = name, f"chaos-resumed-{len(stops)}"
-        driver = train(runs, name, sets, resume_from=previous)
+        # as a user would: look, wait for the lost machines to be back, then resume
+        time.sleep(5.0)
+        _wait_for_hosts(state, RESUME_WAIT_S)
+        name = f"chaos-resumed-{len(stops)}"
+        driver = train(runs, name, sets, resume_from=resumable)
     wall = time.monotonic() - started
     chaos.heal_all()
     scheduler.join(timeout=5)
@@ -229,9 +245,22 @@ def chaos_run(
         "said": [
             line for line in text.splitlines() if line.startswith(("lost ", "recovered ", "every"))
         ],
-        "traceback": "Traceback" in text,
+        "traceback": "Traceback" in text or RAW_ERROR.search(text) is not None,
         "summary": last,
     }
+
+
+def _undisturbed(args: Any, examples: int, runs: Path, sets: list[str]) -> dict[str, Any]:
+    if args.undisturbed_from is not None:
+        earlier = json.loads(args.undisturbed_from.read_text())
+        same = (earlier["examples"], earlier["family"]) == (examples, args.family)
+        assert same, f"{args.undisturbed_from} ran {earlier['examples']} {earlier['family']}"
+        return {**earlier["undisturbed"], "from": str(args.undisturbed_from.name)}
+    undisturbed = train(runs, "undisturbed", sets)
+    assert undisturbed.wait(7200) == 0, undisturbed.output[-2000:]
+    base = summary_of(runs, "undisturbed")
+    assert base is not None
+    return base
 
 
 def main() -> None:
@@ -244,6 +273,13 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.005)
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "faults" / "chaos.json")
     parser.add_argument("--render", type=Path, metavar="FILE", help="only rewrite the report")
+    parser.add_argument(
+        "--undisturbed-from",
+        type=Path,
+        metavar="FILE",
+        help="take the undisturbed run from an earlier record of the same examples and "
+        "family (the report says so) instead of training it again",
+    )
     args = parser.parse_args()
     if args.render is not None:
         (args.render.parent / "chaos.md").write_text(report(json.loads(args.render.read_text())))
@@ -262,10 +298,7 @@ def main() -> None:
                 examples = int(eps * args.minutes * 60 / 100_000) * 100_000
             cut_every = max(50_000, examples // 100 // 10_000 * 10_000)
             sets = [*overrides(args.family, examples, cut_every), "recovery.max_restarts=1000"]
-            undisturbed = train(runs, "undisturbed", sets)
-            assert undisturbed.wait(7200) == 0, undisturbed.output[-2000:]
-            base = summary_of(runs, "undisturbed")
-            assert base is not None
+            base = _undisturbed(args, examples, runs, sets)
             faults = schedule(args.seed, args.faults, span_s=args.minutes * 60 * 0.6)
             found = chaos_run(state, sets, faults, args.seed, runs)
         finally:
@@ -273,12 +306,18 @@ def main() -> None:
     last = found["summary"] or {}
     recovery = last.get("recovery", {})
     trained = last.get("examples_trained")
+    if found["resumes"] and "checkpoint" in last:  # a resumed run counts its own examples
+        trained = last["checkpoint"]["data_position"] - last["checkpoint"]["in_flight_examples"]
     results = {
         "family": args.family,
         "seed": args.seed,
         "examples": examples,
         "cut_every": cut_every,
-        "undisturbed": {k: base[k] for k in ("test_auc", "train_seconds", "examples_trained")},
+        "undisturbed": {
+            k: base[k]
+            for k in ("test_auc", "train_seconds", "examples_trained", "from")
+            if k in base
+        },
         **{k: v for k, v in found.items() if k != "summary"},
         "recoveries": sum(line.startswith("recovered ") for line in found["said"]),
         "losses": len(recovery.get("losses", [])),
@@ -321,6 +360,11 @@ def report(r: dict[str, Any]) -> str:
         "",
         f"Generated by `benchmarks/bench_box_chaos.py --family {r['family']} --seed {r['seed']}`"
         f" ({r['examples']:,} examples, a cut every {r['cut_every']:,}).",
+        ""
+        if "from" not in r["undisturbed"]
+        else f"The undisturbed run is the one of the earlier record `{r['undisturbed']['from']}` "
+        "(the same job and data; the code between them changed only how a node actor is "
+        "released, not the math).",
         "",
         "| measure | value |",
         "|---|---|",

@@ -30,6 +30,7 @@ from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message, wire_bytes
 from recsync.protocol.node import LoopSpec, StartTimer
 from recsync.runtime.ray.errors import NodeFailure
+from recsync.runtime.ray.in_flight import InFlight
 from recsync.runtime.ray.kernels import load_hash_kernels
 from recsync.runtime.ray.loops import LoopDriver
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
@@ -68,10 +69,12 @@ class NodeActor:
     def __init__(self, spec: NodeSpec, part: Part | None = None):
         torch.set_num_threads(1)
         self.epoch = 0  # of the nodes this process hosted: a timer of an earlier one is void
+        self.in_flight = InFlight()
         self._host(spec, part)
 
     def _host(self, spec: NodeSpec, part: Part | None) -> None:
         self.released, self.running = False, False
+        self.in_flight.reopen()
         self.spec, self.part = spec, part
         self.name = (
             spec.address.name
@@ -119,7 +122,7 @@ class NodeActor:
         """Close what the node holds beyond its memory (its channel and connections, its
         collective group, wake pipe and helper processes) and drop it, so that this process
         can host a later job's node (pool.py); False, closing nothing, while its loops run."""
-        if self.running:
+        if self.running or not self.in_flight.close(self.name):
             return False
         if self.server is not None:
             self.server.close()
@@ -130,9 +133,9 @@ class NodeActor:
         if self.group is not None and dist.is_initialized():
             dist.destroy_process_group()
         self.node.close()
-        epoch = self.epoch + 1
+        epoch, in_flight = self.epoch + 1, self.in_flight
         self.__dict__.clear()
-        self.epoch, self.released = epoch, True
+        self.epoch, self.released, self.in_flight = epoch, True, in_flight
         return True
 
     def ping(self) -> int:
@@ -175,24 +178,26 @@ class NodeActor:
         applied first, then its request answered. `owned`: the message's arrays are its
         own writable buffers (read off the channel), kept without a copy; else (a Ray
         call's read-only views) a message the node keeps (`retained`) is copied."""
-        message = wire.decode(wired, copy=wired.retained and not owned)
-        push, request = self.hosted.split(message)
-        if push is not None:
-            self._handle(push)
-        reply = self._handle(request)
-        with self.counting:
-            self.hosted.count_reply(request, reply)
-        return wire.encode(reply)
+        with self.in_flight.call():
+            message = wire.decode(wired, copy=wired.retained and not owned)
+            push, request = self.hosted.split(message)
+            if push is not None:
+                self._handle(push)
+            reply = self._handle(request)
+            with self.counting:
+                self.hosted.count_reply(request, reply)
+            return wire.encode(reply)
 
     def ask(self, wired: Message) -> Any:
         """The node's (encoded) reply to a driver's message (through Ray: progress polls,
         cuts, held-out samples): its bytes are counted as what it sent the driver's side
         (`NodeMeasures.control_bytes`), not as the job's traffic, which the simulator's
         driver, asking its nodes in process, has none of."""
-        reply = self._handle(wire.decode(wired, copy=wired.retained))
-        with self.counting:
-            self.asked_bytes += wire_bytes(reply)
-        return wire.encode(reply)
+        with self.in_flight.call():
+            reply = self._handle(wire.decode(wired, copy=wired.retained))
+            with self.counting:
+                self.asked_bytes += wire_bytes(reply)
+            return wire.encode(reply)
 
     def _call_owned(self, wired: Message) -> Any:
         """`call` for a message read off the channel (its arrays fresh buffers of its own)."""
