@@ -50,7 +50,7 @@ def test_the_reader_is_timed_on_the_jobs_file_and_its_format_priced(tmp_path):
     data = tmp_path / "train.libffm"
     write_libffm(data)
     files, train = job_files(data, None, None, {"model.num_tables": FIELDS})
-    assert files.fmt == "libffm" and files.paths == (data.absolute(),)  # by the name
+    assert files.fmt == "libffm" and files.paths == (str(data.absolute()),)  # by the name
     measured = measure_reader(files, train, examples=1_000, repeats=3)
     assert measured.fmt == "libffm" and len(measured.passes) == 3
     assert measured.examples == 1_024  # whole batches of 256 until 1,000 were handed out

@@ -25,7 +25,7 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
-from recsync.io.shared_text import GROUP_UNIT, SLOT_UNIT, shared_files, splittable
+from recsync.io.shared_text import BYTE_UNIT, GROUP_UNIT, SLOT_UNIT, shared_files, splittable
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
@@ -225,10 +225,10 @@ def line_files(spec: JobSpec) -> SharedFiles | None:
             return None
         return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
     kind, _, size = unit.partition("/")
-    if kind not in (SLOT_UNIT, GROUP_UNIT) or not size.isdigit():
+    if kind not in (SLOT_UNIT, GROUP_UNIT, BYTE_UNIT) or not size.isdigit():
         raise ConfigError(
-            f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>' or "
-            "'rowgroups/<rows>')"
+            f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>', "
+            "'rowgroups/<rows>' or 'bytes/<bytes>')"
         )
     where = f"the checkpoint's position counts {unit}"
     if files is None or not splittable(files):
@@ -236,7 +236,9 @@ def line_files(spec: JobSpec) -> SharedFiles | None:
             f"{where}: the job must read the same files (plain text: criteo, libsvm, "
             "libffm, not gzip-compressed; or Parquet)"
         )
-    shared = shared_files(files, spec.train.seed, int(size))
+    shared = shared_files(
+        files, spec.train.seed, int(size), int(size) if kind == BYTE_UNIT else None
+    )
     if shared.unit != unit:
         raise ConfigError(
             f"{where}, but the job's files are dealt in {shared.unit}: not the same files"

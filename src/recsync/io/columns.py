@@ -43,11 +43,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from recsync.errors import DataError
 from recsync.io.column_lists import ListColumn, list_column, list_type, separated_list
 from recsync.io.readers import is_gzip
+from recsync.io.storage import open_binary
+from recsync.io.table_blocks import opened_parquet
 
 CATEGORICAL_NAME = re.compile(r"C\d+")
 DENSE_NAME = re.compile(r"I\d+")
@@ -107,25 +108,30 @@ class InferredColumns:
     multi_valued: tuple[tuple[str, str], ...] = ()  # (text column, separator)
 
 
-def table_columns(path: Path, fmt: str, delimiter: str = ",") -> pa.Schema:
+def table_columns(path: str | Path, fmt: str, delimiter: str = ",") -> pa.Schema:
     """A CSV's (pyarrow-typed) or a Parquet file's columns."""
     if fmt == "parquet":
-        return pq.read_schema(path)
+        with opened_parquet(path) as parquet:
+            return parquet.schema_arrow
     parse = pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=lambda row: "skip")
-    with pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None) as stream:
+    with pa.input_stream(
+        open_binary(path), compression="gzip" if is_gzip(path) else None
+    ) as stream:
         return pa_csv.open_csv(stream, parse_options=parse).schema
 
 
-def table_sample(path: Path, fmt: str, delimiter: str = ",") -> pa.Table:
+def table_sample(path: str | Path, fmt: str, delimiter: str = ",") -> pa.Table:
     """A table's first rows, typed as `table_columns` types them: a CSV's first block (as
     pyarrow reads it, about 1 MiB), or a Parquet file's first SAMPLE_ROWS rows."""
     if fmt == "parquet":
-        parquet = pq.ParquetFile(path)
-        for batch in parquet.iter_batches(batch_size=SAMPLE_ROWS):
-            return pa.Table.from_batches([batch])
-        return parquet.schema_arrow.empty_table()
+        with opened_parquet(path) as parquet:
+            for batch in parquet.iter_batches(batch_size=SAMPLE_ROWS):
+                return pa.Table.from_batches([batch])
+            return parquet.schema_arrow.empty_table()
     parse = pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=lambda row: "skip")
-    with pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None) as stream:
+    with pa.input_stream(
+        open_binary(path), compression="gzip" if is_gzip(path) else None
+    ) as stream:
         reader = pa_csv.open_csv(stream, parse_options=parse)
         try:
             first = reader.read_next_batch()

@@ -49,7 +49,7 @@ class LibFFMFields:
         return max(self.fields) + 1 if self.fields else 0
 
 
-def libffm_fields(path: Path, max_lines: int | None = None) -> LibFFMFields:
+def libffm_fields(path: str | Path, max_lines: int | None = None) -> LibFFMFields:
     """The fields of the first `max_lines` (SAMPLE_LINES) lines of a libffm file (plain or
     gzip)."""
     max_lines = SAMPLE_LINES if max_lines is None else max_lines

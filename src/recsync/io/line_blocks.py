@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from recsync.io.readers import is_gzip
+from recsync.io.storage import open_ranges
+from recsync.io.urls import shown
 
 CHUNK_BYTES = 8 << 20
 NEWLINE = 10
@@ -33,7 +35,7 @@ class LineIndex:
     """A file's lines: `num_lines` of them in `num_bytes` bytes, line k * `block_lines`
     starting at byte `block_starts[k]` (a last line with no "\\n" counts)."""
 
-    path: Path
+    path: str  # a local path or a URL (io/storage.py)
     block_lines: int
     block_starts: np.ndarray  # int64, one per block
     num_lines: int
@@ -51,15 +53,17 @@ class LineIndex:
 
 def line_index(path: str | Path, block_lines: int, chunk_bytes: int = CHUNK_BYTES) -> LineIndex:
     """The index of a plain text file: every `block_lines`-th line start, by a bulk scan."""
-    path = Path(path)
+    path = str(path)
     if block_lines < 1:
         raise ValueError(f"block_lines must be >= 1, got {block_lines}")
     if is_gzip(path):
-        raise ValueError(f"{path} is gzip-compressed: its lines cannot be read from the middle")
+        raise ValueError(
+            f"{shown(path)} is gzip-compressed: its lines cannot be read from the middle"
+        )
     starts = [0]
     newlines, offset, last = 0, 0, NEWLINE
     chunk = bytearray(chunk_bytes)  # read into again and again: no allocation a chunk
-    with open(path, "rb") as f:
+    with open_ranges(path) as f:
         while size := f.readinto(chunk):
             found = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8, count=size) == NEWLINE)
             # line j starts after newline j - 1: the next start kept is line len(starts) * L
@@ -89,11 +93,11 @@ def read_lines(index: LineIndex, start: int, stop: int) -> Iterator[tuple[int, s
     """(line number from 1, line) of lines [start, stop) (from 0) of the indexed file,
     reading only the blocks that hold them."""
     if not 0 <= start <= stop <= index.num_lines:
-        raise ValueError(f"lines [{start}, {stop}) are not lines of {index.path}")
+        raise ValueError(f"lines [{start}, {stop}) are not lines of {shown(index.path)}")
     if start == stop:
         return
     size = index.block_lines
-    with open(index.path, "rb") as f:
+    with open_ranges(index.path) as f:
         for block in range(start // size, (stop - 1) // size + 1):
             first = block * size
             begin, end = index.block_bytes(block)

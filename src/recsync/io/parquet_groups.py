@@ -13,9 +13,9 @@ line blocks (`data/aligned_deal.py`) unchanged. A row is a "line" for the held-o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,9 @@ from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_colu
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
 from recsync.io.line_examples import ParsedLines, split_held
-from recsync.io.table_blocks import PARQUET_READ_ROWS, columnar_batch
+from recsync.io.storage import file_stamp
+from recsync.io.table_blocks import PARQUET_READ_ROWS, columnar_batch, opened_parquet
+from recsync.io.urls import shown
 
 GROUP_UNIT = "rowgroups"  # a checkpoint's `data_unit`: "rowgroups/<G>"
 
@@ -40,7 +42,7 @@ class ParquetGroups:
     """A job's Parquet files by row group (`groups[f]`: file f's row counts, in order),
     how to parse them, and the held-out coin; the interface `ReaderShare` reads."""
 
-    paths: tuple[Path, ...]
+    paths: tuple[str, ...]
     groups: tuple[tuple[int, ...], ...]
     schema: TabularSchema
     strict: bool
@@ -85,7 +87,7 @@ class ParquetGroups:
 
 
 def parquet_groups(
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     schema: TabularSchema,
     strict: bool,
     seed: int,
@@ -95,21 +97,28 @@ def parquet_groups(
     """The files' row groups from their footers (no data read), and the held-out cutoff."""
     groups = []
     for path in paths:
-        with pq.ParquetFile(path) as table:
-            meta = table.metadata
-            groups.append(tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups)))
+        meta = _footer(path, file_stamp(path))
+        groups.append(tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups)))
     counts = [sum(file) for file in groups]
     cutoff = held_cutoff(seed, test_fraction, test_max_examples, counts)
     return ParquetGroups(paths, tuple(groups), schema, strict, seed, test_fraction, cutoff)
 
 
+@functools.lru_cache(maxsize=256)
+def _footer(path: str, stamp: tuple[int, int]) -> pq.FileMetaData:
+    """A file's footer, read once per version of the file and process (a reader opens
+    the file again for each of its row groups)."""
+    with opened_parquet(path) as table:
+        return table.metadata
+
+
 def _records(files: ParquetGroups, file_index: int, group: int) -> Iterator[pa.RecordBatch]:
     path, schema = files.paths[file_index], files.schema
-    with pq.ParquetFile(path) as table:
+    with opened_parquet(path, _footer(path, file_stamp(path))) as table:
         missing = [c for c in schema.columns if c not in table.schema_arrow.names]
         if missing:
             raise DataError(
-                f"declared columns not found: {missing}", source=str(path), field=missing[0]
+                f"declared columns not found: {missing}", source=shown(path), field=missing[0]
             )
         yield from table.iter_batches(PARQUET_READ_ROWS, [group], list(schema.columns))
 
@@ -149,7 +158,7 @@ def _parsed(
     skips: LineSkips,
 ) -> ParsedLines:
     """One record batch's good examples (its rows numbered `rows`) and their rows."""
-    schema, source = files.schema, str(files.paths[file_index])
+    schema, source = files.schema, shown(files.paths[file_index])
     batch = columnar_batch(record_batch, schema)
     if batch is None:
         records = rows_from_columns(record_batch.to_pydict(), schema, source=source)

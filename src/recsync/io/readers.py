@@ -19,6 +19,7 @@ Parquet, counted per file.
 from __future__ import annotations
 
 import gzip
+import io
 import itertools
 import zlib
 from collections.abc import Iterator, Sequence
@@ -37,7 +38,9 @@ from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_colu
 from recsync.errors import ConfigError, DataError
 from recsync.io.criteo_blocks import criteo_blocks
 from recsync.io.libsvm_blocks import libsvm_blocks
+from recsync.io.storage import exists, open_binary, open_ranges
 from recsync.io.table_blocks import columnar_batch, parquet_blocks, typed_csv
+from recsync.io.urls import base_name, shown
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
 FORMATS = ("criteo", "libsvm", "libffm", "csv", "parquet")
@@ -59,11 +62,11 @@ SUFFIX_FORMATS = {
 
 def format_of_name(path: str | Path) -> str:
     """The format a file's name says (SUFFIX_FORMATS), or a ConfigError."""
-    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() != ".gz"]
+    suffixes = [s.lower() for s in Path(base_name(path)).suffixes if s.lower() != ".gz"]
     if suffixes and suffixes[-1] in SUFFIX_FORMATS:
         return SUFFIX_FORMATS[suffixes[-1]]
     known = ", ".join(sorted(SUFFIX_FORMATS))
-    raise ConfigError(f"cannot tell the format of {path} from its name ({known}); name it")
+    raise ConfigError(f"cannot tell the format of {shown(path)} from its name ({known}); name it")
 
 
 _TEXT_PARSERS = {"criteo": CriteoLineParser, "libsvm": LibSVMLineParser, "libffm": LibFFMLineParser}
@@ -78,21 +81,20 @@ _GZIP_MAGIC = b"\x1f\x8b"
 CSV_BLOCK_BYTES = 1 << 20
 
 
-def is_gzip(path: Path) -> bool:
+def is_gzip(path: str | Path) -> bool:
     """True if the file starts with the gzip magic bytes."""
-    with open(path, "rb") as f:
+    with open_ranges(path) as f:
         return f.read(2) == _GZIP_MAGIC
 
 
 def open_text(path: str | Path) -> IO[str]:
     """A text file (plain or gzip) for reading lines as UTF-8; undecodable bytes become
     U+FFFD, so the line is rejected by its parser instead of ending the stream."""
-    path = Path(path)
     # Lines end at "\n" only: a stray "\r" inside a line stays in its field (where the
     # parser judges it) instead of splitting the line and shifting the line numbers.
-    if is_gzip(path):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="\n")
-    return open(path, encoding="utf-8", errors="replace", newline="\n")
+    binary = open_binary(path)
+    stream = gzip.GzipFile(fileobj=binary, mode="rb") if is_gzip(path) else binary
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
 
 
 def _read_lines(lines: IO[str], source: str) -> Iterator[tuple[int, str]]:
@@ -103,9 +105,9 @@ def _read_lines(lines: IO[str], source: str) -> Iterator[tuple[int, str]]:
         for number, line in enumerate(lines, start=1):  # noqa: B007 - read after the loop
             yield number, line
     except (EOFError, OSError, zlib.error) as error:
-        kind = "a truncated or corrupt gzip file" if is_gzip(Path(source)) else "a read error"
+        kind = "a truncated or corrupt gzip file" if is_gzip(source) else "a read error"
         raise DataError(
-            f"cannot read past line {number} ({kind}: {error})", source=source
+            f"cannot read past line {number} ({kind}: {error})", source=shown(source)
         ) from None
 
 
@@ -113,26 +115,26 @@ def infer_format(path: str | Path, schema: Schema) -> str:
     """The format named by the schema type (text formats) or by the file name (tables)."""
     if not isinstance(schema, TabularSchema):
         return next(fmt for fmt, kind in _SCHEMA_OF_FORMAT.items() if isinstance(schema, kind))
-    suffixes = [s.lower() for s in Path(path).suffixes]
+    suffixes = [s.lower() for s in Path(base_name(path)).suffixes]
     if suffixes and suffixes[-1] in (".parquet", ".pq"):
         return "parquet"
     if ".csv" in suffixes:
         return "csv"
-    raise ConfigError(f"cannot tell CSV from Parquet by the name {str(path)!r}; pass fmt")
+    raise ConfigError(f"cannot tell CSV from Parquet by the name {shown(path)!r}; pass fmt")
 
 
 def text_examples(
-    path: Path, fmt: str, schema: Schema, *, strict: bool, skips: SkipReport
+    path: str | Path, fmt: str, schema: Schema, *, strict: bool, skips: SkipReport
 ) -> Iterator[Example]:
     """Good examples of one text file, in order."""
     parser = _TEXT_PARSERS[fmt](schema)
     with open_text(path) as lines:
         numbered = _read_lines(lines, str(path))
-        yield from good_examples(numbered, parser, source=str(path), strict=strict, skips=skips)
+        yield from good_examples(numbered, parser, source=shown(path), strict=strict, skips=skips)
 
 
 def _text_file_blocks(
-    path: Path,
+    path: str | Path,
     schema: CriteoSchema | LibSVMSchema | LibFFMSchema,
     *,
     strict: bool,
@@ -140,7 +142,7 @@ def _text_file_blocks(
 ) -> Iterator[Batch]:
     """Good examples of one Criteo, libSVM or libffm file (plain or gzip), a block of lines
     at a time (criteo_blocks.py, libsvm_blocks.py)."""
-    where: dict[str, Any] = {"source": str(path), "strict": strict, "skips": skips}
+    where: dict[str, Any] = {"source": shown(path), "strict": strict, "skips": skips}
     with open_text(path) as lines:
         numbered = _read_lines(lines, str(path))
         if isinstance(schema, CriteoSchema):
@@ -181,7 +183,12 @@ def _csv_blocks(reader: pa_csv.CSVStreamingReader, source: str) -> Iterator[pa.R
 
 
 def csv_blocks(
-    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport, columnar: bool = True
+    path: str | Path,
+    schema: TabularSchema,
+    *,
+    strict: bool,
+    skips: SkipReport,
+    columnar: bool = True,
 ) -> Iterator[Batch]:
     """Good examples of one CSV file (plain or gzip), streamed block by block, as batches
     of any size.
@@ -191,7 +198,7 @@ def csv_blocks(
     value rejects its row only (pyarrow's per-block type inference could not fail
     mid-file). Rows with the wrong number of columns are rejected as "wrong_field_count".
     """
-    source = str(path)
+    source = shown(path)
     bad_rows: dict[int, Rejected] = {}
     where: dict[str, Any] = {"source": source, "strict": strict, "skips": skips}
 
@@ -203,7 +210,7 @@ def csv_blocks(
         )
         return "skip"
 
-    stream = pa.input_stream(str(path), compression="gzip" if is_gzip(path) else None)
+    stream = pa.input_stream(open_binary(path), compression="gzip" if is_gzip(path) else None)
     try:
         reader = pa_csv.open_csv(
             stream,
@@ -251,7 +258,7 @@ class DatasetReader(Iterator[Batch]):
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Sequence[str | Path],
         fmt: str,
         schema: Schema,
         *,
@@ -271,7 +278,7 @@ class DatasetReader(Iterator[Batch]):
         blocks = (self._file_blocks(path) for path in self.paths)
         self._batches = rebatch(itertools.chain.from_iterable(blocks), batch_size)
 
-    def _file_blocks(self, path: Path) -> Iterator[Batch]:
+    def _file_blocks(self, path: str | Path) -> Iterator[Batch]:
         if not isinstance(self.schema, TabularSchema):
             return _text_file_blocks(path, self.schema, strict=self.strict, skips=self.skips)
         read = parquet_blocks if self.fmt == "parquet" else csv_blocks
@@ -303,7 +310,7 @@ def open_dataset(
     skips: SkipReport | None = None,
 ) -> DatasetReader:
     """Stream the files as batches. fmt: one of FORMATS, or "auto" (see `infer_format`)."""
-    path_list = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    path_list = [str(paths)] if isinstance(paths, str | Path) else [str(p) for p in paths]
     if not path_list:
         raise ConfigError("open_dataset: no paths given")
     if fmt == "auto":
@@ -317,6 +324,6 @@ def open_dataset(
         expected = _SCHEMA_OF_FORMAT[fmt].__name__
         raise ConfigError(f"format {fmt!r} needs a {expected}, got {type(schema).__name__}")
     for path in path_list:
-        if not path.is_file():
-            raise ConfigError(f"data file not found: {path}")
+        if not exists(path):
+            raise ConfigError(f"data file not found: {shown(path)}")
     return DatasetReader(path_list, fmt, schema, batch_size=batch_size, strict=strict, skips=skips)

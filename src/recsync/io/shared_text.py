@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recsync.data.aligned_deal import AlignedDeal
@@ -34,16 +33,19 @@ from recsync.data.skips import LineSkips, ShareSkips, SkipReport
 from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches
 from recsync.io.sources import FileData, prepared, read_test_files
+from recsync.io.urls import is_url
 from recsync.optim.train_spec import TrainSpec
 
 if TYPE_CHECKING:  # the parsers import numba, the readers pyarrow: only where files are read
+    from recsync.io.byte_blocks import ByteBlocks
     from recsync.io.file_shares import ReaderShare, TextFiles
     from recsync.io.line_blocks import LineIndex
     from recsync.io.parquet_groups import ParquetGroups
 
-    SharedFiles = TextFiles | ParquetGroups
+    SharedFiles = TextFiles | ParquetGroups | ByteBlocks
 
 SLOT_UNIT = "slots"  # a checkpoint's `data_unit` under line shares: "slots/<block lines>"
+BYTE_UNIT = "bytes"  # under byte-range shares (object storage): "bytes/<block bytes>"
 GROUP_UNIT = "rowgroups"  # under Parquet row-group shares: "rowgroups/<largest group's rows>"
 
 
@@ -58,13 +60,15 @@ def splittable(files: FileData) -> bool:
     return text and not any(is_gzip(path) for path in files.paths)
 
 
-def _parquet(files: FileData, infer_format: Callable[[Path, Any], str]) -> bool:
+def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:
     if files.fmt != "auto":
         return files.fmt == "parquet"
     return all(infer_format(path, files.schema) == "parquet" for path in files.paths)
 
 
-def shared_files(files: FileData, seed: int, block_lines: int) -> SharedFiles:
+def shared_files(
+    files: FileData, seed: int, block_lines: int, block_bytes: int | None = None
+) -> SharedFiles:
     """The job's files as the readers share them: Parquet files by row group (from their
     footers), text files by line blocks of `block_lines` (indexed by a bulk newline scan
     of each, done once by whoever assembles the job); with the held-out cap's cutoff."""
@@ -79,7 +83,26 @@ def shared_files(files: FileData, seed: int, block_lines: int) -> SharedFiles:
             files.test_fraction,
             files.test_max_examples,
         )
+    if any(is_url(path) for path in files.paths):
+        return _byte_blocks(files, seed, block_bytes)
     return text_files(files, seed, block_lines)
+
+
+def _byte_blocks(files: FileData, seed: int, block_bytes: int | None) -> ByteBlocks:
+    """Text files on object storage by byte blocks (io/byte_blocks.py): no node reads a
+    whole file to find its lines."""
+    from recsync.io.byte_blocks import BLOCK_BYTES, byte_blocks
+
+    assert isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
+    return byte_blocks(
+        files.paths,
+        files.schema,
+        files.strict,
+        seed,
+        files.test_fraction,
+        files.test_max_examples,
+        block_bytes or BLOCK_BYTES,
+    )
 
 
 def text_files(files: FileData, seed: int, block_lines: int) -> TextFiles:
@@ -87,15 +110,12 @@ def text_files(files: FileData, seed: int, block_lines: int) -> TextFiles:
     from recsync.io.file_shares import TextFiles
 
     assert isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
-    indexes = tuple(_indexed(str(path), block_lines, _stamp(path)) for path in files.paths)
+    from recsync.io.storage import file_stamp
+
+    indexes = tuple(_indexed(path, block_lines, file_stamp(path)) for path in files.paths)
     counts = [index.num_lines for index in indexes]
     cutoff = held_cutoff(seed, files.test_fraction, files.test_max_examples, counts)
     return TextFiles(indexes, files.schema, files.strict, seed, files.test_fraction, cutoff)
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    status = path.stat()
-    return status.st_size, status.st_mtime_ns
 
 
 @functools.lru_cache(maxsize=64)
@@ -232,12 +252,16 @@ def _copy(skips: ShareSkips) -> ShareSkips:
 def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
     """The examples of the lines (rows) the coin holds out, in (file, line) order: only
     those parsed (their skips are counted by the readers whose blocks hold them)."""
+    from recsync.io.byte_blocks import ByteBlocks, held_byte_rows
     from recsync.io.line_blocks import read_lines
     from recsync.io.line_examples import PIECE_LINES
     from recsync.io.parquet_groups import ParquetGroups, held_rows
 
     if isinstance(lines, ParquetGroups):
         rows = held_rows(lines)
+        return None if rows is None else prepared(rows, files.dense_log1p)
+    if isinstance(lines, ByteBlocks):
+        rows = held_byte_rows(lines)
         return None if rows is None else prepared(rows, files.dense_log1p)
 
     parts: list[Batch] = []

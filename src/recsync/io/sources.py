@@ -17,7 +17,6 @@ import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -40,11 +39,11 @@ TEST_READ_ROWS = 8192
 class FileData:
     """File data resolved from [data]: what `recsync.io.readers.open_dataset` needs."""
 
-    paths: tuple[Path, ...]
+    paths: tuple[str, ...]  # local paths or URLs (io/storage.py)
     fmt: str
     schema: CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema
     strict: bool
-    test_paths: tuple[Path, ...]
+    test_paths: tuple[str, ...]
     test_fraction: float
     test_max_examples: int
     dense_log1p: bool
@@ -209,7 +208,7 @@ class FileTrainingData(StreamPositions):
         self._reader = self._open(files.paths, batch_size)
 
     def _open(
-        self, paths: tuple[Path, ...], batch_size: int, skips: SkipReport | None = None
+        self, paths: tuple[str, ...], batch_size: int, skips: SkipReport | None = None
     ) -> Iterator[Batch]:
         from recsync.io.readers import open_dataset  # pyarrow, numba: only where files are read
 

@@ -22,6 +22,7 @@ batch to the row parser.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from recsync.data.skips import SkipReport
 from recsync.data.tabular import DECIMAL, TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
 from recsync.io.murmur import murmur32, murmur64
+from recsync.io.storage import open_ranges
+from recsync.io.urls import shown
 
 PARQUET_READ_ROWS = 8192
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
@@ -224,14 +227,35 @@ def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordB
     return pa.RecordBatch.from_arrays(typed, names=list(schema.columns))
 
 
+@contextlib.contextmanager
+def opened_parquet(
+    path: str | Path, footer: pq.FileMetaData | None = None
+) -> Iterator[pq.ParquetFile]:
+    """A Parquet file opened from where it lives (io/storage.py: each column chunk read as
+    one range of a remote file; `footer`: its footer as read before, not read again); one
+    that is no Parquet file (a truncated one, say) is a DataError naming it."""
+    with open_ranges(path) as raw:
+        try:
+            table = pq.ParquetFile(raw, metadata=footer)
+        except (pa.ArrowInvalid, OSError) as error:
+            raise DataError(f"not a readable Parquet file: {error}", source=shown(path)) from None
+        with table:
+            yield table
+
+
 def parquet_blocks(
-    path: Path, schema: TabularSchema, *, strict: bool, skips: SkipReport, columnar: bool = True
+    path: str | Path,
+    schema: TabularSchema,
+    *,
+    strict: bool,
+    skips: SkipReport,
+    columnar: bool = True,
 ) -> Iterator[Batch]:
     """The good examples of one Parquet file, a record batch (PARQUET_READ_ROWS rows) at a
     time, as batches of any size; `columnar` False: every record batch row by row."""
-    source = str(path)
+    source = shown(path)
     parser = TabularRowParser(schema)
-    with pq.ParquetFile(path) as table:
+    with opened_parquet(path) as table:
         missing = [c for c in schema.columns if c not in table.schema_arrow.names]
         if missing:
             raise DataError(

@@ -168,8 +168,10 @@ def _unit_text(unit: str | None) -> str:
     if unit is None:
         return ""
     kind, _, size = unit.partition("/")
-    blocks = "row groups of up to" if kind == "rowgroups" else "line blocks of"
-    what = "rows" if kind == "rowgroups" else "lines"
+    blocks, what = {
+        "rowgroups": ("row groups of up to", "rows"),
+        "bytes": ("byte blocks of", "bytes"),
+    }.get(kind, ("line blocks of", "lines"))
     return f" slots: {blocks} {int(size):,} {what}"
 
 

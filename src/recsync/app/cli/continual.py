@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,8 @@ from recsync.app.runs.continual_options import (
 )
 from recsync.app.runs.run_dir import CONFIG_TOML, RunDir
 from recsync.errors import ConfigError, JobFailed, RecsyncError
+from recsync.io.storage import day_partitions
+from recsync.io.urls import shown, with_endpoint
 
 
 def continual(
@@ -61,6 +64,14 @@ def continual(
             metavar="FILE",
             help="A day's data file, in order (repeat: --day-file d0.csv --day-file d1.csv "
             "...); data.source gives their format. Default: the synthetic task's days.",
+        ),
+    ] = None,
+    days: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ROOT",
+            help="A folder or URL of day partitions (day=YYYY-MM-DD folders, or a glob of "
+            "them: 's3://bucket/clicks/day=2026-12-0*'): each is a day, in date order.",
         ),
     ] = None,
     scenario: Annotated[
@@ -97,6 +108,10 @@ def continual(
     metrics.jsonl and days.png."""
     console = Console(emoji=False)
     try:
+        if days is not None:
+            if day_file:
+                raise ConfigError("continual: give the days by --days or by --day-file, not both")
+            day_file = _partition_days(days, config, set_, console)
         cfg, root = _setup(config, name, force, set_, resume, day_file)
         warn_deprecations(cfg)
         options = ContinualOptions(
@@ -166,11 +181,29 @@ def _setup(
     return cfg, root
 
 
+def _partition_days(
+    days: str, config: Path | None, set_: list[str] | None, console: Console
+) -> list[str]:
+    """The day partitions under `days`, in date order, said on the terminal; listed at the
+    store [data.storage] names (in the config or --set), if it names one."""
+    endpoint = parse_overrides(set_ or []).get("data.storage.endpoint")
+    if endpoint is None and config is not None and config.exists():
+        tree = tomllib.loads(config.read_text())
+        endpoint = tree.get("data", {}).get("storage", {}).get("endpoint")
+    partitions = day_partitions(with_endpoint(days, endpoint))
+    for day, (date, folder) in enumerate(partitions):
+        console.print(f"day {day}: {date} ({shown(folder)})", highlight=False)
+    # the endpoint travels in the config, not in each day's data.path
+    return [shown(folder) if endpoint else folder for _, folder in partitions]
+
+
 def _day_line(record: dict[str, Any]) -> str:
     line = (
         f"day {record['day']:>2} ({record['strategy']}): {record['examples']:,} examples at "
         f"{record['eps']:,.0f}/s; next-day AUC {record['next_day_auc']:.4f}"
     )
+    if record["data"] != "synthetic":
+        line += f"\n    read {shown(str(record['data']))}"
     for stretch in record["stretches"]:
         if "reason" in stretch:
             line += f"\n    {stretch['run_dir']}: -> {stretch['decision']} ({stretch['reason']})"

@@ -3,7 +3,6 @@ declared columns of a table, and the reader's schema and paths made from them.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
@@ -13,7 +12,10 @@ from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
+from recsync.errors import ConfigError
 from recsync.io.readers import format_of_name
+from recsync.io.storage import expanded
+from recsync.io.urls import with_endpoint
 from recsync.model.spec import ModelSpec
 
 TABULAR_FORMATS = ("csv", "parquet")
@@ -54,6 +56,14 @@ class LibFFMSection(Section):
     dense_fields: list[int] = []
 
 
+class StorageSection(Section):
+    """[data.storage]: where an S3-compatible store answers, if not where the environment
+    (AWS_ENDPOINT_URL) or AWS's configuration says. Never credentials: those come from
+    each host's environment or configuration."""
+
+    endpoint: str | None = None  # e.g. "http://10.0.0.5:9000"
+
+
 class DataSection(Section):
     """[data]: where examples come from, and the held-out set for file data."""
 
@@ -68,6 +78,7 @@ class DataSection(Section):
     table_schema: TabularSchemaSection = Field(default_factory=TabularSchemaSection, alias="schema")
     libsvm: LibSVMSection = Field(default_factory=LibSVMSection)
     libffm: LibFFMSection = Field(default_factory=LibFFMSection)
+    storage: StorageSection = Field(default_factory=StorageSection)
 
     @model_validator(mode="before")
     @classmethod
@@ -84,7 +95,13 @@ class DataSection(Section):
             first = path[0] if isinstance(path, list) and path else path
             if not isinstance(first, str):
                 raise ValueError("'auto' needs data.path: the format is read from its name")
-            return {**values, "source": format_of_name(first)}
+            try:
+                return {**values, "source": format_of_name(first)}
+            except ConfigError:  # a directory: its first file's name tells
+                storage = values.get("storage") or {}
+                endpoint = storage.get("endpoint") if isinstance(storage, dict) else None
+                files = expanded(with_endpoint(first, endpoint))
+                return {**values, "source": format_of_name(files[0])}
         return values
 
 
@@ -114,11 +131,16 @@ def reader_schema(
     )
 
 
-def file_paths(value: str | list[str] | None) -> tuple[Path, ...]:
-    """Absolute paths (against the working directory of the command): the reader's actor
-    may run elsewhere (another directory, or with Ray already running, another cwd)."""
+def file_paths(
+    value: str | list[str] | None, storage: StorageSection | None = None, what: str = "data.path"
+) -> tuple[str, ...]:
+    """The data files named (files, directories, globs; local paths or URLs: io/storage.py),
+    local ones absolute against the working directory of the command (the reader's actor
+    may run elsewhere: another directory, or with Ray already running, another cwd)."""
     if value is None:
         return ()
-    return tuple(
-        Path(p).expanduser().absolute() for p in ([value] if isinstance(value, str) else value)
-    )
+    endpoint = storage.endpoint if storage is not None else None
+    files = []
+    for given in [value] if isinstance(value, str) else value:
+        files.extend(expanded(with_endpoint(given, endpoint), what))
+    return tuple(files)

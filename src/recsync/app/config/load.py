@@ -13,12 +13,14 @@ from typing import Any
 import pyarrow as pa
 from pydantic import ValidationError
 
-from recsync.app.config.data import TABULAR_FORMATS
+from recsync.app.config.data import TABULAR_FORMATS, file_paths
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS, unknown_key_message
 from recsync.errors import ConfigError, DataError
 from recsync.io.columns import infer_columns, table_sample
 from recsync.io.libffm_fields import libffm_fields
+from recsync.io.storage import exists
+from recsync.io.urls import shown
 
 DEFAULT_SOURCE = "<embedded default.toml>"
 
@@ -162,6 +164,12 @@ def load_config(
     return config
 
 
+def _first_file(config: Config) -> str | None:
+    """data.path's first file (a directory's or a glob's first), if it is there."""
+    paths = file_paths(config.data.path, config.data.storage)
+    return paths[0] if paths and exists(paths[0]) else None
+
+
 def _inferred_columns(config: Config) -> dict[str, list[str] | dict[str, str]] | None:
     """[data.schema]'s dense, categorical, hashed and multi-valued columns read from a
     CSV's or Parquet file's header and first rows (io/columns.py) when the config lists
@@ -171,15 +179,16 @@ def _inferred_columns(config: Config) -> dict[str, list[str] | dict[str, str]] |
     schema = data.table_schema
     if data.source not in TABULAR_FORMATS or schema.dense or schema.categorical:
         return None
-    paths = [data.path] if isinstance(data.path, str) else data.path or []
-    if not paths or not Path(paths[0]).is_file():
+    first = _first_file(config)
+    if first is None:
         return None
     try:
         found = infer_columns(
-            table_sample(Path(paths[0]), data.source, schema.delimiter), schema.label, paths[0]
+            table_sample(first, data.source, schema.delimiter), schema.label, shown(first)
         )
     except (DataError, OSError, pa.ArrowException) as error:
-        raise ConfigError(f"data.schema: cannot read the columns of {paths[0]}: {error}") from None
+        message = f"data.schema: cannot read the columns of {shown(first)}: {error}"
+        raise ConfigError(message) from None
     return {
         "dense": list(found.dense),
         "categorical": list(found.categorical),
@@ -197,19 +206,19 @@ def _libffm_tables(config: Config) -> int | None:
         return None
     if isinstance(model.table_rows, list):
         return None
-    paths = [data.path] if isinstance(data.path, str) else data.path or []
-    if not paths or not Path(paths[0]).is_file():
+    first = _first_file(config)
+    if first is None:
         return None
     try:
-        seen = libffm_fields(Path(paths[0]))
+        seen = libffm_fields(first)
     except OSError as error:
-        message = f"model.num_tables: cannot read the fields of {paths[0]}: {error}"
+        message = f"model.num_tables: cannot read the fields of {shown(first)}: {error}"
         raise ConfigError(message) from None
     dense = data.libffm.dense_fields
     num_fields = max(seen.num_fields, max(dense, default=-1) + 1)
     if num_fields == 0:
         raise ConfigError(
             f"model.num_tables: no field:index:value token in the first {seen.lines:,} lines "
-            f"of {paths[0]}; set it"
+            f"of {shown(first)}; set it"
         )
     return num_fields - len(dense)

@@ -297,11 +297,11 @@ class Config(Section):
             )
             raise ConfigError(f"{section}: {error}") from None
         return FileData(
-            paths=file_paths(data.path),
+            paths=file_paths(data.path, data.storage),
             fmt=data.source,
             schema=schema,
             strict=data.strict,
-            test_paths=file_paths(data.test_path),
+            test_paths=file_paths(data.test_path, data.storage, "data.test_path"),
             test_fraction=data.test_fraction,
             test_max_examples=data.test_max_examples,
             dense_log1p=data.table_schema.dense_log1p and data.source in TABULAR_FORMATS,

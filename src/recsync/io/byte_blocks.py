@@ -1,0 +1,256 @@
+"""Text data files on object storage shared among readers by byte ranges: no node reads a
+whole file to find its lines (docs/storage.md).
+
+A file of S bytes is cut into blocks of B bytes (`BLOCK_BYTES`); block k holds the lines
+that start in bytes [kB, (k+1)B). A reader reads its block's range and a little past it
+(the last line may end beyond), and finds its first full line after the first b"\\n" at or
+after byte kB - 1. A block's slots are B (no more lines can start in it); its examples
+fill the first ones, so positions, cuts and resumes are those of any block deal
+(file_shares.py `ReaderShare`; the checkpoint's `data_unit` is "bytes/<B>").
+
+The held-out coin (data/line_coin.py) is keyed by the byte offset at which a line starts
+(a line's number is unknown without reading the file up to it): the same lines are held
+out whatever the number of readers. The cap (`data.test_max_examples`) is the byte offset
+of the cap's last held line, found once by reading the first files from their start until
+the cap is reached (about `test_max_examples / test_fraction` lines); reader 0 reads those
+lines again for the held-out set.
+
+Messages name a line of these files by the byte it starts at ("the line at byte 1,234").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.batch import Batch, concat
+from recsync.data.criteo import CriteoSchema
+from recsync.data.line_coin import HeldCutoff, candidates, held_lines
+from recsync.data.skips import LineSkips, Rejected
+from recsync.errors import DataError
+from recsync.io.file_shares import ReaderShare
+from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema, split_held
+from recsync.io.storage import open_ranges
+from recsync.io.urls import shown
+
+BLOCK_BYTES = 4 << 20
+TAIL_BYTES = 64 << 10  # read past a block for its last line's end, more if it is longer
+SCAN_BYTES = 8 << 20  # read at a time while looking for the cap's last held line
+
+
+@dataclass(frozen=True)
+class ByteBlocks:
+    """A job's text files by byte blocks, how to parse them and the held-out coin (keyed
+    by line-start bytes); the interface `ReaderShare` reads."""
+
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    block_bytes: int
+    schema: TextSchema
+    strict: bool
+    seed: int
+    test_fraction: float
+    cutoff: HeldCutoff
+
+    @property
+    def block_lines(self) -> int:
+        """A block's slots: B (at most one line starts at each of its bytes)."""
+        return self.block_bytes
+
+    @property
+    def unit(self) -> str:
+        return f"bytes/{self.block_bytes}"
+
+    @property
+    def blocks(self) -> int:
+        return sum(self._file_blocks)
+
+    @property
+    def slots(self) -> int:
+        return self.blocks * self.block_bytes
+
+    @property
+    def _file_blocks(self) -> list[int]:
+        return [-(-size // self.block_bytes) for size in self.sizes]
+
+    def where(self, block: int) -> tuple[int, int, int]:
+        """(file index, first byte, byte after) of block `block`."""
+        for file_index, count in enumerate(self._file_blocks):
+            if block < count:
+                start = block * self.block_bytes
+                return file_index, start, min(self.sizes[file_index], start + self.block_bytes)
+            block -= count
+        raise AssertionError(f"byte block {block} past the files' end")
+
+    def share(
+        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+    ) -> ReaderShare:
+        return ByteShare(self, deal, reader, batch_size, epochs, shuffled)
+
+
+def byte_blocks(
+    paths: Sequence[str],
+    schema: TextSchema,
+    strict: bool,
+    seed: int,
+    test_fraction: float,
+    test_max_examples: int,
+    block_bytes: int = BLOCK_BYTES,
+) -> ByteBlocks:
+    """The files' byte blocks (their sizes only) and the cap's cutoff (a prefix read)."""
+    from recsync.io.storage import file_size
+
+    sizes = tuple(file_size(path) for path in paths)
+    cutoff = _cap_cutoff(paths, sizes, seed, test_fraction, test_max_examples)
+    return ByteBlocks(tuple(paths), sizes, block_bytes, schema, strict, seed, test_fraction, cutoff)
+
+
+def _cap_cutoff(
+    paths: Sequence[str], sizes: Sequence[int], seed: int, fraction: float, cap: int
+) -> HeldCutoff:
+    """The line-start byte of the cap's last held line, read from the files' start."""
+    if fraction == 0.0:
+        return HeldCutoff(None, None)
+    need = cap
+    for file_index, (path, size) in enumerate(zip(paths, sizes, strict=True)):
+        with open_ranges(path) as raw:
+            for start in range(0, size, SCAN_BYTES):
+                data = _read(raw, start, min(size, start + SCAN_BYTES), path)
+                found = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1 + start
+                starts = np.concatenate([[0], found]) if start == 0 else found
+                starts = starts[starts < size]
+                held = candidates(seed, file_index, start, start + len(data) + 1, fraction)
+                picked = starts[held[starts - start]]
+                if picked.size >= need:
+                    return HeldCutoff(file_index, int(picked[need - 1]))
+                need -= picked.size
+    return HeldCutoff(None, None)
+
+
+def _read(raw: object, start: int, stop: int, path: str) -> bytes:
+    raw.seek(start)  # type: ignore[attr-defined]
+    data: bytes = raw.read(stop - start)  # type: ignore[attr-defined]
+    if len(data) != stop - start:
+        raise DataError(
+            f"ended at byte {start + len(data)} of {stop} (truncated?)", source=shown(path)
+        )
+    return data
+
+
+def block_lines(path: str, size: int, start: int, stop: int) -> list[tuple[int, str]]:
+    """(first byte, line) of each line that starts in bytes [start, stop) of the file,
+    decoded as `open_text` decodes them (UTF-8, undecodable bytes U+FFFD, each line keeps
+    its "\\n")."""
+    begin = max(0, start - 1)
+    end = min(size, stop + TAIL_BYTES)
+    with open_ranges(path) as raw:
+        data = _read(raw, begin, end, path)
+        if start > 0:
+            first = data.find(b"\n")
+            skip = len(data) if first < 0 else first + 1
+        else:
+            skip = 0
+        # the line holding byte stop - 1 (the last to start in the block) may end past
+        # what was read: read on to its end
+        while end < size and skip < stop - begin and data.find(b"\n", stop - 1 - begin) < 0:
+            more = _read(raw, end, min(size, end + 4 * TAIL_BYTES), path)
+            data += more
+            end += len(more)
+    lines: list[tuple[int, str]] = []
+    at = skip
+    while at < len(data) and begin + at < stop:
+        newline = data.find(b"\n", at)
+        after = len(data) if newline < 0 else newline + 1
+        lines.append((begin + at, data[at:after].decode("utf-8", errors="replace")))
+        at = after
+    return lines
+
+
+class ByteLineSkips(LineSkips):
+    """Skips whose lines are numbered by their first byte + 1 (as the coin keys them),
+    named in messages by that byte."""
+
+    def add(self, rejected: Rejected, *, source: str, line: int) -> None:
+        super().add(rejected, source=source, line=line)
+        reason = rejected.reason
+        if self.lines[-1] == line and self.counts[reason] == 1:
+            self.first[reason] = _by_byte(self.first[reason], line)
+
+
+def _by_byte(text: str, line: int) -> str:
+    return text.replace(f", line {line}", f", the line at byte {line - 1:,}", 1)
+
+
+def parse_block(
+    files: ByteBlocks, block: int, skips: LineSkips, held_only: bool = False
+) -> ParsedLines:
+    """The good examples of byte block `block`, each with its line's first byte + 1;
+    `held_only`: of the lines the coin holds out only."""
+    from recsync.io.criteo_blocks import criteo_blocks
+    from recsync.io.libsvm_blocks import libsvm_blocks
+
+    file_index, start, stop = files.where(block)
+    path = files.paths[file_index]
+    numbered = [
+        (at + 1, line) for at, line in block_lines(path, files.sizes[file_index], start, stop)
+    ]
+    if held_only and numbered:
+        first = numbered[0][0] - 1
+        held = held_lines(files.seed, file_index, first, stop, files.test_fraction, files.cutoff)
+        numbered = [pair for pair in numbered if held[pair[0] - 1 - first]]
+    source = shown(path)
+    batches, kept = [], []
+    for low in range(0, len(numbered), PIECE_LINES):
+        piece = numbered[low : low + PIECE_LINES]
+        before = len(skips.lines)
+        where: dict[str, Any] = {"source": source, "strict": files.strict, "skips": skips}
+        try:
+            if isinstance(files.schema, CriteoSchema):
+                parts = list(criteo_blocks(piece, files.schema, **where))
+            else:
+                parts = list(libsvm_blocks(piece, files.schema, **where))
+        except DataError as error:
+            raise DataError(_by_byte(str(error), error.line)) from None
+        rejected = np.array(skips.lines[before:], dtype=np.int64)
+        numbers = np.array([n for n, _ in piece], dtype=np.int64)
+        good = numbers[~np.isin(numbers, rejected)]
+        assert sum(p.batch_size for p in parts) == good.size, (source, block)
+        batches.extend(parts)
+        kept.append(good)
+    batch = concat(batches) if batches else None
+    return ParsedLines(batch, np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64))
+
+
+class ByteShare(ReaderShare):
+    """A reader's share of byte blocks: `ReaderShare` with a block read as a byte range."""
+
+    def _parsed(self, block: int, counted: bool) -> Batch | None:
+        files = self.files
+        assert isinstance(files, ByteBlocks)
+        piece_skips = ByteLineSkips()
+        parsed = parse_block(files, block, piece_skips)
+        file_index = files.where(block)[0]
+        if counted:
+            self.skips.fold(piece_skips, file_index)
+        train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
+        if held is not None and counted:
+            self.held.append(held)
+        return train
+
+
+def held_byte_rows(files: ByteBlocks) -> Batch | None:
+    """The examples of the lines the coin holds out, in (file, byte) order: the blocks up
+    to the cutoff read, only their held lines parsed."""
+    parts: list[Batch] = []
+    for block in range(files.blocks):
+        file_index, start, stop = files.where(block)
+        if not files.test_fraction or not files.cutoff.open_lines(file_index, start, stop):
+            continue
+        parsed = parse_block(files, block, ByteLineSkips(), held_only=True)
+        if parsed.batch is not None:
+            parts.append(parsed.batch)
+    return concat(parts) if parts else None
