@@ -25,6 +25,8 @@ from recsync.io.column_lists import separated_list
 from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
 from recsync.io.libffm_fields import INDEX_KINDS_KEPT, FieldSeen, LibFFMFields, libffm_fields
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
+from recsync.io.storage import exists, expanded
+from recsync.io.urls import shown
 
 data_app = typer.Typer(
     help="Write and inspect data files.", no_args_is_help=True, rich_markup_mode=None
@@ -120,14 +122,14 @@ def _describe_schema(schema: Any) -> str:
 
 
 def _inspect_schema(
-    path: Path, fmt: str | None, config: Path | None, label: str
+    path: str, fmt: str | None, config: Path | None, label: str
 ) -> tuple[str, Schema, pa.Schema | None, InferredColumns | LibFFMFields | None]:
     """(format, reader schema, the file's own columns or None, what was inferred of them
     (a table's columns, a libffm file's fields) or None) to read `path` with."""
-    if not path.is_file():
-        raise ConfigError(f"data file not found: {path}")
+    if not exists(path):
+        raise ConfigError(f"data file not found: {shown(path)}")
     if config is not None:
-        overrides: dict[str, Any] = {"data.path": str(path), "data.test_path": str(path)}
+        overrides: dict[str, Any] = {"data.path": path, "data.test_path": path}
         overrides |= {"data.test_fraction": 0.0, **({"data.source": fmt} if fmt else {})}
         files = load_config(config, overrides).to_specs().files
         if files is None:
@@ -147,11 +149,11 @@ def _inspect_schema(
             )
         return fmt, LibFFMSchema((INSPECT_TABLE_ROWS,) * fields.num_fields), None, fields
     sample = table_sample(path, fmt)
-    found = infer_columns(sample, label, str(path))
+    found = infer_columns(sample, label, shown(path))
     return fmt, _inferred_tabular_schema(found), sample.schema, found
 
 
-def _undeclared_lists(path: Path, fmt: str, schema: TabularSchema) -> list[str]:
+def _undeclared_lists(path: str, fmt: str, schema: TabularSchema) -> list[str]:
     """A declared text column that holds lists of ids (io/column_lists.py) but is not in
     data.schema.multi_valued: what to declare, one line each."""
     sample = table_sample(path, fmt, schema.delimiter)
@@ -168,7 +170,7 @@ def _undeclared_lists(path: Path, fmt: str, schema: TabularSchema) -> list[str]:
     return lines
 
 
-def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
+def _declare_text(found: InferredColumns, path: str, fmt: str) -> list[str]:
     """What a user must declare to train on a table read as `found` infers it."""
     label = f" --set data.schema.label={found.label}" if found.label != "label" else ""
     needs = []
@@ -198,7 +200,12 @@ def _declare_text(found: InferredColumns, path: Path, fmt: str) -> list[str]:
 
 @data_app.command("inspect")
 def inspect(
-    path: Annotated[Path, typer.Argument(metavar="FILE", help="Data file to read.")],
+    given: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE", help="Data file to read (a path or URL; a folder or glob: its first)."
+        ),
+    ],
     format_: Annotated[
         str | None,
         typer.Option(
@@ -226,6 +233,7 @@ def inspect(
     try:
         if format_ is not None and format_ not in FORMATS:
             raise ConfigError(f"--format {format_!r}: expected one of {list(FORMATS)}")
+        path = expanded(given, "FILE")[0]
         fmt, schema, columns, found = _inspect_schema(path, format_, config, label)
         reader = open_dataset(path, fmt, schema, batch_size=INSPECT_BATCH_ROWS, strict=strict)
         rows = positives = 0
@@ -234,7 +242,7 @@ def inspect(
             positives += int(batch.labels.sum())
     except (RecsyncError, OSError, pa.ArrowException, ValueError) as error:
         fail(error)
-    table = Table(title=str(path), show_header=False)
+    table = Table(title=escape(shown(path)), show_header=False)
     table.add_row("format", fmt)
     if columns is not None and found is None:
         table.add_row("columns", ", ".join(f"{f.name}: {f.type}" for f in columns))
@@ -263,7 +271,7 @@ def inspect(
             console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
-def _print_fields(console: Console, found: LibFFMFields, path: Path) -> None:
+def _print_fields(console: Console, found: LibFFMFields, path: str) -> None:
     """A libffm file's fields as its first lines show them, and what to declare."""
     fields = Table(title=f"fields, read from the first {found.lines:,} lines")
     for heading in ("field", "lines", "indices", "read as"):
