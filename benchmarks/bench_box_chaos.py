@@ -306,8 +306,12 @@ def main() -> None:
     last = found["summary"] or {}
     recovery = last.get("recovery", {})
     trained = last.get("examples_trained")
-    if found["resumes"] and "checkpoint" in last:  # a resumed run counts its own examples
-        trained = last["checkpoint"]["data_position"] - last["checkpoint"]["in_flight_examples"]
+    final = last.get("checkpoint", {})
+    if found["resumes"] and final:
+        # a resumed run counts its own examples: the final cut's position is every example
+        # handed out once and covered by the model (the rest of an interrupted run's
+        # hand-outs went back with its rollback to the checkpoint it resumed from)
+        trained = final["data_position"]
     results = {
         "family": args.family,
         "seed": args.seed,
@@ -323,6 +327,8 @@ def main() -> None:
         "losses": len(recovery.get("losses", [])),
         "examples_trained": trained,
         "examples_unaccounted": None if trained is None else examples - trained,
+        "final_data_position": final.get("data_position"),
+        "final_in_flight_examples": final.get("in_flight_examples"),
         "examples_replayed": recovery.get("examples_replayed"),
         "updates_lost_examples": recovery.get("examples_lost"),
         "evaluator_restarts": recovery.get("evaluator_restarts"),

@@ -104,11 +104,21 @@ class Scoring:
         not wait for it."""
         self.launch()
         sample = hosts.actors[READER].ask.remote(wire.encode(HeldOutSample(self.mark_examples)))
-        try:
-            ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
-        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as error:
-            why = f"the evaluator did not start on the driver's machine: {error}"
-            raise NodeFailure(why) from None
+        while True:
+            try:
+                ray.get(self.actor.ready.remote(), timeout=START_TIMEOUT_S)
+                break
+            except ray.exceptions.RayActorError as error:  # lost while starting: again
+                self.restarts += 1
+                if self.restarts > MAX_EVALUATOR_RESTARTS:
+                    why = f"the evaluator was lost {self.restarts} times; the last: {error}"
+                    raise NodeFailure(why) from None
+                self.tell(f"lost the evaluator as it started ({error}); starting another")
+                self.actor = None
+                self.launch()
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as error:
+                why = f"the evaluator did not start on the driver's machine: {error}"
+                raise NodeFailure(why) from None
         try:
             ray.get(sample, timeout=START_TIMEOUT_S)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
