@@ -32,9 +32,8 @@ def test_release_waits_for_the_call_under_way_then_refuses_later_ones():
     assert in_flight.close("reader-0", timeout_s=5) is True
     assert done == ["answered"] and time.monotonic() - started >= 0.05
     caller.join()
-    with pytest.raises(NodeFailure, match="reader-0 was released") as refused:
-        with in_flight.call():
-            pass
+    with pytest.raises(NodeFailure, match="reader-0 was released") as refused, in_flight.call():
+        pass
     assert refused.value.lost == "reader-0"
     in_flight.reopen()  # a later job's node hosted in the process
     with in_flight.call():
