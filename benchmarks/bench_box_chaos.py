@@ -369,8 +369,8 @@ def report(r: dict[str, Any]) -> str:
         ""
         if "from" not in r["undisturbed"]
         else f"The undisturbed run is the one of the earlier record `{r['undisturbed']['from']}` "
-        "(the same job and data; the code between them changed only how a node actor is "
-        "released, not the math).",
+        "(the same job and data, trained undisturbed on earlier code: the changes since "
+        "touched recovery, not the math).",
         "",
         "| measure | value |",
         "|---|---|",

@@ -22,8 +22,12 @@ from recsync.tools.box.counters import counters
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
 STORE_HOST = 2
-FILES = 3
+FILES = 6
 ROWS = 100_000  # a file's rows (synthetic clicks, 13 dense and 26 categorical columns)
+SCHEMA = [
+    'data.schema.dense=["' + '","'.join(f"I{i}" for i in range(1, 14)) + '"]',
+    'data.schema.categorical=["' + '","'.join(f"C{i}" for i in range(1, 27)) + '"]',
+]
 SPEC = SyntheticSpec(num_train=ROWS, num_test=1_000, table_rows=(1_000,) * 26, num_dense=13)
 
 
@@ -61,14 +65,15 @@ def overrides(store: ObjectStore) -> list[str]:
         "data.source=parquet",
         "data.path=s3://clicks/box/day=2026-12-01/",
         f"data.storage.endpoint={store.endpoint}",
-        "data.test_fraction=0.02",
-        "data.test_max_examples=2000",
+        "data.test_fraction=0.05",
+        "data.test_max_examples=500",  # the held-out rows: within the first row group
         "model.table_rows=1000",
         "cluster.num_readers=2",
         "cluster.placement.reader=[0, 1]",
         "cluster.placement.trainer=[1]",
         "run.eval_every=0",
         "run.checkpoint.every_examples=50000",
+        *SCHEMA,
     ]
 
 
@@ -91,9 +96,10 @@ def test_readers_on_two_hosts_read_their_shares_from_the_store_once(store_box, t
     assert summary["examples_trained"] + summary["test_examples"] == FILES * ROWS
     served = after[STORE_HOST]["tx_bytes"] - before[STORE_HOST]["tx_bytes"]
     print(f"the store's host sent {served:,} bytes for {size:,} bytes of data")
-    # every reader read only its row groups: the data about once (with HTTP headers, each
-    # file's footer, the driver's planner sample and the held-out rows), not twice
-    assert size < served < 1.35 * size, (served, size)
+    # every reader read only its row groups: the data about once, not twice; beside it,
+    # each process's footers, the driver's planner sample (the first row group) and reader
+    # 0's held-out rows (the row groups up to the cap's last: here the first)
+    assert size < served < 1.35 * size, (served, size)  # measured: 1.27
     _no_secret_under(tmp_path / "store")
 
 
@@ -103,7 +109,7 @@ def test_a_run_stopped_midway_resumes_from_its_checkpoint_on_the_store(store_box
     stopped = recsync_on(state, 0, args)
     assert stopped.returncode == 0, (stopped.stdout + stopped.stderr)[-3000:]
     part = json.loads((tmp_path / "part" / "summary.json").read_text())
-    assert 150_000 <= part["examples_trained"] < FILES * ROWS
+    assert 100_000 < part["examples_trained"] < FILES * ROWS
     resume = ["train", "--address", state.plan.head_address, "--resume", str(tmp_path / "part")]
     resume += ["--name", "rest", "--no-progress"]
     rest_run = recsync_on(state, 0, resume)

@@ -47,7 +47,8 @@ class ObjectStore:
     def __init__(
         self, host: str = "127.0.0.1", port: int | None = None, prefix: Sequence[str] = ()
     ):
-        self.host, self.port = host, port or free_port(host)
+        # a port free here (a host of the box is a fresh namespace: free there too)
+        self.host, self.port = host, port or free_port("127.0.0.1" if prefix else host)
         self.prefix = list(prefix)
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -125,7 +125,8 @@ def table_sample(path: str | Path, fmt: str, delimiter: str = ",") -> pa.Table:
     pyarrow reads it, about 1 MiB), or a Parquet file's first SAMPLE_ROWS rows."""
     if fmt == "parquet":
         with opened_parquet(path) as parquet:
-            for batch in parquet.iter_batches(batch_size=SAMPLE_ROWS):
+            first = [0] if parquet.num_row_groups else []  # not the whole file's bytes
+            for batch in parquet.iter_batches(batch_size=SAMPLE_ROWS, row_groups=first):
                 return pa.Table.from_batches([batch])
             return parquet.schema_arrow.empty_table()
     parse = pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=lambda row: "skip")

@@ -243,6 +243,13 @@ def opened_parquet(
             yield table
 
 
+def _record_batches(table: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """A file's record batches a row group at a time: pyarrow asked for all the row groups
+    at once reads every one's bytes before the first batch (a whole remote file)."""
+    for group in range(table.num_row_groups):
+        yield from table.iter_batches(PARQUET_READ_ROWS, [group], columns)
+
+
 def parquet_blocks(
     path: str | Path,
     schema: TabularSchema,
@@ -262,7 +269,7 @@ def parquet_blocks(
                 f"declared columns not found: {missing}", source=source, field=missing[0]
             )
         first_row = 1
-        for record_batch in table.iter_batches(PARQUET_READ_ROWS, columns=list(schema.columns)):
+        for record_batch in _record_batches(table, list(schema.columns)):
             block = columnar_batch(record_batch, schema) if columnar else None
             if block is None:
                 rows = rows_from_columns(record_batch.to_pydict(), schema, source=source)
