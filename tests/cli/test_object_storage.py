@@ -28,7 +28,6 @@ from recsync.io.readers import open_dataset
 from recsync.io.sources import FileData
 from recsync.io.storage import expanded
 from recsync.io.urls import with_endpoint
-from recsync.protocol.reading import NextBatch
 
 
 @pytest.fixture
@@ -79,12 +78,10 @@ def test_readers_sharing_parquet_on_the_store_read_their_row_groups_once(store, 
     every, skips = one_read(local)
     size = sum(p.stat().st_size for p in paths)
     served = proxy.served
-    nodes = readers_of(job(remote, 3))  # footers, and the planner's sample (the first rows)
+    spec = job(remote, 3)
+    nodes = readers_of(spec)  # footers, and the planner's sample (the first rows)
     assembled = proxy.served - served
-    handed = []
-    for trainer, node in enumerate(nodes):
-        while (batch := node.handle(NextBatch(trainer)).batch) is not None:
-            handed.append(batch)
+    handed = drained(spec, nodes)
     read = proxy.served - served - assembled
     test_set = nodes[0].source.test_set()
     assert test_set is not None
@@ -258,14 +255,12 @@ def test_readers_share_text_on_the_store_by_byte_ranges_reading_it_once(
     every, skips = one_read(local)
     size = sum(p.stat().st_size for p in paths)
     served = proxy.served
-    nodes = readers_of(text_job(remote, 3))
+    spec = text_job(remote, 3)
+    nodes = readers_of(spec)
     assembled = proxy.served - served  # the cap's prefix and the planner's sample
     assert isinstance(nodes[0].source.lines, ByteBlocks)
     assert nodes[0].source.lines.unit == "bytes/16384"
-    handed = []
-    for trainer, node in enumerate(nodes):
-        while (batch := node.handle(NextBatch(trainer)).batch) is not None:
-            handed.append(batch)
+    handed = drained(spec, nodes)
     read = proxy.served - served - assembled
     test_set = nodes[0].source.test_set()
     assert test_set is not None and 0 < test_set.batch_size <= 300

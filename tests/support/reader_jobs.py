@@ -41,11 +41,12 @@ def readers_of(spec: JobSpec) -> list[ReaderNode]:
     return nodes
 
 
-def drained(spec: JobSpec) -> list[Batch]:
-    """Every batch the job's readers hand out, each asked for by one of its trainers."""
+def drained(spec: JobSpec, nodes: list[ReaderNode] | None = None) -> list[Batch]:
+    """Every batch the job's readers (`nodes`: as built already) hand out, each asked for
+    by one of its trainers."""
     batches = []
     trainers = spec.cluster.num_trainers
-    for index, node in enumerate(readers_of(spec)):
+    for index, node in enumerate(readers_of(spec) if nodes is None else nodes):
         trainer = next(t for t in range(trainers) if spec.cluster.reader_of(t) == index)
         while (handed := node.handle(NextBatch(trainer))).batch is not None:
             batches.append(handed.batch)

@@ -33,7 +33,7 @@ from recsync.data.line_coin import HeldCutoff, candidates, held_lines
 from recsync.data.skips import LineSkips, Rejected
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
-from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema, split_held
+from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema
 from recsync.io.storage import open_ranges
 from recsync.io.urls import shown
 
@@ -231,15 +231,8 @@ class ByteShare(ReaderShare):
     def _parsed(self, block: int, counted: bool) -> Batch | None:
         files = self.files
         assert isinstance(files, ByteBlocks)
-        piece_skips = ByteLineSkips()
-        parsed = parse_block(files, block, piece_skips)
-        file_index = files.where(block)[0]
-        if counted:
-            self.skips.fold(piece_skips, file_index)
-        train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
-        if held is not None and counted:
-            self.held.append(held)
-        return train
+        skips = ByteLineSkips()
+        return self._kept(parse_block(files, block, skips), files.where(block)[0], skips, counted)
 
 
 def held_byte_rows(files: ByteBlocks) -> Batch | None:

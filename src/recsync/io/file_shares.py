@@ -28,9 +28,9 @@ from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.epoch_order import block_order, example_order
 from recsync.data.line_coin import HeldCutoff
-from recsync.data.skips import ShareSkips
+from recsync.data.skips import LineSkips, ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
-from recsync.io.line_examples import TextSchema, parse_share_piece, split_held
+from recsync.io.line_examples import ParsedLines, TextSchema, parse_share_piece, split_held
 
 
 class BlockFiles(Protocol):
@@ -48,6 +48,12 @@ class BlockFiles(Protocol):
 
     @property
     def seed(self) -> int: ...
+
+    @property
+    def test_fraction(self) -> float: ...
+
+    @property
+    def cutoff(self) -> HeldCutoff: ...
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,19 @@ class ReaderShare:
             if train is not None:
                 parts.append(train)
         return concat(parts) if parts else None
+
+    def _kept(
+        self, parsed: ParsedLines, file_index: int, skips: LineSkips, counted: bool
+    ) -> Batch | None:
+        """The training examples of a block parsed whole (a subclass's block: a row group,
+        a byte range); `counted`: its skips and held-out rows kept (epoch 0)."""
+        files = self.files
+        if counted:
+            self.skips.fold(skips, file_index)
+        train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
+        if held is not None and counted:
+            self.held.append(held)
+        return train
 
     def _examples(self) -> Iterator[tuple[Batch, np.ndarray]]:
         """Pieces of examples in share order, each with the slots consumed after each."""

@@ -29,7 +29,7 @@ from recsync.data.skips import LineSkips
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
-from recsync.io.line_examples import ParsedLines, split_held
+from recsync.io.line_examples import ParsedLines
 from recsync.io.storage import file_stamp
 from recsync.io.table_blocks import PARQUET_READ_ROWS, columnar_batch, opened_parquet
 from recsync.io.urls import shown
@@ -181,15 +181,8 @@ class GroupShare(ReaderShare):
     def _parsed(self, block: int, counted: bool) -> Batch | None:
         files = self.files
         assert isinstance(files, ParquetGroups)
-        piece_skips = LineSkips()
-        parsed = parse_group(files, block, piece_skips)
-        file_index = files.where(block)[0]
-        if counted:
-            self.skips.fold(piece_skips, file_index)
-        train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
-        if held is not None and counted:
-            self.held.append(held)
-        return train
+        skips = LineSkips()
+        return self._kept(parse_group(files, block, skips), files.where(block)[0], skips, counted)
 
 
 def held_rows(files: ParquetGroups) -> Batch | None:

@@ -14,7 +14,6 @@ import socket
 import struct
 import threading
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,36 +27,19 @@ from recsync.coordinator.node_specs import BuildContext, NodeSpec
 from recsync.coordinator.outcome import HELPER_PROCESSES, THREADS, NodeMeasures
 from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message, wire_bytes
-from recsync.protocol.node import LoopSpec, StartTimer
+from recsync.protocol.node import StartTimer
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.in_flight import InFlight
 from recsync.runtime.ray.kernels import load_hash_kernels
 from recsync.runtime.ray.loops import LoopDriver
+from recsync.runtime.ray.part import Part
 from recsync.runtime.ray.shared_memory import attach_shared, create_shared, release_shared
-from recsync.runtime.ray.wakeup import Bell, WakeListener, wake_path
+from recsync.runtime.ray.wakeup import Bell, WakeListener
 from recsync.runtime.thread_cpu import cpu_by_kind
 from recsync.runtime.timeouts import READY_WAIT_S, CallWaits
 from recsync.runtime.transport import traffic, wire
 from recsync.runtime.transport.channel import ChannelServer, Endpoint
 from recsync.runtime.transport.peers import Peers
-
-
-@dataclass(frozen=True)
-class Part:
-    """Which loops of a node whose worker loops run in processes of their own an actor runs:
-    `worker` None: the home, which creates the shared state at `path` and runs the node's
-    other loops (a shadow sync); else the loop of that (job-wide) worker."""
-
-    path: str
-    worker: int | None = None
-
-    def runs(self, loop: LoopSpec) -> bool:
-        return loop.worker == self.worker
-
-    @property
-    def wake_path(self) -> str:
-        return wake_path(self.path)
-
 
 SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
 

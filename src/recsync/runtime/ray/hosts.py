@@ -23,13 +23,14 @@ from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
-from recsync.runtime.ray.actors import NodeActor, Part
+from recsync.runtime.ray.actors import NodeActor
 from recsync.runtime.ray.cluster import (
     cluster_machines,
     machines_answering,
     machines_with_addresses,
 )
 from recsync.runtime.ray.errors import NodeFailure, PlacementError, failure
+from recsync.runtime.ray.part import Part
 from recsync.runtime.ray.pool import IDLE, Key, concurrency_for, reply_of
 from recsync.runtime.ray.shared_memory import release_shared, shared_path
 from recsync.runtime.ray.wakeup import wake_path
