@@ -16,7 +16,11 @@ thread, as in the reader's process (io/background.py).
 `--all FILE`: every format (Parquet and CSV also with hashed string ids), fixed and keyed,
 written to FILE as JSON with the machine's load average before and after (the CPU time of
 a loaded machine runs higher), and as a Markdown table beside it (FILE with .md:
-reports/readers/results.md; the docs site renders it from the JSON)."""
+reports/readers/results.md; the docs site renders it from the JSON).
+
+`--store [--format parquet criteo] [--mbit 1000] [--delay-ms 2]`: readers on hosts of the
+box reading from an object store on another host against local files (store_readers.py;
+needs root and iproute2)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -292,4 +297,9 @@ def _median_us(runs: Runs) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    if "--store" in sys.argv:  # readers on the box: a store on another host against local files
+        from store_readers import main as store_main
+
+        store_main([a for a in sys.argv[1:] if a != "--store"])
+    else:
+        main()

@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from recsync.data.line_coin import candidates
+from recsync.data.line_coin import HeldCutoff, held_at, position_uniforms
 from recsync.io import byte_blocks
 from recsync.io.byte_blocks import block_lines
 
@@ -53,8 +53,30 @@ def test_the_blocks_lines_are_the_files_lines_once_each(tmp_path, monkeypatch, b
 def test_the_cutoff_is_the_cap_s_last_held_line_start(tmp_path):
     path, data = _file(tmp_path, 3, True)
     starts = np.array([0] + [i + 1 for i, b in enumerate(data[:-1]) if b == 10])
-    held = starts[candidates(11, 0, 0, len(data), 0.2)[starts]]
+    held = starts[position_uniforms(11, 0, starts) < 0.2]
     cutoff = byte_blocks._cap_cutoff([path], [len(data)], 11, 0.2, 25)
     assert (cutoff.file_index, cutoff.line) == (0, int(held[24]))
     whole = byte_blocks._cap_cutoff([path], [len(data)], 11, 0.2, 10**6)
     assert (whole.file_index, whole.line) == (None, None)  # fewer candidates than the cap
+
+
+def test_the_position_coin_is_a_function_of_seed_file_and_position_alone():
+    positions = np.arange(0, 200_000, 7, dtype=np.int64)
+    whole = position_uniforms(5, 2, positions)
+    parts = np.concatenate([position_uniforms(5, 2, p) for p in np.array_split(positions, 9)])
+    assert np.array_equal(whole, parts)
+    assert whole.min() >= 0.0 and whole.max() < 1.0
+    assert abs(whole.mean() - 0.5) < 0.01  # uniform: 28,572 draws
+    assert abs((whole < 0.1).mean() - 0.1) < 0.01
+    assert not np.array_equal(whole, position_uniforms(6, 2, positions))  # the seed
+    assert not np.array_equal(whole, position_uniforms(5, 3, positions))  # the file
+    assert position_uniforms(5, 2, np.array([0, 7]))[1] == whole[1]
+
+
+def test_held_at_holds_nothing_past_the_cutoff():
+    positions = np.arange(0, 10_000, dtype=np.int64)
+    free = held_at(1, 1, positions, 0.3, HeldCutoff(None, None))
+    cut = held_at(1, 1, positions, 0.3, HeldCutoff(1, 4_000))
+    assert np.array_equal(cut[:4_001], free[:4_001]) and not cut[4_001:].any()
+    assert held_at(1, 1, positions, 0.3, HeldCutoff(2, 0)).tolist() == free.tolist()
+    assert not held_at(1, 1, positions, 0.3, HeldCutoff(0, 10)).any()

@@ -16,6 +16,11 @@ candidates up to and including the `max_examples`-th candidate in (file, line) o
 the held set may fall short of the cap by the bad lines among the candidates.
 
 Lines are numbered from 0 here (line number 1 of the messages is line 0).
+
+Text files on object storage key a line by the byte it starts at (io/byte_blocks.py): the
+bytes of a block are millions, its lines thousands, so there the uniform is drawn at the
+lines' starts only (`held_at`): the SplitMix64 finalizer of (seed, file index, position),
+also a function of the key alone.
 """
 
 from __future__ import annotations
@@ -93,6 +98,48 @@ def held_cutoff(
                 return HeldCutoff(file_index, start + int(found[need - 1]))
             need -= found.size
     return HeldCutoff(None, None)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    x = (x ^ (x >> np.uint64(30))) * _MIX1
+    x = (x ^ (x >> np.uint64(27))) * _MIX2
+    mixed: np.ndarray = x ^ (x >> np.uint64(31))
+    return mixed
+
+
+def position_uniforms(seed: int, file_index: int, positions: np.ndarray) -> np.ndarray:
+    """The uniform numbers in [0, 1) (float64) of the lines starting at `positions` (int,
+    from 0) of file `file_index`: each a function of (seed, file index, position)."""
+    if file_index < 0:
+        raise ValueError(f"file index must be >= 0, got {file_index}")
+    with np.errstate(over="ignore"):  # arithmetic modulo 2**64
+        key = _splitmix(np.array([seed % 2**64], dtype=np.uint64))
+        key = _splitmix(key ^ (np.array([file_index], dtype=np.uint64) * _GOLDEN))
+        mixed = _splitmix(positions.astype(np.uint64) * _GOLDEN + key)
+    uniforms: np.ndarray = (mixed >> np.uint64(11)).astype(np.float64) * _UNIT
+    return uniforms
+
+
+def held_at(
+    seed: int, file_index: int, positions: np.ndarray, fraction: float, cutoff: HeldCutoff
+) -> np.ndarray:
+    """Which of the lines starting at `positions` of file `file_index` are held out (bool):
+    those whose uniform is below `fraction`, at or before the cutoff (a position)."""
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"data.test_fraction must be in [0, 1), got {fraction}")
+    if fraction == 0.0 or positions.size == 0:
+        return np.zeros(positions.size, dtype=np.bool_)
+    held: np.ndarray = position_uniforms(seed, file_index, positions) < fraction
+    if cutoff.file_index is not None and cutoff.line is not None:
+        if file_index > cutoff.file_index:
+            held[:] = False
+        elif file_index == cutoff.file_index:
+            held &= positions <= cutoff.line
+    return held
 
 
 def held_lines(

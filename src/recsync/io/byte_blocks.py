@@ -20,6 +20,7 @@ Messages name a line of these files by the byte it starts at ("the line at byte 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,17 +30,19 @@ import numpy as np
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.criteo import CriteoSchema
-from recsync.data.line_coin import HeldCutoff, candidates, held_lines
+from recsync.data.line_coin import HeldCutoff, held_at
 from recsync.data.skips import LineSkips, Rejected
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
 from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema
+from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import open_ranges
 from recsync.io.urls import shown
 
 BLOCK_BYTES = 4 << 20
 TAIL_BYTES = 64 << 10  # read past a block for its last line's end, more if it is longer
 SCAN_BYTES = 8 << 20  # read at a time while looking for the cap's last held line
+NEWLINE = 10
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,7 @@ def _cap_cutoff(
                 found = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1 + start
                 starts = np.concatenate([[0], found]) if start == 0 else found
                 starts = starts[starts < size]
-                held = candidates(seed, file_index, start, start + len(data) + 1, fraction)
-                picked = starts[held[starts - start]]
+                picked = starts[held_at(seed, file_index, starts, fraction, HeldCutoff(None, None))]
                 if picked.size >= need:
                     return HeldCutoff(file_index, int(picked[need - 1]))
                 need -= picked.size
@@ -141,13 +143,21 @@ def _read(raw: object, start: int, stop: int, path: str) -> bytes:
     return data
 
 
-def block_lines(path: str, size: int, start: int, stop: int) -> list[tuple[int, str]]:
+def block_span(path: str, size: int, start: int, stop: int) -> Span:
+    """The bytes read for the lines that start in bytes [start, stop): from the byte
+    before (is it a line's end?) to TAIL_BYTES past (the last line's end)."""
+    return Span(path, size, max(0, start - 1), min(size, stop + TAIL_BYTES))
+
+
+def block_lines(
+    path: str, size: int, start: int, stop: int, fetched: io.RawIOBase | None = None
+) -> list[tuple[int, str]]:
     """(first byte, line) of each line that starts in bytes [start, stop) of the file,
     decoded as `open_text` decodes them (UTF-8, undecodable bytes U+FFFD, each line keeps
-    its "\\n")."""
-    begin = max(0, start - 1)
-    end = min(size, stop + TAIL_BYTES)
-    with open_ranges(path) as raw:
+    its "\\n"); `fetched`: the file with `block_span`'s bytes read ahead."""
+    span = block_span(path, size, start, stop)
+    begin, end = span.start, span.stop
+    with fetched or open_ranges(path) as raw:
         data = _read(raw, begin, end, path)
         if start > 0:
             first = data.find(b"\n")
@@ -160,14 +170,22 @@ def block_lines(path: str, size: int, start: int, stop: int) -> list[tuple[int, 
             more = _read(raw, end, min(size, end + 4 * TAIL_BYTES), path)
             data += more
             end += len(more)
-    lines: list[tuple[int, str]] = []
-    at = skip
-    while at < len(data) and begin + at < stop:
-        newline = data.find(b"\n", at)
-        after = len(data) if newline < 0 else newline + 1
-        lines.append((begin + at, data[at:after].decode("utf-8", errors="replace")))
-        at = after
-    return lines
+    if skip >= len(data) or begin + skip >= stop:
+        return []
+    # the lines' starts by a bulk scan; their text decoded at once ("\n" is no part of a
+    # longer UTF-8 sequence, and U+FFFD replaces no "\n": the pieces are the lines)
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8)[skip:] == NEWLINE) + skip + 1
+    starts = np.concatenate([[skip], ends[ends < len(data)]])
+    starts = starts[begin + starts < stop]
+    after = int(ends[len(starts) - 1]) if len(ends) >= len(starts) else len(data)
+    pieces = data[skip:after].decode("utf-8", errors="replace").split("\n")
+    if data[after - 1] == NEWLINE:
+        pieces.pop()  # the empty text after the last "\n"
+        texts = [piece + "\n" for piece in pieces]
+    else:  # the file's last line has no "\n"
+        texts = [piece + "\n" for piece in pieces[:-1]] + [pieces[-1]]
+    assert len(texts) == len(starts), (path, begin, len(texts), len(starts))
+    return list(zip((begin + starts).tolist(), texts, strict=True))
 
 
 class ByteLineSkips(LineSkips):
@@ -186,7 +204,11 @@ def _by_byte(text: str, line: int) -> str:
 
 
 def parse_block(
-    files: ByteBlocks, block: int, skips: LineSkips, held_only: bool = False
+    files: ByteBlocks,
+    block: int,
+    skips: LineSkips,
+    held_only: bool = False,
+    ahead: Ahead | None = None,
 ) -> ParsedLines:
     """The good examples of byte block `block`, each with its line's first byte + 1;
     `held_only`: of the lines the coin holds out only."""
@@ -195,13 +217,15 @@ def parse_block(
 
     file_index, start, stop = files.where(block)
     path = files.paths[file_index]
+    fetched = (ahead or {}).get(path)
     numbered = [
-        (at + 1, line) for at, line in block_lines(path, files.sizes[file_index], start, stop)
+        (at + 1, line)
+        for at, line in block_lines(path, files.sizes[file_index], start, stop, fetched)
     ]
     if held_only and numbered:
-        first = numbered[0][0] - 1
-        held = held_lines(files.seed, file_index, first, stop, files.test_fraction, files.cutoff)
-        numbered = [pair for pair in numbered if held[pair[0] - 1 - first]]
+        starts = np.array([n - 1 for n, _ in numbered], dtype=np.int64)
+        held = held_at(files.seed, file_index, starts, files.test_fraction, files.cutoff)
+        numbered = [pair for pair, kept in zip(numbered, held.tolist(), strict=True) if kept]
     source = shown(path)
     batches, kept = [], []
     for low in range(0, len(numbered), PIECE_LINES):
@@ -228,11 +252,23 @@ def parse_block(
 class ByteShare(ReaderShare):
     """A reader's share of byte blocks: `ReaderShare` with a block read as a byte range."""
 
-    def _parsed(self, block: int, counted: bool) -> Batch | None:
+    _by_position = True
+
+    def _reads_ahead(self) -> bool:
+        return True
+
+    def _spans(self, block: int) -> list[Span]:
+        files = self.files
+        assert isinstance(files, ByteBlocks)
+        file_index, start, stop = files.where(block)
+        return [block_span(files.paths[file_index], files.sizes[file_index], start, stop)]
+
+    def _parsed(self, block: int, counted: bool, ahead: Ahead) -> Batch | None:
         files = self.files
         assert isinstance(files, ByteBlocks)
         skips = ByteLineSkips()
-        return self._kept(parse_block(files, block, skips), files.where(block)[0], skips, counted)
+        parsed = parse_block(files, block, skips, ahead=ahead)
+        return self._kept(parsed, files.where(block)[0], skips, counted)
 
 
 def held_byte_rows(files: ByteBlocks) -> Batch | None:

@@ -17,7 +17,8 @@ each: the position `AlignedDeal.position_after` takes. Skips are counted in epoc
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +32,7 @@ from recsync.data.line_coin import HeldCutoff
 from recsync.data.skips import LineSkips, ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
 from recsync.io.line_examples import ParsedLines, TextSchema, parse_share_piece, split_held
+from recsync.io.read_ahead import Ahead, ReadAhead, Span
 
 
 class BlockFiles(Protocol):
@@ -143,22 +145,34 @@ class ReaderShare:
             self._order = epoch, block_order(self.files.seed, epoch, self.files.blocks)
         return epoch, int(self._order[1][place])
 
-    def _block_examples(self, block: int) -> Batch | None:
+    def _block_examples(self, block: int, ahead: Callable[[], Ahead] = dict) -> Batch | None:
         """The training examples of global block `block` in its epoch's order (parsed once
-        for pieces of one block in a row: after a resume a share may hold two of a block)."""
+        for pieces of one block in a row: after a resume a share may hold two of a block);
+        `ahead`: its remote bytes, read ahead."""
         if self._last is not None and self._last[0] == block:
             return self._last[1]
         epoch, lines = self.line_block(block)
-        examples = self._parsed(lines, counted=epoch == 0)
+        examples = self._parsed(lines, counted=epoch == 0, ahead=ahead())
         if examples is not None and epoch and self.shuffled:
             order = example_order(self.files.seed, epoch, lines, examples.batch_size)
             examples = examples.take(torch.from_numpy(order))
         self._last = block, examples
         return examples
 
-    def _parsed(self, block: int, counted: bool) -> Batch | None:
+    def _spans(self, block: int) -> Sequence[Span]:
+        """The remote byte ranges line block `block` reads, read ahead of its parse (a
+        subclass's; local files: none)."""
+        return ()
+
+    def _reads_ahead(self) -> bool:
+        """Its blocks are remote: read ahead (io/read_ahead.py)."""
+        return False
+
+    _by_position = False  # its lines are numbered by their first byte + 1 (byte blocks)
+
+    def _parsed(self, block: int, counted: bool, ahead: Ahead) -> Batch | None:
         """The training examples of line block `block`, in line order; `counted`: its skips
-        and held-out rows kept (epoch 0)."""
+        and held-out rows kept (epoch 0); `ahead`: its remote files' bytes read ahead."""
         files, size = self.files, self.files.block_lines
         assert isinstance(files, TextFiles), "a subclass parses other files' blocks"
         skips = self.skips if counted else ShareSkips()
@@ -189,7 +203,9 @@ class ReaderShare:
         files = self.files
         if counted:
             self.skips.fold(skips, file_index)
-        train, held = split_held(parsed, files.seed, file_index, files.test_fraction, files.cutoff)
+        train, held = split_held(
+            parsed, files.seed, file_index, files.test_fraction, files.cutoff, self._by_position
+        )
         if held is not None and counted:
             self.held.append(held)
         return train
@@ -197,16 +213,32 @@ class ReaderShare:
     def _examples(self) -> Iterator[tuple[Batch, np.ndarray]]:
         """Pieces of examples in share order, each with the slots consumed after each."""
         size, count = self.files.block_lines, 0
-        for start, stop in self._pieces():
-            block = start // size
-            examples = self._block_examples(block)
-            made = 0 if examples is None else examples.batch_size
-            first, last = start - block * size, min(stop - block * size, made)
-            if examples is not None and first < last:
-                after = count + np.arange(1, last - first + 1)
-                after[-1] = count + (stop - start)  # its piece's empty slots with its last
-                yield examples.slice(first, last), after
-            count += stop - start
+        pieces = self._pieces()
+        order: list[int] = []  # the global blocks in the order they are parsed
+        for start, _ in pieces:
+            if not order or order[-1] != start // size:
+                order.append(start // size)
+        reads = None
+        if self._reads_ahead():
+            reads = ReadAhead(order, lambda block: self._spans(self.line_block(block)[1]))
+        try:
+            parsed, current = -1, -1  # order[parsed] is `current`, the block parsed last
+            for start, stop in pieces:
+                block = start // size
+                if block != current:
+                    parsed, current = parsed + 1, block
+                ahead = functools.partial(reads.take, parsed) if reads else dict
+                examples = self._block_examples(block, ahead)
+                made = 0 if examples is None else examples.batch_size
+                first, last = start - block * size, min(stop - block * size, made)
+                if examples is not None and first < last:
+                    after = count + np.arange(1, last - first + 1)
+                    after[-1] = count + (stop - start)  # its piece's empty slots with its last
+                    yield examples.slice(first, last), after
+                count += stop - start
+        finally:
+            if reads is not None:
+                reads.close()
 
     def batches(self) -> Iterator[tuple[Batch, int]]:
         """Batches of `batch_size` (the last may be smaller), each with the slots of the

@@ -22,7 +22,7 @@ import torch
 from recsync.data.batch import Batch, concat
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
-from recsync.data.line_coin import HeldCutoff, held_lines
+from recsync.data.line_coin import HeldCutoff, held_at, held_lines
 from recsync.data.skips import LineSkips, ShareSkips
 from recsync.io.criteo_blocks import BLOCK_LINES as CRITEO_BLOCK_LINES
 from recsync.io.criteo_blocks import criteo_blocks
@@ -99,14 +99,19 @@ def split_held(
     file_index: int,
     fraction: float,
     cutoff: HeldCutoff,
+    by_position: bool = False,
 ) -> tuple[Batch | None, Batch | None]:
     """(training examples, held-out examples) of parsed lines of file `file_index`: an
-    example is held when the coin holds its line (data/line_coin.py)."""
+    example is held when the coin holds its line (data/line_coin.py; `by_position`: the
+    lines are numbered by their first byte + 1, the coin keyed by it, `held_at`)."""
     batch, lines = parsed.batch, parsed.lines
     if batch is None or fraction == 0.0:
         return batch, None
-    first, last = int(lines[0]) - 1, int(lines[-1])
-    held = held_lines(seed, file_index, first, last, fraction, cutoff)[lines - 1 - first]
+    if by_position:
+        held = held_at(seed, file_index, lines - 1, fraction, cutoff)
+    else:
+        first, last = int(lines[0]) - 1, int(lines[-1])
+        held = held_lines(seed, file_index, first, last, fraction, cutoff)[lines - 1 - first]
     mask = torch.from_numpy(held)
     train, out = batch.select(~mask), batch.select(mask)
     return (train if train.batch_size else None), (out if out.batch_size else None)

@@ -30,9 +30,10 @@ from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_colu
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
 from recsync.io.line_examples import ParsedLines
+from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import file_stamp
 from recsync.io.table_blocks import PARQUET_READ_ROWS, columnar_batch, opened_parquet
-from recsync.io.urls import shown
+from recsync.io.urls import is_url, shown
 
 GROUP_UNIT = "rowgroups"  # a checkpoint's `data_unit`: "rowgroups/<G>"
 
@@ -49,6 +50,7 @@ class ParquetGroups:
     seed: int
     test_fraction: float
     cutoff: HeldCutoff
+    stamps: tuple[tuple[int, int], ...]  # each file's (size, modification time) as found
 
     @property
     def block_lines(self) -> int:
@@ -95,13 +97,16 @@ def parquet_groups(
     test_max_examples: int,
 ) -> ParquetGroups:
     """The files' row groups from their footers (no data read), and the held-out cutoff."""
-    groups = []
+    groups, stamps = [], []
     for path in paths:
-        meta = _footer(path, file_stamp(path))
+        stamps.append(file_stamp(path))
+        meta = _footer(path, stamps[-1])
         groups.append(tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups)))
     counts = [sum(file) for file in groups]
     cutoff = held_cutoff(seed, test_fraction, test_max_examples, counts)
-    return ParquetGroups(paths, tuple(groups), schema, strict, seed, test_fraction, cutoff)
+    return ParquetGroups(
+        paths, tuple(groups), schema, strict, seed, test_fraction, cutoff, tuple(stamps)
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -112,9 +117,39 @@ def _footer(path: str, stamp: tuple[int, int]) -> pq.FileMetaData:
         return table.metadata
 
 
-def _records(files: ParquetGroups, file_index: int, group: int) -> Iterator[pa.RecordBatch]:
+GAP_BYTES = 1 << 20  # column chunks this close read as one range
+
+
+def group_spans(files: ParquetGroups, block: int) -> list[Span]:
+    """The byte ranges of row group `block`'s column chunks of the declared columns (chunks
+    less than GAP_BYTES apart as one range)."""
+    file_index, group, _ = files.where(block)
+    path, stamp = files.paths[file_index], files.stamps[file_index]
+    meta = _footer(path, stamp).row_group(group)
+    wanted = set(files.schema.columns)
+    chunks = []
+    for c in range(meta.num_columns):
+        column = meta.column(c)
+        if column.path_in_schema.split(".")[0] in wanted:
+            first = column.data_page_offset
+            if column.has_dictionary_page and column.dictionary_page_offset:
+                first = min(first, column.dictionary_page_offset)
+            chunks.append((first, first + column.total_compressed_size))
+    spans: list[Span] = []
+    for start, stop in sorted(chunks):
+        if spans and start - spans[-1].stop <= GAP_BYTES:
+            last = spans.pop()
+            start, stop = last.start, max(stop, last.stop)
+        spans.append(Span(path, stamp[0], start, min(stop, stamp[0])))
+    return spans
+
+
+def _records(
+    files: ParquetGroups, file_index: int, group: int, ahead: Ahead
+) -> Iterator[pa.RecordBatch]:
     path, schema = files.paths[file_index], files.schema
-    with opened_parquet(path, _footer(path, file_stamp(path))) as table:
+    footer = _footer(path, files.stamps[file_index])
+    with opened_parquet(path, footer, ahead.get(path)) as table:
         missing = [c for c in schema.columns if c not in table.schema_arrow.names]
         if missing:
             raise DataError(
@@ -124,7 +159,11 @@ def _records(files: ParquetGroups, file_index: int, group: int) -> Iterator[pa.R
 
 
 def parse_group(
-    files: ParquetGroups, block: int, skips: LineSkips, held_only: bool = False
+    files: ParquetGroups,
+    block: int,
+    skips: LineSkips,
+    held_only: bool = False,
+    ahead: Ahead | None = None,
 ) -> ParsedLines:
     """The good examples of row group `block` and the row (from 1, in its file) of each: a
     record batch at a time, columnar where its values allow, else row by row;
@@ -132,7 +171,7 @@ def parse_group(
     file_index, group, before = files.where(block)
     batches, kept = [], []
     first = before  # rows of the file before the record batch
-    for record_batch in _records(files, file_index, group):
+    for record_batch in _records(files, file_index, group, ahead or {}):
         count = record_batch.num_rows
         rows = np.arange(first + 1, first + count + 1, dtype=np.int64)
         if held_only:
@@ -178,11 +217,22 @@ class GroupShare(ReaderShare):
     """A reader's share of Parquet row groups: `ReaderShare` with a block read as one row
     group."""
 
-    def _parsed(self, block: int, counted: bool) -> Batch | None:
+    def _reads_ahead(self) -> bool:
+        files = self.files
+        assert isinstance(files, ParquetGroups)
+        return any(is_url(path) for path in files.paths)
+
+    def _spans(self, block: int) -> list[Span]:
+        files = self.files
+        assert isinstance(files, ParquetGroups)
+        return group_spans(files, block)
+
+    def _parsed(self, block: int, counted: bool, ahead: Ahead) -> Batch | None:
         files = self.files
         assert isinstance(files, ParquetGroups)
         skips = LineSkips()
-        return self._kept(parse_group(files, block, skips), files.where(block)[0], skips, counted)
+        parsed = parse_group(files, block, skips, ahead=ahead)
+        return self._kept(parsed, files.where(block)[0], skips, counted)
 
 
 def held_rows(files: ParquetGroups) -> Batch | None:

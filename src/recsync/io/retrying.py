@@ -38,12 +38,13 @@ def _lasting(error: OSError) -> bool:
 class RetryingRaw(io.RawIOBase):
     """The raw, seekable bytes of a remote file (see the module)."""
 
-    def __init__(self, url: str, pause: Any = time.sleep):
+    def __init__(self, url: str, pause: Any = time.sleep, size: int | None = None):
+        """`size`: the file's, known before (it is opened at its first read)."""
         self.url = url
         self._pause = pause
         self._file: Any = None
         self._position = 0
-        self._size = self._retried(lambda: self._opened().size())
+        self._size = size if size is not None else self._retried(lambda: self._opened().size())
 
     def _opened(self) -> Any:
         if self._file is None:

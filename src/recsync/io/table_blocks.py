@@ -23,6 +23,7 @@ batch to the row parser.
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,12 +230,13 @@ def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordB
 
 @contextlib.contextmanager
 def opened_parquet(
-    path: str | Path, footer: pq.FileMetaData | None = None
+    path: str | Path, footer: pq.FileMetaData | None = None, fetched: io.RawIOBase | None = None
 ) -> Iterator[pq.ParquetFile]:
     """A Parquet file opened from where it lives (io/storage.py: each column chunk read as
-    one range of a remote file; `footer`: its footer as read before, not read again); one
-    that is no Parquet file (a truncated one, say) is a DataError naming it."""
-    with open_ranges(path) as raw:
+    one range of a remote file; `footer`: its footer as read before, not read again;
+    `fetched`: the file with its bytes read ahead, io/read_ahead.py); one that is no
+    Parquet file (a truncated one, say) is a DataError naming it."""
+    with fetched or open_ranges(path) as raw:
         try:
             table = pq.ParquetFile(raw, metadata=footer)
         except (pa.ArrowInvalid, OSError) as error:
