@@ -23,7 +23,9 @@ def test_calibrate_data_prices_the_files_format_in_the_profile_it_updates(tmp_pa
         "--set", f"model.num_tables={FIELDS}",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "cost.file_example_s.libffm: updated" in result.output
+    assert "cost.file_example_s.libffm and cost.file_example_bytes.libffm: updated" in (
+        " ".join(result.output.split())
+    )
     cost = profile_cost(read_profile(out), "test")
     assert cost.file_example_s.libffm is not None and cost.file_example_s.libffm > 0
     assert (cost.worker_flops, cost.shared_cpus) == (3e9, 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import threading
 import time
 from pathlib import Path
@@ -147,6 +148,23 @@ def test_a_missing_object_a_truncated_file_and_credentials_in_a_url_are_named(st
     assert SECRET_KEY not in str(error.value)
 
 
+def test_a_permission_the_credentials_lack_is_named_with_the_url(store, tmp_path):
+    from object_store import ObjectStore
+
+    path = parquet_files(tmp_path)[0]
+    guarded = ObjectStore(open_actions=5)  # the upload's requests; then each is refused
+    guarded.start()
+    try:
+        url = with_endpoint(guarded.put(path, "guarded/part-0.parquet"), guarded.endpoint)
+        with pytest.raises(DataError) as error:
+            list(open_dataset([url], "parquet", SCHEMA, batch_size=512))
+    finally:
+        guarded.stop()
+    text = str(error.value)
+    assert "s3://clicks/guarded/part-0.parquet" in text and "permission denied" in text
+    assert SECRET_KEY not in text and "endpoint_override" not in text
+
+
 def test_a_job_trains_from_the_store_as_from_local_files_and_keeps_no_secret(store, tmp_path):
     store, proxy = store
     folder = tmp_path / "day=2026-12-01"
@@ -180,6 +198,19 @@ def test_a_job_trains_from_the_store_as_from_local_files_and_keeps_no_secret(sto
     for written in (tmp_path / "runs" / "s3").rglob("*"):
         if written.is_file():
             assert SECRET_KEY.encode() not in written.read_bytes(), written
+    assert summaries["s3"]["storage_retries"] == 0
+    proxy.cut_replies(2)  # two reads dropped midway: each retried from the byte it reached
+    more = {"data.path": "s3://clicks/job/day=2026-12-01/", "data.storage.endpoint": proxy.endpoint}
+    result = invoke(
+        "simulate", "-c", config_file(tmp_path), "--name", "cut", "--no-progress",
+        "--strategy", "async", *sets(**keys, **more),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cut = json.loads((tmp_path / "runs" / "cut" / "summary.json").read_text())
+    assert cut["storage_retries"] == 2
+    assert "2 reads of remote data failed for a while and were retried" in result.output
+    for key in ("examples_trained", "test_examples", "test_auc", "skipped"):
+        assert cut[key] == summaries["s3"][key], key
 
 
 def test_continual_takes_its_days_from_the_stores_partitions_in_date_order(store, tmp_path):
@@ -306,4 +337,142 @@ def test_a_cut_of_three_byte_range_readers_resumes_onto_two_with_every_example_o
                 before.append(int(name))
     test_set = readers_of(spec)[0].source.test_set()
     rest = names(drained(resumed_spec))
+    assert sorted(rest + before + names([test_set])) == one_read(local)[0]
+
+
+def _write_csv(path: Path, rows: int, first: int, rng: random.Random) -> None:
+    """label,n,a,b rows named by `n` (from `first`), a value of "b" quoted now and then,
+    and some bad rows: a bad number, a wrong field count, an empty line."""
+    with path.open("w") as out:
+        out.write("label,n,a,b\n")
+        for k in range(rows):
+            kind = rng.random()
+            if kind < 0.01:
+                out.write(f"1,{first + k},x,\n")  # "x": no id (a bad row)
+            elif kind < 0.015:
+                out.write(f"1,{first + k},3\n")  # a field short
+            elif kind < 0.018:
+                out.write("\n")
+            else:
+                b = f'"{k % 30}"' if kind > 0.9 else str(k % 30)
+                out.write(f"{k % 2},{first + k},{k % 10},{b}\n")
+
+
+def test_readers_share_csv_on_the_store_by_byte_ranges_and_refuse_values_spanning_lines(
+    store, tmp_path, monkeypatch
+):
+    from recsync.data.tabular import TabularSchema
+    from recsync.io import byte_blocks
+    from recsync.io.byte_blocks import ByteBlocks
+
+    store, proxy = store
+    monkeypatch.setattr(byte_blocks, "BLOCK_BYTES", 16 << 10)
+    monkeypatch.setattr(byte_blocks, "TAIL_BYTES", 1 << 10)
+    rng = random.Random(4)
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    _write_csv(paths[0], 9_000, 0, rng)
+    _write_csv(paths[1], 7_000, 100_000, rng)
+    schema = TabularSchema("label", ("n",), ("a", "b"), (10, 30))
+    urls = tuple(with_endpoint(u, proxy.endpoint) for u in uploaded(store, paths, "csv"))
+    local = FileData(tuple(map(str, paths)), "csv", schema, False, (), 0.05, 300, False)
+    remote = dataclasses.replace(local, paths=urls)
+    every, skips = one_read(local)
+    size = sum(p.stat().st_size for p in paths)
+    served = proxy.served
+    spec = text_job(remote, 3)
+    nodes = readers_of(spec)
+    assembled = proxy.served - served  # the headers, the cap's prefix, the planner's sample
+    assert isinstance(nodes[0].source.lines, ByteBlocks)
+    handed = drained(spec, nodes)
+    read = proxy.served - served - assembled
+    test_set = nodes[0].source.test_set()
+    assert test_set is not None and 0 < test_set.batch_size <= 300
+    assert names(handed) == sorted(set(names(handed)))
+    assert sorted(names(handed) + names([test_set])) == every  # the header is no row
+    assert size * 0.95 < read < size * 1.3, (read, size)
+    report = joined_report([node.report() for node in nodes])
+    assert report.skipped["by_reason"] == skips.counts
+    assert all("the line at byte" in text for text in report.skipped["first"].values())
+
+    spanning = tmp_path / "spanning.csv"
+    spanning.write_text('label,n,a,b\n1,1,2,"3\n4"\n0,2,3,4\n')
+    url = with_endpoint(store.put(spanning, "csv/spanning.csv"), proxy.endpoint)
+    bad = dataclasses.replace(local, paths=(url,), test_fraction=0.0)
+    with pytest.raises(DataError, match="opens a quoted value it does not close") as error:
+        drained(text_job(bad, 2))
+    assert "as Parquet" in str(error.value) and "line at byte 12" in str(error.value)
+
+
+def gzip_files_on_the_store(store, proxy, tmp_path):
+    """Three gzip libffm files (5% bad lines) on the store, and the same files here."""
+    import gzip
+
+    from test_line_shares_sim import SCHEMA as FFM
+    from test_line_shares_sim import _write as write_lines
+
+    paths = []
+    for k, count in enumerate((6_000, 4_500, 5_200)):
+        plain = tmp_path / f"p{k}.ffm"
+        write_lines(plain, count, k, k * 100_000)
+        packed = tmp_path / f"day-{k}.ffm.gz"
+        packed.write_bytes(gzip.compress(plain.read_bytes()))
+        paths.append(packed)
+    urls = tuple(with_endpoint(u, proxy.endpoint) for u in uploaded(store, paths, "gz"))
+    local = FileData(tuple(map(str, paths)), "libffm", FFM, False, (), 0.05, 300, False)
+    return paths, local, dataclasses.replace(local, paths=urls)
+
+
+def test_readers_share_gzip_files_on_the_store_a_whole_file_each_reading_each_once(store, tmp_path):
+    from recsync.io.gzip_shares import GzipFiles
+
+    store, proxy = store
+    paths, local, remote = gzip_files_on_the_store(store, proxy, tmp_path)
+    every, skips = one_read(local)
+    size = sum(p.stat().st_size for p in paths)
+    assert not hasattr(readers_of(text_job(local, 2))[0].source, "lines")  # local: one stream
+    served = proxy.served
+    spec = text_job(remote, 2)
+    nodes = readers_of(spec)
+    assembled = proxy.served - served  # the cap's prefix, the planner's sample
+    assert isinstance(nodes[0].source.lines, GzipFiles)
+    handed = drained(spec, nodes)
+    read = proxy.served - served - assembled
+    test_set = nodes[0].source.test_set()
+    assert test_set is not None and 0 < test_set.batch_size <= 300
+    assert names(handed) == sorted(set(names(handed)))
+    assert sorted(names(handed) + names([test_set])) == every
+    assert size * 0.95 < read < size * 1.3, (read, size)  # each file once (the held prefix)
+    report = joined_report([node.report() for node in nodes])
+    assert report.skipped["by_reason"] == skips.counts
+    three = readers_of(text_job(remote, 3))[0].source.test_set()
+    assert three is not None and torch.equal(three.dense, test_set.dense)
+
+
+def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, tmp_path):
+    from reader_jobs import cuts_of
+
+    from recsync.data.aligned_deal import AlignedDeal
+    from recsync.io.gzip_shares import FILE_SLOTS
+
+    store, proxy = store
+    _, local, remote = gzip_files_on_the_store(store, proxy, tmp_path)
+    spec = text_job(remote, 2)
+    state = next(s for s in cuts_of(spec, every_examples=2_500) if s.data_position > 0)
+    assert state.data_unit == "gzfiles/1099511627776"
+    position = state.stream_position
+    assert any(b % FILE_SLOTS for _, b in position.beyond) or position.prefix % FILE_SLOTS
+    resumed = text_job(remote, 3, resume=state)
+    rest = names(drained(resumed))
+    files = readers_of(spec)[0].source.lines
+    share = files.share(AlignedDeal(1, FILE_SLOTS), 0, 1, 1, False)
+    before = []
+    for file_index in range(files.blocks):
+        made = 0
+        for examples in share._file_examples(file_index, counted=False):
+            for name in examples.dense[:, 0].tolist():
+                slot = file_index * FILE_SLOTS + made
+                if slot < position.prefix or any(a <= slot < b for a, b in position.beyond):
+                    before.append(int(name))
+                made += 1
+    test_set = readers_of(spec)[0].source.test_set()
     assert sorted(rest + before + names([test_set])) == one_read(local)[0]

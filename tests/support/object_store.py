@@ -10,6 +10,7 @@ environment of the test process only, as a user's would.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -45,11 +46,19 @@ class ObjectStore:
     exec NAME` to put it on a host of the box)."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int | None = None, prefix: Sequence[str] = ()
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        prefix: Sequence[str] = (),
+        open_actions: int | None = None,
     ):
+        """`open_actions`: requests answered whatever the credentials; later ones need
+        credentials the store knows (none here: each is refused, as a permission the
+        credentials lack)."""
         # a port free here (a host of the box is a fresh namespace: free there too)
         self.host, self.port = host, port or free_port("127.0.0.1" if prefix else host)
         self.prefix = list(prefix)
+        self.open_actions = open_actions
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -60,8 +69,12 @@ class ObjectStore:
         server = Path(sys.executable).parent / "moto_server"
         if not server.exists():
             pytest.skip("moto_server is not installed (pip install 'moto[server]')")
+        env = dict(os.environ)
+        if self.open_actions is not None:  # moto's IAM checks, after that many requests
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(self.open_actions)
         self.process = subprocess.Popen(
             [*self.prefix, str(server), "-H", self.host, "-p", str(self.port)],
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -93,7 +106,7 @@ class ObjectStore:
         """Upload a file; its s3:// URL."""
         filesystem = self.filesystem()
         filesystem.create_dir(bucket)
-        with filesystem.open_output_stream(f"{bucket}/{key}") as out:
+        with filesystem.open_output_stream(f"{bucket}/{key}", compression=None) as out:
             out.write(local.read_bytes())
         return f"s3://{bucket}/{key}"
 
@@ -106,9 +119,12 @@ def credentials_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class StoreProxy:
-    """A TCP relay in front of a store: counts the bytes the store sent (`served`), and
+    """A TCP relay in front of a store: counts the bytes the store sent (`served`),
     `outage(seconds)` stops it answering for that long (open connections cut, new ones
-    refused)."""
+    refused), and `cut_replies(n)` cuts the next n replies of more than CUT_AFTER bytes
+    midway (a connection dropped during a read)."""
+
+    CUT_AFTER = 32 << 10
 
     def __init__(self, store: ObjectStore):
         self.store = store
@@ -118,6 +134,7 @@ class StoreProxy:
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
         self._stopped = threading.Event()
+        self._cuts = 0
 
     @property
     def endpoint(self) -> str:
@@ -143,13 +160,23 @@ class StoreProxy:
             threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
 
+    def cut_replies(self, count: int) -> None:
+        with self._lock:
+            self._cuts = count
+
     def _pipe(self, source: socket.socket, sink: socket.socket, counted: bool) -> None:
+        sent = 0
         with contextlib.suppress(OSError):
-            while data := source.recv(1 << 16):
+            while data := source.recv(1 << 14):
                 sink.sendall(data)
+                sent += len(data)
                 if counted:
                     with self._lock:
                         self.served += len(data)
+                        cut = self._cuts > 0 and sent > self.CUT_AFTER
+                        self._cuts -= cut
+                    if cut:
+                        break
         for end in (source, sink):
             with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)

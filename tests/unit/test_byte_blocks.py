@@ -54,9 +54,9 @@ def test_the_cutoff_is_the_cap_s_last_held_line_start(tmp_path):
     path, data = _file(tmp_path, 3, True)
     starts = np.array([0] + [i + 1 for i, b in enumerate(data[:-1]) if b == 10])
     held = starts[position_uniforms(11, 0, starts) < 0.2]
-    cutoff = byte_blocks._cap_cutoff([path], [len(data)], 11, 0.2, 25)
+    cutoff = byte_blocks._cap_cutoff([path], [len(data)], [0], 11, 0.2, 25)
     assert (cutoff.file_index, cutoff.line) == (0, int(held[24]))
-    whole = byte_blocks._cap_cutoff([path], [len(data)], 11, 0.2, 10**6)
+    whole = byte_blocks._cap_cutoff([path], [len(data)], [0], 11, 0.2, 10**6)
     assert (whole.file_index, whole.line) == (None, None)  # fewer candidates than the cap
 
 

@@ -11,7 +11,7 @@ import pytest
 from recsync.app.runs.cost_profile import profile_cost, profile_text, read_profile
 from recsync.app.runs.reader_cost import job_files, measure_reader, with_reader_cost
 from recsync.errors import ConfigError
-from recsync.runtime.sim.cost import CostModel, FileReading
+from recsync.runtime.sim.cost import CostModel, FileReading, StoredBytes
 
 FIELDS = 4
 
@@ -29,6 +29,22 @@ def test_a_measured_format_prices_a_batch_at_its_examples_and_others_keep_the_ba
     assert cost.for_data("libffm", 256).reader_batch_s == pytest.approx(512e-6)
     assert cost.for_data("criteo", 256) == cost  # not measured: a synthetic batch's price
     assert cost.for_data(None, 256) == cost  # the synthetic stream
+
+
+def test_on_a_store_a_batch_costs_the_longer_of_its_parse_and_its_bytes_transfer():
+    cost = CostModel(
+        file_example_s=FileReading(parquet=1e-6),
+        file_example_bytes=StoredBytes(parquet=50.0),
+        store_mbit=100.0,
+    )
+    # two readers share 100 Mbit/s: 6.25 MB/s each, 50 B an example: 8 us > 1 us parsing
+    assert cost.for_data("parquet", 256, num_readers=2).reader_batch_s == pytest.approx(256 * 8e-6)
+    fast_store = dataclasses.replace(cost, store_mbit=10_000.0)  # 0.08 us: parsing bounds
+    assert fast_store.for_data("parquet", 256, 2).reader_batch_s == pytest.approx(256e-6)
+    local = dataclasses.replace(cost, store_mbit=0.0)
+    assert local.for_data("parquet", 256, 2).reader_batch_s == pytest.approx(256e-6)
+    with pytest.raises(ValueError, match="store_mbit"):
+        CostModel(store_mbit=-1.0)
 
 
 def test_a_negative_price_is_refused_naming_the_format():
@@ -58,7 +74,13 @@ def test_the_reader_is_timed_on_the_jobs_file_and_its_format_priced(tmp_path):
     base = dataclasses.replace(CostModel(), worker_flops=3e9)
     priced = with_reader_cost(base, measured)
     assert priced.file_example_s.libffm == measured.example_s
-    assert dataclasses.replace(priced, file_example_s=FileReading()) == base
+    lines = len(data.read_text().splitlines())
+    assert measured.example_bytes == pytest.approx(data.stat().st_size / lines)
+    assert priced.file_example_bytes.libffm == measured.example_bytes
+    unpriced = dataclasses.replace(
+        priced, file_example_s=FileReading(), file_example_bytes=StoredBytes()
+    )
+    assert unpriced == base
 
 
 def test_the_jobs_held_out_set_and_batch_size_are_kept(tmp_path):

@@ -187,6 +187,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         **_test_measures(quality, reader.test.batch_size),
         "teacher_auc": reader.teacher_auc,
         "skipped": reader.skipped,
+        "storage_retries": reader.storage_retries,
     }
     rows = topology.layout.rows_summary([s.state for s in shards])
     if rows is not None:

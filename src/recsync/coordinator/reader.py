@@ -48,6 +48,7 @@ class ReaderReport:
     requeued_examples: list[int] = field(default_factory=list)  # per trainer: handed again
     previous_examples: list[int] = field(default_factory=list)  # trained by lost incarnations
     position: int | None = None  # units of its share consumed (None: `total_examples`)
+    storage_retries: int = 0  # its background producer's reads of remote files retried
 
     @property
     def consumed(self) -> int:
@@ -312,4 +313,11 @@ class ReaderNode(Node):
             list(self.handouts.requeued),
             list(self.handouts.previous),
             self.position,
+            self._storage_retries(),
         )
+
+    def _storage_retries(self) -> int:
+        """Its background producer's retried reads (the reads of a reader reading inline
+        are its process's: the driver counts those)."""
+        batches = self._batches
+        return batches.storage_retries() if isinstance(batches, BackgroundBatches) else 0

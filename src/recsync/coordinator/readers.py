@@ -75,6 +75,7 @@ def joined_report(reports: Sequence[ReaderReport]) -> ReaderReport:
         summed([r.requeued_examples for r in reports]),
         summed([r.previous_examples for r in reports]),
         None if first.position is None else sum(r.consumed for r in reports),
+        sum(r.storage_retries for r in reports),
     )
 
 

@@ -25,7 +25,14 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
-from recsync.io.shared_text import BYTE_UNIT, GROUP_UNIT, SLOT_UNIT, shared_files, splittable
+from recsync.io.shared_text import (
+    BYTE_UNIT,
+    GROUP_UNIT,
+    GZIP_UNIT,
+    SLOT_UNIT,
+    shared_files,
+    splittable,
+)
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
@@ -225,16 +232,16 @@ def line_files(spec: JobSpec) -> SharedFiles | None:
             return None
         return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
     kind, _, size = unit.partition("/")
-    if kind not in (SLOT_UNIT, GROUP_UNIT, BYTE_UNIT) or not size.isdigit():
+    if kind not in (SLOT_UNIT, GROUP_UNIT, BYTE_UNIT, GZIP_UNIT) or not size.isdigit():
         raise ConfigError(
             f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>', "
-            "'rowgroups/<rows>' or 'bytes/<bytes>')"
+            "'rowgroups/<rows>', 'bytes/<bytes>' or 'gzfiles/<slots>')"
         )
     where = f"the checkpoint's position counts {unit}"
     if files is None or not splittable(files):
         raise ConfigError(
-            f"{where}: the job must read the same files (plain text: criteo, libsvm, "
-            "libffm, not gzip-compressed; or Parquet)"
+            f"{where}: the job must read the same files (text: criteo, libsvm, libffm, "
+            "gzip-compressed only on object storage; CSV on object storage; or Parquet)"
         )
     shared = shared_files(
         files, spec.train.seed, int(size), int(size) if kind == BYTE_UNIT else None

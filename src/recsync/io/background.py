@@ -38,6 +38,7 @@ START_WAIT_S = 300.0  # a producer starts a Python with torch: slow on a busy ma
 class _Ended:
     cpu_seconds: float  # the producer's, since its first item (its last word: once it
     # exits, the fork server reaps it and /proc no longer tells)
+    storage_retries: int = 0  # its reads of remote files retried (io/retrying.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +60,11 @@ def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
     """The producer: every item of `make()` in order (a batch as numpy arrays, anything
     else, a side item, as it is), then what it spent (or the error). It blocks while the pipe is
     full, and ends once the reader is gone (a broken pipe)."""
+    from recsync.io.retrying import retries_so_far
+
     torch.set_num_threads(1)
     first: float | None = None
+    retried = retries_so_far()
     try:
         try:
             for item in make():
@@ -72,7 +76,8 @@ def _produce(make: Callable[[], Iterable[Any]], out: Connection) -> None:
             )
             out.send(_Failed(message, isinstance(error, DataError)))
             return
-        out.send(_Ended(0.0 if first is None else time.process_time() - first))
+        spent = 0.0 if first is None else time.process_time() - first
+        out.send(_Ended(spent, retries_so_far() - retried))
     except (BrokenPipeError, ConnectionResetError):
         return
 
@@ -126,6 +131,11 @@ class BackgroundBatches(Iterator[Batch]):
         self._cpu_at_first = self._cpu_now()
         self._cpu_at_close: float | None = None
         self._cpu_spent: float | None = None  # the producer's own word, once it ended
+        self._retries = 0  # its reads of remote files retried, once it ended
+
+    def storage_retries(self) -> int:
+        """The producer's reads of remote files retried (known once it ended)."""
+        return self._retries
 
     def cpu_seconds(self) -> float:
         """CPU seconds the producer spent since it made its first item (its start, a Python
@@ -155,7 +165,7 @@ class BackgroundBatches(Iterator[Batch]):
             if isinstance(item, (_Ended, _Failed)):
                 self._close()
                 if isinstance(item, _Ended):
-                    self._cpu_spent = item.cpu_seconds
+                    self._cpu_spent, self._retries = item.cpu_seconds, item.storage_retries
                     break
                 if item.data_error:
                     raise DataError(item.error)

@@ -23,18 +23,18 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
-from recsync.data.criteo import CriteoSchema
 from recsync.data.line_coin import HeldCutoff, held_at
 from recsync.data.skips import LineSkips, Rejected
+from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
-from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema
+from recsync.io.line_examples import ParsedLines, TextSchema
+from recsync.io.numbered_lines import parse_numbered
 from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import open_ranges
 from recsync.io.urls import shown
@@ -53,11 +53,12 @@ class ByteBlocks:
     paths: tuple[str, ...]
     sizes: tuple[int, ...]
     block_bytes: int
-    schema: TextSchema
+    schema: TextSchema | TabularSchema
     strict: bool
     seed: int
     test_fraction: float
     cutoff: HeldCutoff
+    headers: tuple[bytes, ...] = ()  # CSV: each file's header line (its rows follow it)
 
     @property
     def block_lines(self) -> int:
@@ -97,7 +98,7 @@ class ByteBlocks:
 
 def byte_blocks(
     paths: Sequence[str],
-    schema: TextSchema,
+    schema: TextSchema | TabularSchema,
     strict: bool,
     seed: int,
     test_fraction: float,
@@ -108,14 +109,34 @@ def byte_blocks(
     from recsync.io.storage import file_size
 
     sizes = tuple(file_size(path) for path in paths)
-    cutoff = _cap_cutoff(paths, sizes, seed, test_fraction, test_max_examples)
-    return ByteBlocks(tuple(paths), sizes, block_bytes, schema, strict, seed, test_fraction, cutoff)
+    headers: tuple[bytes, ...] = ()
+    if isinstance(schema, TabularSchema):
+        headers = tuple(_header(path, size) for path, size in zip(paths, sizes, strict=True))
+    rows_from = [len(header) for header in headers] or [0] * len(paths)
+    cutoff = _cap_cutoff(paths, sizes, rows_from, seed, test_fraction, test_max_examples)
+    return ByteBlocks(
+        tuple(paths), sizes, block_bytes, schema, strict, seed, test_fraction, cutoff, headers
+    )
+
+
+def _header(path: str, size: int) -> bytes:
+    """A CSV file's first line (its column names), with its "\\n"."""
+    lines = block_lines(path, size, 0, 1)
+    if not lines:
+        raise DataError("an empty CSV file: no header line", source=shown(path))
+    return lines[0][1].encode()
 
 
 def _cap_cutoff(
-    paths: Sequence[str], sizes: Sequence[int], seed: int, fraction: float, cap: int
+    paths: Sequence[str],
+    sizes: Sequence[int],
+    rows_from: Sequence[int],
+    seed: int,
+    fraction: float,
+    cap: int,
 ) -> HeldCutoff:
-    """The line-start byte of the cap's last held line, read from the files' start."""
+    """The line-start byte of the cap's last held line, read from the files' start (each
+    file's lines from byte `rows_from[f]`: after a CSV header)."""
     if fraction == 0.0:
         return HeldCutoff(None, None)
     need = cap
@@ -125,7 +146,7 @@ def _cap_cutoff(
                 data = _read(raw, start, min(size, start + SCAN_BYTES), path)
                 found = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1 + start
                 starts = np.concatenate([[0], found]) if start == 0 else found
-                starts = starts[starts < size]
+                starts = starts[(starts < size) & (starts >= rows_from[file_index])]
                 picked = starts[held_at(seed, file_index, starts, fraction, HeldCutoff(None, None))]
                 if picked.size >= need:
                     return HeldCutoff(file_index, int(picked[need - 1]))
@@ -212,41 +233,33 @@ def parse_block(
 ) -> ParsedLines:
     """The good examples of byte block `block`, each with its line's first byte + 1;
     `held_only`: of the lines the coin holds out only."""
-    from recsync.io.criteo_blocks import criteo_blocks
-    from recsync.io.libsvm_blocks import libsvm_blocks
-
     file_index, start, stop = files.where(block)
     path = files.paths[file_index]
     fetched = (ahead or {}).get(path)
+    rows_from = len(files.headers[file_index]) if files.headers else 0
     numbered = [
         (at + 1, line)
         for at, line in block_lines(path, files.sizes[file_index], start, stop, fetched)
+        if at >= rows_from
     ]
     if held_only and numbered:
         starts = np.array([n - 1 for n, _ in numbered], dtype=np.int64)
         held = held_at(files.seed, file_index, starts, files.test_fraction, files.cutoff)
         numbered = [pair for pair, kept in zip(numbered, held.tolist(), strict=True) if kept]
     source = shown(path)
-    batches, kept = [], []
-    for low in range(0, len(numbered), PIECE_LINES):
-        piece = numbered[low : low + PIECE_LINES]
-        before = len(skips.lines)
-        where: dict[str, Any] = {"source": source, "strict": files.strict, "skips": skips}
-        try:
-            if isinstance(files.schema, CriteoSchema):
-                parts = list(criteo_blocks(piece, files.schema, **where))
-            else:
-                parts = list(libsvm_blocks(piece, files.schema, **where))
-        except DataError as error:
-            raise DataError(_by_byte(str(error), error.line)) from None
-        rejected = np.array(skips.lines[before:], dtype=np.int64)
-        numbers = np.array([n for n, _ in piece], dtype=np.int64)
-        good = numbers[~np.isin(numbers, rejected)]
-        assert sum(p.batch_size for p in parts) == good.size, (source, block)
-        batches.extend(parts)
-        kept.append(good)
-    batch = concat(batches) if batches else None
-    return ParsedLines(batch, np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64))
+    header = files.headers[file_index] if files.headers else None
+    try:
+        return parse_numbered(
+            numbered,
+            files.schema,
+            header,
+            source=source,
+            strict=files.strict,
+            skips=skips,
+            name_line=lambda number: f"line at byte {number - 1:,}",
+        )
+    except DataError as error:
+        raise DataError(_by_byte(str(error), error.line)) from None
 
 
 class ByteShare(ReaderShare):

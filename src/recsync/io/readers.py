@@ -198,7 +198,29 @@ def csv_blocks(
     value rejects its row only (pyarrow's per-block type inference could not fail
     mid-file). Rows with the wrong number of columns are rejected as "wrong_field_count".
     """
-    source = shown(path)
+    stream = pa.input_stream(open_binary(path), compression="gzip" if is_gzip(path) else None)
+    with stream:
+        yield from csv_stream_blocks(
+            stream, schema, source=shown(path), strict=strict, skips=skips, columnar=columnar
+        )
+
+
+def csv_stream_blocks(
+    stream: Any,
+    schema: TabularSchema,
+    *,
+    source: str,
+    strict: bool,
+    skips: SkipReport,
+    columnar: bool = True,
+    numbers: Sequence[int] | None = None,
+) -> Iterator[Batch]:
+    """`csv_blocks` of an open stream (a header line, then rows); `numbers`: the number
+    messages give each row's line (the stream's lines from 2 otherwise)."""
+
+    def number(line: int) -> int:
+        return line if numbers is None else numbers[line - 2]
+
     bad_rows: dict[int, Rejected] = {}
     where: dict[str, Any] = {"source": source, "strict": strict, "skips": skips}
 
@@ -210,7 +232,6 @@ def csv_blocks(
         )
         return "skip"
 
-    stream = pa.input_stream(open_binary(path), compression="gzip" if is_gzip(path) else None)
     try:
         reader = pa_csv.open_csv(
             stream,
@@ -228,26 +249,25 @@ def csv_blocks(
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as error:
-        stream.close()
         raise DataError(f"cannot read CSV: {error}", source=source) from None
     parser, next_line = TabularRowParser(schema), 2  # line 1 is the header
-    with stream:
-        for record_batch in _csv_blocks(reader, source):
-            block = None
-            if columnar and not bad_rows:  # no rejected row to number among its rows
-                typed = typed_csv(record_batch, schema)
-                block = None if typed is None else columnar_batch(typed, schema)
-            if block is not None:
-                next_line += record_batch.num_rows
-            else:
-                numbered, next_line = _numbered_csv_rows(
-                    record_batch, bad_rows, next_line, schema, source
-                )
-                block = collated(good_examples(numbered, parser, **where))
-            if block is not None:
-                yield block
-        trailing = [(line, bad_rows.pop(line)) for line in sorted(bad_rows)]
-        list(good_examples(trailing, parser, **where))  # all rejected: counted, or raised
+    for record_batch in _csv_blocks(reader, source):
+        block = None
+        if columnar and not bad_rows:  # no rejected row to number among its rows
+            typed = typed_csv(record_batch, schema)
+            block = None if typed is None else columnar_batch(typed, schema)
+        if block is not None:
+            next_line += record_batch.num_rows
+        else:
+            numbered, next_line = _numbered_csv_rows(
+                record_batch, bad_rows, next_line, schema, source
+            )
+            renumbered = [(number(line), row) for line, row in numbered]
+            block = collated(good_examples(renumbered, parser, **where))
+        if block is not None:
+            yield block
+    trailing = [(number(line), bad_rows.pop(line)) for line in sorted(bad_rows)]
+    list(good_examples(trailing, parser, **where))  # all rejected: counted, or raised
 
 
 class DatasetReader(Iterator[Batch]):

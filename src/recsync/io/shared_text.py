@@ -39,25 +39,32 @@ from recsync.optim.train_spec import TrainSpec
 if TYPE_CHECKING:  # the parsers import numba, the readers pyarrow: only where files are read
     from recsync.io.byte_blocks import ByteBlocks
     from recsync.io.file_shares import ReaderShare, TextFiles
+    from recsync.io.gzip_shares import GzipFiles
     from recsync.io.line_blocks import LineIndex
     from recsync.io.parquet_groups import ParquetGroups
 
-    SharedFiles = TextFiles | ParquetGroups | ByteBlocks
+    SharedFiles = TextFiles | ParquetGroups | ByteBlocks | GzipFiles
 
 SLOT_UNIT = "slots"  # a checkpoint's `data_unit` under line shares: "slots/<block lines>"
 BYTE_UNIT = "bytes"  # under byte-range shares (object storage): "bytes/<block bytes>"
+GZIP_UNIT = "gzfiles"  # under whole-file shares of gzip files (object storage)
 GROUP_UNIT = "rowgroups"  # under Parquet row-group shares: "rowgroups/<largest group's rows>"
 
 
 def splittable(files: FileData) -> bool:
     """Files a reader can read a share of without the rest: text files whose lines it can
-    read from the middle (no gzip, no CSV), or Parquet files (by row group)."""
+    read from the middle (no gzip), CSV files on object storage (by byte ranges, the
+    header read apart), or Parquet files (by row group)."""
     from recsync.io.readers import infer_format, is_gzip
 
     if _parquet(files, infer_format):
         return True
-    text = isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
-    return text and not any(is_gzip(path) for path in files.paths)
+    on_store = all(is_url(path) for path in files.paths)
+    if any(is_gzip(path) for path in files.paths):
+        return on_store  # a whole file each (local gzip files stay one stream)
+    if isinstance(files.schema, TabularSchema):  # CSV: local files stay one stream
+        return on_store
+    return True
 
 
 def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:
@@ -73,8 +80,20 @@ def shared_files(
     footers), text files by line blocks of `block_lines` (indexed by a bulk newline scan
     of each, done once by whoever assembles the job); with the held-out cap's cutoff."""
     from recsync.io.parquet_groups import parquet_groups
+    from recsync.io.readers import infer_format, is_gzip
 
-    if isinstance(files.schema, TabularSchema):
+    if any(is_gzip(path) for path in files.paths):
+        from recsync.io.gzip_shares import gzip_files
+
+        return gzip_files(
+            files.paths,
+            files.schema,
+            files.strict,
+            seed,
+            files.test_fraction,
+            files.test_max_examples,
+        )
+    if isinstance(files.schema, TabularSchema) and _parquet(files, infer_format):
         return parquet_groups(
             files.paths,
             files.schema,
@@ -93,7 +112,6 @@ def _byte_blocks(files: FileData, seed: int, block_bytes: int | None) -> ByteBlo
     whole file to find its lines."""
     from recsync.io.byte_blocks import BLOCK_BYTES, byte_blocks
 
-    assert isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
     return byte_blocks(
         files.paths,
         files.schema,
@@ -253,6 +271,7 @@ def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
     """The examples of the lines (rows) the coin holds out, in (file, line) order: only
     those parsed (their skips are counted by the readers whose blocks hold them)."""
     from recsync.io.byte_blocks import ByteBlocks, held_byte_rows
+    from recsync.io.gzip_shares import GzipFiles, held_gzip_rows
     from recsync.io.line_blocks import read_lines
     from recsync.io.line_examples import PIECE_LINES
     from recsync.io.parquet_groups import ParquetGroups, held_rows
@@ -262,6 +281,9 @@ def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
         return None if rows is None else prepared(rows, files.dense_log1p)
     if isinstance(lines, ByteBlocks):
         rows = held_byte_rows(lines)
+        return None if rows is None else prepared(rows, files.dense_log1p)
+    if isinstance(lines, GzipFiles):
+        rows = held_gzip_rows(lines)
         return None if rows is None else prepared(rows, files.dense_log1p)
 
     parts: list[Batch] = []

@@ -181,6 +181,9 @@ def _calibrate_reader(
     passes = ", ".join(f"{s * 1e6:.2f}" for s in measured.passes)
     table.add_row("CPU us an example", f"{measured.example_s * 1e6:.2f} (passes: {passes})")
     table.add_row("a batch of the job", f"{measured.example_s * train.batch_size * 1e3:.3f} ms")
+    table.add_row("bytes an example as stored", f"{measured.example_bytes:.1f}")
     Console(emoji=False).print(table)
     what = f"updated {out}" if base is not None else f"wrote {out} (the other costs: defaults)"
-    Console(emoji=False).print(f"cost.file_example_s.{measured.fmt}: {what}")
+    Console(emoji=False).print(
+        f"cost.file_example_s.{measured.fmt} and cost.file_example_bytes.{measured.fmt}: {what}"
+    )

@@ -76,6 +76,13 @@ def end_of_run(summary: dict[str, Any]) -> None:
     """After the result table: a run that trained nothing fails; an interrupted one says
     where its checkpoint is and exits with the signal's status."""
     console = Console(emoji=False, stderr=True, soft_wrap=True)
+    retried = summary.get("storage_retries", 0)
+    if retried:
+        console.print(
+            f"[yellow]storage:[/] {retried:,} reads of remote data failed for a while and were "
+            "retried, each from the byte it had reached (logged on recsync.storage)",
+            highlight=False,
+        )
     interrupted = summary.get("interrupted")
     if interrupted:
         console.print(

@@ -134,6 +134,7 @@ def write_run_end(
     were written as they came), the best model (`best`, to best.pt), summary and plot of
     every record; closes the dir."""
     summary["run_dir"] = str(run_dir.path)
+    summary["storage_retries"] = summary.get("storage_retries", 0) + run_dir.storage_retries()
     if best is not None:
         summary["best"]["path"] = str(save_checkpoint(run_dir.path, best, BEST))
     run_dir.append_metrics(records[-1])

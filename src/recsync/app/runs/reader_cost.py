@@ -45,6 +45,7 @@ class ReaderCost:
     fmt: str
     examples: int
     passes: tuple[float, ...]
+    example_bytes: float  # the files' bytes as stored over their rows (or lines)
 
     @property
     def example_s(self) -> float:
@@ -116,7 +117,30 @@ def measure_reader(
     _pass_seconds(files, train, min(examples, WARM_EXAMPLES), budget_s)
     passes = [_pass_seconds(files, train, examples, budget_s) for _ in range(repeats)]
     handed = min(count for _, count in passes)
-    return ReaderCost(files.fmt, handed, tuple(seconds for seconds, _ in passes))
+    seconds = tuple(seconds for seconds, _ in passes)
+    return ReaderCost(files.fmt, handed, seconds, stored_bytes_per_example(files))
+
+
+def stored_bytes_per_example(files: FileData) -> float:
+    """The files' bytes as stored over their rows (Parquet: the footers' counts) or lines
+    (text, counted): what a reader downloads an example from an object store."""
+    import pyarrow.parquet as pq
+
+    from recsync.io.readers import infer_format, open_text
+    from recsync.io.storage import file_size
+
+    size = rows = 0
+    for path in files.paths:
+        size += file_size(path)
+        fmt = files.fmt if files.fmt != "auto" else infer_format(path, files.schema)
+        if fmt == "parquet":
+            rows += pq.ParquetFile(path).metadata.num_rows
+        else:
+            with open_text(path) as lines:
+                rows += sum(1 for _ in lines)
+    if not rows:
+        raise ConfigError(f"--data {files.paths[0]}: no example to read (an empty file?)")
+    return size / rows
 
 
 def with_reader_cost(cost: CostModel | None, measured: ReaderCost) -> CostModel:
@@ -124,7 +148,8 @@ def with_reader_cost(cost: CostModel | None, measured: ReaderCost) -> CostModel:
     format set to it."""
     cost = cost or CostModel()
     reading = dataclasses.replace(cost.file_example_s, **{measured.fmt: measured.example_s})
-    return dataclasses.replace(cost, file_example_s=reading)
+    stored = dataclasses.replace(cost.file_example_bytes, **{measured.fmt: measured.example_bytes})
+    return dataclasses.replace(cost, file_example_s=reading, file_example_bytes=stored)
 
 
 def base_profile(path: Path) -> CostModel | None:

@@ -113,8 +113,18 @@ class RunDir:
     """The directory one run writes into; create it with `RunDir.create`."""
 
     def __init__(self, path: Path, *, tensorboard: bool = False):
+        from recsync.io.retrying import retries_so_far
+
         self.path = path
+        self._retries_at_open = retries_so_far()  # this process's retried remote reads
         self._writer = _summary_writer(path / TENSORBOARD) if tensorboard else None
+
+    def storage_retries(self) -> int:
+        """Reads of remote data files this process retried since the run dir was opened
+        (the driver's, and readers reading inline: the simulator's)."""
+        from recsync.io.retrying import retries_so_far
+
+        return retries_so_far() - self._retries_at_open
 
     @classmethod
     def create(

@@ -128,6 +128,13 @@ class FileReading:
 
 
 @dataclass(frozen=True)
+class StoredBytes(FileReading):
+    """Bytes one example of file data takes as stored, by format (`recsync calibrate --data
+    FILE`: the file's size over its examples): what a reader downloads an example when
+    the data is on an object store (`CostModel.store_mbit`)."""
+
+
+@dataclass(frozen=True)
 class Machines:
     """The machines a job runs on, each with its network link, where nodes share machines:
     the nodes are placed on them by `coordinator/machines.py`'s rule and the job's pins
@@ -185,7 +192,10 @@ class CostModel:
     its FLOPs (a group PS's FC parts) at `worker_flops`; a row of a hash table costs
     `hash_row_s` more (finding its key's slot, inserting a new one).
     reader: a reader node spends `reader_batch_s` making a batch of the synthetic stream, or
-    `file_example_s` an example of the batch's format (FileReading) for file data.
+    `file_example_s` an example of the batch's format (FileReading) for file data; on an
+    object store of `store_mbit` Mbit/s (0: local files), shared by the job's readers, an
+    example also takes its `file_example_bytes` to arrive, which the reader overlaps with
+    its parsing (it reads ahead): a batch costs the longer of the two.
     all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
     machines: where nodes share machines and their links (Machines; none: every node a
     machine of its own, `latency_s` and `bandwidth_bytes_s` its link's).
@@ -212,6 +222,8 @@ class CostModel:
     element_s: float = 2.0e-9
     reader_batch_s: float = 1.0e-4
     file_example_s: FileReading = field(default_factory=FileReading)
+    file_example_bytes: StoredBytes = field(default_factory=StoredBytes)
+    store_mbit: float = 0.0
     message_cpu_s: float = 0.0
     server_message_cpu_s: float | None = None
     byte_cpu_s: float = 0.0
@@ -235,6 +247,7 @@ class CostModel:
             "hash_row_s",
             "element_s",
             "reader_batch_s",
+            "store_mbit",
             "message_cpu_s",
             "byte_cpu_s",
             "process_idle_cpus",
@@ -254,14 +267,20 @@ class CostModel:
             return self
         return dataclasses.replace(self, row_s=self.row_s + self.hash_row_s)
 
-    def for_data(self, fmt: str | None, batch_size: int) -> CostModel:
+    def for_data(self, fmt: str | None, batch_size: int, num_readers: int = 1) -> CostModel:
         """The prices a job reading `fmt` files (None: the synthetic stream) in batches of
-        `batch_size` pays: a batch costs its examples at `file_example_s` where that format
-        was measured."""
-        example_s = None if fmt is None else self.file_example_s.example_s(fmt)
-        if example_s is None:
+        `batch_size` with `num_readers` readers pays: a batch costs its examples at
+        `file_example_s` where that format was measured, or their bytes' transfer from the
+        store at a reader's share of `store_mbit`, whichever is longer."""
+        if fmt is None:
             return self
-        return dataclasses.replace(self, reader_batch_s=example_s * batch_size)
+        example_s = self.file_example_s.example_s(fmt)
+        batch_s = self.reader_batch_s if example_s is None else example_s * batch_size
+        example_bytes = self.file_example_bytes.example_s(fmt)
+        if self.store_mbit and example_bytes:
+            store_bytes_s = self.store_mbit * 1e6 / 8 / num_readers
+            batch_s = max(batch_s, example_bytes * batch_size / store_bytes_s)
+        return dataclasses.replace(self, reader_batch_s=batch_s)
 
     def message_cpu_at(self, role: Role) -> float:
         """Seconds of CPU one end of a message takes at a node of `role`, bytes apart."""

@@ -93,7 +93,8 @@ class SimJob:
         check_math(math, spec, eval_every, early_stopping, keep_best, checkpoint_every, recovery)
         self.math = math
         fmt = None if spec.files is None else spec.files.fmt
-        cost = cost.for_model(spec.model).for_data(fmt, spec.train.batch_size)
+        num_readers = spec.cluster.readers
+        cost = cost.for_model(spec.model).for_data(fmt, spec.train.batch_size, num_readers)
         self.spec, self.plan, self.cost = spec, plan, cost
         self.on_handed = on_handed
         cluster = spec.cluster
