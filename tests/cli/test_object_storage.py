@@ -476,3 +476,31 @@ def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, t
                 made += 1
     test_set = readers_of(spec)[0].source.test_set()
     assert sorted(rest + before + names([test_set])) == one_read(local)[0]
+
+
+def test_evaluations_and_cuts_over_byte_range_and_gzip_shares_count_examples(store, tmp_path):
+    """Positions count slots (a gzip file's are 2**40), evaluations and cuts examples."""
+    from recsync.coordinator.cuts import CheckpointEvery
+    from recsync.coordinator.spec import plan_for
+    from recsync.runtime.sim.cost import CostModel
+    from recsync.runtime.sim.job import SimJob
+
+    store, proxy = store
+    _, _, remote = gzip_files_on_the_store(store, proxy, tmp_path)
+    spec = text_job(remote, 2)
+    states: list = []
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        CostModel(),
+        eval_every=2_000,
+        checkpoint_every=CheckpointEvery(examples=4_000),
+        on_checkpoint=states.append,
+    )
+    summary = sim.run()
+    trained = summary["examples_trained"]
+    assert 13_000 < trained < 15_700
+    marks = [record["examples"] for record in sim.curve[:-1]]  # trained at each mark
+    assert len(marks) == (trained - 1) // 2_000 and marks == sorted(marks), marks
+    assert len(states) == trained // 4_000
+    assert all(s.data_unit == "gzfiles/1099511627776" for s in states)

@@ -210,7 +210,7 @@ def test_a_one_pass_checkpoint_counting_slots_resumes_into_a_second_epoch(files)
 def test_a_cut_inside_the_second_epoch_of_three_readers_resumes_onto_two(files):
     spec = job(files, 3, epochs=2)
     one_pass = 5 * 4096
-    states = cuts_of(spec)
+    states = cuts_of(spec, every_examples=1_500)  # a cut every 1,500 examples (not slots)
     state = next((s for s in states if s.data_beyond and s.data_position > one_pass), None)
     assert state is not None and state.data_unit == "slots/4096"
     resumed_spec = job(files, 2, resume=state, epochs=2)

@@ -279,13 +279,13 @@ class ReaderNode(Node):
         self.limit, self.stopped = self.total_examples, True
         return self.total_examples
 
-    def progress(self, message: ReaderProgress) -> tuple[int, int | None]:
-        """(units of its share consumed, units the job's stream holds, its readers' all):
-        examples, or slots under line shares."""
+    def progress(self, message: ReaderProgress) -> tuple[int, int | None, int]:
+        """(units of its share consumed: examples, or slots under line shares; examples
+        the job's stream holds, its readers' all, if known; examples it handed out)."""
         total = self.source.total_examples
         if total is not None and self.deal is not None:
             total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
-        return self.position, total
+        return self.position, total, self.total_examples
 
     def held_out_sample(self, message: HeldOutSample) -> Batch | None:
         return mark_test_set(self.source.test_set(), message.examples)

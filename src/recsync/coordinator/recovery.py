@@ -190,23 +190,25 @@ class Recoveries:
         }
 
 
-def restart_spec(first: JobSpec, back: JobState | None) -> JobSpec:
-    """The job `first` restarted from cut `back` (None: from its own start): the rest of
-    its stream, and the rest of its `stop_after_examples`."""
+def restart_spec(first: JobSpec, back: JobState | None, examples_at_cut: int = 0) -> JobSpec:
+    """The job `first` restarted from cut `back` (None: from its own start), taken when
+    `examples_at_cut` examples had gone out since it began: the rest of its stream, and
+    the rest of its `stop_after_examples`."""
     if back is None:
         return first
     limit = first.stop_after_examples
     if limit is not None:
-        limit -= back.stream_position.handed - first.handed_before
+        limit -= examples_at_cut
     return dataclasses.replace(first, resume=back, stop_after_examples=limit)
 
 
 def account(
-    summary: dict[str, Any], first: JobSpec, last: JobSpec, recoveries: Recoveries, seconds: float
+    summary: dict[str, Any], examples_before: int, recoveries: Recoveries, seconds: float
 ) -> None:
-    """A rolled-back job's summary, from its last restart's (`last`): every example trained
-    since `first` began counted once, EPS over the whole `seconds`, the losses."""
-    summary["examples_trained"] += last.handed_before - first.handed_before
+    """A rolled-back job's summary, from its last restart's: every example trained since
+    the first start counted once (`examples_before`: those before the last restart), EPS
+    over the whole `seconds`, the losses."""
+    summary["examples_trained"] += examples_before
     summary["train_seconds"] = seconds
     summary["eps"] = summary["examples_trained"] / seconds
     summary["recovery"] = recoveries.summary()

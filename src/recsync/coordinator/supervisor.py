@@ -256,6 +256,8 @@ class Supervisor:
         self.policy = policy
         self.recoveries = Recoveries()
         self.last_cut: JobState | None = None
+        self.examples_at_cut = 0  # examples handed out since the first start, at `last_cut`
+        self.examples_before = 0  # ... before the current start (a rollback's cut's)
         self.cutting = False  # a cut is under way: paused until `Resumed`
         self.stop_reason: str | None = None
         self.stop_sent = False  # to the reader of the current start
@@ -265,8 +267,10 @@ class Supervisor:
 
     @property
     def before(self) -> int:
-        """Examples the job trained before its current start (a rollback's cut)."""
-        return self.spec.handed_before - self.first.handed_before
+        """Examples the job trained before its current start (a rollback's cut): counted
+        in examples, where the stream's positions may count other units (slots of blocks
+        shared among readers)."""
+        return self.examples_before
 
     def replaceable(self) -> frozenset[Role]:
         """The roles whose lost node may be replaced alone: calls to it wait for its
@@ -331,6 +335,7 @@ class Supervisor:
         if event.state is None:
             return [ResumeReading()]
         self.last_cut = event.state
+        self.examples_at_cut = event.handed
         self.cuts.taken(event.handed, event.seconds)
         return [ResumeReading(), Checkpoint(event.state)]
 
@@ -379,7 +384,8 @@ class Supervisor:
         if self.scoring:  # the driver drops the evaluations under way: their marks again
             self.evaluations.again_from(self.scoring[0])
             self.scoring.clear()
-        self.spec = restart_spec(self.first, self.last_cut)
+        self.spec = restart_spec(self.first, self.last_cut, self.examples_at_cut)
+        self.examples_before = self.examples_at_cut if self.last_cut is not None else 0
         self.cutting = self.replacing = self.stop_sent = False
         return [RollBack(self.spec, loss)]
 

@@ -170,7 +170,10 @@ class ResumeReading(Message):
 
 @dataclass(slots=True, eq=False)
 class ReaderProgress(Message):
-    """-> (examples handed out, examples in the stream or None). Polled by a progress bar."""
+    """-> (units of the stream consumed: its position, examples in the stream or None,
+    examples handed out). Polled by a progress bar; the position is in the stream's units
+    (examples, or slots where readers share files by blocks: a byte block's slots are its
+    bytes), the progress, evaluations and cuts count examples."""
 
     kind: ClassVar[str] = "ReaderProgress"
     control: ClassVar[bool] = True

@@ -162,24 +162,30 @@ def strategy_rows(table: Table, summary: dict[str, Any]) -> None:
         written = checkpoint.get("written", {})
         deltas = written.get("delta", {}).get("count", 0)
         more = f"; {deltas} delta checkpoints while training" if deltas else ""
-        unit = _unit_text(checkpoint.get("data_unit"))
         table.add_row(
             "checkpoint",
-            f"{checkpoint['path']} (position {checkpoint['data_position']:,}{unit}, "
+            f"{checkpoint['path']} (position "
+            f"{_position_text(checkpoint['data_position'], checkpoint.get('data_unit'))}, "
             f"{checkpoint['in_flight_examples']:,} examples were in flight at the stop{more})",
         )
 
 
-def _unit_text(unit: str | None) -> str:
-    """What a checkpoint's position counts, where not examples (readers sharing files)."""
+def _position_text(position: int, unit: str | None) -> str:
+    """A checkpoint's position and what it counts, where not examples (readers sharing
+    files by blocks: slots of them)."""
     if unit is None:
-        return ""
+        return f"{position:,}"
     kind, _, size = unit.partition("/")
+    if kind == "gzfiles":  # a block is a whole file: say how far into the files
+        files, slots = divmod(position, int(size))
+        return f"{files:,} gzip files read" + (
+            f" and {slots:,} examples of the next" if slots else ""
+        )
     blocks, what = {
         "rowgroups": ("row groups of up to", "rows"),
         "bytes": ("byte blocks of", "bytes"),
     }.get(kind, ("line blocks of", "lines"))
-    return f" slots: {blocks} {int(size):,} {what}"
+    return f"{position:,} slots: {blocks} {int(size):,} {what}"
 
 
 def cpu_table(rows: list[dict[str, Any]]) -> Table:

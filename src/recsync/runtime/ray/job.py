@@ -219,9 +219,9 @@ class RayJob(Recovering):
         """Ask the readers how far they went; tell the progress bar and the supervisor; record
         the evaluations scored meanwhile."""
         replies = self._ask_readers(ReaderProgress())
-        handed, total = sum(h for h, _ in replies), replies[0][1]
-        self._position = self.spec.handed_before + handed
-        handed += self.before
+        total = replies[0][1]
+        self._position = self.spec.handed_before + sum(position for position, _, _ in replies)
+        handed = sum(examples for _, _, examples in replies) + self.before
         total = None if total is None else total + self.before
         seconds = time.perf_counter() - started
         if seconds > self._polled_s:
@@ -294,8 +294,8 @@ class RayJob(Recovering):
         if all(h is not None for h in handed):
             reports = self.hosts.reports(cut_nodes(self.topology))
             state = cut_state(self.topology, reports, handed)
-        total = sum(h or 0 for h in handed)
-        self._feed(CutSettled(state, self.before + total, self._polled_s))
+        examples = sum(reply[2] for reply in self._ask_readers(ReaderProgress()))
+        self._feed(CutSettled(state, self.before + examples, self._polled_s))
 
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
@@ -323,7 +323,7 @@ class RayJob(Recovering):
         except ValueError as error:
             raise NodeFailure(str(error)) from None
         self.evaluations.final(summary, self.final_state)
-        account(summary, self.first_spec, self.spec, self.recoveries, train_seconds)
+        account(summary, self.supervisor.before, self.recoveries, train_seconds)
         summary["cuts"] = {
             "taken": self.supervisor.cuts.cuts,
             "paused_seconds": round(self.cut_seconds, 3),

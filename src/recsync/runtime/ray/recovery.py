@@ -246,7 +246,7 @@ class Recovering:
             message = wire.encode(ReaderProgress())
             refs = [self.hosts.actors[a].ask.remote(message) for a in readers]
             replies = ray.get(refs, timeout=PING_TIMEOUT_S)
-            return self.spec.handed_before + sum(int(h) for h, _ in replies), True
+            return self.spec.handed_before + sum(int(reply[0]) for reply in replies), True
         except ray.exceptions.RayError:
             return self._position, False
 

@@ -114,7 +114,7 @@ class FaultySimJob:
             spec = rollback.spec
         summary = sim.finish()
         self.final_state = sim.final_state
-        account(summary, first, spec, self.recoveries, elapsed + sim.clock.now)
+        account(summary, sim.supervisor.before, self.recoveries, elapsed + sim.clock.now)
         cuts = sim.supervisor.cuts.cuts
         summary["cuts"] = {"taken": cuts, "paused_seconds": self.cut_seconds}
         return summary

@@ -325,14 +325,14 @@ class SimJob:
         self.handed.append((self.clock.now, handed))
         if self.on_handed is not None:
             self.on_handed(handed)
-        handed = self.reader.consumed + self.supervisor.before  # the stream's units
+        handed += self.supervisor.before  # examples since the job's first start
         trained = handed - reply.batch.batch_size  # evaluated before the batch is trained
         self.feed(Progressed(handed, None, self.clock.now, trained))
 
     def _take_cut(self) -> None:
         """Every worker parked: the model's state holds exactly the batches handed out (or
         the data ran out: no cut)."""
-        handed, state = self.reader.consumed, None
+        handed, state = self.reader.total_examples, None
         if self.reader.at_cut:
             reports = {a: self.hosts[a].node.report() for a in cut_nodes(self.topology)}
             state = cut_state(self.topology, reports, self.reader.positions)
