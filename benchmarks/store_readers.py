@@ -5,8 +5,9 @@ A box of 3 network-namespace hosts (`recsync box`, no Ray): an S3-compatible sto
 server) on host 2, whose link is shaped to `--mbit` Mbit/s with `--delay-ms` added each
 way; one reader on host 0 and one on host 1, each built as the job builds it (the job's
 reader node specs, a background producer parsing its share) and run as a process in its
-host's namespace, handing out its share as fast as it can after a common start. Their
-combined examples/s over the data as local files (every host holding a copy: the page
+host's namespace, built after a common start (its start, the same either way, is timed:
+a reader built before would read ahead untimed) and handing out its share as fast as it
+can. Their combined examples/s over the data as local files (every host holding a copy: the page
 cache of one disk here) and over the same files on the store, alternated `--repeats`
 times; `ratio` = store / local (medians). Also the bytes the store's host sent (its link's
 kernel counters) against the data's size. Prints one JSON object (`--out FILE`: also to
@@ -111,7 +112,9 @@ def _reader_specs(overrides: dict[str, Any]) -> list[tuple[Any, int]]:
 
 
 def reader_main(spec_file: Path, go: Path, out: Path) -> None:
-    """One reader (a child, in its host's namespace): build, wait for `go`, hand out."""
+    """One reader (a child, in its host's namespace): wait for `go`, build, hand out. It is
+    built after the common start: its producer starts reading (and reading ahead) as it is
+    built, so a reader built before would have read part of its share untimed."""
     import torch
 
     from recsync.coordinator.node_specs import BuildContext
@@ -119,12 +122,12 @@ def reader_main(spec_file: Path, go: Path, out: Path) -> None:
 
     torch.set_num_threads(1)
     node_spec, trainer = pickle.loads(spec_file.read_bytes())
-    node = node_spec.build(BuildContext(one_at_a_time=False, background_reading=True))
     out.with_suffix(".ready").touch()
     deadline = time.monotonic() + START_WAIT_S
     while not go.exists():
         assert time.monotonic() < deadline, "no common start"
         time.sleep(0.01)
+    node = node_spec.build(BuildContext(one_at_a_time=False, background_reading=True))
     examples = 0
     while (handed := node.handle(NextBatch(trainer))).batch is not None:
         examples += handed.batch.batch_size
@@ -232,8 +235,8 @@ def measure(fmt: str, files: int, rows: int, repeats: int, mbit: float, delay_ms
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--format", choices=("parquet", "criteo"), nargs="+")
-    parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--rows", type=int, default=200_000, help="examples a file")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=250_000, help="examples a file")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--mbit", type=float, default=1000.0, help="the store host's link")
     parser.add_argument("--delay-ms", type=float, default=2.0, help="added each way")
