@@ -16,7 +16,7 @@ from recsync.io import byte_blocks
 from recsync.io.byte_blocks import block_lines
 
 
-def _file(tmp_path, seed: int, end_newline: bool) -> tuple[str, bytes]:
+def _file(tmp_path, seed: int, end_newline: bool, alphabet: str = "ab\tcé€1") -> tuple[str, bytes]:
     rng = random.Random(seed)
     lines = []
     for _ in range(400):
@@ -26,7 +26,7 @@ def _file(tmp_path, seed: int, end_newline: bool) -> tuple[str, bytes]:
         elif kind < 0.1:
             lines.append("x" * rng.randint(200, 900))  # longer than a block and its tail
         else:
-            lines.append("".join(rng.choice("ab\tcé€1") for _ in range(rng.randint(1, 40))))
+            lines.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))))
     text = "\n".join(lines) + ("\n" if end_newline else "")
     path = tmp_path / f"f{seed}.txt"
     path.write_bytes(text.encode())
@@ -35,9 +35,12 @@ def _file(tmp_path, seed: int, end_newline: bool) -> tuple[str, bytes]:
 
 @pytest.mark.parametrize("block", [1, 7, 64, 333, 100_000])
 @pytest.mark.parametrize("end_newline", [True, False])
-def test_the_blocks_lines_are_the_files_lines_once_each(tmp_path, monkeypatch, block, end_newline):
+@pytest.mark.parametrize("alphabet", ["ab\tcé€1", "ab\t1", "ab\r\x0c\t1"])
+def test_the_blocks_lines_are_the_files_lines_once_each(
+    tmp_path, monkeypatch, block, end_newline, alphabet
+):
     monkeypatch.setattr(byte_blocks, "TAIL_BYTES", 16)
-    path, data = _file(tmp_path, block, end_newline)
+    path, data = _file(tmp_path, block, end_newline, alphabet)
     size = len(data)
     got = []
     for start in range(0, size, block):

@@ -43,6 +43,9 @@ BLOCK_BYTES = 4 << 20
 TAIL_BYTES = 64 << 10  # read past a block for its last line's end, more if it is longer
 SCAN_BYTES = 8 << 20  # read at a time while looking for the cap's last held line
 NEWLINE = 10
+# the ASCII characters str.splitlines also breaks lines at: where any is (or a character
+# past ASCII, among which it breaks at three more), the lines are split at "\n" only
+_OTHER_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
 
 
 @dataclass(frozen=True)
@@ -199,12 +202,14 @@ def block_lines(
     starts = np.concatenate([[skip], ends[ends < len(data)]])
     starts = starts[begin + starts < stop]
     after = int(ends[len(starts) - 1]) if len(ends) >= len(starts) else len(data)
-    pieces = data[skip:after].decode("utf-8", errors="replace").split("\n")
-    if data[after - 1] == NEWLINE:
-        pieces.pop()  # the empty text after the last "\n"
-        texts = [piece + "\n" for piece in pieces]
-    else:  # the file's last line has no "\n"
-        texts = [piece + "\n" for piece in pieces[:-1]] + [pieces[-1]]
+    lines_bytes = data[skip:after]
+    text = lines_bytes.decode("utf-8", errors="replace")
+    if lines_bytes.isascii() and not any(c in lines_bytes for c in _OTHER_BREAKS):
+        texts = text.splitlines(keepends=True)  # "\n" its only line break: one call
+    else:
+        pieces = text.split("\n")
+        last = pieces.pop()  # after the last "\n": empty, or a last line without one
+        texts = [piece + "\n" for piece in pieces] + ([last] if last else [])
     assert len(texts) == len(starts), (path, begin, len(texts), len(starts))
     return list(zip((begin + starts).tolist(), texts, strict=True))
 
@@ -237,11 +242,8 @@ def parse_block(
     path = files.paths[file_index]
     fetched = (ahead or {}).get(path)
     rows_from = len(files.headers[file_index]) if files.headers else 0
-    numbered = [
-        (at + 1, line)
-        for at, line in block_lines(path, files.sizes[file_index], start, stop, fetched)
-        if at >= rows_from
-    ]
+    lines = block_lines(path, files.sizes[file_index], start, stop, fetched)
+    numbered = [(at + 1, line) for at, line in lines if at >= rows_from]
     if held_only and numbered:
         starts = np.array([n - 1 for n, _ in numbered], dtype=np.int64)
         held = held_at(files.seed, file_index, starts, files.test_fraction, files.cutoff)
