@@ -9,7 +9,11 @@ host's namespace, built after a common start (its start, the same either way, is
 a reader built before would read ahead untimed) and handing out its share as fast as it
 can. Their combined examples/s over the data as local files (every host holding a copy: the page
 cache of one disk here) and over the same files on the store, alternated `--repeats`
-times; `ratio` = store / local (medians). Also the bytes the store's host sent (its link's
+times; `ratio` = store / local (medians). On this project's 2-core machine the store's
+server and the kernel's networking share the readers' cores, so each reader's CPU
+(its process and its producer's) is measured too: the busiest reader's gives the rate the
+readers reach with a core each and the store elsewhere (`cpu_bound_examples_per_s`, and
+its `cpu_bound_ratio`). Also the bytes the store's host sent (its link's
 kernel counters) against the data's size. Prints one JSON object (`--out FILE`: also to
 FILE).
 
@@ -127,15 +131,21 @@ def reader_main(spec_file: Path, go: Path, out: Path) -> None:
     while not go.exists():
         assert time.monotonic() < deadline, "no common start"
         time.sleep(0.01)
+    cpu = time.process_time()
     node = node_spec.build(BuildContext(one_at_a_time=False, background_reading=True))
     examples = 0
     while (handed := node.handle(NextBatch(trainer))).batch is not None:
         examples += handed.batch.batch_size
-    out.write_text(json.dumps({"examples": examples, "end": time.time()}))
+    end = time.time()
+    spent = time.process_time() - cpu + node.helper_cpu_seconds()  # and its producer's
+    node.close()
+    out.write_text(json.dumps({"examples": examples, "end": end, "cpu_s": spent}))
 
 
-def _one_run(box: Any, readers: list[tuple[Any, int]], work: Path) -> tuple[float, int]:
-    """(combined examples/s, examples) of the readers on their hosts from a common start."""
+def _one_run(box: Any, readers: list[tuple[Any, int]], work: Path) -> tuple[float, int, float]:
+    """(combined examples/s, examples, examples/s at the busiest reader's CPU: the rate
+    with a core a reader and the store's work elsewhere) of the readers on their hosts
+    from a common start."""
     from recsync.tools.box import ops
 
     for stale in work.glob("r*"):
@@ -160,7 +170,8 @@ def _one_run(box: Any, readers: list[tuple[Any, int]], work: Path) -> tuple[floa
             raise RuntimeError(f"a reader exited with {proc.returncode}")
     results = [json.loads((work / f"r{h}.json").read_text()) for h in READER_HOSTS]
     examples = sum(r["examples"] for r in results)
-    return examples / (max(r["end"] for r in results) - began), examples
+    cpu_bound = examples / max(r["cpu_s"] for r in results)
+    return examples / (max(r["end"] for r in results) - began), examples, cpu_bound
 
 
 @contextlib.contextmanager
@@ -204,17 +215,22 @@ def measure(fmt: str, files: int, rows: int, repeats: int, mbit: float, delay_ms
             local = _reader_specs(_overrides(fmt, str(data) + "/", None))
             remote = _reader_specs(_overrides(fmt, "s3://clicks/bench/", store.endpoint))
             rates: dict[str, list[float]] = {"local": [], "store": []}
+            cpu_rates: dict[str, list[float]] = {"local": [], "store": []}
             sent: list[int] = []
             examples = 0
             for _ in range(repeats):
-                rates["local"].append(_one_run(box, local, work)[0])
+                rate, _, cpu_bound = _one_run(box, local, work)
+                rates["local"].append(rate)
+                cpu_rates["local"].append(cpu_bound)
                 before = counters(box)[STORE_HOST]["tx_bytes"]
-                rate, examples = _one_run(box, remote, work)
+                rate, examples, cpu_bound = _one_run(box, remote, work)
                 rates["store"].append(rate)
+                cpu_rates["store"].append(cpu_bound)
                 sent.append(counters(box)[STORE_HOST]["tx_bytes"] - before)
         finally:
             store.stop()
     medians = {k: statistics.median(v) for k, v in rates.items()}
+    cpu_medians = {k: statistics.median(v) for k, v in cpu_rates.items()}
     return {
         "format": fmt,
         "files": files,
@@ -227,6 +243,8 @@ def measure(fmt: str, files: int, rows: int, repeats: int, mbit: float, delay_ms
         "examples_per_s": {k: round(m) for k, m in medians.items()},
         "runs": {k: [round(x) for x in v] for k, v in rates.items()},
         "ratio": round(medians["store"] / medians["local"], 3),
+        "cpu_bound_examples_per_s": {k: round(m) for k, m in cpu_medians.items()},
+        "cpu_bound_ratio": round(cpu_medians["store"] / cpu_medians["local"], 3),
         "store_sent_bytes_per_run": sent,
         "sent_over_data": round(statistics.median(sent) / size, 3),
     }
