@@ -9,8 +9,8 @@ parked, resume), when to stop reading on a signal, and what to do on losing a no
 (coordinator/recovery.py: refuse, replace it alone, or roll every node back to the last
 cut), with the accounting of each loss. A reader replaced alone abandons the cut under way
 (its workers' batches are no longer known until it is back) and no cut begins while a node
-is being replaced. It holds no threads, clocks or IO: seconds and
-positions come in the events, so a driver's own time (wall or virtual) is its business.
+is being replaced. It holds no threads, clocks or IO: seconds and positions come in the
+events, so a driver's own time (wall or virtual) is its business.
 
 Evaluation marks: each mark the stream goes past (coordinator/evaluation.py) is one
 `Evaluate` (a snapshot of the model), and each is scored in order, its `Scored` one
@@ -267,9 +267,7 @@ class Supervisor:
 
     @property
     def before(self) -> int:
-        """Examples the job trained before its current start (a rollback's cut): counted
-        in examples, where the stream's positions may count other units (slots of blocks
-        shared among readers)."""
+        """Examples (not stream positions) trained before the current start."""
         return self.examples_before
 
     def replaceable(self) -> frozenset[Role]:
@@ -385,7 +383,7 @@ class Supervisor:
             self.evaluations.again_from(self.scoring[0])
             self.scoring.clear()
         self.spec = restart_spec(self.first, self.last_cut, self.examples_at_cut)
-        self.examples_before = self.examples_at_cut if self.last_cut is not None else 0
+        self.examples_before = self.examples_at_cut  # 0 while no cut was taken
         self.cutting = self.replacing = self.stop_sent = False
         return [RollBack(self.spec, loss)]
 

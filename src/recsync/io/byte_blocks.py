@@ -33,8 +33,7 @@ from recsync.data.skips import LineSkips, Rejected
 from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
-from recsync.io.line_examples import ParsedLines, TextSchema
-from recsync.io.numbered_lines import parse_numbered
+from recsync.io.line_examples import ParsedLines, TextSchema, parse_numbered
 from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import open_ranges
 from recsync.io.urls import shown

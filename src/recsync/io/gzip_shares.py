@@ -32,8 +32,13 @@ from recsync.data.line_coin import HeldCutoff, candidates, held_lines
 from recsync.data.skips import LineSkips
 from recsync.data.tabular import TabularSchema
 from recsync.io.file_shares import ReaderShare
-from recsync.io.line_examples import PIECE_LINES, ParsedLines, TextSchema
-from recsync.io.numbered_lines import Numbered, parse_numbered
+from recsync.io.line_examples import (
+    PIECE_LINES,
+    Numbered,
+    ParsedLines,
+    TextSchema,
+    parse_numbered,
+)
 from recsync.io.urls import shown
 
 FILE_SLOTS = 1 << 40  # a file's slots: more lines than any file holds

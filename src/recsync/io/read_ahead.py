@@ -14,11 +14,12 @@ synthetic task: 10 MB; a text block: 4 MiB).
 from __future__ import annotations
 
 import bisect
-import io
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+from recsync.io.retrying import RetryingRaw, SizedRaw
 
 AHEAD_BLOCKS = 4
 FETCH_THREADS = 4
@@ -34,7 +35,7 @@ class Span:
     stop: int
 
 
-class Fetched(io.RawIOBase):
+class Fetched(SizedRaw):
     """A remote file (`size` bytes) of which `ranges` ([(first byte, bytes)], in order, not
     overlapping) were read ahead: reads inside one are served from memory, any other read
     from the store."""
@@ -45,20 +46,6 @@ class Fetched(io.RawIOBase):
         self._ranges = list(ranges)
         self._position = 0
         self._raw: Any = None
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def tell(self) -> int:
-        return self._position
 
     def readinto(self, buffer: Any) -> int:
         want = min(len(buffer), max(0, self._size - self._position))
@@ -73,8 +60,6 @@ class Fetched(io.RawIOBase):
                 self._position += want
                 return want
         if self._raw is None:  # a read the read-ahead did not foresee
-            from recsync.io.retrying import RetryingRaw
-
             self._raw = RetryingRaw(self.path, size=self._size)
         self._raw.seek(self._position)
         got = int(self._raw.readinto(memoryview(buffer)[:want]))
@@ -89,8 +74,6 @@ class Fetched(io.RawIOBase):
 
 def fetched_span(span: Span) -> bytes:
     """The bytes of `span`, read from the store (one ranged read, retried)."""
-    from recsync.io.retrying import RetryingRaw
-
     with RetryingRaw(span.path, size=span.size) as raw:
         raw.seek(span.start)
         data = bytearray(span.stop - span.start)

@@ -35,7 +35,28 @@ def _lasting(error: OSError) -> bool:
     )
 
 
-class RetryingRaw(io.RawIOBase):
+class SizedRaw(io.RawIOBase):
+    """A raw, seekable file of `_size` bytes read at `_position` (a subclass reads)."""
+
+    _size: int
+    _position: int = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+
+class RetryingRaw(SizedRaw):
     """The raw, seekable bytes of a remote file (see the module)."""
 
     def __init__(self, url: str, pause: Any = time.sleep, size: int | None = None):
@@ -79,20 +100,6 @@ class RetryingRaw(io.RawIOBase):
             with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def tell(self) -> int:
-        return self._position
 
     def readinto(self, buffer: Any) -> int:
         want = min(len(buffer), max(0, self._size - self._position))
