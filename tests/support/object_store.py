@@ -24,6 +24,7 @@ import pytest
 ACCESS_KEY = "rs-test-access-key"
 SECRET_KEY = "rs-test-secret-9f3c27"  # looked for in outputs: it must never appear
 BUCKET = "clicks"
+IN_MEMORY_OBJECT_BYTES = 1 << 30
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -69,7 +70,9 @@ class ObjectStore:
         server = Path(sys.executable).parent / "moto_server"
         if not server.exists():
             pytest.skip("moto_server is not installed (pip install 'moto[server]')")
-        env = dict(os.environ)
+        # objects held in memory: moto spills each over ~5 MB to a temporary file and reads
+        # the whole file back for every ranged GET, a cost no real store has
+        env = dict(os.environ, MOTO_S3_DEFAULT_KEY_BUFFER_SIZE=str(IN_MEMORY_OBJECT_BYTES))
         if self.open_actions is not None:  # moto's IAM checks, after that many requests
             env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(self.open_actions)
         self.process = subprocess.Popen(

@@ -51,6 +51,16 @@ def test_the_blocks_lines_are_the_files_lines_once_each(
         expected.append((at, raw.decode("utf-8", errors="replace")))
         at += len(raw)
     assert got == expected
+    picked = []
+    for start in range(0, size, block):
+        picked.extend(
+            block_lines(path, size, start, min(size, start + block), pick=_odd, number=1)
+        )
+    assert picked == [(at + 1, line) for at, line in expected if at % 2]
+
+
+def _odd(starts: np.ndarray) -> np.ndarray:
+    return starts % 2 == 1
 
 
 def test_the_cutoff_is_the_cap_s_last_held_line_start(tmp_path):

@@ -21,7 +21,7 @@ Messages name a line of these files by the byte it starts at ("the line at byte 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,11 +173,53 @@ def block_span(path: str, size: int, start: int, stop: int) -> Span:
 
 
 def block_lines(
-    path: str, size: int, start: int, stop: int, fetched: io.RawIOBase | None = None
+    path: str,
+    size: int,
+    start: int,
+    stop: int,
+    fetched: io.RawIOBase | None = None,
+    *,
+    pick: Callable[[np.ndarray], np.ndarray] | None = None,
+    number: int = 0,
 ) -> list[tuple[int, str]]:
-    """(first byte, line) of each line that starts in bytes [start, stop) of the file,
-    decoded as `open_text` decodes them (UTF-8, undecodable bytes U+FFFD, each line keeps
-    its "\\n"); `fetched`: the file with `block_span`'s bytes read ahead."""
+    """(first byte + `number`, line) of each line that starts in bytes [start, stop) of
+    the file, decoded as `open_text` decodes them (UTF-8, undecodable bytes U+FFFD, each
+    line keeps its "\n"); `fetched`: the file with `block_span`'s bytes read ahead;
+    `pick`: of the lines (a bool mask of their first bytes) only these, the others never
+    decoded."""
+    begin, data, skip = _block_bytes(path, size, start, stop, fetched)
+    if skip >= len(data) or begin + skip >= stop:
+        return []
+    # the lines' starts by a bulk scan ("\n" is no part of a longer UTF-8 sequence, and
+    # U+FFFD replaces no "\n": the pieces between are the lines)
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8)[skip:] == NEWLINE) + skip + 1
+    starts = np.concatenate([[skip], ends[ends < len(data)]])
+    starts = starts[begin + starts < stop]
+    after = int(ends[len(starts) - 1]) if len(ends) >= len(starts) else len(data)
+    if pick is not None:
+        bounds = np.append(starts, after).tolist()
+        return [
+            (begin + number + bounds[i], data[bounds[i] : bounds[i + 1]].decode("utf-8", "replace"))
+            for i in np.flatnonzero(pick(begin + starts)).tolist()
+        ]
+    lines_bytes = data[skip:after]
+    text = lines_bytes.decode("utf-8", errors="replace")
+    if lines_bytes.isascii() and not any(c in lines_bytes for c in _OTHER_BREAKS):
+        texts = text.splitlines(keepends=True)  # "\n" its only line break: one call
+    else:
+        pieces = text.split("\n")
+        last = pieces.pop()  # after the last "\n": empty, or a last line without one
+        texts = [piece + "\n" for piece in pieces] + ([last] if last else [])
+    assert len(texts) == len(starts), (path, begin, len(texts), len(starts))
+    return list(zip((begin + number + starts).tolist(), texts, strict=True))
+
+
+def _block_bytes(
+    path: str, size: int, start: int, stop: int, fetched: io.RawIOBase | None
+) -> tuple[int, bytes, int]:
+    """(first byte read, the bytes, where in them the first line to start in [start,
+    stop) starts): `block_span`'s bytes, read on past its tail if the block's last line
+    is longer."""
     span = block_span(path, size, start, stop)
     begin, end = span.start, span.stop
     with fetched or open_ranges(path) as raw:
@@ -193,24 +235,7 @@ def block_lines(
             more = _read(raw, end, min(size, end + 4 * TAIL_BYTES), path)
             data += more
             end += len(more)
-    if skip >= len(data) or begin + skip >= stop:
-        return []
-    # the lines' starts by a bulk scan; their text decoded at once ("\n" is no part of a
-    # longer UTF-8 sequence, and U+FFFD replaces no "\n": the pieces are the lines)
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8)[skip:] == NEWLINE) + skip + 1
-    starts = np.concatenate([[skip], ends[ends < len(data)]])
-    starts = starts[begin + starts < stop]
-    after = int(ends[len(starts) - 1]) if len(ends) >= len(starts) else len(data)
-    lines_bytes = data[skip:after]
-    text = lines_bytes.decode("utf-8", errors="replace")
-    if lines_bytes.isascii() and not any(c in lines_bytes for c in _OTHER_BREAKS):
-        texts = text.splitlines(keepends=True)  # "\n" its only line break: one call
-    else:
-        pieces = text.split("\n")
-        last = pieces.pop()  # after the last "\n": empty, or a last line without one
-        texts = [piece + "\n" for piece in pieces] + ([last] if last else [])
-    assert len(texts) == len(starts), (path, begin, len(texts), len(starts))
-    return list(zip((begin + starts).tolist(), texts, strict=True))
+    return begin, data, skip
 
 
 class ByteLineSkips(LineSkips):
@@ -241,12 +266,20 @@ def parse_block(
     path = files.paths[file_index]
     fetched = (ahead or {}).get(path)
     rows_from = len(files.headers[file_index]) if files.headers else 0
-    lines = block_lines(path, files.sizes[file_index], start, stop, fetched)
-    numbered = [(at + 1, line) for at, line in lines if at >= rows_from]
-    if held_only and numbered:
-        starts = np.array([n - 1 for n, _ in numbered], dtype=np.int64)
-        held = held_at(files.seed, file_index, starts, files.test_fraction, files.cutoff)
-        numbered = [pair for pair, kept in zip(numbered, held.tolist(), strict=True) if kept]
+    pick = None
+    if held_only:  # only the held lines decoded and parsed
+
+        def pick(starts: np.ndarray) -> np.ndarray:
+            held = held_at(files.seed, file_index, starts, files.test_fraction, files.cutoff)
+            return held & (starts >= rows_from)
+
+    elif start < rows_from:  # a CSV header's block: the rows after it
+
+        def pick(starts: np.ndarray) -> np.ndarray:
+            return starts >= rows_from
+
+    size = files.sizes[file_index]
+    numbered = block_lines(path, size, start, stop, fetched, pick=pick, number=1)
     source = shown(path)
     header = files.headers[file_index] if files.headers else None
     try:

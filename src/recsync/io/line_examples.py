@@ -101,6 +101,8 @@ def split_held(
     else:
         first, last = int(lines[0]) - 1, int(lines[-1])
         held = held_lines(seed, file_index, first, last, fraction, cutoff)[lines - 1 - first]
+    if not held.any():  # past the cutoff: nothing held
+        return batch, None
     mask = torch.from_numpy(held)
     train, out = batch.select(~mask), batch.select(mask)
     return (train if train.batch_size else None), (out if out.batch_size else None)
