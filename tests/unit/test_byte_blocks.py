@@ -53,9 +53,7 @@ def test_the_blocks_lines_are_the_files_lines_once_each(
     assert got == expected
     picked = []
     for start in range(0, size, block):
-        picked.extend(
-            block_lines(path, size, start, min(size, start + block), pick=_odd, number=1)
-        )
+        picked.extend(block_lines(path, size, start, min(size, start + block), pick=_odd, number=1))
     assert picked == [(at + 1, line) for at, line in expected if at % 2]
 
 
