@@ -141,6 +141,49 @@ class Family(ABC):
         worker."""
         return False
 
+    def restart_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+        """The roles whose reports a lost trainer's next replica is made from (none: from
+        the last cut)."""
+        return ()
+
+    def restarted_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor | None:
+        """A lost trainer's next replica from the reports of `restart_roles` (None: from
+        the last cut)."""
+        return None
+
+    # what the app asks of a job without knowing its family (advice, calibration, the
+    # simulator's math modes)
+
+    ranks_are_trainers: ClassVar[bool] = False  # one worker a trainer (a rank): advice
+    # gives it a grid point's worker threads as that many one-worker trainers
+
+    def check_job(self, spec: JobSpec) -> None:
+        """A ValueError naming the key where the job cannot be placed (none by default)."""
+        return None
+
+    def dense_nodes(self, spec: JobSpec) -> int:
+        """The nodes the dense part's servers take (by default the cluster's count under
+        the strategy's `dense_servers_key`)."""
+        return spec.cluster.dense_servers_for(spec.strategy)
+
+    def first_dense_server(self, spec: JobSpec) -> str | None:
+        """The name of the first server holding the dense part (the one a slow-server
+        condition slows; None: the trainers hold it)."""
+        return f"{Role.DENSE_SERVER.value}-0" if self.dense_nodes(spec) else None
+
+    def dense_server_work(
+        self, values: torch.Tensor, optimizer: Any
+    ) -> Callable[[], object] | None:
+        """One request of its dense servers on the flat dense `values` (`optimizer`: the
+        job's dense optimizer for them), which the calibration times (None: its servers,
+        if any, do no per-value work of their own)."""
+        return None
+
+    def values_needed_by(self, strategy: StrategyFamily) -> str | None:
+        """The strategy option that needs the model's values, which priced math does not
+        keep (None: none)."""
+        return None
+
 
 def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
     """The trainers' dense replicas (of a family whose trainers hold one)."""
@@ -174,6 +217,13 @@ def add_strategy(cls: type[StrategyFamily]) -> None:
     strategy defined outside its package, such as a test's, is added with this)."""
     family_of_type(cls)
     register_strategy(cls)
+
+
+def families() -> list[Family]:
+    """The registered families, in the order they were registered."""
+    if not _FAMILIES:
+        load_families()
+    return list(_FAMILIES.values())
 
 
 def family_of(strategy: StrategyFamily) -> Family:

@@ -42,10 +42,8 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import torch
-
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.family import TrainerSpec, family_of
+from recsync.coordinator.family import Reports, TrainerSpec, family_of
 from recsync.coordinator.node_specs import ShardSpec
 from recsync.coordinator.spec import JobSpec
 from recsync.optim.state import copy_state
@@ -215,16 +213,15 @@ def account(
 
 
 def restarted_trainer(
-    node: TrainerSpec, spec: JobSpec, back: JobState | None, center: list[Any]
+    node: TrainerSpec, spec: JobSpec, back: JobState | None, reports: Reports
 ) -> TrainerSpec:
-    """The next incarnation of lost trainer `node`: its replica from the center (`center`:
-    the sync servers' reports, in order; EASGD) if there is one, else from cut `back`
-    (None: the job's start), its optimizer state from the same cut."""
+    """The next incarnation of lost trainer `node`: its replica as its family makes it from
+    `reports` (the nodes' of its `restart_roles`: EASGD's center) if it does, else from
+    cut `back` (None: the job's start), its optimizer state from the same cut."""
     fresh = DenseReplica(spec.model, spec.train.seed, spec.train.dense_optimizer)
     optimizer = copy_state(fresh.optimizer.state_dict()) if back is None else back.dense_optimizer
-    if center:
-        dense = torch.cat([part.values for part in center])
-    else:
+    dense = family_of(spec.strategy).restarted_dense(spec, reports)
+    if dense is None:
         dense = fresh.flat.detach().clone() if back is None else back.dense.clone()
     setup = dataclasses.replace(
         node.setup, initial=(dense, optimizer), incarnation=node.setup.incarnation + 1

@@ -19,13 +19,10 @@ from recsync.app.advise.cluster import ClusterFile
 from recsync.app.config.load import load_config
 from recsync.app.config.schema import Config
 from recsync.app.runs.distributed import job_spec
+from recsync.coordinator.family import family_of, family_of_type
 from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError
 from recsync.families import STRATEGIES
-from recsync.families.hierarchical.config import HierarchicalConfig
-from recsync.families.hierarchical.plan import group_plan_of
-
-ONE_RANK_A_TRAINER = {"allreduce"}
 
 
 @dataclass(frozen=True)
@@ -114,28 +111,17 @@ def strategy_names(wanted: list[str] | None) -> list[str]:
 
 
 def check_plan(spec: JobSpec) -> None:
-    """ConfigError (naming the key) where the job cannot be placed: hierarchical training's
-    group plan, with a group PS left without an FC part. (The rest of the plan is made
-    when the point is measured: it samples the data, which takes a second.)"""
-    strategy, cluster = spec.strategy, spec.cluster
-    if isinstance(strategy, HierarchicalConfig):
-        group_plan_of(
-            spec.model,
-            strategy,
-            cluster.num_trainers,
-            cluster.workers_per_trainer,
-            spec.train.batch_size,
-        )
+    """ConfigError (naming the key) where the job cannot be placed (its family's check:
+    hierarchical training's group plan, say). The rest of the plan is made when the point
+    is measured: it samples the data, which takes a second."""
+    family_of(spec.strategy).check_job(spec)
 
 
 def job_cores(spec: JobSpec) -> int:
     """Cores a job takes on a cluster: one a worker thread, one every other node."""
-    cluster, strategy = spec.cluster, spec.strategy
+    cluster = spec.cluster
     servers = cluster.readers + cluster.num_embedding_servers
-    servers += cluster.dense_servers_for(strategy)
-    if isinstance(strategy, HierarchicalConfig):
-        servers += strategy.groups * strategy.group_servers
-        servers += strategy.group_servers if strategy.needs_sync_servers else 0
+    servers += family_of(spec.strategy).dense_nodes(spec)
     return cluster.hogwild_threads + servers
 
 
@@ -155,11 +141,12 @@ def candidates(
     for name in strategy_names(wanted):
         table = base.strategy.model_dump() if base.strategy.name == name else {"name": name}
         has_dense = STRATEGIES[name].dense_servers_key is not None
+        one_rank = family_of_type(STRATEGIES[name]).ranks_are_trainers
         points = itertools.product(
             trainers, embedding, dense if has_dense else [None], readers_of(cluster)
         )
         for t, e, d, r in points:
-            t_run, w_run = (t * workers, 1) if name in ONE_RANK_A_TRAINER else (t, workers)
+            t_run, w_run = (t * workers, 1) if one_rank else (t, workers)
             changes: dict[str, Any] = {
                 "cluster.num_trainers": t_run,
                 "cluster.workers_per_trainer": w_run,

@@ -10,11 +10,11 @@ from recsync.app.advise.candidates import Candidate, JobSource
 from recsync.app.advise.cluster import SlowServerCondition, condition_cost
 from recsync.app.config.schema import Config
 from recsync.app.runs.distributed import job_spec
+from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.replica import CenterStrategy
 
 PRICED_TEST_EXAMPLES = 512  # a priced run scores nothing: its test split is made small
 SERVER_SLOTS = 4  # CPU slots of a server's machine in the simulator (SimJob server_threads)
@@ -26,13 +26,7 @@ def slowed_server(spec: JobSpec, condition: SlowServerCondition) -> str | None:
     role): embedding server 0, or the first server holding the dense part."""
     if condition.role == "embedding":
         return f"{Role.EMBEDDING_SERVER.value}-0"
-    strategy = spec.strategy
-    if hasattr(strategy, "group_servers"):  # hierarchical training's group PSs
-        return f"{Role.GROUP_SERVER.value}-0"
-    if spec.cluster.dense_servers_for(strategy) == 0:
-        return None
-    role = Role.SYNC_SERVER if isinstance(strategy, CenterStrategy) else Role.DENSE_SERVER
-    return f"{role.value}-0"
+    return family_of(spec.strategy).first_dense_server(spec)
 
 
 def whole_batches(examples: int, batch_size: int) -> int:

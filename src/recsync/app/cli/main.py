@@ -107,7 +107,7 @@ def _prepare_run(
     warn_deprecations(cfg)
     if check is not None:
         check(cfg)
-    if state is not None and cfg.strategy.name != "reference":
+    if state is not None and cfg.strategy.distributed:
         spec = job_spec(cfg, state)
         try:
             state.check_layout(plan_for(spec).embeddings.layout)
@@ -185,7 +185,7 @@ def train(
         if epochs is not None:
             extra["train.epochs"] = epochs
         cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
-        if cfg.strategy.name == "reference":
+        if not cfg.strategy.distributed:
             if state is not None or stop_after is not None:
                 raise ConfigError("--resume and --stop-after need a distributed strategy")
             summary = run_training(cfg, run_dir, progress=progress)

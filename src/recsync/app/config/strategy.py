@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -39,9 +39,17 @@ FLAT_TIMING_KEYS = {
 }
 
 
-class ReferenceSection(Section):
+class StrategySection(Section):
+    """A [strategy] table: `distributed`, whether its job runs on a cluster's nodes (a
+    registered strategy) or in this process (the reference trainer)."""
+
+    distributed: ClassVar[bool] = True
+
+
+class ReferenceSection(StrategySection):
     """[strategy] name = "reference": the single-process trainer; no other keys."""
 
+    distributed: ClassVar[bool] = False
     name: Literal["reference"] = "reference"
 
 
@@ -50,7 +58,7 @@ def _strategy_section(name: str, cls: type) -> type[Section]:
     keys = section_from_dataclass(cls).model_fields
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"{cls.__name__}Strategy",
-        __base__=Section,
+        __base__=StrategySection,
         __doc__=doc,
         name=(Literal[name], name),
         **{key: (field.annotation, field) for key, field in keys.items()},

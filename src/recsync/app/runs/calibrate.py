@@ -21,11 +21,11 @@ from recsync.app.runs.fit_jobs import (
     reader_batch_cpu,
     worker_speed,
 )
+from recsync.coordinator.family import families
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
 from recsync.families import strategy_config
-from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
 from recsync.model.hash_spec import HashTables
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
@@ -153,18 +153,17 @@ def _batch_making_seconds(synthetic: SyntheticSpec, batch_size: int) -> float:
 
 
 def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
-    """Seconds per dense parameter of the two server requests that touch them: a dense
-    server's optimizer step on a pushed gradient, a sync server's elastic exchange (their
-    mean; vectorized, they cost a few percent of an embedding row's element)."""
+    """Seconds per dense parameter of the server requests that touch them, each family's
+    (a dense server's optimizer step on a pushed gradient, a sync server's elastic
+    exchange): their mean; vectorized, they cost a few percent of an embedding row's
+    element."""
     replica = DenseReplica(model, train.seed, train.dense_optimizer)
     values = replica.flat.detach().clone()
     optimizer = train.dense_optimizer.build(values.numel())
-    grad = torch.full_like(values, 1e-3)
-    center = EasgdCenter(EasgdConfig(), values.clone())
+    works = [family.dense_server_work(values, optimizer) for family in families()]
     rounds = range(20)
-    push_s = _median_seconds(lambda _: optimizer.updated(values, grad), rounds)
-    exchange_s = _median_seconds(lambda _: center.exchange(values), rounds)
-    return (push_s + exchange_s) / 2 / values.numel()
+    seconds = [_median_seconds(lambda _, w=w: w(), rounds) for w in works if w is not None]
+    return statistics.mean(seconds) / values.numel()
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:

@@ -30,6 +30,7 @@ class AllReduceFamily(Family):
 
     base = AllReduceStrategy
     strategies = (AllReduceConfig,)
+    ranks_are_trainers = True
 
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         return AllReduceTrainer(spec.setup, _allreduce(spec.strategy))

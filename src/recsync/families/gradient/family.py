@@ -4,6 +4,7 @@ pushing gradients; GBA's tokens handed by the reader."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -77,6 +78,19 @@ class GradientFamily(Family):
 
     def tokens(self, strategy: StrategyFamily, workers: int) -> Tokens | None:
         return _gradient(strategy).token_list(workers)
+
+    def dense_server_work(
+        self, values: torch.Tensor, optimizer: Any
+    ) -> Callable[[], object] | None:
+        """A dense server's optimizer step on a pushed gradient."""
+        grad = torch.full_like(values, 1e-3)
+        return lambda: optimizer.updated(values, grad)
+
+    def values_needed_by(self, strategy: StrategyFamily) -> str | None:
+        norm = _gradient(strategy).staleness_norm
+        if norm is not None and norm.sigmoid_lambda is not None:
+            return "strategy.staleness_norm.sigmoid_lambda (scales by the update's size)"
+        return None
 
     def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
         if cluster.num_dense_servers < 1:

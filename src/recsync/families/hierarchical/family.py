@@ -59,6 +59,28 @@ class HierarchicalFamily(Family):
     def process_refusal(self, strategy: StrategyFamily) -> str | None:
         return "its worker threads share one trainer's stats with their group PSs' calls"
 
+    def check_job(self, spec: JobSpec) -> None:
+        """Its group plan (a group PS left without an FC part: a ValueError naming it)."""
+        strategy, cluster = hierarchical(spec), spec.cluster
+        group_plan_of(
+            spec.model,
+            strategy,
+            cluster.num_trainers,
+            cluster.workers_per_trainer,
+            spec.train.batch_size,
+        )
+
+    def dense_nodes(self, spec: JobSpec) -> int:
+        """Its group PSs, and as many sync servers across the groups if it has them."""
+        strategy = hierarchical(spec)
+        servers = (
+            spec.cluster.dense_servers_for(strategy) + strategy.groups * strategy.group_servers
+        )
+        return servers + (strategy.group_servers if strategy.needs_sync_servers else 0)
+
+    def first_dense_server(self, spec: JobSpec) -> str | None:
+        return f"{Role.GROUP_SERVER.value}-0"
+
     def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
         assert isinstance(strategy, HierarchicalConfig), strategy
         try:

@@ -5,7 +5,7 @@ trainers, synced never (`independent`), through a center variable on sync server
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -21,7 +21,7 @@ from recsync.coordinator.node_specs import (
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.replica.bmuf import BmufConfig
-from recsync.families.replica.easgd import EasgdConfig
+from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
 from recsync.families.replica.independent import IndependentConfig
 from recsync.families.replica.ma import MaConfig
 from recsync.families.replica.replica_sync import process_refusal
@@ -70,6 +70,25 @@ class ReplicaFamily(Family):
 
     def process_refusal(self, strategy: StrategyFamily) -> str | None:
         return process_refusal(_replica(strategy))
+
+    def restart_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+        return (Role.SYNC_SERVER,) if isinstance(strategy, CenterStrategy) else ()
+
+    def restarted_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor | None:
+        """The center variable (EASGD): its slices on the sync servers put together."""
+        if not isinstance(spec.strategy, CenterStrategy):
+            return None
+        return torch.cat([part.values for part in reports(Role.SYNC_SERVER)])
+
+    def first_dense_server(self, spec: JobSpec) -> str | None:
+        return f"{Role.SYNC_SERVER.value}-0" if self.dense_nodes(spec) else None
+
+    def dense_server_work(
+        self, values: torch.Tensor, optimizer: Any
+    ) -> Callable[[], object] | None:
+        """A sync server's elastic exchange with a replica."""
+        center = EasgdCenter(EasgdConfig(), values.clone())
+        return lambda: center.exchange(values)
 
     def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
         if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:

@@ -19,7 +19,7 @@ from typing import Any
 
 import ray
 
-from recsync.coordinator.family import TrainerSpec
+from recsync.coordinator.family import Reports, TrainerSpec, family_of
 from recsync.coordinator.node_specs import ReaderSpec, ShardSpec
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, RecoveryPolicy, restarted_trainer, restored_shard
@@ -187,7 +187,7 @@ class Recovering:
         assert isinstance(requeued, Requeued), requeued
         examples = self.reader_ledger.requeued(reader.index, address.index, requeued)
         command.loss.replayed_examples = examples
-        restarted = restarted_trainer(node, self.spec, command.back, self._center_slices())
+        restarted = restarted_trainer(node, self.spec, command.back, self._restart_reports())
         self.replaced[address] = restarted
         old_loops = [r for r, a in self._runs.items() if a == address and r not in self._done]
         self._done.update(old_loops)
@@ -195,11 +195,17 @@ class Recovering:
             self._runs[actor.run.remote()] = address
         read_ended(old_loops)
 
-    def _center_slices(self) -> list[Any]:
-        """The sync servers' reports, in order (their slices of the center variable)."""
-        servers = [n.address for n in self.topology.of_role(Role.SYNC_SERVER)]
-        reports = self.hosts.reports(servers) if servers else {}
-        return [reports[a] for a in servers]
+    def _restart_reports(self) -> Reports:
+        """The reports a lost trainer's next replica is made from (its family's
+        `restart_roles`: EASGD's sync servers), by role, in index order."""
+        strategy = self.spec.strategy
+        nodes = [
+            n.address
+            for role in family_of(strategy).restart_roles(strategy)
+            for n in self.topology.of_role(role)
+        ]
+        reports = self.hosts.reports(nodes) if nodes else {}
+        return lambda role: [reports[a] for a in nodes if a.role == role]
 
     def _roll_back(self, spec: JobSpec) -> None:
         """Every node goes: the job restarts as `spec` says, on the machines left (the lost

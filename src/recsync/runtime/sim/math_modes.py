@@ -17,6 +17,7 @@ from typing import Any
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import EarlyStopping
+from recsync.coordinator.family import family_of
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
 from recsync.model.priced import priced_math
@@ -61,11 +62,10 @@ def check_math(
             checkpoint_every is not None and checkpoint_every.enabled
         ),
         "node losses and [recovery]": recovery is not None,
-        "strategy.staleness_norm.sigmoid_lambda (scales by the update's size)": (
-            getattr(getattr(spec.strategy, "staleness_norm", None), "sigmoid_lambda", None)
-            is not None
-        ),
     }
+    needed = family_of(spec.strategy).values_needed_by(spec.strategy)
+    if needed is not None:
+        refused[needed] = True
     named = [option for option, used in refused.items() if used]
     if named:
         raise ValueError(

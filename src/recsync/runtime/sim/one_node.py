@@ -84,8 +84,7 @@ class OneNodeRecovery:
         index = sim.spec.cluster.reader_of(address.index)
         loss.replayed_examples = self.ledger.requeued(index, address.index, requeued)
         sim.transport.changed.fire()
-        centers = [h.node.report() for h in sim.hosts_of(Role.SYNC_SERVER)]
-        restarted = restarted_trainer(node, sim.spec, back, centers)
+        restarted = restarted_trainer(node, sim.spec, back, self._reports)
         self.replaced[address] = restarted
         old = sim.hosts[address]
         host = SimHost(address, restarted.build(CONTEXT), old.machine)
@@ -93,6 +92,9 @@ class OneNodeRecovery:
         host.down_until = sim.clock.now + self.restart_s
         sim.hosts[address] = host
         sim.clock.at(host.down_until, self._start, host)
+
+    def _reports(self, role: Role) -> list[Any]:
+        return [host.node.report() for host in self.sim.hosts_of(role)]
 
     def _start(self, host: Any) -> None:
         self.sim.start_loops(host)
