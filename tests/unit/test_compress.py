@@ -7,12 +7,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recsync.compress.bf16 import RELATIVE_ERROR, Bf16
-from recsync.compress.encoded import Identity
-from recsync.compress.error_feedback import ErrorFeedback
-from recsync.compress.int8 import LEVELS, Int8Rows
-from recsync.compress.spec import CompressionSpec
-from recsync.compress.topk import TopK
+from recsync.families.hierarchical.compress.bf16 import RELATIVE_ERROR, Bf16
+from recsync.families.hierarchical.compress.encoded import Identity
+from recsync.families.hierarchical.compress.error_feedback import ErrorFeedback
+from recsync.families.hierarchical.compress.int8 import LEVELS, Int8Rows
+from recsync.families.hierarchical.compress.spec import CompressionSpec
+from recsync.families.hierarchical.compress.topk import TopK
 from recsync.protocol.messages import wire_bytes
 
 shapes = st.tuples(st.integers(1, 9), st.integers(1, 17))

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from recsync.model.fc_split import (
+from recsync.families.hierarchical.fc_split import (
     CoPartitioned,
     FcSplit,
     HorizontalLinear,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recsync.families.hierarchical.fc_split import FcSplit, Split
 from recsync.families.hierarchical.op_graph import OpKind, default_splits, dense_graph
 from recsync.families.hierarchical.placement import (
     TRAINER,
@@ -16,7 +17,6 @@ from recsync.families.hierarchical.placement import (
     tag,
     utilisation,
 )
-from recsync.model.fc_split import FcSplit, Split
 from recsync.model.spec import ModelSpec
 
 WIDE = ModelSpec(bottom_mlp=(1024, 256), top_mlp=(2048, 512))

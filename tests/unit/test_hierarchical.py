@@ -11,26 +11,27 @@ from typing import Any
 import pytest
 import torch
 
-from recsync.compress.encoded import Identity
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.families import strategy_config
+from recsync.families.hierarchical.compress.encoded import Identity
 from recsync.families.hierarchical.config import HierarchicalConfig
+from recsync.families.hierarchical.fc_split import FcSplit, Split
+from recsync.families.hierarchical.group_model import Join
+from recsync.families.hierarchical.messages import StageForward
 from recsync.families.hierarchical.op_graph import part_op
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
 from recsync.families.hierarchical.server import GroupServerNode, GroupServerStart
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
-from recsync.model.fc_split import FcSplit, Split
-from recsync.model.group_model import Join
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import AllReduce, Await, Call, CallEach
-from recsync.protocol.messages import Center, Exchange, StageForward, WorkerDone, wire_bytes
+from recsync.protocol.messages import Center, Exchange, WorkerDone, wire_bytes
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerSetup, Wiring
 

@@ -18,8 +18,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import torch
 
-from recsync.compress.encoded import Encoded
-
 HEADER_BYTES = 64  # a message that carries no tensor: its header
 
 
@@ -240,50 +238,6 @@ class WorkerDone(Message):
     mutates: ClassVar[bool] = True
 
 
-@dataclass(slots=True, eq=False)
-class StageForward(Message):
-    """-> StageValues: a group PS runs its parts of stage `stage` on `x`, the input of
-    worker `worker`'s batch, and keeps what their backward needs; it answers each part's
-    output (concatenated outputs) or their sum (summed outputs). `flops`: what the parts'
-    math and the coding cost (the simulator's charge; the engine computes it)."""
-
-    worker: int
-    stage: int
-    x: Encoded
-    flops: float
-    kind: ClassVar[str] = "StageForward"
-
-    def work(self) -> Work:
-        return Work(flops=self.flops)
-
-
-@dataclass(slots=True, eq=False)
-class StageBackward(Message):
-    """-> StageValues: the gradients of the outputs of a group PS's parts of stage `stage`
-    for worker `worker`'s batch (one per part for concatenated outputs, else one for their
-    sum); the group PS updates those parts' parameters and returns their input gradients
-    (summed where every part read the whole input; none if `wants_input` is off)."""
-
-    worker: int
-    stage: int
-    grads: tuple[Encoded, ...]
-    wants_input: bool
-    flops: float
-    kind: ClassVar[str] = "StageBackward"
-    mutates: ClassVar[bool] = True
-
-    def work(self) -> Work:
-        return Work(flops=self.flops)
-
-
-@dataclass(slots=True, eq=False)
-class StageValues:
-    """A group PS's answer for one stage (outputs forward, input gradients backward): a
-    tensor per part it owns, in part order, or one summed over them."""
-
-    values: tuple[Encoded, ...]
-
-
 Sizer = Callable[[Any], int]
 _SIZERS: dict[type, Sizer] = {}
 
@@ -328,12 +282,10 @@ def _fused_bytes(fused: Fused) -> int:
 _SIZERS[Fused] = _fused_bytes
 
 
-def _encoded_bytes(payloads: tuple[Encoded, ...]) -> int:
-    return sum(wire_bytes(p) for p in payloads)
-
-
-_SIZERS[StageBackward] = lambda m: _encoded_bytes(m.grads)
-_SIZERS[StageValues] = lambda r: _encoded_bytes(r.values)
+def register_sizer(cls: type, size: Sizer) -> None:
+    """Count the wire bytes of payload type `cls` with `size` (a family's message whose
+    bytes its type hints do not say: a tuple of coded tensors, say)."""
+    _SIZERS[cls] = size
 
 
 def wire_bytes(payload: Any) -> int:

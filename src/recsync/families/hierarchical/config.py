@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recsync.compress.spec import CompressionSpec
+from recsync.families.hierarchical.compress.spec import CompressionSpec
 from recsync.sync.family import StrategyFamily
 from recsync.sync.registry import strategy_config
 from recsync.sync.replica import CenterStrategy, CollectiveStrategy

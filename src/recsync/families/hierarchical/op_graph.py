@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
 
-from recsync.model.fc_split import FcSplit, Split
+from recsync.families.hierarchical.fc_split import FcSplit, Split
 from recsync.model.spec import ModelSpec
 
 FLOAT = 4  # bytes of a float32

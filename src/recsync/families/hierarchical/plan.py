@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import torch
 
-from recsync.compress.spec import CompressionSpec
 from recsync.errors import ConfigError
+from recsync.families.hierarchical.compress.spec import CompressionSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
+from recsync.families.hierarchical.fc_split import FcSplit, Split
+from recsync.families.hierarchical.group_model import GroupDense
 from recsync.families.hierarchical.op_graph import default_splits, dense_graph, part_op
 from recsync.families.hierarchical.placement import GroupPlacement, GroupShape, place
-from recsync.model.fc_split import FcSplit, Split
-from recsync.model.group_model import GroupDense
 from recsync.model.spec import ModelSpec
 
 RATIOS = {"none": 1.0, "bf16": 0.5, "int8": 0.25}  # wire bytes over float32's

@@ -21,9 +21,9 @@ import torch
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
+from recsync.families.hierarchical.group_model import GroupDense
 from recsync.families.hierarchical.plan import GroupPlan
 from recsync.families.hierarchical.server import GroupServerReport, GroupServerStart
-from recsync.model.group_model import GroupDense
 from recsync.optim.state import copy_state
 
 KIND = "hierarchical"

@@ -14,23 +14,18 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from recsync.compress.encoded import Codec
-from recsync.compress.spec import GradientStreams
+from recsync.families.hierarchical.compress.encoded import Codec
+from recsync.families.hierarchical.compress.spec import GradientStreams
 from recsync.families.hierarchical.config import HierarchicalConfig
-from recsync.model.group_model import GroupDense, summed
+from recsync.families.hierarchical.group_model import GroupDense, summed
+from recsync.families.hierarchical.messages import StageBackward, StageForward, StageValues
 from recsync.model.priced import writable_alias
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
 from recsync.protocol.effects import Await, Loop
-from recsync.protocol.messages import (
-    Message,
-    StageBackward,
-    StageForward,
-    StageValues,
-    WorkerDone,
-)
+from recsync.protocol.messages import Message, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
 from recsync.sync.replica import CollectiveStrategy
 

@@ -21,21 +21,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F_
 
-from recsync.compress.encoded import Codec, Encoded
-from recsync.compress.spec import GradientStreams
 from recsync.data.batch import Batch
+from recsync.families.hierarchical.compress.encoded import Codec, Encoded
+from recsync.families.hierarchical.compress.spec import GradientStreams
 from recsync.families.hierarchical.config import HierarchicalConfig
-from recsync.model.group_model import GroupDense, Stage, summed
+from recsync.families.hierarchical.group_model import GroupDense, Stage, summed
+from recsync.families.hierarchical.messages import StageBackward, StageForward, StageValues
 from recsync.model.priced import is_priced, scalar_value
 from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Effect, Loop, Send, Target
-from recsync.protocol.messages import (
-    PushRows,
-    StageBackward,
-    StageForward,
-    StageValues,
-    WorkerDone,
-)
+from recsync.protocol.messages import PushRows, WorkerDone
 from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients

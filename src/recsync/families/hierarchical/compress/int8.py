@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from recsync.compress.encoded import Encoded, rows_view
+from recsync.families.hierarchical.compress.encoded import Encoded, rows_view
 
 LEVELS = 127
 

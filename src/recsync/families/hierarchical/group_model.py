@@ -17,8 +17,7 @@ from enum import StrEnum
 import torch
 from torch import nn
 
-from recsync.model.dlrm import DenseArch, build_dense
-from recsync.model.fc_split import (
+from recsync.families.hierarchical.fc_split import (
     CoPartitioned,
     FcSplit,
     HorizontalLinear,
@@ -26,6 +25,7 @@ from recsync.model.fc_split import (
     merge_mlp,
     split_mlp,
 )
+from recsync.model.dlrm import DenseArch, build_dense
 from recsync.model.spec import ModelSpec
 
 MLPS = ("bottom", "top")

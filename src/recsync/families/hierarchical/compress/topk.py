@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from recsync.compress.encoded import Encoded
+from recsync.families.hierarchical.compress.encoded import Encoded
 
 
 class TopK:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from recsync.compress.encoded import Codec, Encoded
+from recsync.families.hierarchical.compress.encoded import Codec, Encoded
 
 
 class ErrorFeedback:

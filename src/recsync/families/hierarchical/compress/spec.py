@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from recsync.compress.bf16 import Bf16
-from recsync.compress.encoded import Codec, Encoded, Identity
-from recsync.compress.error_feedback import ErrorFeedback
-from recsync.compress.int8 import Int8Rows
-from recsync.compress.topk import TopK
+from recsync.families.hierarchical.compress.bf16 import Bf16
+from recsync.families.hierarchical.compress.encoded import Codec, Encoded, Identity
+from recsync.families.hierarchical.compress.error_feedback import ErrorFeedback
+from recsync.families.hierarchical.compress.int8 import Int8Rows
+from recsync.families.hierarchical.compress.topk import TopK
 
 PRECISIONS = ("none", "bf16", "int8")
 

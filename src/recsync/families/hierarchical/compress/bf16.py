@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from recsync.compress.encoded import Encoded
+from recsync.families.hierarchical.compress.encoded import Encoded
 
 RELATIVE_ERROR = 2.0**-8  # round to nearest with 8 significant bits
 
