@@ -41,7 +41,7 @@ from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.replica import Timing
+from recsync.sync.timing import Timing
 
 TRAINERS = (5, 10, 15, 20)
 WORKERS_PER_TRAINER = 24  # the paper's

@@ -25,7 +25,7 @@ from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.replica import Timing
+from recsync.sync.timing import Timing
 
 # the dense Adagrad rate Table 3's tuning chose on its baseline (S-EASGD, 5 trainers, 1M
 # examples: 0.008 beside 0.001-0.004), frozen for every strategy here as the paper keeps one

@@ -9,11 +9,11 @@ import torch
 from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.families.gradient.psp import PspConfig
 from recsync.families.gradient.synchronous import SyncConfig
+from recsync.families.synced_replicas.messages import Exchange
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.protocol.effects import UnhandledEffect
 from recsync.protocol.messages import (
-    Exchange,
     Lookup,
     MayStart,
     PullDense,

@@ -26,12 +26,13 @@ from recsync.families.hierarchical.op_graph import part_op
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
 from recsync.families.hierarchical.server import GroupServerNode, GroupServerStart
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
+from recsync.families.synced_replicas.messages import Center, Exchange
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import AllReduce, Await, Call, CallEach
-from recsync.protocol.messages import Center, Exchange, WorkerDone, wire_bytes
+from recsync.protocol.messages import WorkerDone, wire_bytes
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerSetup, Wiring
 

@@ -13,7 +13,7 @@ from recsync.families.replica.bmuf import BmufConfig, BmufReplica
 from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
 from recsync.families.replica.independent import IndependentConfig
 from recsync.families.replica.ma import MaConfig
-from recsync.sync.replica import (
+from recsync.families.synced_replicas.strategy import (
     CenterStrategy,
     CollectiveStrategy,
     ElasticPull,

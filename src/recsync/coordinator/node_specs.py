@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.reader_replay import ReplayPlan, replay
 from recsync.data.aligned_deal import AlignedDeal
@@ -27,9 +25,7 @@ from recsync.protocol.node import Node
 from recsync.ps.embedding_server import EmbeddingServerNode
 from recsync.ps.gradient_servers import SparseShardServer
 from recsync.ps.layout import TableLayout
-from recsync.ps.sync_server import SyncServerNode
 from recsync.sync.gradient import ServerPolicies, Tokens
-from recsync.sync.replica import CenterStrategy
 from recsync.trainer.replica import DenseReplica, new_replica
 
 if TYPE_CHECKING:
@@ -176,14 +172,3 @@ class ShardSpec(NodeSpec):
         # each worker checks its gradient once per step: the servers need not check each push
         norm = self.strategy.staleness_norm
         return SparseShardServer(index, shard, policy, norm, check_finite=False)
-
-
-@dataclass(frozen=True)
-class SyncServerSpec(NodeSpec):
-    """One slice of a center strategy's center variable."""
-
-    values: torch.Tensor
-    strategy: CenterStrategy
-
-    def build(self, context: BuildContext) -> SyncServerNode:
-        return SyncServerNode(self.address.index, self.strategy.make_center(self.values.clone()))

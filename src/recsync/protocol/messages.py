@@ -142,25 +142,6 @@ class Fused(Message):
 
 
 @dataclass(slots=True, eq=False)
-class Exchange(Message):
-    """-> Center: one EASGD exchange of a replica slice with its sync server."""
-
-    values: torch.Tensor
-    kind: ClassVar[str] = "Exchange"
-    mutates: ClassVar[bool] = True
-
-    def work(self) -> Work:
-        return Work(elements=int(self.values.numel()))
-
-
-@dataclass(slots=True, eq=False)
-class Center:
-    """A sync server's center slice after an exchange."""
-
-    values: torch.Tensor
-
-
-@dataclass(slots=True, eq=False)
 class PullDense(Message):
     """-> DenseBlock: a dense server's block, once its version reached `min_version`."""
 

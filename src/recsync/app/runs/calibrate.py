@@ -38,7 +38,7 @@ from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.replica import Timing
+from recsync.sync.timing import Timing
 from recsync.trainer.replica import DenseReplica
 
 PAYLOAD_BYTES = 512 * 1024

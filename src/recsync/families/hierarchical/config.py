@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recsync.families.hierarchical.compress.spec import CompressionSpec
+from recsync.families.synced_replicas.strategy import CenterStrategy, CollectiveStrategy
 from recsync.sync.family import StrategyFamily
 from recsync.sync.registry import strategy_config
-from recsync.sync.replica import CenterStrategy, CollectiveStrategy
 
 CROSS_GROUP = ("easgd", "ma", "bmuf")
 BMUF_KEYS = {"block_lr": 1.0, "block_momentum": 0.0, "nesterov": False}  # and their defaults

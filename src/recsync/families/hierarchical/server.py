@@ -19,6 +19,7 @@ from recsync.families.hierarchical.compress.spec import GradientStreams
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.group_model import GroupDense, summed
 from recsync.families.hierarchical.messages import StageBackward, StageForward, StageValues
+from recsync.families.synced_replicas.strategy import CollectiveStrategy
 from recsync.model.priced import writable_alias
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
@@ -27,7 +28,6 @@ from recsync.protocol.address import Address
 from recsync.protocol.effects import Await, Loop
 from recsync.protocol.messages import Message, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
-from recsync.sync.replica import CollectiveStrategy
 
 TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward messages)
 

@@ -8,21 +8,17 @@ from collections.abc import Sequence
 
 import torch
 
-from recsync.coordinator.node_specs import (
-    SERVER_MARGIN,
-    Collectives,
-    NodeSpec,
-    SyncServerSpec,
-)
+from recsync.coordinator.node_specs import SERVER_MARGIN, Collectives, NodeSpec
 from recsync.coordinator.spec import JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.nodes import GroupServerSpec
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
 from recsync.families.hierarchical.resume import server_starts
 from recsync.families.hierarchical.server import GroupServerStart
+from recsync.families.synced_replicas.strategy import CenterStrategy
+from recsync.families.synced_replicas.sync_server import SyncServerSpec
 from recsync.protocol.address import Address, Role
 from recsync.ps.placement import JobPlan
-from recsync.sync.replica import CenterStrategy
 from recsync.trainer.stats import Wiring
 
 

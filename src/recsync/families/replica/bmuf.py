@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import torch
 
-from recsync.sync.replica import (
+from recsync.families.synced_replicas.strategy import (
     CollectiveStrategy,
     Timing,
     check_flat_pair,

@@ -21,11 +21,9 @@ from typing import ClassVar
 
 import torch
 
-from recsync.protocol.address import Address
-from recsync.protocol.effects import Call
-from recsync.protocol.messages import Center as CenterReply
-from recsync.protocol.messages import Exchange
-from recsync.sync.replica import (
+from recsync.families.synced_replicas.messages import Center as CenterReply
+from recsync.families.synced_replicas.messages import Exchange
+from recsync.families.synced_replicas.strategy import (
     CenterStrategy,
     ElasticPull,
     ReplicaPolicy,
@@ -34,6 +32,8 @@ from recsync.sync.replica import (
     check_fraction,
     snapshot,
 )
+from recsync.protocol.address import Address
+from recsync.protocol.effects import Call
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,7 @@ import torch
 
 from recsync.coordinator.family import Family, Reports, TrainerSpec, trainer_replicas
 from recsync.coordinator.measures import sync_measures
-from recsync.coordinator.node_specs import (
-    SERVER_MARGIN,
-    BuildContext,
-    Collectives,
-    NodeSpec,
-    SyncServerSpec,
-)
+from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, Collectives, NodeSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.replica.bmuf import BmufConfig
 from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
@@ -26,11 +20,16 @@ from recsync.families.replica.independent import IndependentConfig
 from recsync.families.replica.ma import MaConfig
 from recsync.families.replica.replica_sync import process_refusal
 from recsync.families.replica.trainer import ReplicaTrainer
+from recsync.families.synced_replicas.strategy import (
+    CenterStrategy,
+    CollectiveStrategy,
+    ReplicaStrategy,
+)
+from recsync.families.synced_replicas.sync_server import SyncServerSpec
 from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
 from recsync.sync.family import StrategyFamily
-from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
 
 
 class ReplicaFamily(Family):

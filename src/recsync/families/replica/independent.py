@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import torch
 
-from recsync.sync.replica import ReplicaStrategy, Timing
+from recsync.families.synced_replicas.strategy import ReplicaStrategy, Timing
 
 
 @dataclass(frozen=True)

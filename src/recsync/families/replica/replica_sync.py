@@ -1,8 +1,8 @@
 """How a replica trainer syncs its replica, one class per kind of replica strategy: never
 (`independent`), through sync servers (`CenterStrategy`: EASGD) or through an all-reduce
 (`CollectiveStrategy`: MA, BMUF); each in its strategy's timing. The rounds themselves are
-the strategies' (sync/easgd.py, sync/replica.py); here is when they run and on which
-thread.
+the strategies' (easgd.py, families/synced_replicas/strategy.py); here is when they
+run and on which thread.
 
 Timing (ShadowSync): `shadow` runs rounds on a background thread as fast as the workers
 allow (a round waits for `shadow_min_gap` new iterations per worker thread); `fixed` makes
@@ -18,8 +18,12 @@ from collections.abc import Generator
 from typing import Any, Protocol
 
 from recsync.families.replica.sync_requests import SyncRequests
+from recsync.families.synced_replicas.strategy import (
+    CenterStrategy,
+    CollectiveStrategy,
+    ReplicaStrategy,
+)
 from recsync.protocol.effects import Await, Effect, Loop, Notify
-from recsync.sync.replica import CenterStrategy, CollectiveStrategy, ReplicaStrategy
 from recsync.sync.timing import FixedTrigger
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring

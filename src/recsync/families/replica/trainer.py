@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from recsync.families.replica.replica_sync import PROGRESS, REQUESTS, process_refusal, replica_sync
+from recsync.families.synced_replicas.strategy import ReplicaStrategy
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Address
 from recsync.protocol.effects import (
@@ -33,7 +34,6 @@ from recsync.protocol.messages import PushRows
 from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.shard import row_gradients
-from recsync.sync.replica import ReplicaStrategy
 from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups, take_batch
 

@@ -29,9 +29,9 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from recsync.families.synced_replicas.messages import Center as CenterReply
 from recsync.protocol.address import Address
 from recsync.protocol.effects import AllReduce, Call
-from recsync.protocol.messages import Center as CenterReply
 from recsync.sync.family import StrategyFamily
 from recsync.sync.timing import FixedTrigger, Timing, average_sync_gap
 
