@@ -13,8 +13,7 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.coordinator.supervisor import (
-    MAX_SCORING,
+from recsync.coordinator.supervision import (
     AbandonCut,
     AwaitScored,
     Checkpoint,
@@ -23,20 +22,20 @@ from recsync.coordinator.supervisor import (
     Evaluate,
     Fail,
     NodeLost,
-    PauseReading,
+    PauseReaders,
     Progressed,
     Record,
     Replaced,
     ReplaceNode,
     Resumed,
-    ResumeReading,
+    ResumeReaders,
     RollBack,
     Scored,
     Started,
     StopAsked,
-    StopReading,
-    Supervisor,
+    StopReaders,
 )
+from recsync.coordinator.supervisor import MAX_SCORING, Supervisor
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
@@ -85,15 +84,15 @@ def recorded(commands: list) -> list[int]:
 def test_a_cut_pauses_reading_takes_the_state_resumes_and_hands_it_on():
     job = supervisor(cuts=1_000)
     assert job.handle(Progressed(999, 10_000, 1.0)) == []
-    assert job.handle(Progressed(1_000, 10_000, 1.5)) == [PauseReading()]
+    assert job.handle(Progressed(1_000, 10_000, 1.5)) == [PauseReaders()]
     assert job.cutting and job.handle(Progressed(1_100, 10_000, 1.6)) == []  # one at a time
     cut = state(1_100)
-    assert job.handle(CutSettled(cut, 1_100, 1.7)) == [ResumeReading(), Checkpoint(cut)]
+    assert job.handle(CutSettled(cut, 1_100, 1.7)) == [ResumeReaders(), Checkpoint(cut)]
     assert job.last_cut is cut and job.cuts.cuts == 1 and job.cutting
     assert job.handle(Resumed()) == [] and not job.cutting
     assert job.handle(Progressed(2_099, 10_000, 2.0)) == []  # counted from the cut
-    assert job.handle(Progressed(2_100, 10_000, 2.0)) == [PauseReading()]
-    assert job.handle(CutSettled(None, 0, 2.1)) == [ResumeReading()]  # the data ran out
+    assert job.handle(Progressed(2_100, 10_000, 2.0)) == [PauseReaders()]
+    assert job.handle(CutSettled(None, 0, 2.1)) == [ResumeReaders()]  # the data ran out
     assert job.cuts.cuts == 1 and job.last_cut is cut
     job.handle(Resumed())
     assert job.handle(Progressed(10_000, 10_000, 3.0)) == []  # never at the stream's end
@@ -154,18 +153,18 @@ def test_early_stopping_stops_reading_once():
     job = supervisor(eval_every=500, early=EarlyStopping(patience=1))
     assert len(job.handle(Progressed(1_501, None, 1.0))) == 3
     assert [type(c) for c in job.handle(scored(500, 0.5))] == [Record]
-    assert job.handle(scored(1_000, 0.6))[1:] == [StopReading("early stopping")]
+    assert job.handle(scored(1_000, 0.6))[1:] == [StopReaders("early stopping")]
     assert job.handle(scored(1_500, 0.7))[1:] == []
     assert job.stop_reason == "early stopping"
 
 
 def test_a_signal_stops_reading_once_and_again_after_a_rollback():
     job = supervisor(policy=RecoveryPolicy(reader="rollback"))
-    assert job.handle(StopAsked("SIGTERM")) == [StopReading("SIGTERM")]
+    assert job.handle(StopAsked("SIGTERM")) == [StopReaders("SIGTERM")]
     assert job.handle(StopAsked("SIGTERM")) == []
     [rollback] = job.handle(NodeLost("reader", 640, True, 3.0))
     assert isinstance(rollback, RollBack)
-    assert job.handle(Started(topology(), 4.0)) == [StopReading("SIGTERM")]  # a new reader
+    assert job.handle(Started(topology(), 4.0)) == [StopReaders("SIGTERM")]  # a new reader
     job.handle(Ended())
     assert job.handle(StopAsked("SIGINT")) == []
 
@@ -242,7 +241,7 @@ def test_a_lost_reader_alone_is_replaced_and_abandons_the_cut_under_way():
     cut = state(1_000)
     job.handle(CutSettled(cut, 1_000, 1.0))
     job.handle(Resumed())
-    assert job.handle(Progressed(2_100, None, 2.0)) == [PauseReading()]  # the next cut
+    assert job.handle(Progressed(2_100, None, 2.0)) == [PauseReaders()]  # the next cut
     replace, abandon = job.handle(NodeLost("reader", 2_200, False, 2.5))
     assert isinstance(replace, ReplaceNode) and replace.action == "restart"
     assert abandon == AbandonCut() and not job.cutting and job.replacing
@@ -250,7 +249,7 @@ def test_a_lost_reader_alone_is_replaced_and_abandons_the_cut_under_way():
     assert (loss.position, loss.back_to, loss.replayed, loss.lost) == (2_200, 2_200, 0, 0)
     assert job.handle(Progressed(3_500, None, 3.0)) == []  # no cut while it is replaced
     assert job.handle(Replaced()) == [] and not job.replacing
-    assert job.handle(Progressed(3_600, None, 3.1)) == [PauseReading()]
+    assert job.handle(Progressed(3_600, None, 3.1)) == [PauseReaders()]
     assert job.recoveries.summary()["examples_replayed"] == 0
 
 

@@ -18,7 +18,7 @@ import torch
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.evaluation import Evaluations, model_quality
-from recsync.coordinator.supervisor import Scored
+from recsync.coordinator.supervision import Scored
 from recsync.coordinator.topology import Topology
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import READER, Address

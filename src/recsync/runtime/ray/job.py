@@ -24,7 +24,7 @@ from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.supervisor import (
+from recsync.coordinator.supervision import (
     AbandonCut,
     AwaitScored,
     Checkpoint,
@@ -33,16 +33,16 @@ from recsync.coordinator.supervisor import (
     Ended,
     Evaluate,
     Event,
-    PauseReading,
+    PauseReaders,
     Progressed,
     Record,
     Resumed,
-    ResumeReading,
+    ResumeReaders,
     Started,
     StopAsked,
-    StopReading,
-    Supervisor,
+    StopReaders,
 )
+from recsync.coordinator.supervisor import Supervisor
 from recsync.coordinator.topology import build_topology
 from recsync.protocol import reading
 from recsync.protocol.address import READER, Address, Role
@@ -182,11 +182,11 @@ class RayJob(Recovering):
             case Record():
                 if self.on_eval is not None:
                     self.on_eval(command.record)
-            case StopReading():
+            case StopReaders():
                 self._ask_readers(reading.StopReading())
-            case PauseReading():
+            case PauseReaders():
                 self._cut()
-            case ResumeReading():
+            case ResumeReaders():
                 self._ask_readers(reading.ResumeReading())
                 self.cut_seconds += time.perf_counter() - self._paused
                 self._feed(Resumed())

@@ -24,7 +24,7 @@ from recsync.coordinator.node_specs import ReaderSpec, ShardSpec
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, RecoveryPolicy, restarted_trainer, restored_shard
 from recsync.coordinator.spec import JobSpec
-from recsync.coordinator.supervisor import (
+from recsync.coordinator.supervision import (
     AbandonCut,
     Command,
     Event,
@@ -33,8 +33,8 @@ from recsync.coordinator.supervisor import (
     Replaced,
     ReplaceNode,
     RollBack,
-    Supervisor,
 )
+from recsync.coordinator.supervisor import Supervisor
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message

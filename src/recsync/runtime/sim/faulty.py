@@ -24,8 +24,9 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import Evaluations
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
-from recsync.coordinator.supervisor import AbandonCut, Fail, ReplaceNode, RollBack, Supervisor
-from recsync.coordinator.supervisor import NodeLost as Lost
+from recsync.coordinator.supervision import AbandonCut, Fail, ReplaceNode, RollBack
+from recsync.coordinator.supervision import NodeLost as Lost
+from recsync.coordinator.supervisor import Supervisor
 from recsync.protocol.address import Address
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob

@@ -19,23 +19,23 @@ from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.readers import ReaderGroup
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
-from recsync.coordinator.supervisor import (
+from recsync.coordinator.supervision import (
     AwaitScored,
     Checkpoint,
     Command,
     CutSettled,
     Evaluate,
     Event,
-    PauseReading,
+    PauseReaders,
     Progressed,
     Record,
     Resumed,
-    ResumeReading,
+    ResumeReaders,
     Scored,
     Started,
-    StopReading,
-    Supervisor,
+    StopReaders,
 )
+from recsync.coordinator.supervisor import Supervisor
 from recsync.coordinator.topology import Topology, build_topology
 from recsync.data.held_out import mark_test_set
 from recsync.errors import ConfigError
@@ -205,13 +205,13 @@ class SimJob:
             case Record():
                 if self.on_eval is not None:
                     self.on_eval(command.record)
-            case StopReading():
+            case StopReaders():
                 self.reader.handle_all(reading.StopReading())  # as at a data limit
-            case PauseReading():
+            case PauseReaders():
                 self.cut_started = self.clock.now
                 self.cuts += 1
                 self.reader.pause()
-            case ResumeReading():  # once the state was handed over
+            case ResumeReaders():  # once the state was handed over
                 self.clock.at(self.clock.now + self.cost.faults.cut_s, self._resume, self.cuts)
             case Checkpoint():
                 if self.on_checkpoint is not None:

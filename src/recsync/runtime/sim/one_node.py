@@ -23,7 +23,7 @@ from recsync.coordinator.node_specs import BuildContext, NodeSpec, ReaderSpec, S
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard
-from recsync.coordinator.supervisor import Replaced
+from recsync.coordinator.supervision import Replaced
 from recsync.protocol.address import Address, Role
 from recsync.protocol.reading import CloseReceipts, Requeue, Requeued
 from recsync.runtime.sim.host import SimHost
