@@ -39,14 +39,14 @@ FLAT_TIMING_KEYS = {
 }
 
 
-class StrategySection(Section):
+class StrategyTable(Section):
     """A [strategy] table: `distributed`, whether its job runs on a cluster's nodes (a
     registered strategy) or in this process (the reference trainer)."""
 
     distributed: ClassVar[bool] = True
 
 
-class ReferenceSection(StrategySection):
+class ReferenceSection(StrategyTable):
     """[strategy] name = "reference": the single-process trainer; no other keys."""
 
     distributed: ClassVar[bool] = False
@@ -58,7 +58,7 @@ def _strategy_section(name: str, cls: type) -> type[Section]:
     keys = section_from_dataclass(cls).model_fields
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"{cls.__name__}Strategy",
-        __base__=StrategySection,
+        __base__=StrategyTable,
         __doc__=doc,
         name=(Literal[name], name),
         **{key: (field.annotation, field) for key, field in keys.items()},
@@ -71,7 +71,7 @@ SECTIONS: dict[str, type[Section]] = {
 }
 if typing.TYPE_CHECKING:  # as far as the rest of the app reads a [strategy] section
 
-    class StrategySection(Section):
+    class StrategySection(StrategyTable):
         name: str
 
 else:

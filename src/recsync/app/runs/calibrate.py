@@ -162,8 +162,12 @@ def _dense_element_seconds(model: ModelSpec, train: TrainSpec) -> float:
     optimizer = train.dense_optimizer.build(values.numel())
     works = [family.dense_server_work(values, optimizer) for family in families()]
     rounds = range(20)
-    seconds = [_median_seconds(lambda _, w=w: w(), rounds) for w in works if w is not None]
+    seconds = [_median_seconds(_called(w), rounds) for w in works if w is not None]
     return statistics.mean(seconds) / values.numel()
+
+
+def _called(work: Callable[[], object]) -> Callable[[Any], object]:
+    return lambda _: work()
 
 
 def profile(model: ModelSpec, train: TrainSpec, measured: dict[str, float]) -> CostModel:
