@@ -47,6 +47,7 @@ from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import READER, Address, Role
@@ -58,7 +59,7 @@ MODEL = ModelSpec(
     bottom_mlp=(64,),
     top_mlp=(64,),
 )
-SERVER = {"easgd": Role.SYNC_SERVER, "async": Role.DENSE_SERVER}
+SERVER = {"easgd": SYNC_SERVER, "async": Role.DENSE_SERVER}
 KINDS = ("trainer", "embedding-server", "server", "reader")
 
 

@@ -65,6 +65,7 @@ from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
+from recsync.families.hierarchical.server import GROUP_SERVER
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
@@ -84,7 +85,7 @@ def throughput(setting: Setting, math: str = THROUGHPUT_MATH) -> dict[str, Any]:
     sim = SimJob(spec, plan_for(spec), setting.cost(), server_threads=CORES, math=math)
     summary = sim.run()
     seconds = summary["train_seconds"]
-    group_ps = sim.hosts_of(Role.GROUP_SERVER)
+    group_ps = sim.hosts_of(GROUP_SERVER)
     trainers = sim.hosts_of(Role.TRAINER)
     return {
         "label": setting.label,

@@ -37,9 +37,9 @@ from recsync.app.runs.plots import new_figure, save_figure
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import Role
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.timing import Timing
 
@@ -90,7 +90,7 @@ def run_point(
     )
     sim = SimJob(spec, plan_for(spec), CLUSTER_COST, math=math)
     summary = sim.run()
-    hosts = sim.hosts_of(Role.SYNC_SERVER)
+    hosts = sim.hosts_of(SYNC_SERVER)
     busy = max(h.machine.nic_busy_s for h in hosts) / summary["train_seconds"]
     return {
         "variant": variant,

@@ -20,8 +20,9 @@ from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.families import strategy_config
+from recsync.families.hierarchical.server import GROUP_SERVER
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import Address, Role
+from recsync.protocol.address import Address
 from recsync.runtime.ray.job import RayJob, run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
@@ -78,7 +79,7 @@ def test_cuts_hold_every_handed_out_batch_and_a_job_resumes_from_one():
 
 
 def test_a_killed_group_ps_rolls_the_job_back_to_its_last_cut():
-    lost = Address(Role.GROUP_SERVER, 1)
+    lost = Address(GROUP_SERVER, 1)
     jobs: list[RayJob] = []
     killed: list[int] = []
 

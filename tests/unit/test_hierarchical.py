@@ -24,13 +24,14 @@ from recsync.families.hierarchical.group_model import Join
 from recsync.families.hierarchical.messages import StageForward
 from recsync.families.hierarchical.op_graph import part_op
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
-from recsync.families.hierarchical.server import GroupServerNode, GroupServerStart
+from recsync.families.hierarchical.server import GROUP_SERVER, GroupServerNode, GroupServerStart
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
 from recsync.families.synced_replicas.messages import Center, Exchange
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import READER, Address, Role
+from recsync.protocol.address import READER, Address
 from recsync.protocol.effects import AllReduce, Await, Call, CallEach
 from recsync.protocol.messages import WorkerDone, wire_bytes
 from recsync.trainer.replica import DenseReplica
@@ -62,7 +63,7 @@ def group(
 ) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
     plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
     p = strategy.group_servers
-    addresses = tuple(Address(Role.GROUP_SERVER, j) for j in range(p))
+    addresses = tuple(Address(GROUP_SERVER, j) for j in range(p))
     servers = [
         GroupServerNode(
             0,
@@ -70,7 +71,7 @@ def group(
             plan.dense(MODEL, TRAIN.seed),
             train.dense_optimizer,
             strategy,
-            Address(Role.SYNC_SERVER, j),
+            Address(SYNC_SERVER, j),
             1,
         )
         for j in range(p)
@@ -226,7 +227,7 @@ def test_the_sync_loop_waits_for_a_batch_per_worker_and_ends_with_its_group():
     loop = server._shadow()
     call = next(loop)
     assert isinstance(call, Call) and isinstance(call.message, Exchange)
-    assert call.target == Address(Role.SYNC_SERVER, 0)
+    assert call.target == Address(SYNC_SERVER, 0)
     assert torch.equal(call.message.values, server.flat)
     center = torch.zeros_like(server.flat)
     before = server.flat.clone()
@@ -371,12 +372,12 @@ def test_the_job_has_sync_servers_for_easgd_and_a_collective_per_part_owner_othe
     strategy = HierarchicalConfig(groups=3, group_servers=2, cross_group=cross_group)
     spec = JobSpec(MODEL, TRAIN, ClusterSpec(6, 1, 1), strategy, SYNTHETIC)
     topology = build_topology(spec, plan_for(spec))
-    sync_servers = topology.of_role(Role.SYNC_SERVER)
-    group_servers = topology.of_role(Role.GROUP_SERVER)
+    sync_servers = topology.of_role(SYNC_SERVER)
+    group_servers = topology.of_role(GROUP_SERVER)
     if cross_group == "easgd":
         assert len(sync_servers) == 2 and topology.collectives == ()
         return
     assert sync_servers == []
     assert all(node.sync_server is None for node in group_servers)  # type: ignore[attr-defined]
-    ps = [Address(Role.GROUP_SERVER, i) for i in range(6)]
+    ps = [Address(GROUP_SERVER, i) for i in range(6)]
     assert topology.collectives == ((ps[0], ps[2], ps[4]), (ps[1], ps[3], ps[5]))

@@ -10,12 +10,14 @@ from recsync.coordinator.machines import (
     resolve_pins,
     role_named,
 )
+from recsync.families.hierarchical.server import GROUP_SERVER
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.protocol.address import READER, Address, Role
 
 NODES = [
     READER,
     *(Address(Role.EMBEDDING_SERVER, i) for i in range(3)),
-    Address(Role.SYNC_SERVER, 0),
+    Address(SYNC_SERVER, 0),
     *(Address(Role.TRAINER, i) for i in range(4)),
 ]
 
@@ -38,7 +40,7 @@ def test_servers_and_trainers_never_share_a_machine_and_spread_evenly(machines):
 
 def test_three_machines_put_the_server_side_on_the_first():
     placed = assign_machines(NODES, 3)
-    assert placed[READER] == 0 and placed[Address(Role.SYNC_SERVER, 0)] == 0
+    assert placed[READER] == 0 and placed[Address(SYNC_SERVER, 0)] == 0
     assert [placed[Address(Role.TRAINER, i)] for i in range(4)] == [1, 2, 1, 2]
 
 
@@ -48,10 +50,10 @@ def test_no_machine_is_an_error():
 
 
 def test_a_pinned_role_goes_round_robin_over_its_machines_and_the_rest_keep_the_rule():
-    pins = {Role.EMBEDDING_SERVER: [2, 1], Role.SYNC_SERVER: [1]}
+    pins = {Role.EMBEDDING_SERVER: [2, 1], SYNC_SERVER: [1]}
     placed = assign_machines(NODES, 3, pins)
     assert [placed[Address(Role.EMBEDDING_SERVER, i)] for i in range(3)] == [2, 1, 2]
-    assert placed[Address(Role.SYNC_SERVER, 0)] == 1
+    assert placed[Address(SYNC_SERVER, 0)] == 1
     assert placed[READER] == 0  # unpinned: the rule, as without pins
     assert [placed[Address(Role.TRAINER, i)] for i in range(4)] == [1, 2, 1, 2]
     assert list(placed) == NODES  # in the nodes' order
@@ -71,7 +73,7 @@ def test_pins_name_machines_by_address_or_index_and_a_missing_one_is_named():
         resolve_pins([("trainer", ("3",))], machines)
     with pytest.raises(ValueError, match="no role 'trainers'; the roles: reader, "):
         resolve_pins([("trainers", ("1",))], machines)
-    assert role_named("group-server") is Role.GROUP_SERVER
+    assert role_named("group-server") is GROUP_SERVER
 
 
 def test_the_config_takes_pins_and_refuses_an_unknown_role():

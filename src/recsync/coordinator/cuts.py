@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.evaluation import MODEL_ROLES
 from recsync.coordinator.family import family_of
 from recsync.coordinator.outcome import JobEnd, final_dense, model_state
 from recsync.coordinator.readers import position_of
+from recsync.coordinator.roles import model_roles
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address
 
@@ -69,7 +69,7 @@ def cut_nodes(topology: Topology) -> list[Address]:
     """The nodes whose reports a cut needs: those that hold the model, and those whose
     state the job's family keeps too (`Family.state_roles`)."""
     strategy = topology.spec.strategy
-    roles = (*MODEL_ROLES, *family_of(strategy).state_roles(strategy))
+    roles = (*model_roles(), *family_of(strategy).state_roles(strategy))
     return [n.address for n in topology.nodes if n.address.role in roles]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, model_state
+from recsync.coordinator.roles import model_roles
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition
@@ -20,7 +21,6 @@ from recsync.metrics.quality import Quality
 from recsync.protocol.address import Address, Role
 from recsync.trainer.stats import TrainerReport
 
-MODEL_ROLES = (Role.TRAINER, Role.DENSE_SERVER, Role.GROUP_SERVER, Role.EMBEDDING_SERVER)
 STOPPING_METRICS = ("test_logloss", "test_ne", "test_auc")
 
 
@@ -162,7 +162,7 @@ class Evaluations:
     @staticmethod
     def nodes(topology: Topology) -> list[Address]:
         """The nodes whose reports an evaluation needs."""
-        return [n.address for n in topology.nodes if n.address.role in MODEL_ROLES]
+        return [n.address for n in topology.nodes if n.address.role in model_roles()]
 
     def record(
         self, reports: dict[Address, Any], quality: Quality, seconds: float

@@ -14,7 +14,7 @@ base type of its config.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,6 +22,7 @@ import torch
 
 from recsync.coordinator.measures import gradient_measures
 from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
+from recsync.coordinator.roles import RoleTraits, declare_roles
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
@@ -66,6 +67,7 @@ class Family(ABC):
 
     base: ClassVar[type[StrategyFamily]]
     strategies: ClassVar[tuple[type[StrategyFamily], ...]]
+    roles: ClassVar[Mapping[Role, RoleTraits]] = {}  # its own servers' roles (Role.declare)
 
     @abstractmethod
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
@@ -208,6 +210,7 @@ def register_family(family: Family) -> None:
     known = _FAMILIES.get(family.base)
     assert known is None or type(known) is type(family), (known, family)
     _FAMILIES[family.base] = family
+    declare_roles(family.roles)
     for strategy in family.strategies:
         add_strategy(strategy)
 

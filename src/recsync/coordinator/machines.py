@@ -20,15 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from recsync.coordinator.roles import known_roles, role_key, server_side_roles
 from recsync.protocol.address import Address, Role
 
-SERVER_SIDE = (
-    Role.READER,
-    Role.EMBEDDING_SERVER,
-    Role.SYNC_SERVER,
-    Role.DENSE_SERVER,
-    Role.GROUP_SERVER,
-)
 Pins = Mapping[Role, Sequence[int]]  # a pinned role -> the machines (indices) it goes to
 
 
@@ -50,8 +44,9 @@ def assign_machines(
         return placed | {node: 0 for node in free}
     server_machines = list(range(max(1, num_machines // 2)))
     trainer_machines = list(range(len(server_machines), num_machines))
-    servers = [n for role in SERVER_SIDE for n in free if n.role is role]
-    trainers = [n for n in free if n.role not in SERVER_SIDE]
+    server_side = server_side_roles()
+    servers = [n for role in server_side for n in free if n.role is role]
+    trainers = [n for n in free if n.role not in server_side]
     placed |= {n: server_machines[i % len(server_machines)] for i, n in enumerate(servers)}
     placed |= {n: trainer_machines[i % len(trainer_machines)] for i, n in enumerate(trainers)}
     return {node: placed[node] for node in nodes}
@@ -59,10 +54,11 @@ def assign_machines(
 
 def role_named(name: str) -> Role:
     """The role a `[cluster.placement]` key names: `embedding_server` or `embedding-server`."""
-    for role in Role:
+    roles = known_roles()
+    for role in roles:
         if name.replace("_", "-") == role.value:
             return role
-    known = ", ".join(role.value.replace("-", "_") for role in Role)
+    known = ", ".join(role_key(role) for role in roles)
     raise ValueError(f"cluster.placement: no role {name!r}; the roles: {known}")
 
 

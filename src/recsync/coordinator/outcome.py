@@ -16,6 +16,7 @@ from recsync.coordinator.family import family_of
 from recsync.coordinator.measures import check_one_pass, worker_step_measures
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.readers import data_unit_of, joined_report, position_of
+from recsync.coordinator.roles import counted_roles
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
@@ -172,7 +173,7 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "workers_per_trainer": spec.cluster.workers_per_trainer,
         "worker_processes": any(t.worker_processes for t in topology.of_role(Role.TRAINER)),
         "num_embedding_servers": len(shards),
-        "num_sync_servers": len(topology.of_role(Role.SYNC_SERVER)),
+        **{f"num_{role.plural}": len(topology.of_role(role)) for role in counted_roles()},
         "num_dense_servers": len(topology.of_role(Role.DENSE_SERVER)),
         "examples_trained": examples,
         "examples_per_trainer": trained,

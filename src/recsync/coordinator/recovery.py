@@ -39,26 +39,20 @@ the job: a restart would repeat it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import Reports, TrainerSpec, family_of
 from recsync.coordinator.node_specs import ShardSpec
+from recsync.coordinator.roles import KERNEL_ROLES, known_roles, role_key, traits_of
 from recsync.coordinator.spec import JobSpec
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Role
 from recsync.sync.family import StrategyFamily
 from recsync.trainer.replica import DenseReplica
 
-ACTIONS: dict[Role, tuple[str, ...]] = {
-    Role.TRAINER: ("rollback", "restart", "stop"),
-    Role.EMBEDDING_SERVER: ("rollback", "partial", "stop"),
-    Role.SYNC_SERVER: ("rollback", "stop"),
-    Role.DENSE_SERVER: ("rollback", "stop"),
-    Role.GROUP_SERVER: ("rollback", "stop"),
-    Role.READER: ("restart", "rollback", "stop"),
-}
 ONE_NODE = ("partial", "restart")  # actions that replace the lost node only
 
 
@@ -69,10 +63,9 @@ class RecoveryPolicy:
 
     trainer: str = "rollback"
     embedding_server: str = "rollback"
-    sync_server: str = "rollback"
     dense_server: str = "rollback"
-    group_server: str = "rollback"
     reader: str = "restart"
+    servers: Mapping[str, str] = field(default_factory=dict)  # the families' roles, by key
     max_restarts: int = 3
     ping_every_s: float = 2.0  # the engine asks every node this often whether it answers
     ping_timeout_s: float = 10.0  # a node that does not answer within this is lost
@@ -83,22 +76,33 @@ class RecoveryPolicy:
         for key in ("ping_every_s", "ping_timeout_s", "call_timeout_s", "replace_wait_s"):
             if not getattr(self, key) > 0:
                 raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
-        for role in Role:
-            action = getattr(self, _key(role))
-            if action not in ACTIONS[role]:
-                allowed = list(ACTIONS[role])
-                raise ValueError(f"{_key(role)} must be one of {allowed}, got {action!r}")
+        roles = known_roles()
+        for key in self.servers:
+            if not any(role_key(role) == key for role in roles):
+                known = [role_key(role) for role in roles]
+                raise ValueError(f"no role {key!r} to recover; the roles: {known}")
+        for role, traits in roles.items():
+            action = self._action(role)
+            if action not in traits.recovery:
+                allowed = list(traits.recovery)
+                raise ValueError(f"{role_key(role)} must be one of {allowed}, got {action!r}")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
 
     def action(self, node: str) -> str:
         """What to do on losing the node named `node` (e.g. `embedding-server-1`)."""
-        return str(getattr(self, _key(role_of(node))))
+        return self._action(role_of(node))
+
+    def _action(self, role: Role) -> str:
+        key = role_key(role)
+        if role in KERNEL_ROLES:
+            return str(getattr(self, key))
+        return self.servers.get(key, traits_of(role).recovery[0])
 
     def refusal(self, node: str, restarts: int) -> str | None:
         """Why losing `node` after `restarts` recoveries ends the job (None: recover)."""
         if self.action(node) == "stop":
-            return f"recovery.{_key(role_of(node))} is stop"
+            return f"recovery.{role_key(role_of(node))} is stop"
         if restarts >= self.max_restarts:
             return f"recovery.max_restarts ({self.max_restarts}) reached"
         return None
@@ -121,14 +125,10 @@ class RecoveryPolicy:
 
 def role_of(node: str) -> Role:
     """The role of the node named `node` (e.g. `embedding-server-1`)."""
-    for role in sorted(Role, key=lambda r: -len(r.value)):
+    for role in sorted(known_roles(), key=lambda r: -len(r.value)):
         if node == role.value or node.startswith(f"{role.value}-"):
             return role
     raise ValueError(f"no node role in the name {node!r}")
-
-
-def _key(role: Role) -> str:
-    return role.value.replace("-", "_")
 
 
 @dataclass

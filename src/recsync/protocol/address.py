@@ -2,24 +2,57 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 
-class Role(StrEnum):
-    """The kind of a node (a process or Ray actor of the job)."""
+class Role(str):
+    """The kind of a node (a process or Ray actor of the job): a name, one object per name.
+    The kernel's roles are attributes here; a strategy family declares its own servers'
+    roles in its package (`Role.declare`), with what the kernel needs to know of them
+    (coordinator/roles.py). A role unpickles to the same object (`is` compares roles)."""
 
-    READER = "reader"
-    EMBEDDING_SERVER = "embedding-server"
-    SYNC_SERVER = "sync-server"
-    DENSE_SERVER = "dense-server"
-    GROUP_SERVER = "group-server"
-    TRAINER = "trainer"
+    __slots__ = ()
+    _declared: ClassVar[dict[str, Role]] = {}
+    READER: ClassVar[Role]
+    EMBEDDING_SERVER: ClassVar[Role]
+    DENSE_SERVER: ClassVar[Role]
+    TRAINER: ClassVar[Role]
+
+    @classmethod
+    def declare(cls, value: str) -> Role:
+        """The role named `value` (e.g. `sync-server`), made on its first declaration."""
+        role = cls._declared.get(value)
+        if role is None:
+            if not value or not all(c.islower() or c == "-" for c in value):
+                raise ValueError(f"a role is named in lowercase words joined by '-', got {value!r}")
+            role = cls._declared[value] = str.__new__(cls, value)
+        return role
+
+    @classmethod
+    def declared(cls) -> tuple[Role, ...]:
+        """Every role declared in this process, in order of declaration."""
+        return tuple(cls._declared.values())
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
 
     @property
     def plural(self) -> str:
         """The summary's key for this role: `embedding_servers`, `trainers`, `reader`."""
         return "reader" if self is Role.READER else self.value.replace("-", "_") + "s"
+
+    def __repr__(self) -> str:
+        return f"Role({self.value!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Role.declare, (self.value,)
+
+
+Role.READER = Role.declare("reader")
+Role.EMBEDDING_SERVER = Role.declare("embedding-server")
+Role.DENSE_SERVER = Role.declare("dense-server")
+Role.TRAINER = Role.declare("trainer")
 
 
 class Address(NamedTuple):

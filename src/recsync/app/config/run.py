@@ -44,6 +44,9 @@ class CheckpointSection(Section):
 RecoveryAction = Literal["rollback", "stop"]
 
 
+FAMILY_SERVER_KEYS = ("sync_server", "group_server")  # [recovery] keys of the families' roles
+
+
 class RecoverySection(Section):
     """[recovery]: what a distributed run does when it loses a node (its process died, its
     machine left the cluster, it stopped answering), by the node's role: `rollback` (every
@@ -72,7 +75,10 @@ class RecoverySection(Section):
     replace_wait_s: float = Field(default=300.0, gt=0)
 
     def to_spec(self) -> RecoveryPolicy:
-        return RecoveryPolicy(**self.model_dump())
+        """The policy: the kernel's roles by field, the families' servers by key."""
+        values = self.model_dump()
+        servers = {key: values.pop(key) for key in FAMILY_SERVER_KEYS}
+        return RecoveryPolicy(**values, servers=servers)
 
 
 class RunSection(Section):

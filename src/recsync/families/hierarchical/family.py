@@ -10,11 +10,12 @@ import torch
 
 from recsync.coordinator.family import Family, Reports, TrainerSpec
 from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
+from recsync.coordinator.roles import RoleTraits
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.plan import group_plan_of
 from recsync.families.hierarchical.resume import group_state
-from recsync.families.hierarchical.server import GroupServerReport
+from recsync.families.hierarchical.server import GROUP_SERVER, GroupServerReport
 from recsync.families.hierarchical.topology import (
     group_collectives,
     group_plan_for,
@@ -23,6 +24,7 @@ from recsync.families.hierarchical.topology import (
     hierarchical_servers,
 )
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER, SYNC_SERVER_TRAITS
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
@@ -35,6 +37,7 @@ class HierarchicalFamily(Family):
 
     base = HierarchicalConfig
     strategies = (HierarchicalConfig,)
+    roles = {GROUP_SERVER: RoleTraits(holds_model=True), SYNC_SERVER: SYNC_SERVER_TRAITS}
 
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         strategy, setup = spec.strategy, spec.setup
@@ -79,7 +82,7 @@ class HierarchicalFamily(Family):
         return servers + (strategy.group_servers if strategy.needs_sync_servers else 0)
 
     def first_dense_server(self, spec: JobSpec) -> str | None:
-        return f"{Role.GROUP_SERVER.value}-0"
+        return f"{GROUP_SERVER.value}-0"
 
     def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
         assert isinstance(strategy, HierarchicalConfig), strategy
@@ -117,11 +120,11 @@ class HierarchicalFamily(Family):
     def state(self, spec: JobSpec, reports: Reports) -> dict[str, Any] | None:
         """Every group PS's parameters, optimizer and sync state, and the EASGD center:
         what a job resumed with the same groups goes on from (resume.py)."""
-        centers = [c.values for c in reports(Role.SYNC_SERVER)]
+        centers = [c.values for c in reports(SYNC_SERVER)]
         return group_state(hierarchical(spec), _group_servers(reports), centers)
 
     def state_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
-        return (Role.SYNC_SERVER,)
+        return (SYNC_SERVER,)
 
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
         servers = _group_servers(reports)
@@ -141,5 +144,5 @@ class HierarchicalFamily(Family):
 
 
 def _group_servers(reports: Reports) -> list[GroupServerReport]:
-    servers: list[GroupServerReport] = reports(Role.GROUP_SERVER)
+    servers: list[GroupServerReport] = reports(GROUP_SERVER)
     return servers

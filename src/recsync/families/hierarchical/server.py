@@ -24,12 +24,15 @@ from recsync.model.priced import writable_alias
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec, FlatOptimizer
 from recsync.optim.state import copy_state
-from recsync.protocol.address import Address
+from recsync.protocol.address import Address, Role
 from recsync.protocol.effects import Await, Loop
 from recsync.protocol.messages import Message, WorkerDone
 from recsync.protocol.node import LoopSpec, Node
 
 TRAINED = "trained"  # the channel its sync loop waits on (woken by the backward messages)
+
+
+GROUP_SERVER = Role.declare("group-server")
 
 
 @dataclass

@@ -14,10 +14,10 @@ from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.nodes import GroupServerSpec
 from recsync.families.hierarchical.plan import GroupPlan, group_plan_of
 from recsync.families.hierarchical.resume import server_starts
-from recsync.families.hierarchical.server import GroupServerStart
+from recsync.families.hierarchical.server import GROUP_SERVER, GroupServerStart
 from recsync.families.synced_replicas.strategy import CenterStrategy
-from recsync.families.synced_replicas.sync_server import SyncServerSpec
-from recsync.protocol.address import Address, Role
+from recsync.families.synced_replicas.sync_server import SYNC_SERVER, SyncServerSpec
+from recsync.protocol.address import Address
 from recsync.ps.placement import JobPlan
 from recsync.trainer.stats import Wiring
 
@@ -56,7 +56,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
         starts = list(resumed)
     nodes: list[NodeSpec] = [
         GroupServerSpec(
-            Address(Role.GROUP_SERVER, g * p + j),
+            Address(GROUP_SERVER, g * p + j),
             threads=None,
             max_calls=group_workers + SERVER_MARGIN + 1,  # + its sync loop
             serialized=False,
@@ -66,7 +66,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
             train=spec.train,
             plan=plan_,
             strategy=strategy,
-            sync_server=Address(Role.SYNC_SERVER, j) if centered else None,
+            sync_server=Address(SYNC_SERVER, j) if centered else None,
             num_workers=group_workers,
             start=starts[g * p + j],
         )
@@ -79,7 +79,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
     assert isinstance(cross, CenterStrategy)
     nodes += [
         SyncServerSpec(
-            Address(Role.SYNC_SERVER, j),
+            Address(SYNC_SERVER, j),
             threads=None,
             max_calls=strategy.groups + SERVER_MARGIN,
             serialized=False,
@@ -111,5 +111,5 @@ def group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
     strategy = hierarchical(spec)
     group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
     p = strategy.group_servers
-    servers = tuple(Address(Role.GROUP_SERVER, group * p + j) for j in range(p))
+    servers = tuple(Address(GROUP_SERVER, group * p + j) for j in range(p))
     return dataclasses.replace(wiring, dense=servers, dense_ranges=())

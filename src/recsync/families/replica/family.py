@@ -25,7 +25,11 @@ from recsync.families.synced_replicas.strategy import (
     CollectiveStrategy,
     ReplicaStrategy,
 )
-from recsync.families.synced_replicas.sync_server import SyncServerSpec
+from recsync.families.synced_replicas.sync_server import (
+    SYNC_SERVER,
+    SYNC_SERVER_TRAITS,
+    SyncServerSpec,
+)
 from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
@@ -37,6 +41,7 @@ class ReplicaFamily(Family):
 
     base = ReplicaStrategy
     strategies = (IndependentConfig, EasgdConfig, MaConfig, BmufConfig)
+    roles = {SYNC_SERVER: SYNC_SERVER_TRAITS}
 
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         return ReplicaTrainer(spec.setup, _replica(spec.strategy))
@@ -49,7 +54,7 @@ class ReplicaFamily(Family):
         calls = spec.cluster.hogwild_threads + SERVER_MARGIN
         return [
             SyncServerSpec(
-                Address(Role.SYNC_SERVER, i),
+                Address(SYNC_SERVER, i),
                 threads=None,
                 max_calls=calls,
                 serialized=False,
@@ -71,16 +76,16 @@ class ReplicaFamily(Family):
         return process_refusal(_replica(strategy))
 
     def restart_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
-        return (Role.SYNC_SERVER,) if isinstance(strategy, CenterStrategy) else ()
+        return (SYNC_SERVER,) if isinstance(strategy, CenterStrategy) else ()
 
     def restarted_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor | None:
         """The center variable (EASGD): its slices on the sync servers put together."""
         if not isinstance(spec.strategy, CenterStrategy):
             return None
-        return torch.cat([part.values for part in reports(Role.SYNC_SERVER)])
+        return torch.cat([part.values for part in reports(SYNC_SERVER)])
 
     def first_dense_server(self, spec: JobSpec) -> str | None:
-        return f"{Role.SYNC_SERVER.value}-0" if self.dense_nodes(spec) else None
+        return f"{SYNC_SERVER.value}-0" if self.dense_nodes(spec) else None
 
     def dense_server_work(
         self, values: torch.Tensor, optimizer: Any

@@ -9,11 +9,18 @@ from typing import ClassVar
 import torch
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
+from recsync.coordinator.roles import RoleTraits
 from recsync.families.synced_replicas.messages import Center, Exchange
 from recsync.families.synced_replicas.strategy import Center as CenterPolicy
 from recsync.families.synced_replicas.strategy import CenterStrategy
+from recsync.protocol.address import Role
 from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
+
+SYNC_SERVER = Role.declare("sync-server")
+# a sync server holds no part of the model a cut takes (a replica's trainer does); the
+# run's summary counts them
+SYNC_SERVER_TRAITS = RoleTraits(counted=True)
 
 
 class SyncServerNode(Node):

@@ -14,13 +14,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.machines import (
-    SERVER_SIDE,
     assign_machines,
     pins_after_loss,
     resolve_pins,
 )
 from recsync.coordinator.node_specs import NodeSpec
 from recsync.coordinator.outcome import NodeMeasures
+from recsync.coordinator.roles import server_side_roles
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor
@@ -226,11 +226,12 @@ class JobActors:
         answering = machines_answering([m for m in alive if m != here])
         if not answering:
             raise NodeFailure(f"no machine answers to host {address.name} again", address.name)
-        side = address.role in SERVER_SIDE
+        server_side = server_side_roles()
+        side = address.role in server_side
         mates = [
             self.machines[self.machine_of[a]]
             for a in self.machine_of
-            if a != address and (a.role in SERVER_SIDE) == side
+            if a != address and (a.role in server_side) == side
         ]
         chosen = next((m for m in mates if m in answering), None)
         chosen = chosen or next(m for m in alive if m in answering)
