@@ -19,6 +19,7 @@ PACKAGES = ("experiments", "recsync")  # the checkout's own top-level packages
 IMPORTED_BY_NAME = {  # importlib, not `import`: a module -> what it imports by name
     "recsync.sync.registry": ("recsync.families",),
     "recsync.app.cli.experiments": ("experiments", "experiments.repro"),
+    "recsync.coordinator.family": (),  # $RECSYNC_FAMILIES' modules: a user's, none of ours
 }
 
 

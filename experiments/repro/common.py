@@ -17,11 +17,12 @@ from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import SyntheticSpec
-from recsync.families import StrategyConfig, strategy_config
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
+from recsync.sync.config import StrategyConfig
 
 NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
 EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4

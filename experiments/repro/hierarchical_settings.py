@@ -9,9 +9,10 @@ from typing import Any
 
 from experiments.repro import common
 from recsync.coordinator.spec import ClusterSpec
-from recsync.families import StrategyConfig, strategy_config
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.runtime.sim.cost import CostModel
+from recsync.sync.config import StrategyConfig
 
 GROUP_TRAINERS = GROUP_SERVERS = 6  # the paper's best (t, p)
 EASGD_TRAINERS = 40

@@ -19,12 +19,13 @@ from typing import Any
 from experiments.repro import shadowsync, shadowsync_quality
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
-from recsync.families import StrategyConfig, strategy_config
+from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.sync.config import StrategyConfig
 from recsync.sync.timing import Timing
 
 # the dense Adagrad rate Table 3's tuning chose on its baseline (S-EASGD, 5 trainers, 1M

@@ -22,7 +22,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import Action, GradientPolicy, Push
 
 SYNTHETIC = SyntheticSpec(num_train=2_048, num_test=1_000, num_dense=4, table_rows=(50,) * 3)
@@ -58,7 +58,7 @@ def toy_registered() -> Iterator[None]:
 
 
 def test_a_strategy_of_no_family_is_refused() -> None:
-    class Orphan(StrategyFamily):  # of no family's base type
+    class Orphan(StrategyConfig):  # of no family's base type
         name: ClassVar[str] = "orphan"
         label: ClassVar[str] = "orphan"
 

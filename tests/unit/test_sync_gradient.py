@@ -26,7 +26,7 @@ from recsync.families.gradient.gba import DECAYS, GbaConfig
 from recsync.families.gradient.psp import PartialPull, PspConfig
 from recsync.families.gradient.strategy import FULL_PULL, GradientStrategy
 from recsync.families.gradient.synchronous import SyncConfig
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
 from recsync.sync.staleness_norm import StalenessNorm
 
@@ -430,7 +430,7 @@ def test_registry_names_and_servers():
     )
     for name, cls in SERVER_STRATEGIES.items():
         config = cls()
-        assert config.name == name and isinstance(config, GradientStrategy | StrategyFamily)
+        assert config.name == name and isinstance(config, GradientStrategy | StrategyConfig)
         assert config.describe().startswith(config.label)
         server = config.make_server(4, sparse=False)
         assert isinstance(server, GradientPolicy) and server.version == 0

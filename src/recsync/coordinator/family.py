@@ -13,6 +13,8 @@ base type of its config.
 
 from __future__ import annotations
 
+import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,17 +24,18 @@ import torch
 
 from recsync.coordinator.measures import gradient_measures
 from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
-from recsync.coordinator.roles import RoleTraits, declare_roles
+from recsync.coordinator.roles import RoleTraits, declare_roles, forget_roles
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.gradient_servers import GradientServerStats
 from recsync.ps.placement import JobPlan
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import ServerPolicies, Tokens
-from recsync.sync.registry import load_families, register_strategy
+from recsync.sync.registry import forget_strategy, load_families, register_strategy
 from recsync.trainer.stats import TrainerReport, TrainerSetup, Wiring
 
+PLUGIN_FAMILIES = "RECSYNC_FAMILIES"  # modules of families outside recsync's package
 Reports = Callable[[Role], list[Any]]  # the nodes' reports of one role, in index order
 
 
@@ -41,7 +44,7 @@ class TrainerSpec(NodeSpec):
     """A trainer of any family (`setup`: what every trainer is built from)."""
 
     setup: TrainerSetup
-    strategy: StrategyFamily
+    strategy: StrategyConfig
     processes: bool = False
     has_loops: ClassVar[bool] = True
 
@@ -65,8 +68,8 @@ class Family(ABC):
     here). The defaults are what a family without servers of the dense part does: its
     trainers hold replicas, its shards are Hogwild, its workers may be processes."""
 
-    base: ClassVar[type[StrategyFamily]]
-    strategies: ClassVar[tuple[type[StrategyFamily], ...]]
+    base: ClassVar[type[StrategyConfig]]
+    strategies: ClassVar[tuple[type[StrategyConfig], ...]]
     roles: ClassVar[Mapping[Role, RoleTraits]] = {}  # its own servers' roles (Role.declare)
 
     @abstractmethod
@@ -81,11 +84,11 @@ class Family(ABC):
         """What trainer `trainer` talks to (by default what every trainer does)."""
         return wiring
 
-    def shard_policy(self, strategy: StrategyFamily) -> ServerPolicies | None:
+    def shard_policy(self, strategy: StrategyConfig) -> ServerPolicies | None:
         """The strategy whose policy the embedding shards run (None: Hogwild shards)."""
         return None
 
-    def tokens(self, strategy: StrategyFamily, workers: int) -> Tokens | None:
+    def tokens(self, strategy: StrategyConfig, workers: int) -> Tokens | None:
         """The tokens the reader hands with the batches (None: none)."""
         return None
 
@@ -95,11 +98,11 @@ class Family(ABC):
         """Which nodes all-reduce together, in rank order (none by default)."""
         return ()
 
-    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+    def process_refusal(self, strategy: StrategyConfig) -> str | None:
         """Why its trainers' workers cannot run in processes of their own (None: they can)."""
         return None
 
-    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+    def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         """A ValueError naming the `cluster.<key>` the strategy cannot run with (none by
         default)."""
         return None
@@ -120,7 +123,7 @@ class Family(ABC):
         state (`JobState.family_state`; None: nothing)."""
         return None
 
-    def state_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+    def state_roles(self, strategy: StrategyConfig) -> tuple[Role, ...]:
         """The roles, besides those that hold the model, whose reports `state` reads (a cut
         asks them too)."""
         return ()
@@ -133,17 +136,17 @@ class Family(ABC):
         """More of `recsync plan` than the placement table (rich renderables; none)."""
         return []
 
-    def partial_shards(self, strategy: StrategyFamily) -> bool:
+    def partial_shards(self, strategy: StrategyConfig) -> bool:
         """An embedding shard lost may come back alone from the last cut (recovery
         `partial`): its shards run no policy the workers wait on."""
         return False
 
-    def restarts_trainer(self, strategy: StrategyFamily) -> bool:
+    def restarts_trainer(self, strategy: StrategyConfig) -> bool:
         """A trainer lost may restart alone (recovery `restart`): nothing waits for every
         worker."""
         return False
 
-    def restart_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+    def restart_roles(self, strategy: StrategyConfig) -> tuple[Role, ...]:
         """The roles whose reports a lost trainer's next replica is made from (none: from
         the last cut)."""
         return ()
@@ -181,7 +184,7 @@ class Family(ABC):
         if any, do no per-value work of their own)."""
         return None
 
-    def values_needed_by(self, strategy: StrategyFamily) -> str | None:
+    def values_needed_by(self, strategy: StrategyConfig) -> str | None:
         """The strategy option that needs the model's values, which priced math does not
         keep (None: none)."""
         return None
@@ -202,7 +205,7 @@ def policy_measures(spec: JobSpec, reports: Reports, train_seconds: float) -> di
     return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)
 
 
-_FAMILIES: dict[type[StrategyFamily], Family] = {}
+_FAMILIES: dict[type[StrategyConfig], Family] = {}
 
 
 def register_family(family: Family) -> None:
@@ -215,7 +218,17 @@ def register_family(family: Family) -> None:
         add_strategy(strategy)
 
 
-def add_strategy(cls: type[StrategyFamily]) -> None:
+def unregister_family(family: Family) -> None:
+    """Forget a family registered with `register_family` (a test's), its strategies and its
+    roles."""
+    assert _FAMILIES.get(family.base) is family, family
+    del _FAMILIES[family.base]
+    forget_roles(family.roles, [f.roles for f in _FAMILIES.values()])
+    for strategy in family.strategies:
+        forget_strategy(strategy)
+
+
+def add_strategy(cls: type[StrategyConfig]) -> None:
     """Make strategy `cls` known by its name: the extension point of a registered family (a
     strategy defined outside its package, such as a test's, is added with this)."""
     family_of_type(cls)
@@ -229,17 +242,31 @@ def families() -> list[Family]:
     return list(_FAMILIES.values())
 
 
-def family_of(strategy: StrategyFamily) -> Family:
+def family_of(strategy: StrategyConfig) -> Family:
     """The registered family of a strategy (its most specific registered base type)."""
     return family_of_type(type(strategy))
 
 
-def family_of_type(cls: type[StrategyFamily]) -> Family:
-    """The registered family of strategy config class `cls`."""
+def family_of_type(cls: type[StrategyConfig]) -> Family:
+    """The registered family of strategy config class `cls` (a family outside recsync's
+    package is looked for in `$RECSYNC_FAMILIES`'s modules first)."""
     if not _FAMILIES:
         load_families()
-    for kind in cls.__mro__:
-        family = _FAMILIES.get(kind)
-        if family is not None:
-            return family
+    for attempt in range(2):
+        for kind in cls.__mro__:
+            family = _FAMILIES.get(kind)
+            if family is not None:
+                return family
+        if attempt == 0:
+            load_plugin_families()
     raise ValueError(f"{cls.__name__} is of no registered strategy family")
+
+
+def load_plugin_families() -> None:
+    """Register the families of the modules `$RECSYNC_FAMILIES` names (comma-separated, each
+    importable and holding its `Family` as `FAMILY`): a family outside recsync's package,
+    which every process of a job (each Ray worker) must know to build its nodes."""
+    for name in filter(None, (n.strip() for n in os.environ.get(PLUGIN_FAMILIES, "").split(","))):
+        family = importlib.import_module(name).FAMILY
+        if _FAMILIES.get(family.base) is not family:
+            register_family(family)

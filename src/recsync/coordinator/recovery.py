@@ -50,7 +50,7 @@ from recsync.coordinator.roles import KERNEL_ROLES, known_roles, role_key, trait
 from recsync.coordinator.spec import JobSpec
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Role
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.trainer.replica import DenseReplica
 
 ONE_NODE = ("partial", "restart")  # actions that replace the lost node only
@@ -107,7 +107,7 @@ class RecoveryPolicy:
             return f"recovery.max_restarts ({self.max_restarts}) reached"
         return None
 
-    def check(self, strategy: StrategyFamily) -> None:
+    def check(self, strategy: StrategyConfig) -> None:
         """A ValueError if an action cannot recover a job of `strategy`."""
         family = family_of(strategy)
         if self.embedding_server == "partial" and not family.partial_shards(strategy):

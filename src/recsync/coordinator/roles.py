@@ -5,7 +5,7 @@ its nodes. The kernel's roles are listed here; a family declares its servers' ro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from recsync.protocol.address import Role
@@ -43,6 +43,15 @@ def declare_roles(roles: Mapping[Role, RoleTraits]) -> None:
         known = KERNEL_ROLES.get(role) or _FAMILY_ROLES.get(role)
         assert known is None or known == traits, (role, known, traits)
         _FAMILY_ROLES[role] = traits
+
+
+def forget_roles(
+    roles: Mapping[Role, RoleTraits], kept: Sequence[Mapping[Role, RoleTraits]]
+) -> None:
+    """Forget a family's roles but those the families `kept` declare too."""
+    for role in roles:
+        if not any(role in other for other in kept):
+            _FAMILY_ROLES.pop(role, None)
 
 
 def known_roles() -> dict[Role, RoleTraits]:

@@ -16,7 +16,7 @@ from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.ps.placement import JobPlan, plan_job
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.trainer.replica import new_replica
 
 PLAN_SAMPLE_BATCHES = 8
@@ -111,7 +111,7 @@ class ClusterSpec:
         """Examples in flight at most: replicas x Hogwild threads x batch size."""
         return self.hogwild_threads * batch_size
 
-    def dense_servers_for(self, strategy: StrategyFamily) -> int:
+    def dense_servers_for(self, strategy: StrategyConfig) -> int:
         """The servers of the dense part the strategy runs: the count its
         `dense_servers_key` names (sync servers of a center strategy, dense servers of a
         gradient strategy), or none."""
@@ -126,7 +126,7 @@ class JobSpec:
     model: ModelSpec
     train: TrainSpec
     cluster: ClusterSpec
-    strategy: StrategyFamily
+    strategy: StrategyConfig
     synthetic: SyntheticSpec | None = None
     files: FileData | None = None
     resume: JobState | None = None  # start from this checkpoint (its data position on)

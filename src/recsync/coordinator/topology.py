@@ -36,7 +36,7 @@ from recsync.io.shared_text import (
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
 
@@ -75,7 +75,7 @@ class Topology:
         return self.plan.embeddings.layout
 
 
-def split_workers(cluster: ClusterSpec, strategy: StrategyFamily, cpus: int | None = None) -> bool:
+def split_workers(cluster: ClusterSpec, strategy: StrategyConfig, cpus: int | None = None) -> bool:
     """Whether each trainer's workers run in processes of their own: as
     `cluster.worker_processes` says, or (unset) wherever the strategy allows it and the
     `cpus` the job runs on (None: enough) give every worker one. A trainer of one worker

@@ -16,7 +16,6 @@ from recsync.families.allreduce import AllReduceFamily
 from recsync.families.gradient import GradientFamily
 from recsync.families.hierarchical import HierarchicalFamily
 from recsync.families.replica import ReplicaFamily
-from recsync.sync.family import StrategyFamily
 from recsync.sync.registry import STRATEGIES, strategy_config, strategy_fields
 
 FAMILIES: tuple[Family, ...] = (
@@ -25,9 +24,8 @@ FAMILIES: tuple[Family, ...] = (
     AllReduceFamily(),
     HierarchicalFamily(),
 )
-StrategyConfig = StrategyFamily  # the config of any registered strategy
 
 for _family in FAMILIES:
     register_family(_family)
 
-__all__ = ["FAMILIES", "STRATEGIES", "StrategyConfig", "strategy_config", "strategy_fields"]
+__all__ = ["FAMILIES", "STRATEGIES", "strategy_config", "strategy_fields"]

@@ -14,17 +14,17 @@ import dataclasses
 import importlib
 from collections.abc import Mapping
 
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.staleness_norm import StalenessNorm
 from recsync.sync.timing import Timing
 
 FAMILIES_PACKAGE = "recsync.families"  # registers every family's strategies on import
-STRATEGIES: dict[str, type[StrategyFamily]] = {}
+STRATEGIES: dict[str, type[StrategyConfig]] = {}
 # nested config tables given as mappings of their fields
 _NESTED: dict[str, type] = {"timing": Timing, "staleness_norm": StalenessNorm}
 
 
-def register_strategy(cls: type[StrategyFamily]) -> None:
+def register_strategy(cls: type[StrategyConfig]) -> None:
     """Make strategy `cls` known by its `name` (ValueError for a name another class has)."""
     known = STRATEGIES.get(cls.name)
     if known is not None and known is not cls:
@@ -37,7 +37,7 @@ def load_families() -> None:
     importlib.import_module(FAMILIES_PACKAGE)
 
 
-def strategy_class(name: str) -> type[StrategyFamily]:
+def strategy_class(name: str) -> type[StrategyConfig]:
     """The config class of strategy `name` (ValueError for an unknown name)."""
     if name not in STRATEGIES:
         load_families()
@@ -47,13 +47,19 @@ def strategy_class(name: str) -> type[StrategyFamily]:
         raise ValueError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
 
 
+def forget_strategy(cls: type[StrategyConfig]) -> None:
+    """Forget strategy `cls` (a test's, registered for a while)."""
+    assert STRATEGIES.get(cls.name) is cls, cls
+    del STRATEGIES[cls.name]
+
+
 def strategy_fields(name: str) -> list[str]:
     """The fields strategy `name` takes (ValueError for an unknown name)."""
     cls = strategy_class(name)
     return [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
 
 
-def strategy_config(name: str, **fields_: object) -> StrategyFamily:
+def strategy_config(name: str, **fields_: object) -> StrategyConfig:
     """The config of strategy ``name`` built from keyword fields; ``timing`` and
     ``staleness_norm`` may be given as mappings of their fields. ValueError for an unknown
     name or field, or a value the config rejects."""

@@ -12,7 +12,7 @@ from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import ClusterSpec
 from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 
 
 class ClusterSection(Section):
@@ -46,7 +46,7 @@ class ClusterSection(Section):
     num_readers: int | None = Field(default=None, ge=1)
     placement: dict[str, list[Annotated[int, Field(ge=0)] | str]] = {}
 
-    def dense_servers(self, strategy: StrategyFamily | None) -> int:
+    def dense_servers(self, strategy: StrategyConfig | None) -> int:
         """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
         strategy, or 1."""
         if self.num_dense_servers is not None:
@@ -55,7 +55,7 @@ class ClusterSection(Section):
             return self.num_sync_servers
         return 1
 
-    def deprecations(self, strategy: StrategyFamily | None) -> list[str]:
+    def deprecations(self, strategy: StrategyConfig | None) -> list[str]:
         """What the section says in a deprecated way, and what to say instead."""
         if (
             _on_dense_servers(strategy)
@@ -69,7 +69,7 @@ class ClusterSection(Section):
             ]
         return []
 
-    def to_spec(self, strategy: StrategyFamily | None = None) -> ClusterSpec:
+    def to_spec(self, strategy: StrategyConfig | None = None) -> ClusterSpec:
         try:
             return ClusterSpec(
                 self.num_trainers,
@@ -91,12 +91,12 @@ class ClusterSection(Section):
             raise ConfigError(str(error)) from None
 
 
-def _on_dense_servers(strategy: StrategyFamily | None) -> bool:
+def _on_dense_servers(strategy: StrategyConfig | None) -> bool:
     """A strategy whose dense part is on dense servers (the gradient family)."""
     return strategy is not None and strategy.dense_servers_key == "num_dense_servers"
 
 
-def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyFamily | None) -> None:
+def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyConfig | None) -> None:
     """Cluster keys a strategy cannot run with, named before any node starts."""
     if strategy is None:  # the single-process reference trainer
         return

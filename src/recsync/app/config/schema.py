@@ -37,7 +37,7 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
 _DEFAULT_MODEL = ModelSpec()
@@ -91,7 +91,7 @@ class RunSpecs:
     synthetic: SyntheticSpec | None
     files: FileData | None
     cluster: ClusterSpec
-    strategy: StrategyFamily | None = None
+    strategy: StrategyConfig | None = None
 
 
 class Config(Section):

@@ -26,7 +26,7 @@ from recsync.app.config.base import (
 )
 from recsync.errors import ConfigError
 from recsync.families import STRATEGIES, strategy_config, strategy_fields
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 
 REFERENCE = "reference"
 TIMING = "timing"
@@ -145,7 +145,7 @@ def unknown_key_message(loc: tuple[str | int, ...]) -> str | None:
     return f"unknown key; {table} takes: {', '.join(model.model_fields)}"
 
 
-def strategy_spec(section: BaseModel) -> StrategyFamily | None:
+def strategy_spec(section: BaseModel) -> StrategyConfig | None:
     """The strategy's config dataclass from its section; None for the reference trainer.
     A value its dataclass rejects raises ConfigError naming the full key."""
     name = getattr(section, "name")  # noqa: B009 (every member of the union has one)

@@ -21,7 +21,7 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.allreduce.strategy import AllReduceConfig, AllReduceStrategy
 from recsync.families.allreduce.trainer import AllReduceTrainer
 from recsync.protocol.node import Node
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import ServerPolicies
 
 
@@ -35,7 +35,7 @@ class AllReduceFamily(Family):
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         return AllReduceTrainer(spec.setup, _allreduce(spec.strategy))
 
-    def shard_policy(self, strategy: StrategyFamily) -> ServerPolicies | None:
+    def shard_policy(self, strategy: StrategyConfig) -> ServerPolicies | None:
         return _allreduce(strategy)
 
     def collectives(
@@ -43,10 +43,10 @@ class AllReduceFamily(Family):
     ) -> Collectives:
         return (tuple(t.address for t in trainers),)
 
-    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+    def process_refusal(self, strategy: StrategyConfig) -> str | None:
         return "each trainer is one rank of one worker"
 
-    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+    def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         if cluster.workers_per_trainer != 1:
             raise ValueError(
                 f"cluster.workers_per_trainer: {strategy.describe()} runs one worker per "
@@ -61,6 +61,6 @@ class AllReduceFamily(Family):
         return policy_measures(spec, reports, train_seconds)
 
 
-def _allreduce(strategy: StrategyFamily) -> AllReduceStrategy:
+def _allreduce(strategy: StrategyConfig) -> AllReduceStrategy:
     assert isinstance(strategy, AllReduceStrategy), strategy
     return strategy

@@ -17,13 +17,13 @@ from typing import ClassVar
 
 import torch
 
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import GradientPolicy, ServerPolicies
 from recsync.sync.registry import strategy_config
 from recsync.sync.staleness_norm import StalenessNorm
 
 
-class AllReduceStrategy(StrategyFamily):
+class AllReduceStrategy(StrategyConfig):
     """The all-reduce family: dense replicas kept equal by all-reducing every step's
     gradient; embedding shards run a gradient policy for the rows (`make_server`)."""
 

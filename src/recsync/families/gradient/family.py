@@ -27,7 +27,7 @@ from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.gradient_servers import DenseBlockReport
 from recsync.ps.placement import JobPlan
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import ServerPolicies, Tokens
 
 
@@ -73,10 +73,10 @@ class GradientFamily(Family):
             for i, (a, b) in enumerate(plan.dense.ranges)
         ]
 
-    def shard_policy(self, strategy: StrategyFamily) -> ServerPolicies | None:
+    def shard_policy(self, strategy: StrategyConfig) -> ServerPolicies | None:
         return _gradient(strategy)
 
-    def tokens(self, strategy: StrategyFamily, workers: int) -> Tokens | None:
+    def tokens(self, strategy: StrategyConfig, workers: int) -> Tokens | None:
         return _gradient(strategy).token_list(workers)
 
     def dense_server_work(
@@ -86,13 +86,13 @@ class GradientFamily(Family):
         grad = torch.full_like(values, 1e-3)
         return lambda: optimizer.updated(values, grad)
 
-    def values_needed_by(self, strategy: StrategyFamily) -> str | None:
+    def values_needed_by(self, strategy: StrategyConfig) -> str | None:
         norm = _gradient(strategy).staleness_norm
         if norm is not None and norm.sigmoid_lambda is not None:
             return "strategy.staleness_norm.sigmoid_lambda (scales by the update's size)"
         return None
 
-    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+    def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         if cluster.num_dense_servers < 1:
             raise ValueError(
                 f"cluster.num_dense_servers: {strategy.describe()} needs at least one dense "
@@ -113,6 +113,6 @@ class GradientFamily(Family):
         return policy_measures(spec, reports, train_seconds)
 
 
-def _gradient(strategy: StrategyFamily) -> GradientStrategy:
+def _gradient(strategy: StrategyConfig) -> GradientStrategy:
     assert isinstance(strategy, GradientStrategy), strategy
     return strategy

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from recsync.protocol.effects import Quorum
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import GradientPolicy, Tokens
 from recsync.sync.staleness_norm import StalenessNorm
 
@@ -44,7 +44,7 @@ class PullRule:
 FULL_PULL = PullRule()
 
 
-class GradientStrategy(StrategyFamily):
+class GradientStrategy(StrategyConfig):
     """The gradient family (frozen dataclasses): a policy on every dense server and every
     embedding shard (`make_server`), the workers' pull rule, and the reader's tokens."""
 

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from recsync.families.hierarchical.compress.spec import CompressionSpec
 from recsync.families.synced_replicas.strategy import CenterStrategy, CollectiveStrategy
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.registry import strategy_config
 
 CROSS_GROUP = ("easgd", "ma", "bmuf")
@@ -32,7 +32,7 @@ BMUF_KEYS = {"block_lr": 1.0, "block_momentum": 0.0, "nesterov": False}  # and t
 
 
 @dataclass(frozen=True)
-class HierarchicalConfig(StrategyFamily):
+class HierarchicalConfig(StrategyConfig):
     """`groups` (g) groups of `cluster.num_trainers / g` trainers (t), each trainer's
     `cluster.workers_per_trainer` worker threads its nets (r); `group_servers` (p) group
     PSs per group. `cross_group`: how the groups' replicas are synced, each group PS in a
@@ -133,5 +133,5 @@ class HierarchicalConfig(StrategyFamily):
         if self.topk_fraction is not None:
             codecs += f" topk={self.topk_fraction:g}" + ("+ef" if self.error_feedback else "")
         compressed = codecs if self.compression.enabled else ""
-        cross = StrategyFamily.describe(self.cross_sync)  # its label: no timing across groups
+        cross = StrategyConfig.describe(self.cross_sync)  # its label: no timing across groups
         return f"g={self.groups} p={self.group_servers} {cross}{compressed}"

@@ -28,7 +28,7 @@ from recsync.families.synced_replicas.sync_server import SYNC_SERVER, SYNC_SERVE
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.trainer.stats import TrainerReport, Wiring
 
 
@@ -59,7 +59,7 @@ class HierarchicalFamily(Family):
     ) -> Collectives:
         return group_collectives(spec, servers, trainers)
 
-    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+    def process_refusal(self, strategy: StrategyConfig) -> str | None:
         return "its worker threads share one trainer's stats with their group PSs' calls"
 
     def check_job(self, spec: JobSpec) -> None:
@@ -84,7 +84,7 @@ class HierarchicalFamily(Family):
     def first_dense_server(self, spec: JobSpec) -> str | None:
         return f"{GROUP_SERVER.value}-0"
 
-    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+    def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         assert isinstance(strategy, HierarchicalConfig), strategy
         try:
             strategy.trainers_per_group(cluster.num_trainers)
@@ -123,7 +123,7 @@ class HierarchicalFamily(Family):
         centers = [c.values for c in reports(SYNC_SERVER)]
         return group_state(hierarchical(spec), _group_servers(reports), centers)
 
-    def state_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+    def state_roles(self, strategy: StrategyConfig) -> tuple[Role, ...]:
         return (SYNC_SERVER,)
 
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:

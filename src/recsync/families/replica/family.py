@@ -33,7 +33,7 @@ from recsync.families.synced_replicas.sync_server import (
 from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 
 
 class ReplicaFamily(Family):
@@ -72,10 +72,10 @@ class ReplicaFamily(Family):
             return ()
         return (tuple(t.address for t in trainers),)
 
-    def process_refusal(self, strategy: StrategyFamily) -> str | None:
+    def process_refusal(self, strategy: StrategyConfig) -> str | None:
         return process_refusal(_replica(strategy))
 
-    def restart_roles(self, strategy: StrategyFamily) -> tuple[Role, ...]:
+    def restart_roles(self, strategy: StrategyConfig) -> tuple[Role, ...]:
         return (SYNC_SERVER,) if isinstance(strategy, CenterStrategy) else ()
 
     def restarted_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor | None:
@@ -94,7 +94,7 @@ class ReplicaFamily(Family):
         center = EasgdCenter(EasgdConfig(), values.clone())
         return lambda: center.exchange(values)
 
-    def check_cluster(self, strategy: StrategyFamily, cluster: ClusterSpec) -> None:
+    def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:
             raise ValueError(
                 f"cluster.num_sync_servers: {strategy.describe()} needs at least one sync "
@@ -109,14 +109,14 @@ class ReplicaFamily(Family):
         stats = [t.stats for t in reports(Role.TRAINER)]
         return sync_measures(stats, _replica(spec.strategy).timing.is_shadow)
 
-    def partial_shards(self, strategy: StrategyFamily) -> bool:
+    def partial_shards(self, strategy: StrategyConfig) -> bool:
         return True
 
-    def restarts_trainer(self, strategy: StrategyFamily) -> bool:
+    def restarts_trainer(self, strategy: StrategyConfig) -> bool:
         """Not with an all-reduce: it waits for every rank."""
         return not isinstance(strategy, CollectiveStrategy)
 
 
-def _replica(strategy: StrategyFamily) -> ReplicaStrategy:
+def _replica(strategy: StrategyConfig) -> ReplicaStrategy:
     assert isinstance(strategy, ReplicaStrategy), strategy
     return strategy

@@ -32,7 +32,7 @@ import torch
 from recsync.families.synced_replicas.messages import Center as CenterReply
 from recsync.protocol.address import Address
 from recsync.protocol.effects import AllReduce, Call
-from recsync.sync.family import StrategyFamily
+from recsync.sync.config import StrategyConfig
 from recsync.sync.timing import FixedTrigger, Timing, average_sync_gap
 
 __all__ = [
@@ -70,7 +70,7 @@ class ReplicaPolicy(Protocol):
     def apply(self, replica: torch.Tensor, received: torch.Tensor, /) -> None: ...
 
 
-class ReplicaStrategy(StrategyFamily):
+class ReplicaStrategy(StrategyConfig):
     """The replica family (frozen dataclasses with a ``timing`` field). A plain instance of
     this type never syncs (`independent`); its subtypes say how a sync is done."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 
-class StrategyFamily:
+class StrategyConfig:
     """Base of every strategy config (frozen dataclasses): its registry name and the
     paper's name, and a one-line description."""
 
