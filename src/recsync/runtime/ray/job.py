@@ -4,7 +4,8 @@ loops end; then the same end of job as the simulator's (coordinator/outcome.py).
 While it trains, the job's supervisor (coordinator/supervisor.py) says when to evaluate,
 cut, stop, and what to do on losing a node; this driver feeds it what it sees (the reader's
 progress, polled: more often as an evaluation mark nears; evaluations scored in order in
-another process; lost actors) and carries out its commands (recovery.py for a loss)."""
+another process; lost actors) and carries out its commands (its `Recovery`, recovery.py,
+for a loss, on the nodes they share: `JobNodes`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,8 @@ import ray
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
-from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.measures import answer_times, steady_eps
 from recsync.coordinator.outcome import JobEnd, finish_job
-from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
 from recsync.coordinator.spec import JobSpec, plan_for
@@ -43,7 +42,7 @@ from recsync.coordinator.supervision import (
     StopReaders,
 )
 from recsync.coordinator.supervisor import Supervisor
-from recsync.coordinator.topology import build_topology
+from recsync.coordinator.topology import Topology, build_topology
 from recsync.protocol import reading
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
@@ -53,15 +52,22 @@ from recsync.runtime.ray.cluster import check_machines_answer, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.host_summary import machines_summary
-from recsync.runtime.ray.recovery import Recovering, RolledBack, read_ended
+from recsync.runtime.ray.hosts import JobActors
+from recsync.runtime.ray.polls import Polls
+from recsync.runtime.ray.reader_calls import ask_reader, ask_readers, reply_of
+from recsync.runtime.ray.recovery import (
+    JobHooks,
+    JobNodes,
+    Recovery,
+    RolledBack,
+    new_actors,
+    read_ended,
+)
 from recsync.runtime.timeouts import CallWaits
 from recsync.runtime.transport import wire
 
 __all__ = ["RayJob", "connect", "run_job"]
 
-POLL_EVERY_S = 0.5  # the reader's progress, unless an evaluation mark is nearer
-POLL_NEAR_MARK_S = 0.01  # the shortest wait between polls as a mark nears
-POLL_UNTIL_RATE_S = 0.05  # between polls while evaluations are asked and no rate is known
 
 Progress = Callable[[int, int | None, float], None]
 OnEval = Callable[[dict[str, Any]], None]
@@ -69,7 +75,7 @@ OnCheckpoint = Callable[[JobState], None]
 OnRecovery = Callable[[str], None]
 
 
-class RayJob(Recovering):
+class RayJob:
     """One training job on Ray actors, one per node of its topology."""
 
     def __init__(
@@ -83,17 +89,24 @@ class RayJob(Recovering):
         recovery: RecoveryPolicy | None = None,
         eval_examples: int = 0,
     ):
-        self.first_spec = self.spec = spec
+        self.first_spec = spec
         self.plan = plan
-        self.cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
-        self.topology = build_topology(spec, plan, self.cpus)
+        cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
         self.policy = policy = recovery or RecoveryPolicy()  # and failure detection's settings
-        self.waits = CallWaits(policy.call_timeout_s, policy.replace_wait_s)
+        waits = CallWaits(policy.call_timeout_s, policy.replace_wait_s)
         self.pings: list[float] = []  # seconds each round of pings took to be answered
-        self.hosts = self._new_actors(None, frozenset())
-        self.first_machines = list(self.hosts.machine_ips)
+        hooks = JobHooks(
+            self._feed,
+            self._carry,
+            self._ask_reader,
+            self._actors_up,
+            self._tell,
+            self._since_start,
+        )
+        topology = build_topology(spec, plan, cpus)
+        hosts = new_actors(topology, hooks, policy, waits)
+        self.nodes = JobNodes(spec, topology, hosts, position=spec.handed_before)
         self.on_actors_up: Callable[[RayJob], None] | None = None  # a hook for fault injection
-        self.doing = "starting"  # what the job does now, for an error's message
         self.final_state: JobState | None = None
         self.stop_reason: str | None = None  # set from a signal handler: stop reading
         evaluations = Evaluations(
@@ -103,24 +116,37 @@ class RayJob(Recovering):
         self.scoring = (
             Scoring(self.topology, evaluations.mark_examples, self._tell) if eval_every else None
         )
+        self.recovery = Recovery(
+            self.nodes, plan, cpus, policy, waits, self.supervisor, self.scoring, hooks
+        )
         self.on_eval: OnEval | None = None
         self.on_checkpoint: OnCheckpoint | None = None
         self.on_recovery: OnRecovery | None = None  # a line per loss and per recovery
-        self._recovering = None
-        self._lost_machine: str | None = None
         self.cut_seconds = 0.0  # time the reader was paused for cuts
-        self.replaced: dict[Address, TrainerSpec] = {}  # restarted trainers' specs
-        self.reader_ledger = ReaderLedger()
-        self._runs: dict[Any, Any] = {}  # each loop-running actor's run -> its node
-        self._done: set[Any] = set()
         self._last_ping = 0.0
-        self._position = spec.handed_before  # examples handed out when last polled
-        self._polled_s = 0.0  # seconds into training at the last poll
-        self._handed = 0  # examples handed out since the job's first start, at the last poll
-        self._rate = 0.0  # examples handed out a second, between the last two polls
-        self.progress: list[tuple[float, int]] = []  # (seconds, handed out) at every poll
+        self.polls = Polls()
         self._paused = 0.0  # when the cut under way paused the reader (perf_counter)
         self.started = 0.0  # when training began (perf_counter); losses count from it
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.nodes.spec
+
+    @property
+    def topology(self) -> Topology:
+        return self.nodes.topology
+
+    @property
+    def hosts(self) -> JobActors:
+        return self.nodes.hosts
+
+    def _since_start(self) -> float:
+        """Seconds since training began (0 before it did)."""
+        return time.perf_counter() - self.started if self.started else 0.0
+
+    def _tell(self, line: str) -> None:
+        if self.on_recovery is not None:
+            self.on_recovery(line)
 
     @property
     def evaluations(self) -> Evaluations:
@@ -149,23 +175,11 @@ class RayJob(Recovering):
         self.stop_reason = reason
 
     def _ask_reader(self, message: Message, reader: Address = READER) -> Any:
-        """A reader's answer to a driver's message (a dead reader is named, as lost)."""
-        ref = self.hosts.actors[reader].ask.remote(wire.encode(message))
-        return self._reader_reply(ref, reader)
+        return ask_reader(self.hosts, reader, message)
 
     def _ask_readers(self, message: Message) -> list[Any]:
-        """Every reader's answer to a driver's message, in reader order (sent to all at
-        once)."""
         readers = [n.address for n in self.topology.of_role(Role.READER)]
-        refs = [self.hosts.actors[a].ask.remote(wire.encode(message)) for a in readers]
-        return [self._reader_reply(ref, a) for ref, a in zip(refs, readers, strict=True)]
-
-    def _reader_reply(self, ref: Any, reader: Address = READER) -> Any:
-        """The reply of a call to a reader (a dead reader is named, as lost)."""
-        try:
-            return ray.get(ref)
-        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
-            raise failure(reader.name, error) from None
+        return ask_readers(self.hosts, readers, message)
 
     def _feed(self, event: Event) -> None:
         """Tell the supervisor what happened; carry out what it says."""
@@ -201,51 +215,36 @@ class RayJob(Recovering):
 
     def _watch(self, looping: list[Any], on_progress: Progress | None, started: float) -> None:
         actors = self.hosts
-        self._runs = {actor.run.remote(): a for a in looping for actor in actors.actors_of(a)}
-        self._done = set()
+        self.nodes.runs = {actor.run.remote(): a for a in looping for actor in actors.actors_of(a)}
+        self.nodes.done = set()
         self._last_ping = time.perf_counter()
         while self._training():
             if self.stop_reason is not None:  # asked by a signal handler
                 self._feed(StopAsked(self.stop_reason))
-            self._check_runs(wait_s=self._poll_wait())
-            self._in_flight(lambda: self._poll(on_progress, started))
+            mark = None if self.scoring is None else self.evaluations.next_mark
+            self._check_runs(wait_s=self.polls.wait_s(mark))
+            self.recovery.in_flight(lambda: self._poll(on_progress, started))
         self._poll(on_progress, started)  # the marks passed since the last poll
 
     def _training(self) -> bool:
         """Some node's loops still run."""
-        return len(self._done) < len(self._runs)
+        return len(self.nodes.done) < len(self.nodes.runs)
 
     def _poll(self, on_progress: Progress | None, started: float) -> None:
         """Ask the readers how far they went; tell the progress bar and the supervisor; record
         the evaluations scored meanwhile."""
         replies = self._ask_readers(ReaderProgress())
         total = replies[0][1]
-        self._position = self.spec.handed_before + sum(position for position, _, _ in replies)
+        self.nodes.position = self.spec.handed_before + sum(p for p, _, _ in replies)
         handed = sum(examples for _, _, examples in replies) + self.before
         total = None if total is None else total + self.before
         seconds = time.perf_counter() - started
-        if seconds > self._polled_s:
-            self._rate = (handed - self._handed) / (seconds - self._polled_s)
-        self._handed, self._polled_s = handed, seconds
-        self.progress.append((seconds, handed - self.before))
+        self.polls.polled(handed, seconds, self.before)
         if on_progress is not None:
             on_progress(handed, total, handed / max(seconds, 1e-9))
         self._feed(Progressed(handed, total, seconds))
         while self.scoring is not None and self.scoring.oldest_done():
             self._feed(self.scoring.oldest())
-
-    def _poll_wait(self) -> float:
-        """Seconds to the next poll: sooner as the next evaluation mark nears (at the rate
-        of the last polls), so that each mark's snapshot is taken close to it. Until a rate
-        is known, soon: a fast job may pass its first marks within one long wait."""
-        if self.scoring is None:
-            return POLL_EVERY_S
-        if self._rate <= 0:
-            return POLL_UNTIL_RATE_S
-        # half the time to the mark at the last rate: a job speeding up (its processes warm,
-        # its cores freed) still meets the mark, not the one after it too, in one wait
-        to_mark = (self.evaluations.next_mark - self._handed) / self._rate
-        return min(POLL_EVERY_S, max(POLL_NEAR_MARK_S, to_mark / 2))
 
     def _await_scored(self) -> None:
         """Wait until the oldest evaluation under way was scored (watching the nodes while
@@ -259,10 +258,10 @@ class RayJob(Recovering):
         """Wait up to `wait_s` for a node's loops to end; a failed one is a loss, for the
         supervisor to recover from (RolledBack: every node restarts). Every actor is
         pinged now and then (a dead one is named)."""
-        self._in_flight(lambda: self._check_loops(wait_s))
+        self.recovery.in_flight(lambda: self._check_loops(wait_s))
 
     def _check_loops(self, wait_s: float) -> None:
-        runs, done = self._runs, self._done
+        runs, done = self.nodes.runs, self.nodes.done
         ready, _ = ray.wait([r for r in runs if r not in done], num_returns=1, timeout=wait_s)
         for ref in ready:
             try:
@@ -289,13 +288,13 @@ class RayJob(Recovering):
             if not self.supervisor.cutting:  # abandoned: a reader was lost and replaced
                 read_ended(at_cut)
                 return
-        handed = [self._reader_reply(ref, a) for ref, a in zip(at_cut, readers, strict=True)]
+        handed = [reply_of(ref, a) for ref, a in zip(at_cut, readers, strict=True)]
         state = None
         if all(h is not None for h in handed):
             reports = self.hosts.reports(cut_nodes(self.topology))
             state = cut_state(self.topology, reports, handed)
         examples = sum(reply[2] for reply in self._ask_readers(ReaderProgress()))
-        self._feed(CutSettled(state, self.before + examples, self._polled_s))
+        self._feed(CutSettled(state, self.before + examples, self.polls.polled_s))
 
     def run(self, on_progress: Progress | None = None) -> dict[str, Any]:
         """Train one pass; returns the summary (measures and held-out quality)."""
@@ -304,9 +303,9 @@ class RayJob(Recovering):
                 looping = self._start()
                 if not self.started:
                     self.started = time.perf_counter()
-                self.doing = "training"
-                self._restarted()
-                self._feed(Started(self.topology, self._seconds))
+                self.nodes.doing = "training"
+                self.recovery.restarted()
+                self._feed(Started(self.topology, self._since_start()))
                 self._watch(looping, on_progress, self.started)
                 train_seconds = time.perf_counter() - self.started
                 reports = self.hosts.reports(list(self.hosts.actors))  # a loss now is one too
@@ -315,7 +314,7 @@ class RayJob(Recovering):
             except RolledBack:
                 continue
             except NodeFailure as error:  # in a start, a recovery, or after the loops ended
-                self._lost(error, in_flight=False)
+                self.recovery.lost(error, in_flight=False)
         self._feed(Ended())  # every evaluation under way is scored and recorded
         end = JobEnd("ray", reports, measures, train_seconds)
         try:
@@ -331,14 +330,15 @@ class RayJob(Recovering):
         if self.scoring is not None:
             summary["recovery"]["evaluator_restarts"] = self.scoring.restarts
         summary["recovery"]["pings"] = answer_times(self.pings)
-        summary["eps_steady"] = steady_eps(self.progress)
+        summary["eps_steady"] = steady_eps(self.polls.progress)
         summary.update(machines_summary(self.hosts, measures, self.topology.collectives))
         return summary
 
     def _start(self) -> list[Any]:
         """Start every node (the job's first start, or a rollback's restart)."""
         losses = self.recoveries.losses
-        self.doing = "starting" if not losses else f"restarting after losing {losses[-1].node}"
+        doing = "starting" if not losses else f"restarting after losing {losses[-1].node}"
+        self.nodes.doing = doing
         if self.scoring is not None:
             self.scoring.launch()
         looping = self.hosts.start(self.supervisor.replaceable())

@@ -8,13 +8,14 @@ starts, restarts or replaces a node is a loss like any other (only a rollback re
 from it).
 Each loss recovered from, and each recovery once done, is told in one line (`on_recovery`:
 the CLI's terminal; Ray's own messages meanwhile go to the run's log, runtime/ray/ray_log.py).
-A part of `RayJob` (runtime/ray/job.py), which holds the job's actors and topology."""
+`RayJob` (runtime/ray/job.py) runs the job; its `Recovery` works on the nodes they share
+(`JobNodes`: the spec, topology and actors a rollback makes anew)."""
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -53,106 +54,133 @@ class RolledBack(Exception):
     """Every node was rolled back while the job trained: the job starts again."""
 
 
-class Recovering:
-    """What a job does on losing a node (mixed into `RayJob`, whose state it reads)."""
+@dataclass
+class JobNodes:
+    """The job's nodes as they run now, which a rollback makes anew: its spec (a
+    rollback's resumes from the last cut), topology and actors, the runs of their loops,
+    the examples handed out when last polled, what a lost node's replacement needs of
+    this start, and what the job does (for an error's message). `RayJob` and its
+    `Recovery` share it."""
 
     spec: JobSpec
-    plan: JobPlan
-    cpus: int
     topology: Topology
     hosts: JobActors
-    first_machines: list[str]  # the machines' addresses when the job first started
-    policy: RecoveryPolicy
-    waits: CallWaits
-    scoring: Scoring | None
-    supervisor: Supervisor
-    replaced: dict[Address, TrainerSpec]
-    reader_ledger: ReaderLedger  # what a lost reader's replacement needs, this start
-    started: float
-    doing: str
-    on_recovery: Callable[[str], None] | None
-    _recovering: Loss | None  # the loss recovered from by the restart under way
-    _lost_machine: str | None  # the Ray node id of the last lost node's machine, if lost too
-    _runs: dict[Any, Any]
-    _done: set[Any]
-    _position: int
+    position: int  # examples handed out, from the job's start, when last polled
+    doing: str = "starting"
+    runs: dict[Any, Address] = field(default_factory=dict)  # a loop's run -> its node
+    done: set[Any] = field(default_factory=set)
+    replaced: dict[Address, TrainerSpec] = field(default_factory=dict)  # restarted trainers
+    reader_ledger: ReaderLedger = field(default_factory=ReaderLedger)  # for a lost reader
 
-    def _ask_reader(self, message: Message, reader: Address = READER) -> Any:
-        raise NotImplementedError
 
-    def _actors_up(self) -> None:
-        raise NotImplementedError
+@dataclass(frozen=True)
+class JobHooks:
+    """What a recovery asks of its job: tell the supervisor an event and carry a command
+    of its answer, ask a reader, note that actors just started answer, tell the user a
+    line, and the seconds since training began."""
 
-    def _feed(self, event: Event) -> None:
-        raise NotImplementedError
+    feed: Callable[[Event], None]
+    carry: Callable[[Command], None]
+    ask_reader: Callable[[Message, Address], Any]
+    actors_up: Callable[[], None]
+    tell: Callable[[str], None]
+    seconds: Callable[[], float]
 
-    def _carry(self, command: Command) -> None:
-        raise NotImplementedError
 
-    @property
-    def _seconds(self) -> float:
-        """Seconds since training began (0 before it did)."""
-        return time.perf_counter() - self.started if self.started else 0.0
+def new_actors(
+    topology: Topology,
+    hooks: JobHooks,
+    policy: RecoveryPolicy,
+    waits: CallWaits,
+    first_machines: list[str] | None = None,
+    lost: frozenset[str] = frozenset(),
+) -> JobActors:
+    """The actors of a topology (not started yet), on the machines left (`first_machines`:
+    those of the job's first start; `lost`: Ray node ids of machines lost), pinged and
+    waiting as the recovery policy says."""
+    return JobActors(topology, hooks.actors_up, first_machines, lost, policy.ping_timeout_s, waits)
 
-    def _lost(self, error: NodeFailure, in_flight: bool) -> bool:
+
+class Recovery:
+    """What a job does on losing a node (module docstring), on the nodes it shares with
+    its `RayJob`."""
+
+    def __init__(
+        self,
+        nodes: JobNodes,
+        plan: JobPlan,
+        cpus: int,
+        policy: RecoveryPolicy,
+        waits: CallWaits,
+        supervisor: Supervisor,
+        scoring: Scoring | None,
+        hooks: JobHooks,
+    ):
+        self.nodes, self.plan, self.cpus = nodes, plan, cpus
+        self.policy, self.waits = policy, waits
+        self.supervisor, self.scoring, self.hooks = supervisor, scoring, hooks
+        self.first_machines = list(nodes.hosts.machine_ips)  # those of the job's first start
+        self.recovering: Loss | None = None  # the loss recovered from by the restart under way
+        self.lost_machine: str | None = None  # the last lost node's machine, if lost too
+
+    def lost(self, error: NodeFailure, in_flight: bool) -> bool:
         """Tell the supervisor that `error.lost` was lost (`in_flight`: noticed while the
         job trains) and carry out what it says; True: every node was rolled back. Raises
         the error if it is no loss or the job does not recover from it."""
-        if error.lost is None or error.lost not in {n.address.name for n in self.topology.nodes}:
+        nodes, tell = self.nodes, self.hooks.tell
+        if error.lost is None or error.lost not in {n.address.name for n in nodes.topology.nodes}:
             raise error  # no loss, or of no node (a helper that could not be replaced)
-        node = next(n.address for n in self.topology.nodes if n.address.name == error.lost)
-        suspect = self.hosts.machine_id(node)  # its machine may be lost with it
+        node = next(n.address for n in nodes.topology.nodes if n.address.name == error.lost)
+        suspect = nodes.hosts.machine_id(node)  # its machine may be lost with it
         answers = suspect is None or suspect in machines_answering([suspect])
-        self._lost_machine = None if answers else suspect
+        self.lost_machine = None if answers else suspect
         position, exact = self._stream_position()
-        event = NodeLost(error.lost, position, exact, self._seconds, in_flight, answers)
+        seconds = self.hooks.seconds()
+        event = NodeLost(error.lost, position, exact, seconds, in_flight, answers)
         rolled_back = False
         for command in self.supervisor.handle(event):
             match command:
                 case Fail():
                     if command.why is None:  # no recovery policy
                         raise error
-                    lost, doing, why = command.node, self.doing, command.why
+                    lost, doing, why = command.node, nodes.doing, command.why
                     raise NotRecovered(error.message, lost, doing, why, command.recovered_from)
                 case ReplaceNode():
-                    self._tell(lost_line(command.loss))
+                    tell(lost_line(command.loss))
                     self._replace(command)
-                    self._tell(recovered_line(command.loss, self._seconds))
+                    tell(recovered_line(command.loss, self.hooks.seconds()))
                 case RollBack():
-                    self._tell(lost_line(command.loss))
+                    tell(lost_line(command.loss))
                     self._roll_back(command.spec)
-                    self._recovering = command.loss
+                    self.recovering = command.loss
                     rolled_back = True
                 case AbandonCut():
-                    self._carry(command)
+                    self.hooks.carry(command)
         return rolled_back
 
-    def _in_flight(self, step: Callable[[], None]) -> None:
+    def in_flight(self, step: Callable[[], None]) -> None:
         """`step()` while the job trains: a node it finds lost (NodeFailure) is a loss for
         the supervisor to recover from (RolledBack: every node restarts)."""
         try:
             step()
         except NodeFailure as error:
-            if self._lost(error, in_flight=True):
+            if self.lost(error, in_flight=True):
                 raise RolledBack from None
 
-    def _tell(self, line: str) -> None:
-        if self.on_recovery is not None:
-            self.on_recovery(line)
-
-    def _restarted(self) -> None:
+    def restarted(self) -> None:
         """Every node is back after a rollback (or the job's first start)."""
-        if self._recovering is not None:
-            self._tell(recovered_line(self._recovering, self._seconds))
-            self._recovering = None
+        if self.recovering is not None:
+            self.hooks.tell(recovered_line(self.recovering, self.hooks.seconds()))
+            self.recovering = None
 
     def _replace(self, command: ReplaceNode) -> None:
         """Replace only the lost node (CPR's partial recovery of an embedding shard, a
         restarted trainer, or a replaced reader) while the others go on."""
-        self.doing = f"replacing {command.node} alone"
-        address = next(n.address for n in self.topology.nodes if n.address.name == command.node)
-        node = self.replaced.get(address) or next(
-            n for n in self.topology.nodes if n.address == address
+        nodes = self.nodes
+        nodes.doing = f"replacing {command.node} alone"
+        address = next(a.address for a in nodes.topology.nodes if a.address.name == command.node)
+        node = nodes.replaced.get(address) or next(
+            n for n in nodes.topology.nodes if n.address == address
         )
         if isinstance(node, TrainerSpec):
             self._restart_trainer(node, command)
@@ -160,101 +188,95 @@ class Recovering:
             self._replace_reader(node)
         else:
             assert isinstance(node, ShardSpec), node
-            self.hosts.replace(restored_shard(node, command.back))
-        self._feed(Replaced())
-        self.doing = "training"
+            nodes.hosts.replace(restored_shard(node, command.back))
+        self.hooks.feed(Replaced())
+        nodes.doing = "training"
 
     def _replace_reader(self, node: ReaderSpec) -> None:
         """A lost reader alone is replaced (runtime/ray/reader_recovery.py): its trainers'
         workers wait for their next batch meanwhile."""
-        index = node.address.index
-        trainers = [self.replaced.get(t.address) or t for t in self.topology.of_role(Role.TRAINER)]
+        nodes, index = self.nodes, node.address.index
+        trainers = [
+            nodes.replaced.get(t.address) or t for t in nodes.topology.of_role(Role.TRAINER)
+        ]
         mine = [
             t
             for t in trainers
-            if isinstance(t, TrainerSpec) and self.spec.cluster.reader_of(t.address.index) == index
+            if isinstance(t, TrainerSpec) and nodes.spec.cluster.reader_of(t.address.index) == index
         ]
-        replace_reader(self.hosts, node, mine, self.reader_ledger, self.supervisor.stop_sent)
+        replace_reader(nodes.hosts, node, mine, nodes.reader_ledger, self.supervisor.stop_sent)
         if self.scoring is not None and node.address == READER:
-            self.scoring.resample(self.hosts)  # the held-out samples it had not given
+            self.scoring.resample(nodes.hosts)  # the held-out samples it had not given
 
     def _restart_trainer(self, node: TrainerSpec, command: ReplaceNode) -> None:
-        """A lost trainer alone restarts: its replica from the center (EASGD) or the last
-        cut, and the batches it held handed out again."""
-        address = node.address
-        reader = Address(Role.READER, self.spec.cluster.reader_of(address.index))
-        requeued = self._ask_reader(Requeue(address.index, node.workers), reader)
+        """A lost trainer alone restarts: its replica as its family makes it (EASGD: from
+        the center) or from the last cut, and the batches it held handed out again."""
+        nodes, address = self.nodes, node.address
+        reader = Address(Role.READER, nodes.spec.cluster.reader_of(address.index))
+        requeued = self.hooks.ask_reader(Requeue(address.index, node.workers), reader)
         assert isinstance(requeued, Requeued), requeued
-        examples = self.reader_ledger.requeued(reader.index, address.index, requeued)
+        examples = nodes.reader_ledger.requeued(reader.index, address.index, requeued)
         command.loss.replayed_examples = examples
-        restarted = restarted_trainer(node, self.spec, command.back, self._restart_reports())
-        self.replaced[address] = restarted
-        old_loops = [r for r, a in self._runs.items() if a == address and r not in self._done]
-        self._done.update(old_loops)
-        for actor in self.hosts.restart(restarted):
-            self._runs[actor.run.remote()] = address
+        restarted = restarted_trainer(node, nodes.spec, command.back, self._restart_reports())
+        nodes.replaced[address] = restarted
+        old_loops = [r for r, a in nodes.runs.items() if a == address and r not in nodes.done]
+        nodes.done.update(old_loops)
+        for actor in nodes.hosts.restart(restarted):
+            nodes.runs[actor.run.remote()] = address
         read_ended(old_loops)
 
     def _restart_reports(self) -> Reports:
         """The reports a lost trainer's next replica is made from (its family's
         `restart_roles`: EASGD's sync servers), by role, in index order."""
-        strategy = self.spec.strategy
-        nodes = [
+        nodes = self.nodes
+        strategy = nodes.spec.strategy
+        addresses = [
             n.address
             for role in family_of(strategy).restart_roles(strategy)
-            for n in self.topology.of_role(role)
+            for n in nodes.topology.of_role(role)
         ]
-        reports = self.hosts.reports(nodes) if nodes else {}
-        return lambda role: [reports[a] for a in nodes if a.role == role]
+        reports = nodes.hosts.reports(addresses) if addresses else {}
+        return lambda role: [reports[a] for a in addresses if a.role == role]
 
     def _roll_back(self, spec: JobSpec) -> None:
         """Every node goes: the job restarts as `spec` says, on the machines left (the lost
         node's machine left out if it does not answer)."""
-        lost = frozenset[str]() if self._lost_machine is None else frozenset({self._lost_machine})
+        nodes, tell = self.nodes, self.hooks.tell
+        lost = frozenset[str]() if self.lost_machine is None else frozenset({self.lost_machine})
         if lost:
-            self._tell("the lost node's machine does not answer: the job goes on without it")
-        self.hosts.shutdown(lost)
-        read_ended([r for r in self._runs if r not in self._done])
-        self._runs, self._done = {}, set()
+            tell("the lost node's machine does not answer: the job goes on without it")
+        nodes.hosts.shutdown(lost)
+        read_ended([r for r in nodes.runs if r not in nodes.done])
+        nodes.runs, nodes.done = {}, set()
         if self.scoring is not None:
             self.scoring.forget()
-        self.spec = spec
-        self._position = spec.handed_before
-        self.replaced.clear()
-        self.reader_ledger = ReaderLedger()
-        self.topology = build_topology(spec, self.plan, self.cpus)
-        self.hosts = self._new_actors(self.first_machines, lost)
-        if self.hosts.unpinned:
-            roles = ", ".join(self.hosts.unpinned)
-            self._tell(f"every machine pinned for {roles} was lost: placed by the rule")
-
-    def _new_actors(self, first_machines: list[str] | None, lost: frozenset[str]) -> JobActors:
-        """The actors of the job's current topology (not started yet), on the machines
-        left (`first_machines`: those of the job's first start; `lost`: Ray node ids of
-        machines lost), pinged and waiting as the recovery policy says."""
-        return JobActors(
-            self.topology,
-            self._actors_up,
-            first_machines,
-            lost,
-            self.policy.ping_timeout_s,
-            self.waits,
+        nodes.spec = spec
+        nodes.position = spec.handed_before
+        nodes.replaced.clear()
+        nodes.reader_ledger = ReaderLedger()
+        nodes.topology = build_topology(spec, self.plan, self.cpus)
+        nodes.hosts = new_actors(
+            nodes.topology, self.hooks, self.policy, self.waits, self.first_machines, lost
         )
+        if nodes.hosts.unpinned:
+            roles = ", ".join(nodes.hosts.unpinned)
+            tell(f"every machine pinned for {roles} was lost: placed by the rule")
 
     def _stream_position(self) -> tuple[int, bool]:
         """Examples handed out so far, from the job's start, and whether the count is exact:
         the readers' count if they all still answer, else the last one polled (a lower
         bound)."""
-        readers = [n.address for n in self.topology.of_role(Role.READER)]
-        if any(a not in self.hosts.actors for a in readers):
-            return self._position, False
+        nodes = self.nodes
+        readers = [n.address for n in nodes.topology.of_role(Role.READER)]
+        if any(a not in nodes.hosts.actors for a in readers):
+            return nodes.position, False
         try:
             message = wire.encode(ReaderProgress())
-            refs = [self.hosts.actors[a].ask.remote(message) for a in readers]
+            refs = [nodes.hosts.actors[a].ask.remote(message) for a in readers]
             replies = ray.get(refs, timeout=PING_TIMEOUT_S)
-            return self.spec.handed_before + sum(int(reply[0]) for reply in replies), True
+            return nodes.spec.handed_before + sum(int(reply[0]) for reply in replies), True
         except ray.exceptions.RayError:
-            return self._position, False
+            return nodes.position, False
 
 
 def read_ended(loops: list[Any]) -> None:
