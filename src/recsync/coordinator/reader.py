@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from recsync.coordinator.cut_barrier import CutBarrier
 from recsync.coordinator.handouts import Handed, Handouts
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
@@ -70,12 +71,11 @@ class ReaderNode(Node):
     token. With `limit`, no batch that would take the examples handed out past it is handed
     out (then the job stops: a checkpoint).
 
-    A cut (a checkpoint while training goes on): after `PauseReading` the reader hands out
-    batches up to the next multiple of `batches_per_step` (a global step's batches: a step
-    is never cut in two), then answers every request with a pause; each of the
-    `num_workers` worker loops then lands its pushes and parks. Once every worker that
-    still has data parked, `AwaitCut` is answered: the job's state holds exactly the
-    batches handed out. `ResumeReading` lets the parked workers go on.
+    A cut (a checkpoint while training goes on): its `CutBarrier` (coordinator/
+    cut_barrier.py) pauses after `PauseReading` at the end of the step under way; once
+    every one of the `num_workers` worker loops that still has data parked, `AwaitCut` is
+    answered; `ResumeReading` lets the parked workers go on. What each worker holds is in
+    its `Handouts` (coordinator/handouts.py), for a lost trainer's or reader's replacement.
 
     Every batch has a number, its count of batches drawn in this job start, and each reply
     says the reader's `incarnation` (how many times it was lost and replaced): a lost
@@ -127,20 +127,22 @@ class ReaderNode(Node):
         self.out: set[int] = set()  # workers told the data is consumed (their loops end)
         self.left = 0  # workers gone untracked (crashed in the simulator)
         self.handouts = Handouts(num_trainers)
-        self.pausing = False  # a cut was asked for
-        self.pause_step = 0  # several readers: the global step it pauses before
-        self.parked: set[int] = set()
+        self.barrier = CutBarrier(batches_per_step, self.step_share, self.shared)
         self.incarnation = 0  # times it was lost and replaced (coordinator/reader_replay.py)
 
     @property
     def paused(self) -> bool:
         """A cut is under way and the step in progress was handed out in full (or the data
         ran out)."""
-        if not self.shared:
-            boundary = self.batches_handed % self.batches_per_step == 0
-        else:
-            boundary = self.batches_handed >= self.pause_step * self.step_share
-        return self.pausing and (boundary or self.exhausted)
+        return self.barrier.paused(self.batches_handed, self.exhausted)
+
+    @property
+    def pausing(self) -> bool:
+        return self.barrier.pausing
+
+    @property
+    def parked(self) -> set[int]:
+        return self.barrier.parked
 
     @property
     def shared(self) -> bool:
@@ -245,24 +247,10 @@ class ReaderNode(Node):
         return batch
 
     def pause(self, message: PauseReading) -> int | None:
-        self.pausing = True
-        if not self.shared or self.batches_per_step == 1:
-            return None
-        assert self.steps_split, "a cut of readers whose steps do not split evenly"
-        if message.until is None:
-            self.pause_step = -(-self.batches_handed // self.step_share)
-        elif message.until > self.pause_step:  # behind the others: its parked workers go on
-            self.pause_step = message.until
-            self.parked.clear()
-        return self.pause_step
+        return self.barrier.pause(message.until, self.batches_handed, self.steps_split)
 
     def park(self, message: Park) -> None:
-        if (self.shared or self.incarnation) and not self.paused:
-            # parked before the cut's step moved on (`pause` with `until`), or for a cut a
-            # lost predecessor was taking (abandoned): the worker asks again and goes on
-            return
-        assert self.paused, f"worker {message.worker} parked with no cut under way"
-        self.parked.add(message.worker)
+        self.barrier.park(message.worker, self.paused, replaced=self.incarnation > 0)
 
     def cut(self, message: AwaitCut) -> int | None:
         return self.position if self.at_cut else None
@@ -272,8 +260,7 @@ class ReaderNode(Node):
         self.left += 1
 
     def resume(self, message: ResumeReading) -> None:
-        self.pausing = False
-        self.parked.clear()
+        self.barrier.resume()
 
     def stop(self, message: StopReading) -> int:
         self.limit, self.stopped = self.total_examples, True
