@@ -4,7 +4,7 @@ after which a reply of the lost reader is void; the replacement, the lost reader
 with that replay, starts on the reader's machine if it is still there (else one left),
 replays its share while building, and every node's loops are pointed at it. Meanwhile the
 trainers' workers wait for their next batch (their calls to the lost reader are sent again
-to its replacement) and the servers go on. A part of `Recovering` (runtime/ray/recovery.py).
+to its replacement) and the servers go on. Called by the job's `Recovery` (runtime/ray/recovery.py).
 """
 
 from __future__ import annotations
