@@ -252,14 +252,18 @@ def family_of_type(cls: type[StrategyConfig]) -> Family:
     package is looked for in `$RECSYNC_FAMILIES`'s modules first)."""
     if not _FAMILIES:
         load_families()
-    for attempt in range(2):
-        for kind in cls.__mro__:
-            family = _FAMILIES.get(kind)
-            if family is not None:
-                return family
-        if attempt == 0:
-            load_plugin_families()
-    raise ValueError(f"{cls.__name__} is of no registered strategy family")
+    family = _registered(cls)
+    if family is None:
+        load_plugin_families()
+        family = _registered(cls)
+    if family is None:
+        raise ValueError(f"{cls.__name__} is of no registered strategy family")
+    return family
+
+
+def _registered(cls: type[StrategyConfig]) -> Family | None:
+    """The family registered for the most specific base type of `cls`, if any."""
+    return next((_FAMILIES[kind] for kind in cls.__mro__ if kind in _FAMILIES), None)
 
 
 def load_plugin_families() -> None:

@@ -4,6 +4,7 @@ early stopping, checkpoints while training), [recovery] (what a lost node does) 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field
@@ -44,9 +45,6 @@ class CheckpointSection(Section):
 RecoveryAction = Literal["rollback", "stop"]
 
 
-FAMILY_SERVER_KEYS = ("sync_server", "group_server")  # [recovery] keys of the families' roles
-
-
 class RecoverySection(Section):
     """[recovery]: what a distributed run does when it loses a node (its process died, its
     machine left the cluster, it stopped answering), by the node's role: `rollback` (every
@@ -75,9 +73,11 @@ class RecoverySection(Section):
     replace_wait_s: float = Field(default=300.0, gt=0)
 
     def to_spec(self) -> RecoveryPolicy:
-        """The policy: the kernel's roles by field, the families' servers by key."""
+        """The policy: the kernel's roles by field, the families' servers (every other
+        key) by key."""
         values = self.model_dump()
-        servers = {key: values.pop(key) for key in FAMILY_SERVER_KEYS}
+        own = {f.name for f in dataclasses.fields(RecoveryPolicy)}
+        servers = {key: values.pop(key) for key in list(values) if key not in own}
         return RecoveryPolicy(**values, servers=servers)
 
 
