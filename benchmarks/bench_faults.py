@@ -47,6 +47,7 @@ from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
+from recsync.families.gradient.dense_server import DENSE_SERVER
 from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
@@ -59,7 +60,7 @@ MODEL = ModelSpec(
     bottom_mlp=(64,),
     top_mlp=(64,),
 )
-SERVER = {"easgd": SYNC_SERVER, "async": Role.DENSE_SERVER}
+SERVER = {"easgd": SYNC_SERVER, "async": DENSE_SERVER}
 KINDS = ("trainer", "embedding-server", "server", "reader")
 
 

@@ -51,10 +51,11 @@ from experiments.repro.registry import Progress, reproduction
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families.gradient.dense_server import DENSE_SERVER
+from recsync.families.gradient.messages import PushDenseGradient
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import Role
-from recsync.protocol.messages import Message, PushDenseGradient
+from recsync.protocol.messages import Message
 from recsync.runtime.sim.job import SimJob
 
 WORKERS = NUM_TRAINERS * WORKERS_PER_TRAINER  # 32
@@ -122,7 +123,7 @@ def warm_state(seed: int, steps: int) -> JobState:
 def observed(spec: JobSpec) -> tuple[SimJob, PushNorms]:
     """The job, built, with a `PushNorms` on its one dense server (not yet run)."""
     job = SimJob(spec, plan_for(spec), NORMS_COST)
-    (dense,) = job.hosts_of(Role.DENSE_SERVER)
+    (dense,) = job.hosts_of(DENSE_SERVER)
     norms = PushNorms(spec.cluster.num_trainers * spec.cluster.workers_per_trainer)
     dense.observer = norms
     return job, norms

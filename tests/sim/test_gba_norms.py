@@ -10,9 +10,9 @@ import torch
 from experiments.repro import gba_norms
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.data.synthetic import SyntheticSpec
+from recsync.families.gradient.messages import PushDenseGradient
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.messages import PushDenseGradient
 from recsync.sync.registry import load_families, strategy_config
 
 load_families()

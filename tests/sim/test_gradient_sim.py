@@ -11,6 +11,7 @@ import torch
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.families import STRATEGIES, strategy_config
+from recsync.families.gradient.dense_server import DENSE_SERVER
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
@@ -67,7 +68,7 @@ def reference_at(batch_size: int) -> ReferenceTrainer:
 
 
 def assert_matches_reference(sim: SimJob, reference: ReferenceTrainer) -> None:
-    dense = torch.cat([s.values for s in sim.nodes_of(Role.DENSE_SERVER)])
+    dense = torch.cat([s.values for s in sim.nodes_of(DENSE_SERVER)])
     torch.testing.assert_close(dense, reference.replica.flat, atol=1e-5, rtol=0)
     base = 0
     for t, spec in enumerate(MODEL.tables):
@@ -105,7 +106,7 @@ def test_every_gradient_is_applied_or_dropped_on_every_server(name):
     sim, summary = simulate(name, cost)
     assert summary["examples_trained"] == SYNTHETIC.num_train
     steps = SYNTHETIC.num_train // TRAIN.batch_size
-    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(Role.DENSE_SERVER)]:
+    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(DENSE_SERVER)]:
         stats = server.stats
         assert stats.pushes == steps, server
         assert stats.applied + sum(stats.dropped.values()) == stats.pushes, (name, stats)
@@ -141,8 +142,8 @@ def test_same_seed_same_run_exactly():
     assert a["train_seconds"] == b["train_seconds"] and a["test_auc"] == b["test_auc"]
     assert a["dense_staleness"] == b["dense_staleness"]
     assert torch.equal(
-        torch.cat([s.values for s in first.nodes_of(Role.DENSE_SERVER)]),
-        torch.cat([s.values for s in second.nodes_of(Role.DENSE_SERVER)]),
+        torch.cat([s.values for s in first.nodes_of(DENSE_SERVER)]),
+        torch.cat([s.values for s in second.nodes_of(DENSE_SERVER)]),
     )
 
 
@@ -160,7 +161,7 @@ def test_a_crashed_trainer_loses_only_its_batches_and_the_job_goes_on(name):
         assert lost > 0
     assert summary["examples_trained"] + lost == SYNTHETIC.num_train
     assert summary["examples_per_trainer"][0] > summary["examples_per_trainer"][1]
-    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(Role.DENSE_SERVER)]:
+    for server in [*sim.nodes_of(Role.EMBEDDING_SERVER), *sim.nodes_of(DENSE_SERVER)]:
         assert not server.pending
 
 
@@ -189,8 +190,8 @@ def test_sync_checkpointed_half_way_and_resumed_equals_one_sync_run():
     assert state.in_flight_examples % TRAIN.batch_size == 0
     assert tail_summary["examples_trained"] == SYNTHETIC.num_train - 3_072
     torch.testing.assert_close(
-        torch.cat([s.values for s in tail.nodes_of(Role.DENSE_SERVER)]),
-        torch.cat([s.values for s in whole.nodes_of(Role.DENSE_SERVER)]),
+        torch.cat([s.values for s in tail.nodes_of(DENSE_SERVER)]),
+        torch.cat([s.values for s in whole.nodes_of(DENSE_SERVER)]),
         atol=1e-6,
         rtol=0,
     )
@@ -272,7 +273,7 @@ def test_a_sender_is_held_while_more_than_two_sends_of_its_messages_are_in_fligh
     sim = SimJob(spec, plan_for(spec), CostModel(request_s=1.0))
     transport, clock = sim.transport, sim.transport.clock
     trainer = sim.hosts_of(Role.TRAINER)[0]
-    server = next(a for a in sim.hosts if a.role is Role.DENSE_SERVER)
+    server = next(a for a in sim.hosts if a.role is DENSE_SERVER)
     resumed: list[float] = []
 
     def step(_: object) -> None:  # a loop sends again once its last send returned

@@ -455,7 +455,8 @@ def test_stragglers_in_stretches_are_redrawn_each_period_and_repeat_from_the_see
 
 
 def test_delays_hit_dense_pulls_and_lookups_unless_lookups_are_spared():
-    from recsync.protocol.messages import Lookup, PullDense
+    from recsync.families.gradient.messages import PullDense
+    from recsync.protocol.messages import Lookup
     from recsync.runtime.sim.cost import Faults
 
     lookup = Lookup(torch.tensor([1]), torch.tensor([0, 1]), None)

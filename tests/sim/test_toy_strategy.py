@@ -16,10 +16,10 @@ from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import STRATEGIES, strategy_config
 from recsync.families.gradient import GradientFamily
+from recsync.families.gradient.dense_server import DENSE_SERVER
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.config import StrategyConfig
@@ -74,13 +74,13 @@ def test_a_toy_strategy_trains_through_the_simulator() -> None:
     assert isinstance(family_of(config), GradientFamily)
     spec = JobSpec(MODEL, TRAIN, ClusterSpec(2, 2, 2, num_dense_servers=1), config, SYNTHETIC)
     sim = SimJob(spec, plan_for(spec), CostModel())
-    initial = sim.nodes_of(Role.DENSE_SERVER)[0].values.clone()
+    initial = sim.nodes_of(DENSE_SERVER)[0].values.clone()
     summary = sim.run()
     assert summary["strategy"] == "toy"
     assert summary["examples_trained"] == SYNTHETIC.num_train
     batches = SYNTHETIC.num_train // TRAIN.batch_size
     assert summary["gradients_applied"] == batches  # every push applied alone
-    server = sim.nodes_of(Role.DENSE_SERVER)[0]
+    server = sim.nodes_of(DENSE_SERVER)[0]
     assert isinstance(server.policy, HalfStepServer)
     assert server.policy.version == batches
     assert not torch.equal(server.values, initial)

@@ -7,21 +7,16 @@ import pytest
 import torch
 
 from recsync.families.gradient.asynchronous import AsyncConfig
+from recsync.families.gradient.dense_server import DenseBlockServer
+from recsync.families.gradient.messages import PullDense, PushDenseGradient
 from recsync.families.gradient.psp import PspConfig
 from recsync.families.gradient.synchronous import SyncConfig
 from recsync.families.synced_replicas.messages import Exchange
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.protocol.effects import UnhandledEffect
-from recsync.protocol.messages import (
-    Lookup,
-    MayStart,
-    PullDense,
-    PushDenseGradient,
-    PushRowGradients,
-    WorkerDone,
-)
-from recsync.ps.gradient_servers import DenseBlockServer, SparseShardServer
+from recsync.protocol.messages import Lookup, MayStart, PushRowGradients, WorkerDone
+from recsync.ps.gradient_servers import SparseShardServer
 from recsync.ps.shard import EmbeddingShard
 
 ROWS, DIM = 10, 4

@@ -8,15 +8,8 @@ from typing import Any, ClassVar
 import torch
 
 from recsync.coordinator.hosting import HostedNode
-from recsync.protocol.messages import (
-    HEADER_BYTES,
-    DenseBlock,
-    Fused,
-    Message,
-    PullDense,
-    PushDenseGradient,
-    wire_bytes,
-)
+from recsync.families.gradient.messages import DenseBlock, PullDense, PushDenseGradient
+from recsync.protocol.messages import HEADER_BYTES, Fused, Message, wire_bytes
 from recsync.protocol.node import Node, StartTimer
 
 

@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
+from recsync.families.gradient.messages import PushDenseGradient
 from recsync.model.dlrm import build_dense, dense_num_params
 from recsync.model.priced import PricedTensor, PricedValueRead, priced_math, pricing
 from recsync.model.spec import ModelSpec
 from recsync.optim.checks import all_finite
 from recsync.optim.dense import DenseOptimizerSpec
-from recsync.protocol.messages import PushDenseGradient, wire_bytes
+from recsync.protocol.messages import wire_bytes
 from recsync.trainer.replica import DenseReplica, PricedReplica, new_replica
 
 

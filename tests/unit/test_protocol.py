@@ -11,6 +11,7 @@ import torch
 
 from recsync.coordinator.hosting import HostedNode
 from recsync.data.batch import Batch
+from recsync.families.gradient.messages import PushDenseGradient
 from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.effects import Loop, Notify, UnhandledEffect
 from recsync.protocol.messages import (
@@ -19,7 +20,6 @@ from recsync.protocol.messages import (
     Lookup,
     MayStart,
     Pooled,
-    PushDenseGradient,
     PushRowGradients,
     PushRows,
     wire_bytes,
@@ -80,7 +80,7 @@ def test_addresses_name_nodes_and_are_keys():
         "embedding-server-2"
     )
     assert {Address(Role.TRAINER, 1): 1}[Address(Role.TRAINER, 1)] == 1
-    assert Role.DENSE_SERVER.plural == "dense_servers" and Role.READER.plural == "reader"
+    assert Role.EMBEDDING_SERVER.plural == "embedding_servers" and Role.READER.plural == "reader"
 
 
 class Mute(Node):

@@ -71,6 +71,8 @@ class Family(ABC):
     base: ClassVar[type[StrategyConfig]]
     strategies: ClassVar[tuple[type[StrategyConfig], ...]]
     roles: ClassVar[Mapping[Role, RoleTraits]] = {}  # its own servers' roles (Role.declare)
+    # the role of the servers that hold the dense part (None: none, or a hook says more)
+    dense_role: ClassVar[Role | None] = None
 
     @abstractmethod
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
@@ -174,7 +176,8 @@ class Family(ABC):
     def first_dense_server(self, spec: JobSpec) -> str | None:
         """The name of the first server holding the dense part (the one a slow-server
         condition slows; None: the trainers hold it)."""
-        return f"{Role.DENSE_SERVER.value}-0" if self.dense_nodes(spec) else None
+        role = self.dense_role
+        return f"{role.value}-0" if role is not None and self.dense_nodes(spec) else None
 
     def dense_server_work(
         self, values: torch.Tensor, optimizer: Any
@@ -196,10 +199,12 @@ def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
     return [t.replica for t in trainers if t.replica is not None]
 
 
-def policy_measures(spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
-    """The measures of a job whose servers run a gradient policy (shards, dense servers)."""
+def policy_measures(
+    spec: JobSpec, reports: Reports, train_seconds: float, dense: list[GradientServerStats]
+) -> dict[str, Any]:
+    """The measures of a job whose servers run a gradient policy: its shards and the
+    servers of its dense part (`dense`: their stats; none if the trainers hold it)."""
     stats = [t.stats for t in reports(Role.TRAINER)]
-    dense: list[GradientServerStats] = [b.stats for b in reports(Role.DENSE_SERVER)]
     sparse: list[GradientServerStats] = [s.stats for s in reports(Role.EMBEDDING_SERVER)]
     iterations = sum(s.total_iterations for s in stats)
     return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)

@@ -174,7 +174,6 @@ def finish_job(topology: Topology, end: JobEnd) -> tuple[dict[str, Any], JobStat
         "worker_processes": any(t.worker_processes for t in topology.of_role(Role.TRAINER)),
         "num_embedding_servers": len(shards),
         **{f"num_{role.plural}": len(topology.of_role(role)) for role in counted_roles()},
-        "num_dense_servers": len(topology.of_role(Role.DENSE_SERVER)),
         "examples_trained": examples,
         "examples_per_trainer": trained,
         "examples_lost_in_crash": sum(lost),

@@ -28,7 +28,6 @@ class RoleTraits:
 KERNEL_ROLES: dict[Role, RoleTraits] = {
     Role.READER: RoleTraits(recovery=("restart", "rollback", "stop")),
     Role.EMBEDDING_SERVER: RoleTraits(recovery=("rollback", "partial", "stop"), holds_model=True),
-    Role.DENSE_SERVER: RoleTraits(holds_model=True),
     Role.TRAINER: RoleTraits(
         server_side=False, recovery=("rollback", "restart", "stop"), holds_model=True
     ),

@@ -15,7 +15,6 @@ class Role(str):
     _declared: ClassVar[dict[str, Role]] = {}
     READER: ClassVar[Role]
     EMBEDDING_SERVER: ClassVar[Role]
-    DENSE_SERVER: ClassVar[Role]
     TRAINER: ClassVar[Role]
 
     @classmethod
@@ -51,7 +50,6 @@ class Role(str):
 
 Role.READER = Role.declare("reader")
 Role.EMBEDDING_SERVER = Role.declare("embedding-server")
-Role.DENSE_SERVER = Role.declare("dense-server")
 Role.TRAINER = Role.declare("trainer")
 
 

@@ -1,4 +1,5 @@
-"""Parameter servers of the gradient strategies: dense blocks and embedding shards that hold
+"""Parameter servers run by a gradient policy: the embedding shards here, the gradient
+family's dense blocks (families/gradient/dense_server.py) on the same base. They hold
 pushed gradients until their policy (sync/) says to apply or drop them.
 
 Each server runs one policy instance (events in, actions out, see sync/gradient.py) and
@@ -21,16 +22,12 @@ from typing import Any, ClassVar
 import torch
 
 from recsync.optim.checks import all_finite
-from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.state import copy_state
 from recsync.protocol.messages import (
-    DenseBlock,
     Lookup,
     MayStart,
     Message,
     Pooled,
-    PullDense,
-    PushDenseGradient,
     PushRowGradients,
     WorkerDone,
 )
@@ -84,20 +81,12 @@ class GradientServerStats:
         return Counter({tau: int(n) for tau, n in enumerate(counts) if n})
 
 
-@dataclass
-class DenseBlockReport:
-    """A dense server at the end: its stats, its block and its optimizer state (copies)."""
-
-    stats: GradientServerStats
-    values: torch.Tensor
-    optimizer: dict[str, Any]
-
-
 class GradientServer(Node):
     """The policy-driven part shared by dense and embedding servers."""
 
     defers: ClassVar[bool] = True
     arms_timers: ClassVar[bool] = True
+    versioned: ClassVar[type[Message]]  # the request that waits for a version (`min_version`)
 
     def __init__(
         self,
@@ -123,7 +112,7 @@ class GradientServer(Node):
 
     def ready(self, message: Message) -> bool:
         kind = type(message)
-        if kind is PullDense or kind is Lookup:
+        if kind is self.versioned:
             wanted: int = message.min_version  # type: ignore[attr-defined]
             return self.policy.version >= wanted
         if kind is MayStart:
@@ -170,76 +159,6 @@ class GradientServer(Node):
         raise NotImplementedError
 
 
-class DenseBlockServer(GradientServer):
-    """One block (a contiguous slice) of the dense parameters, its optimizer and version."""
-
-    handles: ClassVar[dict[type[Message], str]] = {
-        PullDense: "pull",
-        PushDenseGradient: "push",
-        MayStart: "may_start",
-        WorkerDone: "worker_done",
-    }
-
-    def __init__(
-        self,
-        index: int,
-        values: torch.Tensor,
-        optimizer: DenseOptimizerSpec,
-        policy: GradientPolicy,
-        staleness_norm: StalenessNorm | None = None,
-        check_finite: bool = True,
-    ):
-        super().__init__(f"dense-server-{index}", policy, staleness_norm, check_finite)
-        assert values.dim() == 1
-        self.index = index
-        self.values = values
-        self.optimizer = optimizer.build(values.numel())
-
-    def pull(self, message: PullDense) -> DenseBlock:
-        """The block and its version. No copy: an update makes a new tensor, so what was
-        handed out keeps the values it had."""
-        self.stats.pulls += 1
-        return DenseBlock(self.values, self.version)
-
-    def push(self, message: PushDenseGradient) -> None:
-        grad = message.grad
-        if grad.shape != self.values.shape:
-            raise ValueError(
-                f"{self.name}: gradient of shape {tuple(grad.shape)} for a block of "
-                f"{self.values.numel()} parameters"
-            )
-        if self.check_finite and not all_finite(grad):
-            raise ValueError(f"{self.name}: NaN or infinite gradient from {message.worker}")
-        self._receive(message.worker, message.version, message.token, (grad, message.version))
-
-    def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:
-        if not items:  # a step with nothing to apply: the optimizer's state stays as it is
-            return
-        norm = self.staleness_norm
-        scaled = []
-        for (grad, pulled), weight in items:
-            tau = self.version - 1 - pulled  # the policy counted this update already
-            self.stats.staleness[tau] += 1
-            if norm is not None:
-                weight *= norm.scale(tau, self.last_update_abs)
-            scaled.append((grad, weight / divisor))
-        if len(scaled) == 1 and scaled[0][1] == 1.0:
-            total = scaled[0][0]
-        else:
-            total = torch.zeros_like(self.values)
-            for grad, factor in scaled:
-                total.add_(grad, alpha=factor)
-        before = self.values
-        self.values = self.optimizer.updated(before, total, lr_scale)
-        if norm is not None and norm.sigmoid_lambda is not None:
-            self.last_update_abs = float((self.values - before).abs().mean())
-
-    def report(self) -> DenseBlockReport:
-        return DenseBlockReport(
-            self.stats, self.values.clone(), copy_state(self.optimizer.state_dict())
-        )
-
-
 class SparseShardServer(GradientServer):
     """One embedding shard whose row gradients wait for the policy: aggregated gradients are
     summed per row, divided, and applied by the row-wise optimizer in one step."""
@@ -250,6 +169,7 @@ class SparseShardServer(GradientServer):
         MayStart: "may_start",
         WorkerDone: "worker_done",
     }
+    versioned: ClassVar[type[Message]] = Lookup
 
     def __init__(
         self,

@@ -51,9 +51,7 @@ from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import initial_dense, plan_for
-from recsync.coordinator.topology import build_topology
 from recsync.errors import ConfigError, JobFailed, RecsyncError
-from recsync.protocol.address import Role
 from recsync.tools.box.cli import box_app
 
 app = typer.Typer(
@@ -387,8 +385,8 @@ def plan(config: ConfigOption = None, set_: SetOption = None) -> None:
         job_plan = plan_for(spec)
     except (RecsyncError, OSError) as error:
         fail(error)
-    dense = [n.address.role for n in build_topology(spec, job_plan).nodes]
-    label = "dense" if Role.DENSE_SERVER in dense else "sync"
+    dense_role = family_of(spec.strategy).dense_role
+    label = "sync" if dense_role is None else dense_role.value.removesuffix("-server")
     console = Console(emoji=False)
     console.print(plan_table(job_plan, spec.model.tables, label))
     for view in family_of(spec.strategy).plan_view(spec):

@@ -58,7 +58,7 @@ class AllReduceFamily(Family):
         return _allreduce(spec.strategy).combine_replicas(trainer_replicas(reports))
 
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
-        return policy_measures(spec, reports, train_seconds)
+        return policy_measures(spec, reports, train_seconds, [])
 
 
 def _allreduce(strategy: StrategyConfig) -> AllReduceStrategy:

@@ -17,15 +17,19 @@ from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.families.gradient.backup_workers import BackupWorkersConfig
 from recsync.families.gradient.bounded_staleness import BoundedStalenessConfig
 from recsync.families.gradient.bsp import BspConfig
+from recsync.families.gradient.dense_server import (
+    DENSE_SERVER,
+    DENSE_SERVER_TRAITS,
+    DenseBlockReport,
+    DenseServerSpec,
+)
 from recsync.families.gradient.gba import GbaConfig
-from recsync.families.gradient.nodes import DenseServerSpec
 from recsync.families.gradient.psp import PspConfig
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.families.gradient.synchronous import SyncConfig
 from recsync.families.gradient.trainer import GradientTrainer
-from recsync.protocol.address import Address, Role
+from recsync.protocol.address import Address
 from recsync.protocol.node import Node
-from recsync.ps.gradient_servers import DenseBlockReport
 from recsync.ps.placement import JobPlan
 from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import ServerPolicies, Tokens
@@ -45,6 +49,8 @@ class GradientFamily(Family):
         GbaConfig,
         PspConfig,
     )
+    roles = {DENSE_SERVER: DENSE_SERVER_TRAITS}
+    dense_role = DENSE_SERVER
 
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         strategy, setup = _gradient(spec.strategy), spec.setup
@@ -60,7 +66,7 @@ class GradientFamily(Family):
             return []
         return [
             DenseServerSpec(
-                Address(Role.DENSE_SERVER, i),
+                Address(DENSE_SERVER, i),
                 threads=None,
                 max_calls=2 * workers + SERVER_MARGIN,
                 serialized=True,
@@ -101,16 +107,17 @@ class GradientFamily(Family):
 
     def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
         """The dense servers' blocks put together."""
-        blocks: list[DenseBlockReport] = reports(Role.DENSE_SERVER)
+        blocks: list[DenseBlockReport] = reports(DENSE_SERVER)
         return torch.cat([b.values for b in blocks])
 
     def final_optimizer(self, spec: JobSpec, reports: Reports) -> tuple[dict[str, Any], int]:
         """The blocks' optimizer states put together; the steps: block 0's updates."""
-        blocks: list[DenseBlockReport] = reports(Role.DENSE_SERVER)
+        blocks: list[DenseBlockReport] = reports(DENSE_SERVER)
         return join_optimizer_states([b.optimizer for b in blocks]), blocks[0].stats.steps
 
     def measures(self, spec: JobSpec, reports: Reports, train_seconds: float) -> dict[str, Any]:
-        return policy_measures(spec, reports, train_seconds)
+        dense = [b.stats for b in reports(DENSE_SERVER)]
+        return policy_measures(spec, reports, train_seconds, dense)
 
 
 def _gradient(strategy: StrategyConfig) -> GradientStrategy:

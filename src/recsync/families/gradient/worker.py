@@ -26,18 +26,11 @@ from typing import Any
 
 import torch
 
+from recsync.families.gradient.messages import DenseBlock, PullDense, PushDenseGradient
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.optim.checks import all_finite
 from recsync.protocol.effects import CallEach, Compute, Drain, Effect, Loop, Send, Target
-from recsync.protocol.messages import (
-    DenseBlock,
-    MayStart,
-    Message,
-    PullDense,
-    PushDenseGradient,
-    PushRowGradients,
-    WorkerDone,
-)
+from recsync.protocol.messages import MayStart, Message, PushRowGradients, WorkerDone
 from recsync.protocol.reading import HandedBatch, NextBatch
 from recsync.ps.layout import TableLayout
 from recsync.trainer.replica import DenseReplica

@@ -42,6 +42,7 @@ class ReplicaFamily(Family):
     base = ReplicaStrategy
     strategies = (IndependentConfig, EasgdConfig, MaConfig, BmufConfig)
     roles = {SYNC_SERVER: SYNC_SERVER_TRAITS}
+    dense_role = SYNC_SERVER
 
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         return ReplicaTrainer(spec.setup, _replica(spec.strategy))
@@ -83,9 +84,6 @@ class ReplicaFamily(Family):
         if not isinstance(spec.strategy, CenterStrategy):
             return None
         return torch.cat([part.values for part in reports(SYNC_SERVER)])
-
-    def first_dense_server(self, spec: JobSpec) -> str | None:
-        return f"{SYNC_SERVER.value}-0" if self.dense_nodes(spec) else None
 
     def dense_server_work(
         self, values: torch.Tensor, optimizer: Any
