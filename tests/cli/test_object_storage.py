@@ -84,7 +84,7 @@ def test_readers_sharing_parquet_on_the_store_read_their_row_groups_once(store, 
     assembled = proxy.served - served
     handed = drained(spec, nodes)
     read = proxy.served - served - assembled
-    test_set = nodes[0].source.test_set()
+    test_set = nodes[0].stream.source.test_set()
     assert test_set is not None
     assert sorted(names(handed) + names([test_set])) == every
     # each reader read its own row groups: the data about once, not 3 times (the rest:
@@ -289,11 +289,11 @@ def test_readers_share_text_on_the_store_by_byte_ranges_reading_it_once(
     spec = text_job(remote, 3)
     nodes = readers_of(spec)
     assembled = proxy.served - served  # the cap's prefix and the planner's sample
-    assert isinstance(nodes[0].source.lines, ByteBlocks)
-    assert nodes[0].source.lines.unit == "bytes/16384"
+    assert isinstance(nodes[0].stream.source.lines, ByteBlocks)
+    assert nodes[0].stream.source.lines.unit == "bytes/16384"
     handed = drained(spec, nodes)
     read = proxy.served - served - assembled
-    test_set = nodes[0].source.test_set()
+    test_set = nodes[0].stream.source.test_set()
     assert test_set is not None and 0 < test_set.batch_size <= 300
     assert names(handed) == sorted(set(names(handed)))
     assert sorted(names(handed) + names([test_set])) == every
@@ -301,7 +301,7 @@ def test_readers_share_text_on_the_store_by_byte_ranges_reading_it_once(
     report = joined_report([node.report() for node in nodes])
     assert report.skipped["by_reason"] == skips.counts
     assert all("the line at byte" in text for text in report.skipped["first"].values())
-    two = readers_of(text_job(remote, 2))[0].source.test_set()
+    two = readers_of(text_job(remote, 2))[0].stream.source.test_set()
     assert two is not None and torch.equal(two.dense, test_set.dense)
 
 
@@ -323,7 +323,7 @@ def test_a_cut_of_three_byte_range_readers_resumes_onto_two_with_every_example_o
     resumed_spec = text_job(remote, 2, resume=state)
     resumed = SimJob(resumed_spec, plan_for(resumed_spec), CostModel())
     resumed.run()
-    lines = readers_of(spec)[0].source.lines
+    lines = readers_of(spec)[0].stream.source.lines
     assert resumed.final_state is not None
     assert resumed.final_state.data_position == lines.slots
     share = lines.share(AlignedDeal(1, lines.block_lines), 0, 1, 1, False)
@@ -335,7 +335,7 @@ def test_a_cut_of_three_byte_range_readers_resumes_onto_two_with_every_example_o
             slot = block * lines.block_lines + k
             if slot < position.prefix or any(a <= slot < b for a, b in position.beyond):
                 before.append(int(name))
-    test_set = readers_of(spec)[0].source.test_set()
+    test_set = readers_of(spec)[0].stream.source.test_set()
     rest = names(drained(resumed_spec))
     assert sorted(rest + before + names([test_set])) == one_read(local)[0]
 
@@ -382,10 +382,10 @@ def test_readers_share_csv_on_the_store_by_byte_ranges_and_refuse_values_spannin
     spec = text_job(remote, 3)
     nodes = readers_of(spec)
     assembled = proxy.served - served  # the headers, the cap's prefix, the planner's sample
-    assert isinstance(nodes[0].source.lines, ByteBlocks)
+    assert isinstance(nodes[0].stream.source.lines, ByteBlocks)
     handed = drained(spec, nodes)
     read = proxy.served - served - assembled
-    test_set = nodes[0].source.test_set()
+    test_set = nodes[0].stream.source.test_set()
     assert test_set is not None and 0 < test_set.batch_size <= 300
     assert names(handed) == sorted(set(names(handed)))
     assert sorted(names(handed) + names([test_set])) == every  # the header is no row
@@ -429,22 +429,23 @@ def test_readers_share_gzip_files_on_the_store_a_whole_file_each_reading_each_on
     paths, local, remote = gzip_files_on_the_store(store, proxy, tmp_path)
     every, skips = one_read(local)
     size = sum(p.stat().st_size for p in paths)
-    assert not hasattr(readers_of(text_job(local, 2))[0].source, "lines")  # local: one stream
+    # local: one stream
+    assert not hasattr(readers_of(text_job(local, 2))[0].stream.source, "lines")
     served = proxy.served
     spec = text_job(remote, 2)
     nodes = readers_of(spec)
     assembled = proxy.served - served  # the cap's prefix, the planner's sample
-    assert isinstance(nodes[0].source.lines, GzipFiles)
+    assert isinstance(nodes[0].stream.source.lines, GzipFiles)
     handed = drained(spec, nodes)
     read = proxy.served - served - assembled
-    test_set = nodes[0].source.test_set()
+    test_set = nodes[0].stream.source.test_set()
     assert test_set is not None and 0 < test_set.batch_size <= 300
     assert names(handed) == sorted(set(names(handed)))
     assert sorted(names(handed) + names([test_set])) == every
     assert size * 0.95 < read < size * 1.3, (read, size)  # each file once (the held prefix)
     report = joined_report([node.report() for node in nodes])
     assert report.skipped["by_reason"] == skips.counts
-    three = readers_of(text_job(remote, 3))[0].source.test_set()
+    three = readers_of(text_job(remote, 3))[0].stream.source.test_set()
     assert three is not None and torch.equal(three.dense, test_set.dense)
 
 
@@ -463,7 +464,7 @@ def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, t
     assert any(b % FILE_SLOTS for _, b in position.beyond) or position.prefix % FILE_SLOTS
     resumed = text_job(remote, 3, resume=state)
     rest = names(drained(resumed))
-    files = readers_of(spec)[0].source.lines
+    files = readers_of(spec)[0].stream.source.lines
     share = files.share(AlignedDeal(1, FILE_SLOTS), 0, 1, 1, False)
     before = []
     for file_index in range(files.blocks):
@@ -474,7 +475,7 @@ def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, t
                 if slot < position.prefix or any(a <= slot < b for a, b in position.beyond):
                     before.append(int(name))
                 made += 1
-    test_set = readers_of(spec)[0].source.test_set()
+    test_set = readers_of(spec)[0].stream.source.test_set()
     assert sorted(rest + before + names([test_set])) == one_read(local)[0]
 
 

@@ -68,13 +68,13 @@ def job(files: FileData, readers: int, resume=None, epochs: int = 1) -> JobSpec:
 def test_several_readers_parse_only_their_blocks_and_hand_out_one_read_once(files):
     every, skips = one_read(files)
     nodes = readers_of(job(files, 3))
-    assert all(isinstance(n.source, SharedTextData) for n in nodes)
+    assert all(isinstance(n.stream.source, SharedTextData) for n in nodes)
     handed = drained(job(files, 3))
-    test = nodes[0].source.test_set()
+    test = nodes[0].stream.source.test_set()
     assert test is not None and 0 < test.batch_size <= 300
     assert names(handed) == sorted(set(names(handed)))  # each once
     assert sorted(names(handed) + names([test])) == every
-    one = readers_of(job(files, 1))[0].source  # one reader reads by blocks too
+    one = readers_of(job(files, 1))[0].stream.source  # one reader reads by blocks too
     assert isinstance(one, SharedTextData)
     one_test = one.test_set()
     assert one_test is not None and torch.equal(one_test.dense, test.dense)
@@ -98,7 +98,7 @@ def test_a_simulated_job_of_three_readers_trains_every_example_once_and_merges_s
 def test_held_out_rows_are_the_same_on_any_number_of_readers(files):
     tests = []
     for readers in (2, 3):
-        source = readers_of(job(files, readers))[0].source
+        source = readers_of(job(files, readers))[0].stream.source
         assert isinstance(source, SharedTextData)
         tests.append(source.test_set())
     assert tests[0] is not None and tests[1] is not None
@@ -117,7 +117,7 @@ def test_a_cut_of_three_readers_resumes_onto_fewer_with_every_example_once(files
     assert resumed.final_state is not None
     assert resumed.final_state.data_position == 5 * 4096
     every, _ = one_read(files)
-    test = readers_of(spec)[0].source.test_set()
+    test = readers_of(spec)[0].stream.source.test_set()
     rest = names(drained(resumed_spec))
     # the examples in the slots the cut's position holds consumed: handed out before it
     position = state.stream_position
@@ -133,7 +133,7 @@ def _slots(spec: JobSpec) -> list[tuple[int, int]]:
     """(name, slot) of every training example of the job's epochs: global block k (the
     p-th block of epoch e, k = e B + p) has its examples, in their epoch's order, fill slots
     kL, kL + 1, ... (line order in epoch 0)."""
-    source = readers_of(spec)[0].source
+    source = readers_of(spec)[0].stream.source
     assert isinstance(source, SharedTextData)
     lines, epochs = source.lines, spec.train.epochs
     share = ReaderShare(lines, AlignedDeal(1, lines.block_lines), 0, 1, epochs)
@@ -162,7 +162,7 @@ def test_two_epochs_hand_out_every_example_once_an_epoch_and_never_a_held_out_on
         while (handed := node.handle(NextBatch(trainer))).batch is not None:
             mine.append(handed.batch)
         by_reader.append(in_order(mine))
-    test = nodes[0].source.test_set()
+    test = nodes[0].stream.source.test_set()
     assert test is not None
     trained = sorted(set(every) - set(names([test])))
     assert sorted(n for mine in by_reader for n in mine) == sorted(trained + trained)
@@ -219,7 +219,7 @@ def test_a_cut_inside_the_second_epoch_of_three_readers_resumes_onto_two(files):
     assert resumed.final_state is not None
     assert resumed.final_state.data_position == 2 * one_pass
     every, _ = one_read(files)
-    test = readers_of(spec)[0].source.test_set()
+    test = readers_of(spec)[0].stream.source.test_set()
     trained = sorted(set(every) - set(names([test])))
     rest = names(drained(resumed_spec))
     position = state.stream_position
@@ -232,7 +232,7 @@ def test_a_cut_inside_the_second_epoch_of_three_readers_resumes_onto_two(files):
 
 
 def test_a_share_parsed_in_a_background_process_hands_out_the_same_batches_and_slots(files):
-    source = readers_of(job(files, 2))[1].source
+    source = readers_of(job(files, 2))[1].stream.source
     assert isinstance(source, SharedTextData)
     made = {}
     for background in (False, True):
@@ -248,4 +248,4 @@ def test_a_job_wide_limit_is_split_evenly_among_readers_sharing_lines(files):
     limited = dataclasses.replace(job(files, 3), stop_after_examples=1_000)
     handed = drained(limited)
     assert sum(b.batch_size for b in handed) <= 1_000
-    assert [n.limit for n in readers_of(limited)] == [334, 333, 333]
+    assert [n.stream.limit for n in readers_of(limited)] == [334, 333, 333]

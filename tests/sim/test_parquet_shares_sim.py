@@ -76,7 +76,7 @@ def test_readers_read_only_their_row_groups_and_hand_out_one_read_once(files):
     every, skips = one_read(files)
     assert skips.total > 0  # the files have bad rows
     nodes = readers_of(job(files, 3))
-    source = nodes[0].source
+    source = nodes[0].stream.source
     assert isinstance(source, SharedTextData) and isinstance(source.lines, ParquetGroups)
     assert source.lines.blocks == 17 and source.lines.block_lines == GROUP
     test = source.test_set()
@@ -101,7 +101,7 @@ def test_a_simulated_job_trains_every_example_once_and_merges_skips(files):
 
 
 def test_held_out_rows_are_the_same_on_any_number_of_readers(files):
-    tests = [readers_of(job(files, r))[0].source.test_set() for r in (2, 3)]
+    tests = [readers_of(job(files, r))[0].stream.source.test_set() for r in (2, 3)]
     assert tests[0] is not None and tests[1] is not None
     assert torch.equal(tests[0].dense, tests[1].dense)
 
@@ -117,7 +117,7 @@ def test_a_cut_of_three_readers_resumes_onto_two_with_every_example_once(files):
     assert resumed.final_state is not None
     assert resumed.final_state.data_position == 17 * GROUP
     every, _ = one_read(files)
-    source = readers_of(spec)[0].source
+    source = readers_of(spec)[0].stream.source
     assert isinstance(source, SharedTextData)
     test = source.test_set()
     assert test is not None
@@ -150,7 +150,7 @@ def test_two_epochs_of_row_groups_train_every_example_twice_in_another_order(fil
     every, _ = one_read(files)
     spec = job(files, 3, epochs=2)
     handed = drained(spec)
-    test = readers_of(spec)[0].source.test_set()
+    test = readers_of(spec)[0].stream.source.test_set()
     assert test is not None
     trained = names(handed)
     assert trained == sorted(2 * sorted(set(every) - set(names([test]))))

@@ -149,7 +149,8 @@ def test_readers_agree_on_the_step_a_cut_falls_before():
         n.build(BuildContext(one_at_a_time=True)) for n in topology.of_role(Role.READER)
     )
     assert isinstance(first, ReaderNode) and isinstance(second, ReaderNode)
-    assert first.step_share == second.step_share == 2  # each serves 2 of the 4 workers
+    # each serves 2 of the 4 workers
+    assert first.stream.step_share == second.stream.step_share == 2
     for worker in (0, 1, 0):
         first.handle(NextBatch(0, worker=worker))
     for worker in (2, 3):

@@ -157,8 +157,8 @@ def test_the_replacement_counts_what_was_taken_keeps_what_is_held_and_hands_out_
     sixth = take(two, lost, 0, with_token=True)  # batch 6
     assert [h.number for h in (*first, fourth, never, sixth)] == list(range(7))
     new = replaced([one, two], tokens=Steps())
-    assert new.incarnation == 1 and new.batches_handed == 7 and new.total_examples == 700
-    assert new.handed_examples == [300, 300] and new.position == 700
+    assert new.incarnation == 1 and new.stream.batches_handed == 7 and new.total_examples == 700
+    assert new.handed_examples == [300, 300] and new.stream.position == 700
     handouts = new.handouts
     assert [h.number for h in handouts.again] == [5]
     held = {w: [h.number for h in q] for w, q in handouts.held.items()}

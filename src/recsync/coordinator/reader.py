@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from recsync.coordinator.cut_barrier import CutBarrier
 from recsync.coordinator.handouts import Handed, Handouts
+from recsync.coordinator.reader_stream import ReaderStream
 from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.held_out import mark_test_set
 from recsync.data.shares import Deal
-from recsync.io.background import BackgroundBatches
 from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileTrainingData, SyntheticData
 from recsync.protocol.messages import Message
@@ -60,12 +59,13 @@ class ReaderReport:
 class ReaderNode(Node):
     """Serves batches to trainers in request order; counts what each trainer was handed.
 
-    With several readers (`deal`: data/shares.py), it hands out its share of the stream,
-    reader `index`, to the workers of its trainers; of each global step it hands out
-    `step_share` batches (its workers' part of `batches_per_step`), so that a batch's step
-    (its token, and where a cut may fall) is its own count over `step_share`, the same
-    for every reader. Where a step does not split evenly (`step_share` None), a token is
-    the batch's number in the stream's order (`Deal.sequence`) and no cut is taken.
+    Its jobs are four parts: the data (its `ReaderStream`, coordinator/reader_stream.py:
+    with several readers, `deal`, data/shares.py, its share of the stream, reader
+    `index`; of each global step it hands out `step_share` batches, its workers' part of
+    `batches_per_step`, so that a batch's step, its token and where a cut may fall, is its
+    own count over `step_share`, the same for every reader; where a step does not split
+    evenly, `step_share` None, a token is the batch's number in the stream's order and no
+    cut is taken), the cut barrier, the hand-out ledger, and the family's tokens.
 
     With `tokens` (GBA's token control), a batch asked for `with_token` comes with its
     token. With `limit`, no batch that would take the examples handed out past it is handed
@@ -108,33 +108,34 @@ class ReaderNode(Node):
         index: int = 0,
         step_share: int | None = None,
     ):
-        self.source = source
-        self.deal, self.index = deal, index
-        self.step_share = batches_per_step if step_share is None else step_share
-        self.steps_split = step_share is not None or batches_per_step == 1
-        self._batches: Iterator[Batch] = iter(source.train_batches())
-        self.limit = limit
+        self.stream = ReaderStream(source, limit, deal, index, batches_per_step, step_share)
         self.tokens = tokens
-        self.batches_handed = 0
         self.handed_batches = [0] * num_trainers
         self.handed_examples = [0] * num_trainers
-        self.total_examples = 0  # handed out to all trainers
-        self.position = 0  # units of its share consumed (`ReaderReport.consumed`)
         self.handed_at_stop: int | None = None
-        self.exhausted = False
         self.stopped = False
-        self.num_workers, self.batches_per_step = num_workers, batches_per_step
+        self.num_workers = num_workers
         self.out: set[int] = set()  # workers told the data is consumed (their loops end)
         self.left = 0  # workers gone untracked (crashed in the simulator)
         self.handouts = Handouts(num_trainers)
-        self.barrier = CutBarrier(batches_per_step, self.step_share, self.shared)
+        self.barrier = CutBarrier(batches_per_step, self.stream.step_share, self.stream.shared)
         self.incarnation = 0  # times it was lost and replaced (coordinator/reader_replay.py)
+
+    @property
+    def total_examples(self) -> int:
+        """The examples handed out to all trainers (drawn from its share)."""
+        return self.stream.total_examples
+
+    @property
+    def exhausted(self) -> bool:
+        """Nothing more will be handed out: its share ran out, or the limit was reached."""
+        return self.stream.exhausted
 
     @property
     def paused(self) -> bool:
         """A cut is under way and the step in progress was handed out in full (or the data
         ran out)."""
-        return self.barrier.paused(self.batches_handed, self.exhausted)
+        return self.barrier.paused(self.stream.batches_handed, self.exhausted)
 
     @property
     def pausing(self) -> bool:
@@ -143,11 +144,6 @@ class ReaderNode(Node):
     @property
     def parked(self) -> set[int]:
         return self.barrier.parked
-
-    @property
-    def shared(self) -> bool:
-        """One of several readers (its batches are numbered in the stream's order)."""
-        return self.deal is not None and self.deal.num_readers > 1
 
     @property
     def at_cut(self) -> bool:
@@ -187,8 +183,8 @@ class ReaderNode(Node):
             return HandedBatch(None, paused=True, reader_incarnation=incarnation)
         token = None
         if message.with_token and self.tokens is not None:
-            token = self.tokens.token(self.sequence())
-        number = self.batches_handed
+            token = self.tokens.token(self.stream.sequence())
+        number = self.stream.batches_handed
         batch = self._next(message.trainer)
         if batch is None:
             if self.handed_at_stop is None:
@@ -198,18 +194,6 @@ class ReaderNode(Node):
         handouts.hand(message.worker, Handed(number, batch))
         return HandedBatch(batch, token, False, number, incarnation)
 
-    def sequence(self) -> int:
-        """The number of the batch it hands out next, as one reader would count (GBA's
-        token is it over the batches of a step): step by step of its own share, or (a step
-        that does not split among the readers) in the stream's order."""
-        if self.deal is None or not self.shared:
-            return self.batches_handed
-        if self.steps_split:
-            step, within = divmod(self.batches_handed, self.step_share)
-            return step * self.batches_per_step + within
-        batch_size = self.source.train.batch_size
-        return self.deal.sequence(self.index, self.total_examples, batch_size)
-
     def requeue(self, message: Requeue) -> Requeued:
         t = message.trainer
         self.out -= set(message.workers)
@@ -217,43 +201,21 @@ class ReaderNode(Node):
 
     def _next(self, trainer: int) -> Batch | None:
         """The stream's next batch, handed to `trainer` (None: none is left)."""
-        batch = self.draw()
+        batch = self.stream.draw()
         if batch is not None:
             self.handed_batches[trainer] += 1
             self.handed_examples[trainer] += batch.batch_size
         return batch
 
-    def draw(self) -> Batch | None:
-        """The stream's next batch, counted as handed out (its number: `batches_handed`
-        before), to no trainer yet; None once its share ran out or the limit is reached."""
-        if self.exhausted:
-            return None
-        batch = next(self._batches, None)
-        if batch is None:  # its share ran out: every unit of it consumed
-            self.position = self.source.position_at_end(self.total_examples)
-        limit = self.limit
-        if (
-            batch is not None
-            and limit is not None
-            and self.total_examples + batch.batch_size > limit
-        ):
-            batch = None  # it stays in the stream: not handed out
-        if batch is None:
-            self.exhausted = True
-            return None
-        self.batches_handed += 1
-        self.total_examples += batch.batch_size
-        self.position = self.source.position_after(self.total_examples)
-        return batch
-
     def pause(self, message: PauseReading) -> int | None:
-        return self.barrier.pause(message.until, self.batches_handed, self.steps_split)
+        stream = self.stream
+        return self.barrier.pause(message.until, stream.batches_handed, stream.steps_split)
 
     def park(self, message: Park) -> None:
         self.barrier.park(message.worker, self.paused, replaced=self.incarnation > 0)
 
     def cut(self, message: AwaitCut) -> int | None:
-        return self.position if self.at_cut else None
+        return self.stream.position if self.at_cut else None
 
     def worker_left(self) -> None:
         """A worker loop ended without being told the data is consumed (it crashed)."""
@@ -263,35 +225,30 @@ class ReaderNode(Node):
         self.barrier.resume()
 
     def stop(self, message: StopReading) -> int:
-        self.limit, self.stopped = self.total_examples, True
-        return self.total_examples
+        self.stopped = True
+        return self.stream.stop()
 
     def progress(self, message: ReaderProgress) -> tuple[int, int | None, int]:
         """(units of its share consumed: examples, or slots under line shares; examples
         the job's stream holds, its readers' all, if known; examples it handed out)."""
-        total = self.source.total_examples
-        if total is not None and self.deal is not None:
-            total -= self.deal.base.handed - self.deal.base.prefix  # its ranges handed before
-        return self.position, total, self.total_examples
+        stream = self.stream
+        return stream.position, stream.total(), stream.total_examples
 
     def held_out_sample(self, message: HeldOutSample) -> Batch | None:
-        return mark_test_set(self.source.test_set(), message.examples)
+        return mark_test_set(self.stream.source.test_set(), message.examples)
 
     def helper_cpu_seconds(self) -> float:
         """What its background producer spent making the stream (0.0 reading inline)."""
-        batches = self._batches
-        return batches.cpu_seconds() if isinstance(batches, BackgroundBatches) else 0.0
+        return self.stream.helper_cpu_seconds()
 
     def close(self) -> None:
-        batches = self._batches
-        if isinstance(batches, BackgroundBatches):
-            batches.close()
+        self.stream.close()
 
     def report(self) -> ReaderReport:
-        source = self.source
+        stream, source = self.stream, self.stream.source
         return ReaderReport(
             list(self.handed_examples),
-            self.total_examples,
+            stream.total_examples,
             self.handed_at_stop,
             source.test_set(),
             source.teacher_auc,
@@ -299,12 +256,6 @@ class ReaderNode(Node):
             self.stopped,
             list(self.handouts.requeued),
             list(self.handouts.previous),
-            self.position,
-            self._storage_retries(),
+            stream.position,
+            stream.storage_retries(),
         )
-
-    def _storage_retries(self) -> int:
-        """Its background producer's retried reads (the reads of a reader reading inline
-        are its process's: the driver counts those)."""
-        batches = self._batches
-        return batches.storage_retries() if isinstance(batches, BackgroundBatches) else 0

@@ -123,8 +123,8 @@ def replay(reader: ReaderNode, plan: ReplayPlan) -> None:
         unpushed.update(numbers[plan.pushed.get(worker, 0) :])
     kept: dict[int, Batch] = {}
     for number in range(1 + max(chain(owner, retired), default=-1)):
-        sequence = reader.sequence()
-        batch = reader.draw()
+        sequence = reader.stream.sequence()
+        batch = reader.stream.draw()
         assert batch is not None, f"the replayed stream ended before batch {number}"
         trainer = plan.trainer_of[owner[number]] if number in owner else retired.get(number)
         if trainer is None:  # drawn, never trained: handed out first
@@ -148,5 +148,5 @@ def replay(reader: ReaderNode, plan: ReplayPlan) -> None:
     if plan.stopped:
         reader.stop(StopReading())
     if reader.num_workers - len(reader.out) - reader.left <= 0 and not handouts.again:
-        reader.exhausted = True  # every worker was told the data is consumed
+        reader.stream.exhausted = True  # every worker was told the data is consumed
         reader.handed_at_stop = reader.total_examples

@@ -128,7 +128,7 @@ class ReaderGroup:
     @property
     def positions(self) -> list[int]:
         """Units of its share each reader consumed (examples; slots under line shares)."""
-        return [r.position for r in self.readers]
+        return [r.stream.position for r in self.readers]
 
     @property
     def consumed(self) -> int:
@@ -167,4 +167,4 @@ class ReaderGroup:
             reader.handle(message)
 
     def test_set(self) -> Batch | None:
-        return self.readers[0].source.test_set()
+        return self.readers[0].stream.source.test_set()

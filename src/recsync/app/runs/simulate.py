@@ -89,7 +89,7 @@ def run_simulation(
                 spec, plan_for(spec), cost, checkpoint_every=None if priced else every,
                 on_checkpoint=writer.write, math=config.simulate.math, **options,
             )  # fmt: skip
-            bar.update(task, total=sim.reader.readers[0].source.total_examples)
+            bar.update(task, total=sim.reader.readers[0].stream.source.total_examples)
             try:
                 summary = sim.run()
             except TableFullError as error:  # as the engine ends: its checkpoints named
