@@ -48,7 +48,7 @@ from recsync.coordinator.node_specs import BuildContext, ReaderSpec
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
-from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.shares import Deal
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec, TableSpec
@@ -114,8 +114,8 @@ def rate(readers: str, examples: int, path: Path | None) -> tuple[float, float, 
     nodes = topology.of_role(Role.READER)
     if by_lines:  # the first reader, dealt the whole stream
         first = nodes[0]
-        assert isinstance(first, ReaderSpec) and isinstance(first.deal, AlignedDeal)
-        nodes = [dataclasses.replace(first, deal=AlignedDeal(1, first.deal.block))]
+        assert isinstance(first, ReaderSpec) and isinstance(first.deal, Deal)
+        nodes = [dataclasses.replace(first, deal=Deal(1, first.deal.block, examples=False))]
     ctx = mp.get_context("fork")
     start, done = ctx.Barrier(len(nodes) + 1), ctx.Queue()
     procs = []

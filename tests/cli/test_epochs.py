@@ -14,7 +14,8 @@ from recsync.data.batch import collate
 from recsync.data.epochs import epochs_of, shuffled_blocks
 from recsync.data.libsvm import LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
-from recsync.io.sources import FileData, open_training_data
+from recsync.io.shared_text import one_reader_data
+from recsync.io.sources import FileData, SyntheticData
 from recsync.optim.train_spec import TrainSpec
 
 
@@ -66,10 +67,10 @@ def test_the_first_epoch_is_in_order_later_ones_differ_from_each_other():
 def test_synthetic_epochs_repeat_the_stream_and_resume_mid_epoch():
     spec = SyntheticSpec(num_train=600, num_test=100, table_rows=(20,) * 4)
     train = TrainSpec(batch_size=64, epochs=3, shuffle_buffer=250)
-    source = open_training_data(spec, None, train)
+    source = SyntheticData(spec, train)
     full = list(source.train_batches())
     assert source.total_examples == 1800 == sum(b.batch_size for b in full)
-    resumed = open_training_data(spec, None, train, start_example=700)
+    resumed = SyntheticData(spec, train, start_example=700)
     assert examples(resumed.train_batches()) == examples(full)[700:]
 
 
@@ -86,7 +87,7 @@ def test_a_held_out_row_never_trains_in_any_epoch(tmp_path: Path):
         test_max_examples=1_000,
         dense_log1p=False,
     )
-    source = open_training_data(None, files, TrainSpec(batch_size=32, epochs=3, shuffle_buffer=64))
+    source = one_reader_data(None, files, TrainSpec(batch_size=32, epochs=3, shuffle_buffer=64))
     trained = [e[0] for e in examples(source.train_batches())]
     test = source.test_set()
     assert test is not None

@@ -199,18 +199,28 @@ def test_a_job_trains_from_the_store_as_from_local_files_and_keeps_no_secret(sto
         if written.is_file():
             assert SECRET_KEY.encode() not in written.read_bytes(), written
     assert summaries["s3"]["storage_retries"] == 0
-    proxy.cut_replies(2)  # two reads dropped midway: each retried from the byte it reached
-    more = {"data.path": "s3://clicks/job/day=2026-12-01/", "data.storage.endpoint": proxy.endpoint}
-    result = invoke(
-        "simulate", "-c", config_file(tmp_path), "--name", "cut", "--no-progress",
-        "--strategy", "async", *sets(**keys, **more),
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    cut = json.loads((tmp_path / "runs" / "cut" / "summary.json").read_text())
-    assert cut["storage_retries"] == 2
-    assert "2 reads of remote data failed for a while and were retried" in result.output
+    # a test file on the store is read up front as one stream: two of its reads dropped
+    # midway are each retried from the byte they reached
+    test_url = store.put(sorted(folder.iterdir())[0], "job/test/part-0.parquet")
+    more = {
+        "data.path": "s3://clicks/job/day=2026-12-01/",
+        "data.test_path": test_url,
+        "data.storage.endpoint": proxy.endpoint,
+    }
+    runs, outputs = {}, {}
+    for name, cuts in (("whole", 0), ("cut", 2)):
+        proxy.cut_replies(cuts)
+        result = invoke(
+            "simulate", "-c", config_file(tmp_path), "--name", name, "--no-progress",
+            "--strategy", "async", *sets(**{**keys, "data.test_fraction": "0"}, **more),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        runs[name] = json.loads((tmp_path / "runs" / name / "summary.json").read_text())
+        outputs[name] = result.output
+    assert runs["whole"]["storage_retries"] == 0 and runs["cut"]["storage_retries"] == 2
+    assert "2 reads of remote data failed for a while and were retried" in outputs["cut"]
     for key in ("examples_trained", "test_examples", "test_auc", "skipped"):
-        assert cut[key] == summaries["s3"][key], key
+        assert runs["cut"][key] == runs["whole"][key], key
 
 
 def test_continual_takes_its_days_from_the_stores_partitions_in_date_order(store, tmp_path):
@@ -311,7 +321,7 @@ def test_a_cut_of_three_byte_range_readers_resumes_onto_two_with_every_example_o
     from reader_jobs import cuts_of
 
     from recsync.coordinator.spec import plan_for
-    from recsync.data.aligned_deal import AlignedDeal
+    from recsync.data.shares import Deal
     from recsync.runtime.sim.cost import CostModel
     from recsync.runtime.sim.job import SimJob
 
@@ -326,7 +336,7 @@ def test_a_cut_of_three_byte_range_readers_resumes_onto_two_with_every_example_o
     lines = readers_of(spec)[0].stream.source.lines
     assert resumed.final_state is not None
     assert resumed.final_state.data_position == lines.slots
-    share = lines.share(AlignedDeal(1, lines.block_lines), 0, 1, 1, False)
+    share = lines.share(Deal(1, lines.block_lines), 0, 1, 1, False)
     position = state.stream_position
     before = []
     for block in range(lines.blocks):
@@ -429,8 +439,8 @@ def test_readers_share_gzip_files_on_the_store_a_whole_file_each_reading_each_on
     paths, local, remote = gzip_files_on_the_store(store, proxy, tmp_path)
     every, skips = one_read(local)
     size = sum(p.stat().st_size for p in paths)
-    # local: one stream
-    assert not hasattr(readers_of(text_job(local, 2))[0].stream.source, "lines")
+    local_nodes = readers_of(text_job(local, 2))  # local gzip files: a whole file each too
+    assert isinstance(local_nodes[0].stream.source.lines, GzipFiles)
     served = proxy.served
     spec = text_job(remote, 2)
     nodes = readers_of(spec)
@@ -447,12 +457,14 @@ def test_readers_share_gzip_files_on_the_store_a_whole_file_each_reading_each_on
     assert report.skipped["by_reason"] == skips.counts
     three = readers_of(text_job(remote, 3))[0].stream.source.test_set()
     assert three is not None and torch.equal(three.dense, test_set.dense)
+    here = local_nodes[0].stream.source.test_set()
+    assert here is not None and torch.equal(here.dense, test_set.dense)
 
 
 def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, tmp_path):
     from reader_jobs import cuts_of
 
-    from recsync.data.aligned_deal import AlignedDeal
+    from recsync.data.shares import Deal
     from recsync.io.gzip_shares import FILE_SLOTS
 
     store, proxy = store
@@ -465,7 +477,7 @@ def test_a_cut_of_gzip_readers_midway_through_a_file_resumes_onto_three(store, t
     resumed = text_job(remote, 3, resume=state)
     rest = names(drained(resumed))
     files = readers_of(spec)[0].stream.source.lines
-    share = files.share(AlignedDeal(1, FILE_SLOTS), 0, 1, 1, False)
+    share = files.share(Deal(1, FILE_SLOTS), 0, 1, 1, False)
     before = []
     for file_index in range(files.blocks):
         made = 0

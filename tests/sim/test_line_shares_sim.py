@@ -20,8 +20,8 @@ from test_sim import one_thread  # noqa: F401
 from recsync.coordinator.readers import joined_report
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.libsvm import LibFFMSchema
+from recsync.data.shares import Deal
 from recsync.errors import ConfigError
 from recsync.io.file_shares import ReaderShare
 from recsync.io.shared_text import SharedTextData
@@ -136,7 +136,7 @@ def _slots(spec: JobSpec) -> list[tuple[int, int]]:
     source = readers_of(spec)[0].stream.source
     assert isinstance(source, SharedTextData)
     lines, epochs = source.lines, spec.train.epochs
-    share = ReaderShare(lines, AlignedDeal(1, lines.block_lines), 0, 1, epochs)
+    share = ReaderShare(lines, Deal(1, lines.block_lines), 0, 1, epochs)
     pairs = []
     for block in range(epochs * lines.blocks):
         examples = share._block_examples(block)

@@ -18,7 +18,7 @@ from test_sim import one_thread  # noqa: F401
 from recsync.coordinator.readers import joined_report
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
-from recsync.data.aligned_deal import AlignedDeal
+from recsync.data.shares import Deal
 from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
 from recsync.io.parquet_groups import ParquetGroups
@@ -122,7 +122,7 @@ def test_a_cut_of_three_readers_resumes_onto_two_with_every_example_once(files):
     test = source.test_set()
     assert test is not None
     # the examples in the slots the cut's position holds consumed: handed out before it
-    share = source.lines.share(AlignedDeal(1, GROUP), 0, 1, 1, False)
+    share = source.lines.share(Deal(1, GROUP), 0, 1, 1, False)
     position = state.stream_position
     handed = []
     for block in range(17):

@@ -107,11 +107,11 @@ def _files(tmp_path, strict: bool = False):
 
 
 def test_a_file_stream_in_the_background_holds_out_and_skips_what_it_would_here(tmp_path):
-    from recsync.io.sources import open_training_data
+    from recsync.io.shared_text import one_reader_data
 
     train = TrainSpec(batch_size=64, epochs=2, shuffle_buffer=100)
-    here = open_training_data(None, _files(tmp_path), train, start_example=50)
-    there = open_training_data(None, _files(tmp_path), train, start_example=50, background=True)
+    here = one_reader_data(None, _files(tmp_path), train)
+    there = one_reader_data(None, _files(tmp_path), train, background=True)
     mine, theirs = list(here.train_batches()), list(there.train_batches())
     assert len(theirs) == len(mine) > 0
     for a, b in zip(mine, theirs, strict=True):
@@ -127,9 +127,9 @@ def test_a_file_stream_in_the_background_holds_out_and_skips_what_it_would_here(
 
 def test_a_strict_file_streams_bad_line_is_a_data_error_in_the_reader(tmp_path):
     from recsync.errors import DataError
-    from recsync.io.sources import open_training_data
+    from recsync.io.shared_text import one_reader_data
 
-    source = open_training_data(None, _files(tmp_path, strict=True), TrainSpec(), background=True)
+    source = one_reader_data(None, _files(tmp_path, strict=True), TrainSpec(), background=True)
     with pytest.raises(DataError, match="line 301"):
         list(source.train_batches())
 

@@ -11,10 +11,9 @@ import random
 
 import pytest
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.libsvm import LibFFMSchema
 from recsync.data.line_coin import held_cutoff
-from recsync.data.shares import StreamPosition
+from recsync.data.shares import Deal, StreamPosition
 from recsync.data.skips import SkipReport
 from recsync.io.file_shares import ReaderShare, TextFiles
 from recsync.io.line_blocks import line_index
@@ -71,14 +70,14 @@ def test_readers_hand_out_one_reads_examples_once_and_hold_the_same_rows(tmp_pat
     files, paths = _files(tmp_path, 0.1)
     skips = SkipReport()
     every = _names(open_dataset(paths, "libffm", SCHEMA, batch_size=64, skips=skips))
-    deal = AlignedDeal(readers, BLOCK)
+    deal = Deal(readers, BLOCK)
     shares = [ReaderShare(files, deal, r, 10) for r in range(readers)]
     handed = {r: [b for b, _ in share.batches()] for r, share in enumerate(shares)}
     names = [n for r in handed for n in _names(handed[r])]
     held = [n for share in shares for n in _names(share.held)]
     assert sorted(names + held) == sorted(every) and len(set(names)) == len(names)
     assert 15 <= len(held) <= 25  # the cap, less bad lines among the candidates
-    one = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 10)
+    one = ReaderShare(files, Deal(1, BLOCK), 0, 10)
     list(one.batches())
     assert sorted(held) == sorted(_names(one.held))  # the same rows whatever the readers
     merged = shares[0].skips.merged(s.skips for s in shares[1:])
@@ -91,11 +90,11 @@ def test_readers_hand_out_one_reads_examples_once_and_hold_the_same_rows(tmp_pat
 def test_cut_and_resumed_onto_other_counts_every_example_once(tmp_path, seed):
     rng = random.Random(seed)
     files, _ = _files(tmp_path, 0.1)
-    one = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 7)
+    one = ReaderShare(files, Deal(1, BLOCK), 0, 7)
     every = _names(b for b, _ in one.batches())
     base, handed = StreamPosition(), []
     for run in range(4):
-        deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)
+        deal = Deal(rng.randint(1, 3), BLOCK, base)
         budgets = [10**9 if run == 3 else rng.randint(0, 6) for _ in range(deal.num_readers)]
         base = deal.position_after(_run_until(files, deal, budgets, handed))
     assert sorted(handed) == sorted(every) and len(set(handed)) == len(handed)
@@ -104,7 +103,7 @@ def test_cut_and_resumed_onto_other_counts_every_example_once(tmp_path, seed):
 
 def test_a_reader_reports_skips_by_first_line_across_files(tmp_path):
     files, _ = _files(tmp_path, 0.0)
-    share = ReaderShare(files, AlignedDeal(2, BLOCK), 1, 10)
+    share = ReaderShare(files, Deal(2, BLOCK), 1, 10)
     list(share.batches())
     assert isinstance(share.skips, ShareSkips) and share.skips.total > 0
     assert all(at[1] > BLOCK for at in share.skips.first_at.values() if at[0] == 0)
@@ -114,7 +113,7 @@ def test_a_reader_reports_skips_by_first_line_across_files(tmp_path):
 def _blocks_of(files: TextFiles, epochs: int, shuffled: bool = True) -> list[list[int]]:
     """The examples of every global block k (slots [kL, (k+1)L)) of `epochs` passes, in
     their slots' order: what any reader of block k hands out of it."""
-    share = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 7, epochs, shuffled)
+    share = ReaderShare(files, Deal(1, BLOCK), 0, 7, epochs, shuffled)
     return [
         _names([b]) if (b := share._block_examples(k)) else [] for k in range(epochs * files.blocks)
     ]
@@ -135,7 +134,7 @@ def test_two_epochs_hand_out_every_example_once_an_epoch_in_the_same_order_on_an
     assert [sorted(b) for b in blocks[files.blocks :]] != [
         sorted(b) for b in blocks[: files.blocks]
     ]
-    deal = AlignedDeal(readers, BLOCK)
+    deal = Deal(readers, BLOCK)
     shares = [ReaderShare(files, deal, r, 10, epochs=2) for r in range(readers)]
     for reader, share in enumerate(shares):
         handed = _names(b for b, _ in share.batches())
@@ -161,17 +160,17 @@ def test_later_epochs_repeat_the_first_in_order_when_not_shuffled(tmp_path):
 def test_two_epochs_cut_and_resumed_onto_other_counts_every_example_once_an_epoch(tmp_path, seed):
     rng = random.Random(seed)
     files, _ = _files(tmp_path, 0.1)
-    one = ReaderShare(files, AlignedDeal(1, BLOCK), 0, 7)
+    one = ReaderShare(files, Deal(1, BLOCK), 0, 7)
     every = _names(b for b, _ in one.batches())
     base, handed, cuts_in_epoch_1 = StreamPosition(), [], 0
     while cuts_in_epoch_1 < 3 and base.handed < 2 * files.slots:  # random cuts, 3 in epoch 1
-        deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)
+        deal = Deal(rng.randint(1, 3), BLOCK, base)
         budgets = [rng.randint(0, 10) for _ in range(deal.num_readers)]
         base = deal.position_after(_run_until(files, deal, budgets, handed, epochs=2))
         reached = base.beyond[-1][1] if base.beyond else base.prefix
         cuts_in_epoch_1 += files.slots < reached < 2 * files.slots
     assert cuts_in_epoch_1 >= 1
-    deal = AlignedDeal(rng.randint(1, 3), BLOCK, base)  # the rest, whole
+    deal = Deal(rng.randint(1, 3), BLOCK, base)  # the rest, whole
     shares = [ReaderShare(files, deal, r, 7, epochs=2) for r in range(deal.num_readers)]
     handed += [n for share in shares for n in _names(b for b, _ in share.batches())]
     assert sorted(handed) == sorted(every + every)

@@ -27,14 +27,6 @@ def test_blocks_go_round_robin_and_every_example_once() -> None:
     assert sorted(x for share in shares for x in share) == list(range(30))
 
 
-def test_a_reader_s_index_maps_onto_what_it_owns() -> None:
-    deal = Deal(3, 4, StreamPosition(2, ((10, 13),)))
-    for reader in range(3):
-        owned = owned_examples(deal, reader, 200)
-        mapped = [deal.base.left_to_stream(deal.share_to_left(reader, i)) for i in range(30)]
-        assert mapped == owned[:30]
-
-
 def test_position_is_a_prefix_once_every_reader_reached_the_same_block() -> None:
     deal = Deal(2, 4)
     assert deal.position_after([4, 4]) == StreamPosition(8)

@@ -1,5 +1,5 @@
-"""The claim of docs/design-file-shares.md that data/shares.py's `Deal` works unchanged when
-its unit is a *slot* instead of an example: line block k of L lines is slots [kL, (k+1)L),
+"""The claim of docs/design-file-shares.md that data/shares.py's `Deal` works when its unit
+is a *slot* instead of an example: line block k of L lines is slots [kL, (k+1)L),
 its m_k examples (unknown until the block is parsed) fill its first m_k slots, and a reader
 that hands out the last example of a piece of its share counts the piece's empty slots as
 consumed. Cut at random points and resumed onto other numbers of readers, every example
@@ -12,13 +12,12 @@ import random
 
 import pytest
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import Deal, StreamPosition
 
 Example = tuple[int, int]  # (line block, index of the example among the block's)
 
 
-def share_pieces(deal: Deal | AlignedDeal, reader: int, total_slots: int) -> list[tuple[int, int]]:
+def share_pieces(deal: Deal, reader: int, total_slots: int) -> list[tuple[int, int]]:
     """The reader's share in slots, cut at line-block boundaries (a piece lies in one block)."""
     size = deal.block
     pieces = []
@@ -82,7 +81,7 @@ def test_a_blocks_examples_keep_their_slots_after_a_cut_inside_it() -> None:
     assert position == StreamPosition(2)
     resumed = Deal(3, 4, position)
     owners = {r: share_pieces(resumed, r, 16) for r in range(3)}
-    assert owners[0][:2] == [(2, 4), (4, 6)]  # the rest of block 0, and half of block 1
-    # what is left is dealt afresh, so the dealt blocks straddle line blocks: block 1's
-    # slots go to readers 0 and 1, and both parse it (the design note's "aligned deal")
-    assert owners[1][:2] == [(6, 8), (8, 10)]
+    assert owners[0][:2] == [(2, 4), (12, 16)]  # the rest of block 0, then block 3
+    # the stream's own blocks are dealt, not what is left afresh: block 1 is reader 1's
+    # alone and block 2 reader 2's, each parsed by one reader
+    assert owners[1][:1] == [(4, 8)] and owners[2][:1] == [(8, 12)]

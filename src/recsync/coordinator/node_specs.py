@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.reader_replay import ReplayPlan, replay
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import Deal
 from recsync.data.synthetic import SyntheticSpec
 from recsync.io.shared_text import SharedTextData
-from recsync.io.sources import FileData, FileTrainingData, SyntheticData, open_training_data
+from recsync.io.sources import FileData, SyntheticData
 from recsync.model.spec import ModelSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
@@ -109,30 +108,30 @@ class ReaderSpec(NodeSpec):
     limit: int | None
     num_workers: int
     batches_per_step: int
-    # how the readers share what is left of the stream (data/shares.py); by line blocks
-    # of `lines` (io/shared_text.py) where it is an AlignedDeal
-    deal: Deal | AlignedDeal
+    # how the readers share what is left of the stream (data/shares.py): its examples, or
+    # the blocks of `lines` (io/shared_text.py)
+    deal: Deal
     step_share: int | None = None  # of each global step, the batches it hands out
     lines: SharedFiles | None = None  # the files as the readers share them (or None)
     replay: ReplayPlan | None = None  # a lost reader's replacement (reader_replay.py)
 
     def build(self, context: BuildContext) -> ReaderNode:
         deal, index = self.deal, self.address.index
-        source: SyntheticData | FileTrainingData | SharedTextData
-        if isinstance(deal, AlignedDeal):
-            assert self.files is not None and self.lines is not None
+        source: SyntheticData | SharedTextData
+        if self.lines is not None:
+            assert self.files is not None
             background = context.background_reading
             source = SharedTextData(self.files, self.lines, self.train, deal, index, background)
         else:
+            assert self.synthetic is not None
             whole = deal.num_readers == 1 and not deal.base.beyond
-            source = open_training_data(
+            source = SyntheticData(
                 self.synthetic,
-                self.files,
                 self.train,
                 self.start_example,
-                background=context.background_reading,
-                select=None if whole else functools.partial(deal.owned, index),
-                labelled=context.labelled,
+                context.background_reading,
+                None if whole else functools.partial(deal.owned, index),
+                context.labelled,
             )
         reader = ReaderNode(
             source,

@@ -8,12 +8,11 @@ from typing import Any, ClassVar
 from recsync.coordinator.cut_barrier import CutBarrier
 from recsync.coordinator.handouts import Handed, Handouts
 from recsync.coordinator.reader_stream import ReaderStream
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.held_out import mark_test_set
 from recsync.data.shares import Deal
 from recsync.io.shared_text import SharedTextData
-from recsync.io.sources import FileTrainingData, SyntheticData
+from recsync.io.sources import SyntheticData
 from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
 from recsync.protocol.reading import (
@@ -98,13 +97,13 @@ class ReaderNode(Node):
 
     def __init__(
         self,
-        source: SyntheticData | FileTrainingData | SharedTextData,
+        source: SyntheticData | SharedTextData,
         num_trainers: int,
         tokens: Tokens | None = None,
         limit: int | None = None,
         num_workers: int = 1,
         batches_per_step: int = 1,
-        deal: Deal | AlignedDeal | None = None,
+        deal: Deal | None = None,
         index: int = 0,
         step_share: int | None = None,
     ):

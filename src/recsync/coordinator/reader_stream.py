@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.shares import Deal
 from recsync.io.background import BackgroundBatches
 from recsync.io.shared_text import SharedTextData
-from recsync.io.sources import FileTrainingData, SyntheticData
+from recsync.io.sources import SyntheticData
 
 
 class ReaderStream:
@@ -23,9 +22,9 @@ class ReaderStream:
 
     def __init__(
         self,
-        source: SyntheticData | FileTrainingData | SharedTextData,
+        source: SyntheticData | SharedTextData,
         limit: int | None,
-        deal: Deal | AlignedDeal | None,
+        deal: Deal | None,
         index: int,
         batches_per_step: int,
         step_share: int | None,

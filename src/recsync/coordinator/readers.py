@@ -14,7 +14,6 @@ from typing import Any
 from recsync.coordinator.node_specs import ReaderSpec
 from recsync.coordinator.reader import ReaderNode, ReaderReport
 from recsync.coordinator.topology import Topology
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch
 from recsync.data.shares import Deal, StreamPosition
 from recsync.data.skips import ShareSkips
@@ -23,7 +22,7 @@ from recsync.protocol.messages import Message
 from recsync.protocol.reading import PauseReading
 
 
-def deal_of(topology: Topology) -> Deal | AlignedDeal:
+def deal_of(topology: Topology) -> Deal:
     """How the job's readers share the stream."""
     readers = topology.of_role(Role.READER)
     assert readers and isinstance(readers[0], ReaderSpec)

@@ -11,7 +11,8 @@ from recsync.coordinator.machines import role_named
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition, readers_for
 from recsync.data.synthetic import SyntheticSpec
-from recsync.io.sources import FileData, open_training_data
+from recsync.io.shared_text import one_reader_data
+from recsync.io.sources import FileData
 from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
@@ -176,7 +177,7 @@ class JobSpec:
 
 def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:
     """The first `count` batches of the job's data (the planner's sample)."""
-    source = open_training_data(spec.synthetic, spec.files, spec.train)
+    source = one_reader_data(spec.synthetic, spec.files, spec.train, held_now=False)
     sample = []
     for batch in source.train_batches():
         sample.append(batch)

@@ -22,7 +22,6 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
 from recsync.io.shared_text import (
@@ -31,7 +30,6 @@ from recsync.io.shared_text import (
     GZIP_UNIT,
     SLOT_UNIT,
     shared_files,
-    splittable,
 )
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
@@ -185,9 +183,9 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
     workers = cluster.hogwild_threads
     steps = spec.strategy.batches_per_step(workers)
     lines = line_files(spec)
-    deal: Deal | AlignedDeal
+    deal: Deal
     if lines is not None:
-        deal = AlignedDeal(count, lines.block_lines, spec.start_position)
+        deal = Deal(count, lines.block_lines, spec.start_position, examples=False)
     else:
         deal = Deal(count, block_for(train.batch_size), spec.start_position)
     specs = []
@@ -219,17 +217,22 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
 
 def line_files(spec: JobSpec) -> SharedFiles | None:
     """The job's files as its readers share them (io/shared_text.py): text files by line
-    blocks, Parquet files by row group, for a fresh job (any number of readers and epochs)
-    over files a reader can read a share of, or a job resumed from a checkpoint that counts
-    slots (on any number of readers, in as many epochs as reach the checkpoint's position).
-    None: each reader reads the stream whole and keeps its share (a checkpoint that counts
-    examples, CSV and gzip files)."""
+    blocks, Parquet files by row group, CSV files and files on object storage by byte
+    ranges, gzip files a whole file each; for a fresh job, or one resumed from a checkpoint
+    that counts the same units (on any number of readers, in as many epochs as reach the
+    checkpoint's position). None: the synthetic task (its positions count examples)."""
     files, resume = spec.files, spec.resume
+    if files is None:
+        return None
     unit = None if resume is None else resume.data_unit
     if unit is None:
-        fresh = spec.start_position.handed == 0
-        if not (fresh and files is not None and splittable(files)):
-            return None
+        if spec.start_position.handed:
+            raise ConfigError(
+                "checkpoint: its position counts examples of the file stream (it has no "
+                "data_unit: written when every reader read the files as one stream); file "
+                "jobs count the units of their files' blocks, so this checkpoint cannot be "
+                "resumed: start the job afresh"
+            )
         return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
     kind, _, size = unit.partition("/")
     if kind not in (SLOT_UNIT, GROUP_UNIT, BYTE_UNIT, GZIP_UNIT) or not size.isdigit():
@@ -238,11 +241,6 @@ def line_files(spec: JobSpec) -> SharedFiles | None:
             "'rowgroups/<rows>', 'bytes/<bytes>' or 'gzfiles/<slots>')"
         )
     where = f"the checkpoint's position counts {unit}"
-    if files is None or not splittable(files):
-        raise ConfigError(
-            f"{where}: the job must read the same files (text: criteo, libsvm, libffm, "
-            "gzip-compressed only on object storage; CSV on object storage; or Parquet)"
-        )
     shared = shared_files(
         files, spec.train.seed, int(size), int(size) if kind == BYTE_UNIT else None
     )

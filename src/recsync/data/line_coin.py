@@ -1,9 +1,8 @@
 """The held-out coin of file data, decidable per raw line (pure arithmetic, numpy).
 
-Today a file's held-out rows are chosen by a seeded generator drawn once per parsed batch in
-stream order (io/sources.py `FileTrainingData._split`): whether a row is held depends on
-every row parsed before it, so only a reader that parsed the whole stream knows. Here the
-coin of a line is a function of (seed, file index, line) alone: the uniform number of the
+A coin drawn once per parsed batch in stream order would make whether a row is held depend
+on every row parsed before it, so only a reader that parsed the whole stream would know.
+Here the coin of a line is a function of (seed, file index, line) alone: the uniform number of the
 line is output `line` of the Philox4x64 counter-based generator keyed by (seed, file index)
 (numpy's `Philox` bit generator, whose integer stream numpy guarantees; a test pins values),
 so any reader decides the lines of its own blocks, whatever the number of readers, in every

@@ -1,18 +1,19 @@
-"""How several reader nodes share one training stream, exactly once (pure arithmetic).
+"""How several reader nodes share one training stream, exactly once (pure arithmetic;
+docs/design-file-shares.md).
 
-The stream is the one a single reader hands out (every epoch, the held-out rows left out,
-cut into batches), its examples numbered 0, 1, 2, ... from the job's first start. A job
-resumed from a checkpoint reads what is *left* of it: everything but the examples the
-checkpoint's `StreamPosition` says were handed out (a prefix, and ranges beyond it that
-some readers had reached and others had not). What is left is numbered again from 0 and
-dealt in blocks of `block` examples (whole batches) round robin: block k goes to reader
-k mod R. Each reader hands out its blocks in order, so its position is one number: the
-examples of its share it handed out. From every reader's position, `position_after` gives
-the stream's position again (which examples were handed out), whatever the number of
-readers was; a job resumes from it onto any number of readers.
+The stream is the one a single reader hands out (every epoch, the held-out rows left out),
+its units numbered 0, 1, 2, ... from the job's first start: examples (the synthetic task),
+or slots under file shares (a block of L raw lines, rows or bytes, whose examples fill its
+first slots: io/file_shares.py). It is cut into blocks of `block` units; block k goes to
+reader k mod R, and each reader hands out what is left of its blocks in order, so its
+position is one number: the units of its share it consumed. A job resumed from a
+checkpoint reads what is *left*: everything but the units the checkpoint's
+`StreamPosition` says were handed out (a prefix, and ranges beyond it that some readers
+had reached and others had not). From every reader's position, `Deal.position_after`
+gives the stream's position again, whatever the number of readers was; a job resumes
+from it onto any number of readers. Each block is read by one reader per run.
 
-With one reader the share is the whole stream and the position is the prefix: a job of
-one reader reads and checkpoints exactly as before readers were shared.
+With one reader the share is the whole stream and the position is the prefix.
 """
 
 from __future__ import annotations
@@ -90,87 +91,126 @@ def merged(ranges: Sequence[Range]) -> list[Range]:
     return out
 
 
+def left_pieces(base: StreamPosition, start: int, stop: int) -> list[Range]:
+    """The pieces of [start, stop) that `base` does not hold handed out."""
+    pieces: list[Range] = []
+    at = start
+    for begin, end in ((0, base.prefix), *base.beyond):
+        if at >= stop:
+            break
+        if at < begin:
+            pieces.append((at, min(stop, begin)))
+        at = max(at, end)
+    if at < stop:
+        pieces.append((at, stop))
+    return pieces
+
+
 @dataclass(frozen=True)
 class Deal:
-    """What is left after `base`, dealt to `num_readers` readers in blocks of `block`."""
+    """What is left after `base`: block k of `block` units goes to reader k mod
+    `num_readers`; a reader hands out the units left in its blocks, in order. `examples`:
+    every unit is an example (the synthetic stream), so the stream's order of batches and
+    its first examples are known without reading; False: units are slots of file blocks,
+    only the first of them filled (io/file_shares.py)."""
 
     num_readers: int
     block: int
     base: StreamPosition = field(default_factory=StreamPosition)
+    examples: bool = True
 
     def __post_init__(self) -> None:
         if self.num_readers < 1:
             raise ValueError(f"cluster.num_readers must be >= 1, got {self.num_readers}")
         assert self.block >= 1
 
-    def share_to_left(self, reader: int, index: int) -> int:
-        """The number, among the examples left, of reader `reader`'s `index`-th example."""
-        k, offset = divmod(index, self.block)
-        return (k * self.num_readers + reader) * self.block + offset
+    def _first_block(self, reader: int, at: int) -> int:
+        """The reader's first block that ends after unit `at`."""
+        low = at // self.block
+        return low + (reader - low) % self.num_readers
 
-    def handed_left(self, reader: int, count: int) -> list[Range]:
-        """The examples left (numbered among them) a reader that handed `count` handed."""
-        full, rest = divmod(count, self.block)
-        starts = [self.share_to_left(reader, k * self.block) for k in range(full)]
-        ranges = [(start, start + self.block) for start in starts]
+    @property
+    def _settled(self) -> int:
+        """From this unit on nothing was handed out before (every block there is whole)."""
+        return self.base.beyond[-1][1] if self.base.beyond else self.base.prefix
+
+    def owned(self, reader: int, start: int, stop: int) -> list[Range]:
+        """The pieces of [start, stop) the reader hands out, in order (touching ones
+        joined)."""
+        pieces: list[Range] = []
+        size = self.block
+        k = self._first_block(reader, start)
+        while k * size < stop:
+            low, high = max(start, k * size), min(stop, (k + 1) * size)
+            pieces.extend(left_pieces(self.base, low, high))
+            k += self.num_readers
+        return merged(pieces)
+
+    def handed(self, reader: int, count: int) -> list[Range]:
+        """The stream's units a reader that consumed `count` units of its share consumed."""
+        ranges: list[Range] = []
+        size, need = self.block, count
+        k = self._first_block(reader, self.base.prefix)
+        while need > 0 and k * size < self._settled:
+            for low, high in left_pieces(self.base, k * size, (k + 1) * size):
+                take = min(need, high - low)
+                ranges.append((low, low + take))
+                need -= take
+                if need == 0:
+                    break
+            k += self.num_readers
+        full, rest = divmod(need, size)
+        for j in range(full):  # whole blocks from here on
+            start = (k + j * self.num_readers) * size
+            ranges.append((start, start + size))
         if rest:
-            start = self.share_to_left(reader, full * self.block)
+            start = (k + full * self.num_readers) * size
             ranges.append((start, start + rest))
         return ranges
 
     def position_after(self, counts: Sequence[int]) -> StreamPosition:
-        """The stream's position once reader r handed `counts[r]` examples of its share."""
+        """The stream's position once reader r consumed `counts[r]` units of its share."""
         assert len(counts) == self.num_readers
-        left = merged([r for reader, n in enumerate(counts) for r in self.handed_left(reader, n)])
-        handed = [piece for start, stop in left for piece in self.base.left_ranges(start, stop)]
+        handed = [r for reader, n in enumerate(counts) for r in self.handed(reader, n)]
         every = merged([*handed, *self.base.beyond, (0, self.base.prefix)])
         if not every or every[0][0] > 0:
             return StreamPosition(0, tuple(every))
         return StreamPosition(every[0][1], tuple(every[1:]))
 
-    def owned(self, reader: int, start: int, stop: int) -> list[Range]:
-        """The pieces of the stream's [start, stop) that reader `reader` hands out: left
-        after `base` and in one of its blocks (in order, touching ones joined)."""
-        pieces: list[Range] = []
-        at = start
-        for begin, end in ((0, self.base.prefix), *self.base.beyond):
-            if at < begin:
-                pieces.extend(self._owned_left(reader, at, min(stop, begin)))
-            at = max(at, end)
-            if at >= stop:
-                return merged(pieces)
-        pieces.extend(self._owned_left(reader, at, stop))
-        return merged(pieces)
-
     def sequence(self, reader: int, examples: int, batch_size: int) -> int:
-        """The number, among the batches left, of the batch a reader hands out after
-        `examples` of its share (GBA's token and a global step count by it)."""
-        return self.share_to_left(reader, examples) // batch_size
-
-    def _owned_left(self, reader: int, start: int, stop: int) -> Iterator[Range]:
-        """`owned` within [start, stop), a stretch with nothing handed out in it."""
-        left = start - self.base.prefix - self._beyond_before(start)
-        while start < stop:
-            k, offset = divmod(left, self.block)
-            take = min(stop - start, self.block - offset)
-            if k % self.num_readers == reader:
-                yield start, start + take
-            start += take
-            left += take
-
-    def _beyond_before(self, at: int) -> int:
-        return sum(min(stop, at) - begin for begin, stop in self.base.beyond if begin < at)
+        """The number of the batch a reader hands out after `examples` of its share, where
+        a step does not split evenly among the readers (GBA's token): of units that are
+        examples, its place among the batches left in the stream's order; of slots (a
+        block's example count is known only once parsed), its own batches interleaved,
+        reader r's b-th batch numbered b * R + r."""
+        if not self.examples:
+            return (examples // batch_size) * self.num_readers + reader
+        unit = self.handed(reader, examples + 1)[-1][1] - 1
+        return (unit - self._handed_before(unit)) // batch_size
 
     def limit_share(self, reader: int, limit: int) -> int:
-        """Of the first `limit` examples left, how many are reader `reader`'s."""
-        full, rest = divmod(limit, self.block)
-        rounds, extra = divmod(full, self.num_readers)
-        mine = rounds * self.block
-        if reader < extra:
-            mine += self.block
-        elif reader == extra:
-            mine += rest
+        """Of a job-wide `limit` of examples, reader `reader`'s quota: of units that are
+        examples, how many of the first `limit` left are its; of slots, the limit split
+        evenly (exactly `limit` in all while every share holds its quota; the stream's
+        first `limit` examples only parsing every block before them would tell)."""
+        if not self.examples:
+            share, rest = divmod(limit, self.num_readers)
+            return share + (1 if reader < rest else 0)
+        mine, need, k = 0, limit, 0
+        while need > 0:
+            for low, high in left_pieces(self.base, k * self.block, (k + 1) * self.block):
+                take = min(need, high - low)
+                need -= take
+                mine += take if k % self.num_readers == reader else 0
+                if need == 0:
+                    break
+            k += 1
         return mine
+
+    def _handed_before(self, unit: int) -> int:
+        """The units before `unit` that `base` holds handed out."""
+        ranges = ((0, self.base.prefix), *self.base.beyond)
+        return sum(max(0, min(stop, unit) - start) for start, stop in ranges)
 
 
 def readers_for(hogwild_threads: int, num_trainers: int, workers_per_reader: int) -> int:

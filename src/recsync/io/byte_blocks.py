@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff, held_at
+from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips, Rejected
 from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
@@ -93,7 +93,7 @@ class ByteBlocks:
         raise AssertionError(f"byte block {block} past the files' end")
 
     def share(
-        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+        self, deal: Deal, reader: int, batch_size: int, epochs: int, shuffled: bool
     ) -> ReaderShare:
         return ByteShare(self, deal, reader, batch_size, epochs, shuffled)
 

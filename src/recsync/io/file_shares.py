@@ -7,11 +7,11 @@ e S + [pL, (p+1)L), is global block k = e B + p; it holds line block
 `block_order(seed, e, B)[p]` (data/epoch_order.py: in order in epoch 0, shuffled in later
 ones), whose examples (good lines the coin does not hold out; in line order in epoch 0, in
 `example_order` in later ones) fill its first slots. `ReaderShare` walks the pieces
-`AlignedDeal` gives its reader over all the epochs' slots (global block k is reader
+`Deal` gives its reader over all the epochs' slots (global block k is reader
 k mod R's), parses each piece's line block (`parse_share_piece`, only the block's lines),
 holds out the coin's lines (`split_held`; epoch 0's are kept in `held`: the same lines
 every epoch), and yields batches of `batch_size` with the slots of its share consumed after
-each: the position `AlignedDeal.position_after` takes. Skips are counted in epoch 0 only
+each: the position `Deal.position_after` takes. Skips are counted in epoch 0 only
 (a later pass meets the same lines).
 """
 
@@ -25,10 +25,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.epoch_order import block_order, example_order
 from recsync.data.line_coin import HeldCutoff
+from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips, ShareSkips
 from recsync.io.line_blocks import LineIndex, file_pieces
 from recsync.io.line_examples import ParsedLines, TextSchema, parse_share_piece, split_held
@@ -99,7 +99,7 @@ class TextFiles:
         return f"slots/{self.block_lines}"
 
     def share(
-        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+        self, deal: Deal, reader: int, batch_size: int, epochs: int, shuffled: bool
     ) -> ReaderShare:
         return ReaderShare(self, deal, reader, batch_size, epochs, shuffled)
 
@@ -111,7 +111,7 @@ class ReaderShare:
     def __init__(
         self,
         files: BlockFiles,
-        deal: AlignedDeal,
+        deal: Deal,
         reader: int,
         batch_size: int,
         epochs: int = 1,

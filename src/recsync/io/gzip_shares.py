@@ -5,7 +5,7 @@ decompressed) by one reader from its start (docs/storage.md).
 File f is block f of the stream: slots [fS, (f+1)S), S = FILE_SLOTS (more than the lines
 of any file), its training examples (good lines the coin does not hold out) filling its
 first slots in line order, so the readers share the files with the deal of line blocks
-(data/aligned_deal.py: file k is reader k mod R's) and a checkpoint's position
+(data/shares.py: file k is reader k mod R's) and a checkpoint's position
 (`data_unit` "gzfiles/<S>") resumes onto any number of readers: a file cut midway is read
 again from its start, the examples before the position passed over. A file is parsed a
 piece of lines at a time as it is decompressed, never held whole. Later epochs take the
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff, candidates, held_lines
+from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips
 from recsync.data.tabular import TabularSchema
 from recsync.io.file_shares import ReaderShare
@@ -74,7 +74,7 @@ class GzipFiles:
         return self.blocks * FILE_SLOTS
 
     def share(
-        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+        self, deal: Deal, reader: int, batch_size: int, epochs: int, shuffled: bool
     ) -> ReaderShare:
         return GzipShare(self, deal, reader, batch_size, epochs, shuffled)
 

@@ -6,7 +6,7 @@ footer says, so the files' row groups are numbered (end to end, in `data.path` o
 without reading any data. Row group k is *block* k of the stream: slots [kG, (k+1)G),
 where G is the largest row group's row count, its examples (good rows the held-out coin
 does not hold) filling its first slots, so the readers share row groups with the deal of
-line blocks (`data/aligned_deal.py`) unchanged. A row is a "line" for the held-out coin
+line blocks (`data/shares.py`) unchanged. A row is a "line" for the held-out coin
 (`data/line_coin.py`, keyed by file and row) and for the messages (rows are numbered from
 1 in each file, as the stream reader numbers them).
 """
@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff, held_cutoff, held_lines
 from recsync.data.records import collated, good_examples
+from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips
 from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
@@ -83,7 +83,7 @@ class ParquetGroups:
         raise AssertionError(f"row group {block} past the files' end")
 
     def share(
-        self, deal: AlignedDeal, reader: int, batch_size: int, epochs: int, shuffled: bool
+        self, deal: Deal, reader: int, batch_size: int, epochs: int, shuffled: bool
     ) -> ReaderShare:
         return GroupShare(self, deal, reader, batch_size, epochs, shuffled)
 

@@ -1,16 +1,17 @@
-"""A reader's training source over files shared among readers by blocks: text files by
+"""A reader's training source over files, shared among readers by blocks: text files by
 line blocks (io/file_shares.py: `ReaderShare`), Parquet files by row group
-(io/parquet_groups.py: `GroupShare`). It parses only the blocks of its share and its
-position counts slots (docs/design-file-shares.md), so several readers divide the parsing.
+(io/parquet_groups.py: `GroupShare`), CSV files and text files on object storage by byte
+ranges (io/byte_blocks.py), gzip files a whole file each (io/gzip_shares.py). It parses
+only the blocks of its share and its position counts slots (docs/design-file-shares.md),
+so several readers divide the parsing; one reader (a job's only one, the reference run,
+the planner's sample) reads the same stream whole.
 
-Chosen for a job's text files (Criteo TSV, libSVM / libFM, libffm; none gzip-compressed)
-or Parquet files read by several readers, in any number of epochs (later ones shuffled by
-block and within blocks, data/epoch_order.py), or resumed from a checkpoint that counts
-slots (`coordinator/topology.py: line_files`); everything else keeps `io/sources.py:
-FileTrainingData`, every reader parsing the whole stream. The held-out rows are the lines
-(rows) the per-line coin holds (data/line_coin.py): the same whatever the number of
-readers; reader 0 reads them up front (`held_set`), and every reader leaves them out of
-its blocks (every epoch).
+Every file job reads through it, in any number of epochs (later ones shuffled by block
+and within blocks, data/epoch_order.py), fresh or resumed from a checkpoint that counts
+slots (`coordinator/topology.py: line_files`). The held-out rows are the lines (rows) the
+per-line coin holds (data/line_coin.py): the same whatever the number of readers; reader
+0 reads them up front (`held_set`), and every reader leaves them out of its blocks (every
+epoch).
 
 With `background`, its share is parsed in a process of its own (io/background.py); the
 producer sends before each batch the slots consumed once it is handed out (`SlotMark`),
@@ -24,15 +25,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recsync.data.aligned_deal import AlignedDeal
 from recsync.data.batch import Batch, concat
 from recsync.data.criteo import CriteoSchema
 from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.line_coin import held_cutoff, held_lines
+from recsync.data.shares import BLOCK_EXAMPLES, Deal
 from recsync.data.skips import LineSkips, ShareSkips, SkipReport
+from recsync.data.synthetic import SyntheticSpec
 from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches
-from recsync.io.sources import FileData, prepared, read_test_files
+from recsync.io.sources import FileData, SyntheticData, prepared, read_test_files
 from recsync.io.urls import is_url
 from recsync.optim.train_spec import TrainSpec
 
@@ -49,22 +51,6 @@ SLOT_UNIT = "slots"  # a checkpoint's `data_unit` under line shares: "slots/<blo
 BYTE_UNIT = "bytes"  # under byte-range shares (object storage): "bytes/<block bytes>"
 GZIP_UNIT = "gzfiles"  # under whole-file shares of gzip files (object storage)
 GROUP_UNIT = "rowgroups"  # under Parquet row-group shares: "rowgroups/<largest group's rows>"
-
-
-def splittable(files: FileData) -> bool:
-    """Files a reader can read a share of without the rest: text files whose lines it can
-    read from the middle (no gzip), CSV files on object storage (by byte ranges, the
-    header read apart), or Parquet files (by row group)."""
-    from recsync.io.readers import infer_format, is_gzip
-
-    if _parquet(files, infer_format):
-        return True
-    on_store = all(is_url(path) for path in files.paths)
-    if any(is_gzip(path) for path in files.paths):
-        return on_store  # a whole file each (local gzip files stay one stream)
-    if isinstance(files.schema, TabularSchema):  # CSV: local files stay one stream
-        return on_store
-    return True
 
 
 def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:
@@ -102,14 +88,14 @@ def shared_files(
             files.test_fraction,
             files.test_max_examples,
         )
-    if any(is_url(path) for path in files.paths):
+    if isinstance(files.schema, TabularSchema) or any(is_url(p) for p in files.paths):
         return _byte_blocks(files, seed, block_bytes)
     return text_files(files, seed, block_lines)
 
 
 def _byte_blocks(files: FileData, seed: int, block_bytes: int | None) -> ByteBlocks:
-    """Text files on object storage by byte blocks (io/byte_blocks.py): no node reads a
-    whole file to find its lines."""
+    """Text files on object storage, and CSV files, by byte blocks (io/byte_blocks.py): no
+    node reads a whole file to find its lines (a CSV file's header is read apart)."""
     from recsync.io.byte_blocks import BLOCK_BYTES, byte_blocks
 
     return byte_blocks(
@@ -166,10 +152,12 @@ class SharedTextData:
         files: FileData,
         lines: SharedFiles,
         train: TrainSpec,
-        deal: AlignedDeal,
+        deal: Deal,
         reader: int,
         background: bool = False,
+        held_now: bool = True,
     ):
+        """`held_now`: reader 0 reads the held-out set now (else when first asked)."""
         self.files, self.lines, self.train = files, lines, train
         self.deal, self.reader, self.background = deal, reader, background
         self._skips = ShareSkips()
@@ -178,7 +166,7 @@ class SharedTextData:
         self._test: Batch | None = None
         self._test_read = False
         self._test_skips = SkipReport()  # the test files' (read up front)
-        if reader == 0:
+        if reader == 0 and held_now:
             self.test_set()
 
     @property
@@ -238,7 +226,7 @@ class SharedTextData:
 
 
 def _share_stream(
-    files: FileData, lines: SharedFiles, train: TrainSpec, deal: AlignedDeal, reader: int
+    files: FileData, lines: SharedFiles, train: TrainSpec, deal: Deal, reader: int
 ) -> Iterator[Batch | SlotMark | ShareSkips]:
     """A reader's share as batches, each after its `SlotMark` (and the skip report when it
     changed); the last mark is every slot of the share."""
@@ -256,7 +244,7 @@ def _share_stream(
     yield SlotMark(share.share_slots)
 
 
-def _share(lines: SharedFiles, train: TrainSpec, deal: AlignedDeal, reader: int) -> ReaderShare:
+def _share(lines: SharedFiles, train: TrainSpec, deal: Deal, reader: int) -> ReaderShare:
     """The reader's share over `train.epochs` passes (later ones shuffled by block and
     within blocks unless `train.shuffle_buffer` is 0)."""
     shuffled = train.shuffle_buffer > 0
@@ -315,3 +303,21 @@ def _parsed(numbered: Sequence[tuple[int, str]], files: FileData, source: str) -
         assert isinstance(schema, LibSVMSchema | LibFFMSchema)
         made = libsvm_blocks(numbered, schema, source=source, strict=files.strict, skips=skips)
     return list(made)
+
+
+def one_reader_data(
+    synthetic: SyntheticSpec | None,
+    files: FileData | None,
+    train: TrainSpec,
+    background: bool = False,
+    held_now: bool = True,
+) -> SyntheticData | SharedTextData:
+    """The whole training stream, as a job's only reader reads it (files opened now: a
+    missing file fails early): the synthetic task's, or the files' by their blocks (the
+    held-out set read now, or with `held_now` False when first asked)."""
+    if synthetic is not None:
+        return SyntheticData(synthetic, train, background=background)
+    assert files is not None
+    shared = shared_files(files, train.seed, BLOCK_EXAMPLES)
+    deal = Deal(1, shared.block_lines, examples=False)
+    return SharedTextData(files, shared, train, deal, 0, background, held_now)

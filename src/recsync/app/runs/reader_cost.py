@@ -23,12 +23,10 @@ import torch
 
 from recsync.app.config.load import load_config
 from recsync.app.runs.cost_profile import profile_cost, read_profile
-from recsync.data.aligned_deal import AlignedDeal
-from recsync.data.shares import BLOCK_EXAMPLES
 from recsync.errors import ConfigError
 from recsync.io.background import decoded, encoded
-from recsync.io.shared_text import SharedTextData, shared_files, splittable
-from recsync.io.sources import FileData, FileTrainingData
+from recsync.io.shared_text import SharedTextData, one_reader_data
+from recsync.io.sources import FileData
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 
@@ -73,13 +71,12 @@ def job_files(
     return specs.files, specs.train
 
 
-def _reader_source(files: FileData, train: TrainSpec) -> FileTrainingData | SharedTextData:
+def _reader_source(files: FileData, train: TrainSpec) -> SharedTextData:
     """What a job's only reader reads the files with (coordinator/topology.py:
-    `line_files`): by blocks where a reader can read a share of them, else as one stream."""
-    if not splittable(files):
-        return FileTrainingData(files, train)
-    shared = shared_files(files, train.seed, BLOCK_EXAMPLES)
-    return SharedTextData(files, shared, train, AlignedDeal(1, shared.block_lines), 0)
+    `line_files`)."""
+    source = one_reader_data(None, files, train)
+    assert isinstance(source, SharedTextData)
+    return source
 
 
 def _pass_seconds(

@@ -23,7 +23,8 @@ from recsync.coordinator.checkpoint import JobState, layout_slices
 from recsync.coordinator.evaluation import EarlyStopping, EarlyStopWatch
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
-from recsync.io.sources import FileTrainingData, SyntheticData, open_training_data
+from recsync.io.shared_text import SharedTextData, one_reader_data
+from recsync.io.sources import SyntheticData
 from recsync.metrics.quality import Quality
 from recsync.optim.state import copy_state
 from recsync.trainer.reference import ReferenceTrainer
@@ -45,7 +46,7 @@ class TrainingLoop:
     def __init__(
         self,
         trainer: ReferenceTrainer,
-        data: SyntheticData | FileTrainingData,
+        data: SyntheticData | SharedTextData,
         run_dir: RunDir,
         eval_every: int,
         report: bool,
@@ -149,7 +150,7 @@ def run_training(config: Config, run_dir: RunDir, progress: bool = True) -> dict
     specs = config.to_specs()
     try:
         run_dir.write_config(config)
-        data = open_training_data(specs.synthetic, specs.files, specs.train)
+        data = one_reader_data(specs.synthetic, specs.files, specs.train)
         trainer = ReferenceTrainer(specs.model, specs.train)
         loop = TrainingLoop(
             trainer,

@@ -1,6 +1,5 @@
-"""Shares dealt by the stream's own blocks (data/aligned_deal.py): the same as `Deal` when
-nothing was handed before; after a cut, every block read by one reader, every unit once,
-and positions that resume onto any number of readers."""
+"""Shares dealt by the stream's own blocks (data/shares.py): after a cut, every block read
+by one reader, every unit once, and positions that resume onto any number of readers."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ import random
 import pytest
 from test_slot_shares import hand_out, share_pieces
 
-from recsync.data.aligned_deal import AlignedDeal, left_pieces
-from recsync.data.shares import Deal, StreamPosition
+from recsync.data.shares import Deal, StreamPosition, left_pieces
 
 
 def units(ranges) -> list[int]:
@@ -31,20 +29,11 @@ def test_left_pieces_leave_out_what_was_handed() -> None:
     assert left_pieces(base, 6, 8) == []
 
 
-def test_with_nothing_handed_it_deals_as_deal_does() -> None:
-    aligned, deal = AlignedDeal(3, 4), Deal(3, 4)
-    for reader in range(3):
-        assert aligned.owned(reader, 0, 50) == deal.owned(reader, 0, 50)
-        for count in range(20):
-            assert aligned.handed(reader, count) == deal.handed_left(reader, count)
-    assert aligned.position_after([5, 9, 2]) == deal.position_after([5, 9, 2])
-
-
 @pytest.mark.parametrize("seed", range(30))
 def test_every_unit_left_is_one_readers_and_every_block_one_readers(seed: int) -> None:
     rng = random.Random(seed)
     size, total = rng.choice([1, 3, 8]), 120
-    deal = AlignedDeal(rng.randint(1, 4), size, random_base(rng, total))
+    deal = Deal(rng.randint(1, 4), size, random_base(rng, total))
     shares = [deal.owned(r, 0, total) for r in range(deal.num_readers)]
     every = sorted(x for share in shares for x in units(share))
     assert every == units(left_pieces(deal.base, 0, total))
@@ -63,7 +52,7 @@ def test_cut_and_resumed_onto_other_counts_every_example_once(seed: int) -> None
     total = size * len(examples)
     base, handed = StreamPosition(), []
     for run in range(5):
-        deal = AlignedDeal(rng.randint(1, 4), size, base)
+        deal = Deal(rng.randint(1, 4), size, base)
         counts, parsed = [], set()
         for reader in range(deal.num_readers):
             pieces = share_pieces(deal, reader, total)  # cut at the blocks' boundaries
@@ -86,7 +75,7 @@ def test_epochs_are_dealt_by_their_global_block_numbers() -> None:
     size, blocks, readers = 4, 5, 3
     one_pass = size * blocks
     base = StreamPosition(one_pass + 6, ((one_pass + 9, one_pass + 12),))
-    deal = AlignedDeal(readers, size, base)
+    deal = Deal(readers, size, base)
     shares = [deal.owned(r, 0, 2 * one_pass) for r in range(readers)]
     assert sorted(x for share in shares for x in units(share)) == units(
         left_pieces(base, 0, 2 * one_pass)
