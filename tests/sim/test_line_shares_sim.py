@@ -249,3 +249,14 @@ def test_a_job_wide_limit_is_split_evenly_among_readers_sharing_lines(files):
     handed = drained(limited)
     assert sum(b.batch_size for b in handed) <= 1_000
     assert [n.stream.limit for n in readers_of(limited)] == [334, 333, 333]
+
+
+def test_a_file_checkpoint_that_counts_examples_is_refused_by_name(files):
+    spec = job(files, 2)
+    sim = SimJob(spec, plan_for(spec), CostModel())
+    sim.run()
+    state = sim.final_state
+    assert state is not None and state.data_unit == "slots/4096"
+    old = dataclasses.replace(state, data_unit=None, data_position=3_000)  # examples
+    with pytest.raises(ConfigError, match="position counts examples of the file stream"):
+        build_topology(job(files, 2, resume=old), plan_for(spec))
