@@ -43,15 +43,15 @@ import torch
 
 from recsync.app.cli.data import Split, write_synthetic_parquet
 from recsync.data.batch import Batch, rebatch
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
-from recsync.data.tabular import TabularSchema
-from recsync.io.criteo_blocks import criteo_blocks
-from recsync.io.libsvm_blocks import libsvm_blocks
+from recsync.io.formats.criteo.blocks import criteo_blocks
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.blocks import libsvm_blocks
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.blocks import parquet_blocks
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.readers import csv_blocks, open_text
-from recsync.io.table_blocks import parquet_blocks
 
 Schema = TabularSchema | CriteoSchema | LibSVMSchema | LibFFMSchema
 FFM_FIELDS, FFM_DENSE, SVM_DENSE, SVM_CATEGORICAL = 10, (0, 5), 13, 26

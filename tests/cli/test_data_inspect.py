@@ -1,6 +1,6 @@
 """`recsync data inspect` on tables with no declared schema: it never crashes on a readable
-file, says per column what it inferred and why (io/columns.py's rule), and `simulate` trains
-on what it inferred with no hand-written schema."""
+file, says per column what it inferred and why (io/columns.py's rule), and
+`simulate` trains on what it inferred with no hand-written schema."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def test_text_and_csv_files_on_the_store_read_as_local_ones(store, tmp_path):
     local = tmp_path / "day.txt"
     local.write_text("".join(lines))
     url = with_endpoint(store.put(local, "text/day.txt"), proxy.endpoint)
-    from recsync.data.criteo import CriteoSchema
+    from recsync.io.formats.criteo.rows import CriteoSchema
 
     schema = CriteoSchema((10,), num_integer=2)
     ours = [b.dense for b in open_dataset([url], "criteo", schema, batch_size=300)]
@@ -371,9 +371,9 @@ def _write_csv(path: Path, rows: int, first: int, rng: random.Random) -> None:
 def test_readers_share_csv_on_the_store_by_byte_ranges_and_refuse_values_spanning_lines(
     store, tmp_path, monkeypatch
 ):
-    from recsync.data.tabular import TabularSchema
     from recsync.io import byte_blocks
     from recsync.io.byte_blocks import ByteBlocks
+    from recsync.io.formats.tabular.rows import TabularSchema
 
     store, proxy = store
     monkeypatch.setattr(byte_blocks, "BLOCK_BYTES", 16 << 10)

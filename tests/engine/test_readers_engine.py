@@ -12,9 +12,9 @@ from small_jobs import ENGINE_MODEL, ENGINE_SYNTHETIC
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.spec import ClusterSpec, JobSpec
-from recsync.data.libsvm import LibFFMSchema
 from recsync.data.skips import SkipReport
 from recsync.families import strategy_config
+from recsync.io.formats.libsvm.rows import LibFFMSchema
 from recsync.io.readers import open_dataset
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec

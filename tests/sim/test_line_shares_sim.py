@@ -20,10 +20,10 @@ from test_sim import one_thread  # noqa: F401
 from recsync.coordinator.readers import joined_report
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
-from recsync.data.libsvm import LibFFMSchema
 from recsync.data.shares import Deal
 from recsync.errors import ConfigError
 from recsync.io.file_shares import ReaderShare
+from recsync.io.formats.libsvm.rows import LibFFMSchema
 from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData
 from recsync.model.spec import ModelSpec, TableSpec

@@ -19,8 +19,8 @@ from recsync.coordinator.readers import joined_report
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.coordinator.topology import build_topology
 from recsync.data.shares import Deal
-from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.parquet_groups import ParquetGroups
 from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData

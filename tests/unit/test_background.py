@@ -87,7 +87,7 @@ def test_close_stops_a_producer_whose_stream_did_not_end():
 
 
 def _files(tmp_path, strict: bool = False):
-    from recsync.data.libsvm import LibSVMSchema
+    from recsync.io.formats.libsvm.rows import LibSVMSchema
     from recsync.io.sources import FileData
 
     data = tmp_path / "rows.libsvm"

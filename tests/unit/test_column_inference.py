@@ -1,5 +1,5 @@
-"""Header inference (io/columns.py, io/column_lists.py) on small tables made here: id-like
-integers are categorical, counts, amounts and floats dense, lists of ids multi-hot bags;
+"""Header inference (io/columns.py, column_lists.py) on small tables made here:
+id-like integers are categorical, counts, amounts and floats dense, lists of ids multi-hot bags;
 what it infers is the schema a config with no declared columns trains on (and records)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from recsync.app.config.load import load_config
-from recsync.data.tabular import TabularRowParser
 from recsync.io.column_lists import separated_list
 from recsync.io.columns import infer_columns, table_sample
+from recsync.io.formats.tabular.rows import TabularRowParser
 
 AD_HEADER = (
     "clk,time_stamp,userid,adgroup_id,pid,cate_id,campaign_id,customer,brand,price,"

@@ -12,8 +12,8 @@ from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
 from recsync.app.runs.run_dir import toml_text
 from recsync.data.synthetic import SyntheticSpec
-from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.optim.swap import Swap
 from recsync.sync.timing import Timing
 

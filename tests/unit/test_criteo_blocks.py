@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from recsync.data.batch import rebatch
-from recsync.data.criteo import CriteoSchema
 from recsync.data.skips import SkipReport
 from recsync.errors import DataError
-from recsync.io import criteo_blocks
-from recsync.io.criteo_scan import scan_block
+from recsync.io.formats.criteo import blocks as criteo_blocks
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.criteo.scan import scan_block
 from recsync.io.line_bytes import block_bytes
 from recsync.io.readers import open_dataset
 

@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from recsync.data.libsvm import LibFFMSchema
 from recsync.data.line_coin import held_cutoff
 from recsync.data.shares import Deal, StreamPosition
 from recsync.data.skips import SkipReport
 from recsync.io.file_shares import ReaderShare, TextFiles
+from recsync.io.formats.libsvm.rows import LibFFMSchema
 from recsync.io.line_blocks import line_index
 from recsync.io.line_examples import ShareSkips
 from recsync.io.readers import open_dataset

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from recsync.data.batch import concat, rebatch
-from recsync.data.criteo import CriteoSchema, criteo_batches
 from recsync.data.keys import (
     ID_MASK,
     MAX_TABLES,
@@ -27,12 +26,20 @@ from recsync.data.keys import (
     make_keys,
     table_of,
 )
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema, libffm_batches, libsvm_batches
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
-from recsync.data.tabular import TabularSchema
-from recsync.io import criteo_blocks, readers, table_blocks
-from recsync.io.criteo_scan import scan_block
+from recsync.io import readers
+from recsync.io.formats.criteo import blocks as criteo_blocks
+from recsync.io.formats.criteo.rows import CriteoSchema, criteo_batches
+from recsync.io.formats.criteo.scan import scan_block
+from recsync.io.formats.libsvm.rows import (
+    LibFFMSchema,
+    LibSVMSchema,
+    libffm_batches,
+    libsvm_batches,
+)
+from recsync.io.formats.tabular import blocks as table_blocks
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.line_bytes import block_bytes
 from recsync.io.readers import csv_blocks
 

@@ -1,4 +1,4 @@
-"""libSVM and libffm lines read a block at a time (io/libsvm_blocks.py) give the very
+"""libSVM and libffm lines read a block at a time (io/formats/libsvm/blocks.py) give the very
 batches, skips, messages, line numbers and errors of the row parser, in fixed and keyed
 mode, on clean blocks and on blocks with every kind of bad line."""
 
@@ -13,11 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recsync.data.batch import rebatch
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema, libffm_batches, libsvm_batches
 from recsync.data.skips import SkipReport
 from recsync.errors import DataError
-from recsync.io import libsvm_blocks
-from recsync.io.libsvm_scan import scan_block
+from recsync.io.formats.libsvm import blocks as libsvm_blocks
+from recsync.io.formats.libsvm.rows import (
+    LibFFMSchema,
+    LibSVMSchema,
+    libffm_batches,
+    libsvm_batches,
+)
+from recsync.io.formats.libsvm.scan import scan_block
 from recsync.io.readers import open_dataset
 
 SVM = LibSVMSchema(table_rows=1000, dense_indices=(3, 1))
@@ -31,7 +36,7 @@ SCHEMAS = {
 FIELDS = ("dense", "ids", "offsets", "labels")
 VALUES = ["1", "0", "0.5", "-2.25", "1e-3", "3E+2", "-0", "0.1234567890123456789", "7.5e-320"]
 INDICES = ["0", "1", "3", "17", "0042", str(2**56 + 5), "123456789012345678"]
-# every reason of data/libsvm.py, and odd lines the row parser accepts
+# every reason of io/formats/libsvm/rows.py, and odd lines the row parser accepts
 BAD_SVM = [
     "",
     "   \t",

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from recsync.data.batch import concat
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema
 from recsync.data.line_coin import HeldCutoff, held_cutoff, held_lines
 from recsync.data.skips import SkipReport
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema
 from recsync.io.line_blocks import line_index
 from recsync.io.line_examples import (
     LineSkips,

@@ -14,12 +14,12 @@ import torch
 from recsync.data.batch import Batch, rebatch
 from recsync.data.keys import table_of
 from recsync.data.skips import Rejected, SkipReport
-from recsync.data.tabular import TabularRowParser, TabularSchema
 from recsync.errors import DataError
-from recsync.io import table_blocks
 from recsync.io.columns import infer_columns
+from recsync.io.formats.tabular import blocks as table_blocks
+from recsync.io.formats.tabular.blocks import columnar_batch, typed_csv
+from recsync.io.formats.tabular.rows import TabularRowParser, TabularSchema
 from recsync.io.readers import csv_blocks, open_dataset
-from recsync.io.table_blocks import columnar_batch, typed_csv
 
 SCHEMA = TabularSchema(
     label="clk",

@@ -9,7 +9,7 @@ import mmh3
 import pyarrow as pa
 import pytest
 
-from recsync.data.tabular import TabularSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.murmur import murmur32, murmur64
 
 ALPHABET = "abcXYZ09-_ \u00e9\u6f22\U0001f600"

@@ -17,10 +17,10 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.skips import SkipReport
-from recsync.data.tabular import TabularSchema
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.readers import open_dataset
 
 LINES = 12_000

@@ -1,4 +1,4 @@
-"""Criteo TSV: parsing (recsync.data.criteo) and file opening (recsync.io.readers)."""
+"""Criteo TSV: parsing (recsync.io.formats.criteo.rows) and file opening (recsync.io.readers)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from recsync.data.criteo import CriteoSchema, criteo_batches
 from recsync.data.skips import SkipReport
 from recsync.errors import DataError
+from recsync.io.formats.criteo.rows import CriteoSchema, criteo_batches
 from recsync.io.readers import open_dataset
 
 ROWS = (1000,) * 26

@@ -1,4 +1,4 @@
-"""libSVM and libFM/libffm lines: parsing (recsync.data.libsvm) and files (recsync.io)."""
+"""libSVM and libFM/libffm lines: parsing (io/formats/libsvm/rows.py) and files (recsync.io)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import gzip
 import pytest
 import torch
 
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema, libffm_batches, libsvm_batches
 from recsync.data.skips import SkipReport
 from recsync.errors import DataError
+from recsync.io.formats.libsvm.rows import (
+    LibFFMSchema,
+    LibSVMSchema,
+    libffm_batches,
+    libsvm_batches,
+)
 from recsync.io.readers import open_dataset
 
 SVM = LibSVMSchema(table_rows=100, dense_indices=(3, 1))  # index 3 -> dense 0, 1 -> dense 1

@@ -1,4 +1,4 @@
-"""Schema-driven rows (recsync.data.tabular) and CSV/Parquet files (recsync.io.readers)."""
+"""Schema-driven rows (io/formats/tabular) and CSV/Parquet files (recsync.io.readers)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from recsync.data.skips import SkipReport
-from recsync.data.tabular import TabularSchema, rows_from_dicts, tabular_batches
 from recsync.errors import ConfigError, DataError
-from recsync.io import table_blocks
+from recsync.io.formats.tabular import blocks as table_blocks
+from recsync.io.formats.tabular.rows import TabularSchema, rows_from_dicts, tabular_batches
 from recsync.io.readers import open_dataset
 
 SCHEMA = TabularSchema(

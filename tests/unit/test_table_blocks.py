@@ -11,11 +11,11 @@ import torch
 
 from recsync.data.batch import Batch, rebatch
 from recsync.data.skips import SkipReport
-from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
-from recsync.io import table_blocks
+from recsync.io.formats.tabular import blocks as table_blocks
+from recsync.io.formats.tabular.blocks import columnar_batch
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.readers import open_dataset
-from recsync.io.table_blocks import columnar_batch
 
 SCHEMA = TabularSchema(
     label="y",

@@ -30,9 +30,9 @@ from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff, held_at
 from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips, Rejected
-from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.line_examples import ParsedLines, TextSchema, parse_numbered
 from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import open_ranges

@@ -1,4 +1,4 @@
-"""Which columns of a table sample hold lists of ids (multi-hot bags), for io/columns.py:
+"""Which columns of a table sample hold lists of ids (multi-hot bags), for columns.py:
 
 - a list column (Parquet `list<...>`) of integers is a bag of integer ids, of strings a bag
   of hashed ids; a list of any other type is left out;
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recsync.data.tabular import SEPARATORS
+from recsync.io.formats.tabular.rows import SEPARATORS
 
 LIST_EVERY = 1000
 

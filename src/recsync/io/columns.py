@@ -45,10 +45,15 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from recsync.errors import DataError
-from recsync.io.column_lists import ListColumn, list_column, list_type, separated_list
+from recsync.io.column_lists import (
+    ListColumn,
+    list_column,
+    list_type,
+    separated_list,
+)
+from recsync.io.formats.tabular.blocks import opened_parquet
 from recsync.io.readers import is_gzip
 from recsync.io.storage import open_binary
-from recsync.io.table_blocks import opened_parquet
 
 CATEGORICAL_NAME = re.compile(r"C\d+")
 DENSE_NAME = re.compile(r"I\d+")
@@ -185,7 +190,7 @@ def infer_columns(sample: pa.Table, label: str, source: str) -> InferredColumns:
 
 
 def _lists(column: pa.Field, values: pa.ChunkedArray) -> ListColumn | None:
-    """What a list column or a text column of lists holds (io/column_lists.py), or None."""
+    """What a list column or a text column of lists holds (column_lists.py), or None."""
     if list_type(column.type):
         return list_column(column.type)
     if _textual(column) and pa.types.is_string(column.type):

@@ -30,8 +30,8 @@ from recsync.data.batch import Batch, concat
 from recsync.data.line_coin import HeldCutoff, candidates, held_lines
 from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips
-from recsync.data.tabular import TabularSchema
 from recsync.io.file_shares import ReaderShare
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.line_examples import (
     PIECE_LINES,
     Numbered,

@@ -25,14 +25,14 @@ import numpy as np
 import torch
 
 from recsync.data.batch import Batch, concat
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.line_coin import HeldCutoff, held_at, held_lines
 from recsync.data.skips import LineSkips, ShareSkips
-from recsync.data.tabular import TabularSchema
 from recsync.errors import DataError
-from recsync.io.criteo_blocks import BLOCK_LINES as CRITEO_BLOCK_LINES
-from recsync.io.libsvm_blocks import BLOCK_LINES as LIBSVM_BLOCK_LINES
+from recsync.io.formats.criteo.blocks import BLOCK_LINES as CRITEO_BLOCK_LINES
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.blocks import BLOCK_LINES as LIBSVM_BLOCK_LINES
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.line_blocks import LineIndex, read_lines
 
 TextSchema = CriteoSchema | LibSVMSchema | LibFFMSchema
@@ -124,8 +124,8 @@ def parse_numbered(
     """The good examples of `numbered` lines and the number of each (the rejected ones
     counted in `skips`, or raised in strict mode); `header`: a CSV file's header line.
     `name_line`: how a refusal names a line by its number."""
-    from recsync.io.criteo_blocks import criteo_blocks
-    from recsync.io.libsvm_blocks import libsvm_blocks
+    from recsync.io.formats.criteo.blocks import criteo_blocks
+    from recsync.io.formats.libsvm.blocks import libsvm_blocks
 
     batches, kept = [], []
     for low in range(0, len(numbered), PIECE_LINES):

@@ -26,13 +26,13 @@ from recsync.data.line_coin import HeldCutoff, held_cutoff, held_lines
 from recsync.data.records import collated, good_examples
 from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips
-from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
 from recsync.io.file_shares import ReaderShare
+from recsync.io.formats.tabular.blocks import PARQUET_READ_ROWS, columnar_batch, opened_parquet
+from recsync.io.formats.tabular.rows import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.io.line_examples import ParsedLines
 from recsync.io.read_ahead import Ahead, Span
 from recsync.io.storage import file_stamp
-from recsync.io.table_blocks import PARQUET_READ_ROWS, columnar_batch, opened_parquet
 from recsync.io.urls import is_url, shown
 
 GROUP_UNIT = "rowgroups"  # a checkpoint's `data_unit`: "rowgroups/<G>"

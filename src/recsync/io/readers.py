@@ -30,16 +30,21 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from recsync.data.batch import Batch, rebatch
-from recsync.data.criteo import CriteoLineParser, CriteoSchema
-from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
 from recsync.data.records import Example, collated, good_examples
 from recsync.data.skips import Rejected, SkipReport
-from recsync.data.tabular import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import ConfigError, DataError
-from recsync.io.criteo_blocks import criteo_blocks
-from recsync.io.libsvm_blocks import libsvm_blocks
+from recsync.io.formats.criteo.blocks import criteo_blocks
+from recsync.io.formats.criteo.rows import CriteoLineParser, CriteoSchema
+from recsync.io.formats.libsvm.blocks import libsvm_blocks
+from recsync.io.formats.libsvm.rows import (
+    LibFFMLineParser,
+    LibFFMSchema,
+    LibSVMLineParser,
+    LibSVMSchema,
+)
+from recsync.io.formats.tabular.blocks import columnar_batch, parquet_blocks, typed_csv
+from recsync.io.formats.tabular.rows import TabularRowParser, TabularSchema, rows_from_columns
 from recsync.io.storage import exists, open_binary, open_ranges
-from recsync.io.table_blocks import columnar_batch, parquet_blocks, typed_csv
 from recsync.io.urls import base_name, shown
 
 Schema = CriteoSchema | LibSVMSchema | LibFFMSchema | TabularSchema

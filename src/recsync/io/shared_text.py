@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recsync.data.batch import Batch, concat
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.line_coin import held_cutoff, held_lines
 from recsync.data.shares import BLOCK_EXAMPLES, Deal
 from recsync.data.skips import LineSkips, ShareSkips, SkipReport
 from recsync.data.synthetic import SyntheticSpec
-from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.sources import FileData, SyntheticData, prepared, read_test_files
 from recsync.io.urls import is_url
 from recsync.optim.train_spec import TrainSpec
@@ -292,8 +292,8 @@ def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
 
 
 def _parsed(numbered: Sequence[tuple[int, str]], files: FileData, source: str) -> list[Batch]:
-    from recsync.io.criteo_blocks import criteo_blocks
-    from recsync.io.libsvm_blocks import libsvm_blocks
+    from recsync.io.formats.criteo.blocks import criteo_blocks
+    from recsync.io.formats.libsvm.blocks import libsvm_blocks
 
     skips = LineSkips()  # counted where the lines are trained on
     schema = files.schema

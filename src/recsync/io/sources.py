@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import torch
 
 from recsync.data.batch import Batch, concat, rebatch
-from recsync.data.criteo import CriteoSchema
 from recsync.data.epochs import epochs_of
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.shares import Select, selected
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
-from recsync.data.tabular import TabularSchema
 from recsync.io.background import BackgroundBatches
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.optim.train_spec import TrainSpec
 
 TEST_READ_ROWS = 8192

@@ -16,14 +16,24 @@ from rich.table import Table
 from recsync.app.cli.common import ConfigOption, SetOption, fail, number, skips_text
 from recsync.app.config.base import build_dataclass
 from recsync.app.config.load import load_config, parse_overrides
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
-from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError, RecsyncError
 from recsync.io.column_lists import separated_list
-from recsync.io.columns import InferredColumns, infer_columns, table_columns, table_sample
-from recsync.io.libffm_fields import INDEX_KINDS_KEPT, FieldSeen, LibFFMFields, libffm_fields
+from recsync.io.columns import (
+    InferredColumns,
+    infer_columns,
+    table_columns,
+    table_sample,
+)
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
+from recsync.io.libffm_fields import (
+    INDEX_KINDS_KEPT,
+    FieldSeen,
+    LibFFMFields,
+    libffm_fields,
+)
 from recsync.io.readers import FORMATS, Schema, format_of_name, open_dataset
 from recsync.io.storage import exists, expanded
 from recsync.io.urls import shown
@@ -154,8 +164,8 @@ def _inspect_schema(
 
 
 def _undeclared_lists(path: str, fmt: str, schema: TabularSchema) -> list[str]:
-    """A declared text column that holds lists of ids (io/column_lists.py) but is not in
-    data.schema.multi_valued: what to declare, one line each."""
+    """A declared text column that holds lists of ids (io/column_lists.py) but
+    is not in data.schema.multi_valued: what to declare, one line each."""
     sample = table_sample(path, fmt, schema.delimiter)
     lines = []
     for column in schema.categorical:

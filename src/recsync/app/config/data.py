@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from recsync.app.config.base import Section, section_from_dataclass
-from recsync.data.criteo import CriteoSchema
-from recsync.data.libsvm import LibFFMSchema, LibSVMSchema
 from recsync.data.synthetic import SyntheticSpec
-from recsync.data.tabular import TabularSchema
 from recsync.errors import ConfigError
+from recsync.io.formats.criteo.rows import CriteoSchema
+from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
+from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.readers import format_of_name
 from recsync.io.storage import expanded
 from recsync.io.urls import with_endpoint

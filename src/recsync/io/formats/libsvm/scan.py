@@ -1,7 +1,7 @@
 """A compiled tokenizer of a block of libSVM / libffm lines: the plain lines, their labels
 and their tokens, for libsvm_blocks.py to turn into a batch.
 
-A line is plain when it is exactly what the row parser (data/libsvm.py) accepts without a
+A line is plain when it is exactly what the row parser (io/formats/libsvm/rows.py) accepts without a
 second look: tokens separated by ASCII whitespace (the bytes str.split() splits on), a
 label "0", "1", "-1" or "+1", then tokens `index:value` (libSVM) or `field:index:value`
 (libffm) with a field of at most 9 digits below num_fields, an index of 1 to 18 digits,

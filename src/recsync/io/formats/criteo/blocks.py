@@ -1,7 +1,7 @@
 """Criteo lines into batches a block of lines at a time: the reader's hot path for the
 format DLRM is measured on.
 
-A block (BLOCK_LINES lines) is scanned by compiled code over its bytes (criteo_scan.py),
+A block (BLOCK_LINES lines) is scanned by compiled code over its bytes (scan.py),
 which keeps the plain lines: a label "0" or "1", integers and hexadecimal ids that fit a
 machine word, empty fields as the row parser reads them. Their integers become dense values
 by the row parser's own rule (`count_feature`, computed once per distinct count), their
@@ -23,11 +23,11 @@ import numpy as np
 import torch
 
 from recsync.data.batch import Batch
-from recsync.data.criteo import CriteoLineParser, CriteoSchema, count_feature
 from recsync.data.keys import integer_ids, prefix
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
-from recsync.io.criteo_scan import scan_block
+from recsync.io.formats.criteo.rows import CriteoLineParser, CriteoSchema, count_feature
+from recsync.io.formats.criteo.scan import scan_block
 from recsync.io.line_bytes import block_bytes
 
 BLOCK_LINES = 8192

@@ -2,7 +2,7 @@
 path for these formats.
 
 A block (BLOCK_LINES lines) is tokenized by a compiled scanner over its bytes
-(libsvm_scan.py), which keeps the plain lines: a plain label, plain tokens, no duplicate.
+(scan.py), which keeps the plain lines: a plain label, plain tokens, no duplicate.
 Their values become floats in one pyarrow cast (which rounds as Python's float() does; a
 value that overflows sends its line to the row parser), their indices ids with numpy
 (index % table_rows, or keys in keyed mode: data/keys.py). Every other line of the block
@@ -24,10 +24,15 @@ import torch
 
 from recsync.data.batch import Batch
 from recsync.data.keys import integer_ids, prefix
-from recsync.data.libsvm import LibFFMLineParser, LibFFMSchema, LibSVMLineParser, LibSVMSchema
 from recsync.data.records import Example, collated, good_examples
 from recsync.data.skips import SkipReport
-from recsync.io.libsvm_scan import scan_block
+from recsync.io.formats.libsvm.rows import (
+    LibFFMLineParser,
+    LibFFMSchema,
+    LibSVMLineParser,
+    LibSVMSchema,
+)
+from recsync.io.formats.libsvm.scan import scan_block
 from recsync.io.line_bytes import block_bytes
 
 BLOCK_LINES = 8192

@@ -1,7 +1,7 @@
 """A compiled scanner of a block of Criteo lines: the plain lines, their labels, counts and
 hexadecimal ids, for criteo_blocks.py to turn into a batch.
 
-A line is plain when the row parser (data/criteo.py) reads it without a second look and
+A line is plain when the row parser (io/formats/criteo/rows.py) reads it without a second look and
 its numbers fit a machine word: after its trailing "\\r" and "\\n" are cut, a non-empty
 line of at most num_fields tab-separated fields (fewer: the missing ones are empty), a
 label "0" or "1", integers that are empty or `-?[0-9]+` with at most 19 digits after

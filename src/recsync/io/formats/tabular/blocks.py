@@ -37,8 +37,13 @@ from recsync.data.batch import Batch
 from recsync.data.keys import ID_MASK, integer_ids, make_keys
 from recsync.data.records import collated, good_examples
 from recsync.data.skips import SkipReport
-from recsync.data.tabular import DECIMAL, TabularRowParser, TabularSchema, rows_from_columns
 from recsync.errors import DataError
+from recsync.io.formats.tabular.rows import (
+    DECIMAL,
+    TabularRowParser,
+    TabularSchema,
+    rows_from_columns,
+)
 from recsync.io.murmur import murmur32, murmur64
 from recsync.io.storage import open_ranges
 from recsync.io.urls import shown
