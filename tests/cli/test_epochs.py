@@ -13,8 +13,8 @@ from test_cli import config_file, invoke
 from recsync.data.batch import collate
 from recsync.data.epochs import epochs_of, shuffled_blocks
 from recsync.data.synthetic import SyntheticSpec
+from recsync.io.data_plan import one_reader_data
 from recsync.io.formats.libsvm.rows import LibSVMSchema
-from recsync.io.shared_text import one_reader_data
 from recsync.io.sources import FileData, SyntheticData
 from recsync.optim.train_spec import TrainSpec
 

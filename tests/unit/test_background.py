@@ -107,7 +107,7 @@ def _files(tmp_path, strict: bool = False):
 
 
 def test_a_file_stream_in_the_background_holds_out_and_skips_what_it_would_here(tmp_path):
-    from recsync.io.shared_text import one_reader_data
+    from recsync.io.data_plan import one_reader_data
 
     train = TrainSpec(batch_size=64, epochs=2, shuffle_buffer=100)
     here = one_reader_data(None, _files(tmp_path), train)
@@ -127,7 +127,7 @@ def test_a_file_stream_in_the_background_holds_out_and_skips_what_it_would_here(
 
 def test_a_strict_file_streams_bad_line_is_a_data_error_in_the_reader(tmp_path):
     from recsync.errors import DataError
-    from recsync.io.shared_text import one_reader_data
+    from recsync.io.data_plan import one_reader_data
 
     source = one_reader_data(None, _files(tmp_path, strict=True), TrainSpec(), background=True)
     with pytest.raises(DataError, match="line 301"):

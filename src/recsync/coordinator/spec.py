@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -11,7 +12,7 @@ from recsync.coordinator.machines import role_named
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition, readers_for
 from recsync.data.synthetic import SyntheticSpec
-from recsync.io.shared_text import one_reader_data
+from recsync.io.data_plan import DataPlan, first_batches, plan_data
 from recsync.io.sources import FileData
 from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec
@@ -133,6 +134,13 @@ class JobSpec:
     resume: JobState | None = None  # start from this checkpoint (its data position on)
     stop_after_examples: int | None = None  # hand out no more than this, then checkpoint
 
+    @functools.cached_property
+    def data(self) -> DataPlan:
+        """The job's data as its readers share it, planned once (io/data_plan.py) and
+        handed down: the placement's sample and every reader's share take it."""
+        unit = None if self.resume is None else self.resume.data_unit
+        return plan_data(self.files, self.train, unit, self.start_position)
+
     @property
     def start_example(self) -> int:
         """The stream's first example not handed out before the job started."""
@@ -177,13 +185,7 @@ class JobSpec:
 
 def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:
     """The first `count` batches of the job's data (the planner's sample)."""
-    source = one_reader_data(spec.synthetic, spec.files, spec.train, held_now=False)
-    sample = []
-    for batch in source.train_batches():
-        sample.append(batch)
-        if len(sample) == count:
-            break
-    return sample
+    return first_batches(spec.data, spec.synthetic, spec.train, count)
 
 
 def plan_for(spec: JobSpec) -> JobPlan:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from recsync.coordinator.family import TrainerSpec, family_of
 from recsync.coordinator.node_specs import (
@@ -22,24 +21,13 @@ from recsync.coordinator.node_specs import (
     ShardSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
-from recsync.data.shares import BLOCK_EXAMPLES, Deal, block_for
 from recsync.errors import ConfigError
-from recsync.io.shared_text import (
-    BYTE_UNIT,
-    GROUP_UNIT,
-    GZIP_UNIT,
-    SLOT_UNIT,
-    shared_files,
-)
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
 from recsync.sync.config import StrategyConfig
 from recsync.sync.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
-
-if TYPE_CHECKING:
-    from recsync.io.shared_text import SharedFiles
 
 
 @dataclass(frozen=True)
@@ -182,12 +170,8 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
         )
     workers = cluster.hogwild_threads
     steps = spec.strategy.batches_per_step(workers)
-    lines = line_files(spec)
-    deal: Deal
-    if lines is not None:
-        deal = Deal(count, lines.block_lines, spec.start_position, examples=False)
-    else:
-        deal = Deal(count, block_for(train.batch_size), spec.start_position)
+    lines = spec.data.shared
+    deal = spec.data.deal(count, spec.start_position)
     specs = []
     for index in range(count):
         served = [t for t in range(cluster.num_trainers) if cluster.reader_of(t) == index]
@@ -213,52 +197,6 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
             )
         )
     return specs
-
-
-def line_files(spec: JobSpec) -> SharedFiles | None:
-    """The job's files as its readers share them (io/shared_text.py): text files by line
-    blocks, Parquet files by row group, CSV files and files on object storage by byte
-    ranges, gzip files a whole file each; for a fresh job, or one resumed from a checkpoint
-    that counts the same units (on any number of readers, in as many epochs as reach the
-    checkpoint's position). None: the synthetic task (its positions count examples)."""
-    files, resume = spec.files, spec.resume
-    if files is None:
-        return None
-    unit = None if resume is None else resume.data_unit
-    if unit is None:
-        if spec.start_position.handed:
-            raise ConfigError(
-                "checkpoint: its position counts examples of the file stream (it has no "
-                "data_unit: written when every reader read the files as one stream); file "
-                "jobs count the units of their files' blocks, so this checkpoint cannot be "
-                "resumed: start the job afresh"
-            )
-        return shared_files(files, spec.train.seed, BLOCK_EXAMPLES)
-    kind, _, size = unit.partition("/")
-    if kind not in (SLOT_UNIT, GROUP_UNIT, BYTE_UNIT, GZIP_UNIT) or not size.isdigit():
-        raise ConfigError(
-            f"checkpoint: unknown data_unit {unit!r} (expected 'slots/<lines>', "
-            "'rowgroups/<rows>', 'bytes/<bytes>' or 'gzfiles/<slots>')"
-        )
-    where = f"the checkpoint's position counts {unit}"
-    shared = shared_files(
-        files, spec.train.seed, int(size), int(size) if kind == BYTE_UNIT else None
-    )
-    if shared.unit != unit:
-        raise ConfigError(
-            f"{where}, but the job's files are dealt in {shared.unit}: not the same files"
-        )
-    position = spec.start_position
-    reached = position.beyond[-1][1] if position.beyond else position.prefix
-    epochs, slots = spec.train.epochs, shared.slots
-    if reached > epochs * slots:
-        raise ConfigError(
-            f"{where}: it reached slot {reached:,}, past the end of train.epochs = {epochs} "
-            f"pass(es) of {slots:,} slots over these files: resume with at least "
-            f"{-(-reached // slots)} epochs (as many as the job that wrote it, over the same "
-            "files)"
-        )
-    return shared
 
 
 def step_share(batches_per_step: int, served: int, workers: int) -> int | None:

@@ -8,7 +8,7 @@ the planner's sample) reads the same stream whole.
 
 Every file job reads through it, in any number of epochs (later ones shuffled by block
 and within blocks, data/epoch_order.py), fresh or resumed from a checkpoint that counts
-slots (`coordinator/topology.py: line_files`). The held-out rows are the lines (rows) the
+slots (io/data_plan.py: `plan_data`). The held-out rows are the lines (rows) the
 per-line coin holds (data/line_coin.py): the same whatever the number of readers; reader
 0 reads them up front (`held_set`), and every reader leaves them out of its blocks (every
 epoch).
@@ -21,114 +21,27 @@ and its skip report whenever it changed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from recsync.data.batch import Batch, concat
-from recsync.data.line_coin import held_cutoff, held_lines
-from recsync.data.shares import BLOCK_EXAMPLES, Deal
+from recsync.data.line_coin import held_lines
+from recsync.data.shares import Deal
 from recsync.data.skips import LineSkips, ShareSkips, SkipReport
-from recsync.data.synthetic import SyntheticSpec
 from recsync.io.background import BackgroundBatches
 from recsync.io.formats.criteo.rows import CriteoSchema
 from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
-from recsync.io.formats.tabular.rows import TabularSchema
-from recsync.io.sources import FileData, SyntheticData, prepared, read_test_files
-from recsync.io.urls import is_url
+from recsync.io.sources import FileData, prepared, read_test_files
 from recsync.optim.train_spec import TrainSpec
 
 if TYPE_CHECKING:  # the parsers import numba, the readers pyarrow: only where files are read
     from recsync.io.byte_blocks import ByteBlocks
     from recsync.io.file_shares import ReaderShare, TextFiles
     from recsync.io.gzip_shares import GzipFiles
-    from recsync.io.line_blocks import LineIndex
     from recsync.io.parquet_groups import ParquetGroups
 
     SharedFiles = TextFiles | ParquetGroups | ByteBlocks | GzipFiles
-
-SLOT_UNIT = "slots"  # a checkpoint's `data_unit` under line shares: "slots/<block lines>"
-BYTE_UNIT = "bytes"  # under byte-range shares (object storage): "bytes/<block bytes>"
-GZIP_UNIT = "gzfiles"  # under whole-file shares of gzip files (object storage)
-GROUP_UNIT = "rowgroups"  # under Parquet row-group shares: "rowgroups/<largest group's rows>"
-
-
-def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:
-    if files.fmt != "auto":
-        return files.fmt == "parquet"
-    return all(infer_format(path, files.schema) == "parquet" for path in files.paths)
-
-
-def shared_files(
-    files: FileData, seed: int, block_lines: int, block_bytes: int | None = None
-) -> SharedFiles:
-    """The job's files as the readers share them: Parquet files by row group (from their
-    footers), text files by line blocks of `block_lines` (indexed by a bulk newline scan
-    of each, done once by whoever assembles the job); with the held-out cap's cutoff."""
-    from recsync.io.parquet_groups import parquet_groups
-    from recsync.io.readers import infer_format, is_gzip
-
-    if any(is_gzip(path) for path in files.paths):
-        from recsync.io.gzip_shares import gzip_files
-
-        return gzip_files(
-            files.paths,
-            files.schema,
-            files.strict,
-            seed,
-            files.test_fraction,
-            files.test_max_examples,
-        )
-    if isinstance(files.schema, TabularSchema) and _parquet(files, infer_format):
-        return parquet_groups(
-            files.paths,
-            files.schema,
-            files.strict,
-            seed,
-            files.test_fraction,
-            files.test_max_examples,
-        )
-    if isinstance(files.schema, TabularSchema) or any(is_url(p) for p in files.paths):
-        return _byte_blocks(files, seed, block_bytes)
-    return text_files(files, seed, block_lines)
-
-
-def _byte_blocks(files: FileData, seed: int, block_bytes: int | None) -> ByteBlocks:
-    """Text files on object storage, and CSV files, by byte blocks (io/byte_blocks.py): no
-    node reads a whole file to find its lines (a CSV file's header is read apart)."""
-    from recsync.io.byte_blocks import BLOCK_BYTES, byte_blocks
-
-    return byte_blocks(
-        files.paths,
-        files.schema,
-        files.strict,
-        seed,
-        files.test_fraction,
-        files.test_max_examples,
-        block_bytes or BLOCK_BYTES,
-    )
-
-
-def text_files(files: FileData, seed: int, block_lines: int) -> TextFiles:
-    """The job's text files indexed and the held-out cap's cutoff line."""
-    from recsync.io.file_shares import TextFiles
-
-    assert isinstance(files.schema, CriteoSchema | LibSVMSchema | LibFFMSchema)
-    from recsync.io.storage import file_stamp
-
-    indexes = tuple(_indexed(path, block_lines, file_stamp(path)) for path in files.paths)
-    counts = [index.num_lines for index in indexes]
-    cutoff = held_cutoff(seed, files.test_fraction, files.test_max_examples, counts)
-    return TextFiles(indexes, files.schema, files.strict, seed, files.test_fraction, cutoff)
-
-
-@functools.lru_cache(maxsize=64)
-def _indexed(path: str, block_lines: int, stamp: tuple[int, int]) -> LineIndex:
-    """A file's line index, scanned once per (path, size, modification time) in a process:
-    a job is assembled again on every restart and rollback."""
-    from recsync.io.line_blocks import line_index
-
-    return line_index(path, block_lines)
 
 
 @dataclass(frozen=True)
@@ -303,21 +216,3 @@ def _parsed(numbered: Sequence[tuple[int, str]], files: FileData, source: str) -
         assert isinstance(schema, LibSVMSchema | LibFFMSchema)
         made = libsvm_blocks(numbered, schema, source=source, strict=files.strict, skips=skips)
     return list(made)
-
-
-def one_reader_data(
-    synthetic: SyntheticSpec | None,
-    files: FileData | None,
-    train: TrainSpec,
-    background: bool = False,
-    held_now: bool = True,
-) -> SyntheticData | SharedTextData:
-    """The whole training stream, as a job's only reader reads it (files opened now: a
-    missing file fails early): the synthetic task's, or the files' by their blocks (the
-    held-out set read now, or with `held_now` False when first asked)."""
-    if synthetic is not None:
-        return SyntheticData(synthetic, train, background=background)
-    assert files is not None
-    shared = shared_files(files, train.seed, BLOCK_EXAMPLES)
-    deal = Deal(1, shared.block_lines, examples=False)
-    return SharedTextData(files, shared, train, deal, 0, background, held_now)

@@ -25,7 +25,8 @@ from recsync.app.config.load import load_config
 from recsync.app.runs.cost_profile import profile_cost, read_profile
 from recsync.errors import ConfigError
 from recsync.io.background import decoded, encoded
-from recsync.io.shared_text import SharedTextData, one_reader_data
+from recsync.io.data_plan import one_reader_data
+from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import FileData
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel

@@ -23,7 +23,8 @@ from recsync.coordinator.checkpoint import JobState, layout_slices
 from recsync.coordinator.evaluation import EarlyStopping, EarlyStopWatch
 from recsync.data.batch import Batch
 from recsync.errors import DataError, RecsyncError
-from recsync.io.shared_text import SharedTextData, one_reader_data
+from recsync.io.data_plan import one_reader_data
+from recsync.io.shared_text import SharedTextData
 from recsync.io.sources import SyntheticData
 from recsync.metrics.quality import Quality
 from recsync.optim.state import copy_state
