@@ -60,17 +60,26 @@ class PricedTensor(torch.Tensor):
                 f"a value of a priced tensor was read ({func}): priced math keeps shapes "
                 'only; this needs `math = "real"`'
             )
-        kwargs = kwargs or {}
-        written = _written(func, args, kwargs)
-        if written:  # in place: the tensors written to (a real one keeps its values)
-            return written[0] if len(written) == 1 else tuple(written)
-        key = _key(func, args, kwargs)
+        writes = _WRITES.get(func)
+        if writes is None:
+            writes = _WRITES[func] = _writes_of(func)
+        if writes:  # in place: the tensors written to (a real one keeps its values)
+            written = _written(writes, args, kwargs or {})
+            if written:
+                return written[0] if len(written) == 1 else tuple(written)
+        try:
+            key = (func, _part(args), _part(tuple(sorted(kwargs.items()))) if kwargs else ())
+        except TypeError:
+            key = None
         shapes = _SHAPES.get(key) if key is not None else None
         if shapes is None:
+            kwargs = kwargs or {}
             out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
             shapes = tree_map(_shape_of, out)
             if key is not None and len(_SHAPES) < _MAX_SHAPES:
                 _SHAPES[key] = shapes
+        if type(shapes) is _Shape:  # one tensor out: most operations
+            return PricedTensor(shapes[0], shapes[1])
         return tree_map(_made, shapes)
 
 
@@ -83,16 +92,19 @@ _MAX_SHAPES = 100_000
 _WRITES: dict[Any, tuple[tuple[int, str], ...]] = {}  # an operation's written arguments
 
 
-def _written(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+def _writes_of(func: Any) -> tuple[tuple[int, str], ...]:
+    """The (position, name) of the arguments an operation writes to (in place, or out=)."""
+    return tuple(
+        (i, a.name)
+        for i, a in enumerate(func._schema.arguments)
+        if a.alias_info is not None and a.alias_info.is_write
+    )
+
+
+def _written(
+    writes: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[Any]:
     """The arguments an in-place (or out=) operation writes to."""
-    writes = _WRITES.get(func)
-    if writes is None:
-        writes = tuple(
-            (i, a.name)
-            for i, a in enumerate(func._schema.arguments)
-            if a.alias_info is not None and a.alias_info.is_write
-        )
-        _WRITES[func] = writes
     found = []
     for index, name in writes:
         if name in kwargs:
@@ -102,20 +114,17 @@ def _written(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[A
     return found
 
 
-def _key(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """What an operation's output shapes depend on (None: not known to be hashable)."""
-    try:
-        return (func, _part(args), _part(tuple(sorted(kwargs.items()))))
-    except TypeError:
-        return None
-
-
 def _part(value: Any) -> Any:
+    """What of an argument an operation's output shapes depend on: a tensor's shape, dtype
+    and whether it is priced; a value itself (a TypeError if it cannot be a key's)."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return tuple([_part(v) for v in value])
+    if kind is PricedTensor:
+        return (value.shape, value.dtype, True)
     if isinstance(value, torch.Tensor):
-        return (tuple(value.shape), value.dtype, isinstance(value, PricedTensor))
-    if isinstance(value, (tuple, list)):
-        return tuple(_part(v) for v in value)
-    hash(value)  # a TypeError for what cannot be part of a key
+        return (value.shape, value.dtype, False)
+    hash(value)
     return value
 
 
