@@ -78,8 +78,11 @@ class PricedTensor(torch.Tensor):
             shapes = tree_map(_shape_of, out)
             if key is not None and len(_SHAPES) < _MAX_SHAPES:
                 _SHAPES[key] = shapes
-        if type(shapes) is _Shape:  # one tensor out: most operations
+        kind = type(shapes)
+        if kind is _Shape:  # one tensor out: most operations
             return PricedTensor(shapes[0], shapes[1])
+        if kind is tuple or kind is list:  # several (an embedding bag's four)
+            return _made(shapes)
         return tree_map(_made, shapes)
 
 
@@ -135,8 +138,11 @@ def _shape_of(value: Any) -> Any:
 
 
 def _made(value: Any) -> Any:
-    if isinstance(value, _Shape):
+    kind = type(value)
+    if kind is _Shape:
         return PricedTensor(value[0], value[1])
+    if kind is tuple or kind is list:
+        return kind([_made(v) for v in value])
     return value
 
 
@@ -167,6 +173,14 @@ def scalar_value(value: torch.Tensor) -> float:
 def is_priced(value: torch.Tensor) -> bool:
     """`value` is a priced tensor (it has no values)."""
     return isinstance(value, PricedTensor)
+
+
+def pooled_shape(offsets: torch.Tensor, table: torch.Tensor) -> PricedTensor | None:
+    """What a sum-pooled lookup of a priced `table` gives (one row a bag of `offsets`, its
+    last offset included), made without a dispatch; None for a real table."""
+    if type(table) is not PricedTensor:
+        return None
+    return PricedTensor((offsets.shape[0] - 1, table.shape[1]), table.dtype)
 
 
 def priced_like(value: torch.Tensor) -> PricedTensor:

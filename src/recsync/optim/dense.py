@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from recsync.model.priced import is_priced
 from recsync.optim.swap import Swap
 
 DENSE_OPTIMIZERS = ("sgd", "adagrad", "adam")
@@ -90,6 +91,8 @@ class FlatOptimizer:
         if spec.swap is not None and spec.swap.decays_at(self.steps):
             self.state["sum" if spec.name == "adagrad" else "exp_avg_sq"].mul_(spec.swap.decay)
         self.counter += 1
+        if is_priced(params):  # priced math: no values to update (the steps still count)
+            return params
         lr = spec.lr * lr_scale
         if spec.name == "sgd":
             if spec.momentum:

@@ -20,6 +20,7 @@ import torch.nn.functional as F_
 
 from recsync.errors import RecsyncError
 from recsync.model.hash_spec import Admission, Eviction
+from recsync.model.priced import is_priced, pooled_shape
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.ps.hash_index import HashIndex, Int64s
 from recsync.ps.hash_kernels import (
@@ -269,6 +270,9 @@ class HashEmbeddingShard:
         offsets: torch.Tensor,
         weights: torch.Tensor | None,
     ) -> torch.Tensor:
+        priced = pooled_shape(offsets, table)
+        if priced is not None:
+            return priced
         return F_.embedding_bag(
             slots, table, offsets, mode="sum", per_sample_weights=weights, include_last_offset=True
         )
@@ -289,9 +293,10 @@ class HashEmbeddingShard:
             present = slots >= 0
             grads = grads[torch.from_numpy(present)]
             slots = slots[present]
-        self.optimizer.apply(
-            self.weight, torch.from_numpy(slots), grads, self.global_step, lr_scale
-        )
+        if not is_priced(self.weight):  # priced math: no values to update
+            self.optimizer.apply(
+                self.weight, torch.from_numpy(slots), grads, self.global_step, lr_scale
+            )
         self.global_step += 1
         self.clock += 1
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import torch
 import torch.nn.functional as F_
 
+from recsync.model.priced import is_priced, pooled_shape
 from recsync.optim.rowwise import RowOptimizer
 
 ONE = torch.ones((), dtype=torch.int64)
@@ -78,6 +79,9 @@ class EmbeddingShard:
         self, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor | None = None
     ) -> torch.Tensor:
         """num_bags x D pooled (summed, optionally weighted) rows."""
+        priced = pooled_shape(offsets, self.weight)
+        if priced is not None:
+            return priced
         return F_.embedding_bag(
             rows,
             self.weight,
@@ -106,7 +110,8 @@ class EmbeddingShard:
     ) -> None:
         """Apply U x D gradients to U unique rows, the learning rate times `lr_scale`
         (lock-free: concurrent callers may race)."""
-        self.optimizer.apply(self.weight, rows, grads, self.global_step, lr_scale)
+        if not is_priced(self.weight):  # priced math: no values to update
+            self.optimizer.apply(self.weight, rows, grads, self.global_step, lr_scale)
         self.versions.index_put_((rows,), ONE, accumulate=True)
         self.global_step += 1
 
