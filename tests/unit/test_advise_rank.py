@@ -1,5 +1,6 @@
 """`recsync advise`'s ranking (app/advise/rank.py): fastest among those within noise of
-the best quality, then the unmeasured, then the worse; unmeasured speed last."""
+the best quality, then the unmeasured, then the worse; unmeasured speed, then lower
+bounds, last."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import pytest
 from recsync.app.advise.candidates import Candidate
 from recsync.app.advise.rank import (
     AUC_FLOOR,
+    LOWER_BOUND,
     UNKNOWN,
     UNMEASURED,
     WITHIN_NOISE,
     WORSE,
     Measured,
+    indistinguishable,
     mean_spread,
     rank,
     within_noise,
@@ -29,20 +32,20 @@ def measured(name: str, eps: float | None, aucs: list[float] | None = None) -> M
 def test_fastest_within_noise_of_the_best_first():
     rows = rank(
         [
-            measured("slow-best", 1000, [0.760, 0.762]),
-            measured("fast-worse", 4000, [0.700, 0.702]),
-            measured("fast-close", 3000, [0.758, 0.760]),
-            measured("unknown", 2000),
-            measured("budget", None),
+            measured("sync", 1000, [0.760, 0.762]),
+            measured("async", 4000, [0.700, 0.702]),
+            measured("gba", 3000, [0.758, 0.760]),
+            measured("bsp", 2000),
+            measured("easgd", None),
         ],
         examples_per_pass=1_000_000,
     )
     assert [r.candidate.strategy for r in rows] == [
-        "fast-close",
-        "slow-best",
-        "unknown",
-        "fast-worse",
-        "budget",
+        "gba",
+        "sync",
+        "bsp",
+        "async",
+        "easgd",
     ]
     assert [r.tier for r in rows] == [WITHIN_NOISE, WITHIN_NOISE, UNKNOWN, WORSE, UNMEASURED]
     assert [r.rank for r in rows] == [1, 2, 3, 4, 5]
@@ -59,11 +62,32 @@ def test_noise_is_twice_the_larger_spread_never_below_the_floor():
 
 
 def test_no_quality_at_all_ranks_by_speed():
-    rows = rank([measured("a", 10), measured("b", 30), measured("c", 20)], 100)
-    assert [r.candidate.strategy for r in rows] == ["b", "c", "a"]
+    rows = rank([measured("sync", 10), measured("async", 30), measured("gba", 20)], 100)
+    assert [r.candidate.strategy for r in rows] == ["async", "gba", "sync"]
     assert {r.tier for r in rows} == {UNKNOWN}
 
 
 def test_mean_spread():
     assert mean_spread([1.0]) == (1.0, 0.0)
     assert mean_spread([1.0, 3.0]) == pytest.approx((2.0, 2**0.5))
+
+
+def test_a_lower_bound_is_ranked_last_and_sets_no_best_quality():
+    rows = rank(
+        [
+            measured("independent", 9000, [0.770, 0.771]),  # fastest, and best by noise
+            measured("sync", 1000, [0.760, 0.761]),
+            measured("async", 3000, [0.759, 0.760]),
+        ],
+        examples_per_pass=1_000,
+    )
+    assert [r.candidate.strategy for r in rows] == ["async", "sync", "independent"]
+    assert [r.tier for r in rows] == [WITHIN_NOISE, WITHIN_NOISE, LOWER_BOUND]
+    assert [r.candidate.strategy for r in indistinguishable(rows)] == ["async", "sync"]
+
+
+def test_an_advice_alone_within_noise_has_nothing_alike():
+    rows = rank(
+        [measured("sync", 1000, [0.760, 0.761]), measured("async", 3000, [0.70, 0.701])], 1_000
+    )
+    assert [r.tier for r in rows] == [WITHIN_NOISE, WORSE] and indistinguishable(rows) == []

@@ -25,6 +25,9 @@ class StrategyConfig:
     background_dense: ClassVar[bool] = False
     # the `cluster.` count of its servers of the dense part (None: it runs none)
     dense_servers_key: ClassVar[str | None] = None
+    # a bound to compare the others with (replicas that never sync), not a strategy to run:
+    # `recsync advise` ranks it after every other and never gives it as the advice
+    lower_bound: ClassVar[bool] = False
 
     def _params(self) -> str:
         return ""

@@ -27,7 +27,7 @@ from recsync.app.advise.cache import PointCache, point_key
 from recsync.app.advise.candidates import Candidate, JobSource, Refusal, candidates
 from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
 from recsync.app.advise.measure import priced_point, quality_point
-from recsync.app.advise.rank import Measured, Ranked, rank
+from recsync.app.advise.rank import LOWER_BOUND, Measured, Ranked, rank
 from recsync.app.config.schema import Config
 from recsync.data.shares import block_for
 from recsync.errors import ConfigError, JobFailed
@@ -88,7 +88,10 @@ class Advice:
 
     @property
     def winner(self) -> Ranked | None:
-        return self.ranked[0] if self.ranked and self.ranked[0].eps is not None else None
+        first = self.ranked[0] if self.ranked else None
+        if first is None or first.eps is None or first.tier == LOWER_BOUND:
+            return None  # nothing measured, or only lower bounds
+        return first
 
 
 def examples_per_pass(config: Config, given: int | None) -> int:

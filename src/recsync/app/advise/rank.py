@@ -11,8 +11,12 @@ The rule:
    spreads (the reproductions' rule: an effect beyond twice the seed spread), and never by
    less than AUC_FLOOR (one seed has no spread).
 3. Rank: first the candidates within noise of the best quality, then those whose quality
-   was not measured, then those measurably worse; in each group the fastest first. The
-   first is the advice.
+   was not measured, then those measurably worse; in each group the fastest first. A
+   lower bound (a strategy whose replicas never sync, `StrategyConfig.lower_bound`) comes
+   after all of them and sets no best quality: it is there to compare with. The first is
+   the advice.
+4. Candidates within noise of the best cannot be told apart by quality: the advice says
+   which (`indistinguishable`), and is the fastest of them.
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ from typing import Any
 
 from recsync.app.advise.candidates import Candidate
 from recsync.app.advise.cluster import CLEAN
+from recsync.sync.registry import strategy_class
 
 AUC_FLOOR = 0.002  # the smallest AUC gap called a difference, whatever the seeds' spread
-WITHIN_NOISE, UNKNOWN, WORSE, UNMEASURED = 0, 1, 2, 3
+WITHIN_NOISE, UNKNOWN, WORSE, UNMEASURED, LOWER_BOUND = 0, 1, 2, 3, 4
 TIER_NAMES = {
     WITHIN_NOISE: "quality within noise of the best",
     UNKNOWN: "quality not measured",
     WORSE: "quality measurably worse than the best",
     UNMEASURED: "speed not measured",
+    LOWER_BOUND: "a lower bound to compare with, never the advice",
 }
 
 
@@ -83,14 +89,17 @@ def within_noise(best: tuple[float, float], other: tuple[float, float]) -> bool:
 def rank(measured: list[Measured], examples_per_pass: int) -> list[Ranked]:
     """`measured` in the order of the rule above, numbered from 1."""
     aucs = {id(m): _quality(m.quality, "test_auc") for m in measured}
-    known = [a for a in aucs.values() if a is not None]
+    bounds = {id(m) for m in measured if strategy_class(m.candidate.strategy).lower_bound}
+    known = [a for key, a in aucs.items() if a is not None and key not in bounds]
     best = max(known, key=lambda a: a[0]) if known else None
     rows = []
     for m in measured:
         clean = m.speed.get(CLEAN)
         eps = None if clean is None else float(clean["eps_steady"])
         auc = aucs[id(m)]
-        if eps is None:
+        if id(m) in bounds:
+            tier = LOWER_BOUND
+        elif eps is None:
             tier = UNMEASURED
         elif auc is None or best is None:
             tier = UNKNOWN
@@ -103,3 +112,10 @@ def rank(measured: list[Measured], examples_per_pass: int) -> list[Ranked]:
         Ranked(i + 1, tier, m, eps, seconds, auc, ne)
         for i, (tier, seconds, m, eps, auc, ne) in enumerate(rows)
     ]
+
+
+def indistinguishable(ranked: list[Ranked]) -> list[Ranked]:
+    """The candidates whose quality cannot be told apart from the best's (two or more, the
+    advice first; none when the advice stands alone or its quality was not measured)."""
+    within = [r for r in ranked if r.tier == WITHIN_NOISE and r.eps is not None]
+    return within if len(within) > 1 else []

@@ -15,6 +15,7 @@ from recsync.app.advise.advice import AdviseOptions
 from recsync.app.advise.advice import advise as run_advice
 from recsync.app.advise.candidates import JobSource
 from recsync.app.advise.cluster import load_cluster
+from recsync.app.advise.rank import indistinguishable
 from recsync.app.advise.report import advice_table, duration, set_lines, write_outputs
 from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, fail, simulator_threads
 from recsync.app.config.load import parse_overrides
@@ -133,8 +134,16 @@ def advise(
             soft_wrap=True,
         )
     winner = advice.winner
+    alike = indistinguishable(advice.ranked)
+    if alike:
+        console.print(
+            f"{len(alike)} candidates cannot be told apart by quality (within noise of the "
+            "best: twice the seeds' spread, at least 0.002 AUC): "
+            f"{escape(', '.join(r.candidate.label for r in alike))}; the advice is the fastest",
+            soft_wrap=True,
+        )
     if winner is None:
-        console.print("no candidate was measured: raise --budget")
+        console.print("no candidate to advise was measured (a lower bound is none): raise --budget")
     else:
         console.print(
             f"advice: {escape(winner.candidate.label)}, one pass in "

@@ -25,6 +25,7 @@ class IndependentConfig(ReplicaStrategy):
 
     name: ClassVar[str] = "independent"
     label: ClassVar[str] = "independent"
+    lower_bound: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self._check_timing()
