@@ -15,6 +15,11 @@ time in the same repeat (the target is <= 1.5); `ratio_of_medians` as well.
 `priced`: shapes only, runtime/sim/math_modes.py), each in a fresh process: wall seconds,
 effects (loop events) per second, the process's peak resident memory, and the priced/real
 ratios; `--top-mlp` makes the dense part larger (e.g. 4096,4096: 17 M parameters).
+
+`--scale`: priced math at each of `--sizes` workers (default 100, 1,000, 10,000; one-worker
+trainers), `--steps` batches a worker (default 100), each in a fresh process under
+`--size-timeout` seconds: wall seconds, peak resident memory, effects a second, and how
+time and memory grow from one size to the next (a size past its timeout says so).
 """
 
 from __future__ import annotations
@@ -156,6 +161,36 @@ def math_modes(args: argparse.Namespace) -> dict:
     }
 
 
+def scale(args: argparse.Namespace) -> dict:
+    """Priced math at each size, each in a fresh process (peak memory of its own)."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows: list[dict] = []
+    for workers in sizes:
+        examples = workers * args.steps * args.batch_size
+        command = [sys.executable, __file__, "--one-mode", "priced", "--top-mlp", args.top_mlp]
+        command += ["--examples", str(examples), "--workers", str(workers)]
+        command += ["--servers", str(args.servers), "--batch-size", str(args.batch_size)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, check=True, timeout=args.size_timeout
+            )
+        except subprocess.TimeoutExpired:
+            rows.append(
+                {"workers": workers, "examples": examples, "timed_out_s": args.size_timeout}
+            )
+            continue
+        run = json.loads(done.stdout.strip().splitlines()[-1])
+        run |= {"workers": workers, "examples": examples, "process_s": time.perf_counter() - start}
+        rows.append(run)
+    for before, after in zip(rows, rows[1:], strict=False):
+        if "wall_s" in before and "wall_s" in after:
+            after["wall_growth"] = after["wall_s"] / before["wall_s"]
+            after["peak_rss_growth"] = after["peak_rss_mb"] / before["peak_rss_mb"]
+            after["workers_growth"] = after["workers"] / before["workers"]
+    return {"benchmark": "bench_sim --scale", "steps_a_worker": args.steps, "sizes": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=200_000)
@@ -169,12 +204,19 @@ def main() -> None:
     parser.add_argument("--math-modes", action="store_true", help="the simulator in both modes")
     parser.add_argument("--one-mode", choices=("real", "priced"), help=argparse.SUPPRESS)
     parser.add_argument("--top-mlp", default="64,32", help="--math-modes: the top MLP's widths")
+    parser.add_argument("--scale", action="store_true", help="priced math at growing sizes")
+    parser.add_argument("--sizes", default="100,1000,10000", help="--scale: workers, by commas")
+    parser.add_argument("--steps", type=int, default=100, help="--scale: batches a worker")
+    parser.add_argument("--size-timeout", type=float, default=600.0, help="--scale: seconds")
     args = parser.parse_args()
     if args.one_mode:
         print(json.dumps(one_mode(args)))
         return
     if args.math_modes:
         print(json.dumps(math_modes(args), indent=1))
+        return
+    if args.scale:
+        print(json.dumps(scale(args), indent=1))
         return
     torch.set_num_threads(1)
     model = small_model()

@@ -270,8 +270,7 @@ class HashEmbeddingShard:
         offsets: torch.Tensor,
         weights: torch.Tensor | None,
     ) -> torch.Tensor:
-        priced = pooled_shape(offsets, table)
-        if priced is not None:
+        if (priced := pooled_shape(offsets, table)) is not None:
             return priced
         return F_.embedding_bag(
             slots, table, offsets, mode="sum", per_sample_weights=weights, include_last_offset=True
@@ -294,9 +293,8 @@ class HashEmbeddingShard:
             grads = grads[torch.from_numpy(present)]
             slots = slots[present]
         if not is_priced(self.weight):  # priced math: no values to update
-            self.optimizer.apply(
-                self.weight, torch.from_numpy(slots), grads, self.global_step, lr_scale
-            )
+            found = torch.from_numpy(slots)
+            self.optimizer.apply(self.weight, found, grads, self.global_step, lr_scale)
         self.global_step += 1
         self.clock += 1
 
