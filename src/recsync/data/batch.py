@@ -62,6 +62,37 @@ class Batch:
             ids = self.ids[:0]
         return Batch(self.dense[start:stop], ids, offsets, self.labels[start:stop])
 
+    def split(self, size: int) -> list[Batch]:
+        """The batch cut into pieces of `size` examples in order (the last may be smaller):
+        `slice` of each, with the whole pieces' ids gathered in one pass."""
+        B, F = self.batch_size, self.num_features
+        full = B // size
+        if full < 2 or F == 0:
+            return [self.slice(s, min(s + size, B)) for s in range(0, B, size)]
+        n, bags = full * size, F * size  # the whole pieces' examples; a piece's bags
+        # bag (f, b) of piece p = b // size goes to place (p, f, b % size)
+        lengths = self.bag_lengths().reshape(F, B)[:, :n].reshape(F, full, size)
+        starts = self.offsets[:-1].reshape(F, B)[:, :n].reshape(F, full, size)
+        lengths, starts = lengths.transpose(0, 1).reshape(-1), starts.transpose(0, 1).reshape(-1)
+        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
+        torch.cumsum(lengths, 0, out=offsets[1:])
+        total = int(offsets[-1])
+        shift = torch.repeat_interleave(starts - offsets[:-1], lengths, output_size=total)
+        ids = self.ids.index_select(0, shift + torch.arange(total))
+        bounds = offsets[::bags].tolist()
+        pieces = [
+            Batch(
+                self.dense[p * size : (p + 1) * size],
+                ids[bounds[p] : bounds[p + 1]],
+                offsets[p * bags : (p + 1) * bags + 1] - bounds[p],
+                self.labels[p * size : (p + 1) * size],
+            )
+            for p in range(full)
+        ]
+        if n < B:
+            pieces.append(self.slice(n, B))
+        return pieces
+
     def select(self, keep: torch.Tensor) -> Batch:
         """The examples where the B-long bool mask `keep` is true, in order."""
         lengths = self.bag_lengths()
@@ -181,8 +212,9 @@ def rebatch(chunks: Iterable[Batch], batch_size: int) -> Iterator[Batch]:
             current, position = chunk, 0
         else:
             current, position = concat([current.slice(position, current.batch_size), chunk]), 0
-        while current.batch_size - position >= batch_size:
-            yield current.slice(position, position + batch_size)
-            position += batch_size
+        full = current.batch_size // batch_size  # position is 0 here
+        if full:
+            yield from current.split(batch_size)[:full]
+            position = full * batch_size
     if current is not None and current.batch_size > position:
         yield current.slice(position, current.batch_size)
