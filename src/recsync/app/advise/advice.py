@@ -17,16 +17,16 @@ With a budget, no point starts once it is spent; the points not measured are lis
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recsync.app.advise.cache import PointCache, point_key
+from recsync.app.advise.cache import PointCache
 from recsync.app.advise.candidates import Candidate, JobSource, Refusal, candidates
 from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
 from recsync.app.advise.measure import priced_point, quality_point
+from recsync.app.advise.points import Points, Progress, Runner
 from recsync.app.advise.rank import LOWER_BOUND, Measured, Ranked, rank
 from recsync.app.config.schema import Config
 from recsync.data.shares import block_for
@@ -34,7 +34,7 @@ from recsync.errors import ConfigError, JobFailed
 from recsync.ps.hash_shard import TableFullError
 from recsync.runtime.sim.cost import CostModel
 
-Progress = Callable[[int, int, str], None]  # points done, points planned, what is next
+REFUSALS = (ConfigError, JobFailed, TableFullError)  # a point refused, or its job failed
 
 
 @dataclass(frozen=True)
@@ -104,42 +104,6 @@ def examples_per_pass(config: Config, given: int | None) -> int:
     return 1_000_000
 
 
-class _Points:
-    """Measures points through the cache, within the budget, counting them."""
-
-    def __init__(self, cache: PointCache, budget_s: float | None, on_progress: Progress | None):
-        self.cache, self.budget_s, self.on_progress = cache, budget_s, on_progress
-        self.start = time.monotonic()
-        self.done = self.planned = self.cached = self.measured = 0
-        self.not_measured: list[str] = []
-
-    def plan(self, count: int) -> None:
-        self.planned += count
-        self._report("")
-
-    def _report(self, what: str) -> None:
-        if self.on_progress is not None:
-            self.on_progress(self.done, self.planned, what)
-
-    def get(
-        self, label: str, parts: dict[str, Any], measure: Callable[[], dict[str, Any]]
-    ) -> dict[str, Any] | None:
-        key = point_key(parts)
-        point = self.cache.get(key)
-        if point is not None:
-            self.cached += 1
-        elif self.budget_s is not None and time.monotonic() - self.start > self.budget_s:
-            self.not_measured.append(label)
-        else:
-            self._report(label)
-            point = measure()
-            self.cache.put(key, point)
-            self.measured += 1
-        self.done += 1
-        self._report(label)
-        return point
-
-
 def speed_slice(options: AdviseOptions, candidate: Candidate, batch_size: int, limit: int) -> int:
     """A speed point's examples: at least `batches_per_thread` batches a worker thread and
     `blocks_per_reader` of the readers' blocks each (readers deal the stream in blocks:
@@ -161,45 +125,48 @@ def advise(
     folder: Path | None = None,
     on_progress: Progress | None = None,
     cluster_dir: Path | None = None,
+    runner: Runner | None = None,
 ) -> Advice:
     """Measure and rank every candidate of `job` on `cluster` (points cached in `folder`,
-    none if None; `cluster_dir`: where a relative machines.profile is)."""
+    none if None; `cluster_dir`: where a relative machines.profile is; `runner`: where the
+    points of a phase run, this process one after another by default)."""
     base = job.config()
     found, refused = candidates(job, cluster, options.strategies)
     cost = cluster.base_cost(cluster_dir)
     per_pass = examples_per_pass(base, options.examples_per_pass)
-    points = _Points(PointCache(folder), options.budget_s, on_progress)
+    points = Points(PointCache(folder), options.budget_s, on_progress, runner)
     conditions = {c.name: c for c in cluster.condition}
     speed: dict[int, dict[str, dict[str, Any] | None]] = {i: {} for i in range(len(found))}
     unplaceable: set[int] = set()
 
-    def priced(i: int, name: str) -> None:
-        c, condition = found[i], conditions.get(name)
-        slice_ = speed_slice(options, c, base.train.batch_size, per_pass)
-        parts = {
-            "kind": "priced",
-            "config": c.config(job).dump(),
-            "cost": dataclasses.asdict(condition_cost(cost, condition)),
-            "condition": None if condition is None else condition.model_dump(),
-            "examples": slice_,
-        }
-        label = f"{c.label} ({name})"
-        try:
-            speed[i][name] = points.get(
-                label, parts, lambda: priced_point(job, c, condition, cost, slice_)
-            )
-        except (ConfigError, JobFailed, TableFullError) as error:  # refused, or it failed
-            refused.append(Refusal(c.strategy, c.label, str(error)))
-            unplaceable.add(i)
+    def priced(pairs: list[tuple[int, str]]) -> None:
+        wanted = []
+        for i, name in pairs:
+            c, condition = found[i], conditions.get(name)
+            slice_ = speed_slice(options, c, base.train.batch_size, per_pass)
+            parts = {
+                "kind": "priced",
+                "config": c.config(job).dump(),
+                "cost": dataclasses.asdict(condition_cost(cost, condition)),
+                "condition": None if condition is None else condition.model_dump(),
+                "examples": slice_,
+            }
+            measure = functools.partial(priced_point, job, c, condition, cost, slice_)
+            wanted.append((f"{c.label} ({name})", parts, measure))
+        for (i, name), outcome in zip(pairs, points.get_many(wanted), strict=True):
+            if isinstance(outcome, REFUSALS):  # refused, or it failed
+                refused.append(Refusal(found[i].strategy, found[i].label, str(outcome)))
+                unplaceable.add(i)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                speed[i][name] = outcome
 
     points.plan(len(found))
-    for i in range(len(found)):
-        priced(i, CLEAN)
+    priced([(i, CLEAN) for i in range(len(found))])
     fastest = _fastest_per_strategy(found, speed)
     points.plan(len(fastest) * len(conditions))
-    for name in conditions:
-        for i in fastest:
-            priced(i, name)
+    priced([(i, name) for name in conditions for i in fastest])
     quality: dict[int, list[dict[str, Any]]] = {}
     sample = min(options.quality_examples, per_pass)
     test_sample = options.quality_test_examples
@@ -209,31 +176,29 @@ def advise(
     if options.quality:
         chosen = _fast_enough(fastest, speed, options)
         points.plan(len(chosen) * len(options.seeds))
-        for i in chosen:
+        pairs = [(i, seed) for i in chosen for seed in options.seeds]
+        wanted = []
+        for i, seed in pairs:
             c = found[i]
-            for seed in options.seeds:
-                parts = {
-                    "kind": "quality",
-                    "config": c.config(job).dump(),
-                    "cost": dataclasses.asdict(cost),
-                    "examples": sample,
-                    "test_examples": test_sample,
-                    "seed": seed,
-                }
-                label = f"{c.label} (quality, seed {seed})"
-                try:
-                    point = points.get(
-                        label,
-                        parts,
-                        lambda c=c, seed=seed: quality_point(  # type: ignore[misc]
-                            job, c, cost, sample, test_sample, seed,
-                        ),
-                    )  # fmt: skip
-                except (ConfigError, JobFailed, TableFullError) as error:
-                    refused.append(Refusal(c.strategy, label, str(error)))
-                    continue
-                if point is not None:
-                    quality.setdefault(i, []).append(point)
+            parts = {
+                "kind": "quality",
+                "config": c.config(job).dump(),
+                "cost": dataclasses.asdict(cost),
+                "examples": sample,
+                "test_examples": test_sample,
+                "seed": seed,
+            }
+            measure = functools.partial(quality_point, job, c, cost, sample, test_sample, seed)
+            wanted.append((f"{c.label} (quality, seed {seed})", parts, measure))
+        for (i, _), (label, _, _), outcome in zip(
+            pairs, wanted, points.get_many(wanted), strict=True
+        ):
+            if isinstance(outcome, REFUSALS):
+                refused.append(Refusal(found[i].strategy, label, str(outcome)))
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            elif outcome is not None:
+                quality.setdefault(i, []).append(outcome)
     measured = []
     at = {found[i].strategy: i for i in quality}  # where each strategy's quality was measured
     for i, c in enumerate(found):

@@ -71,6 +71,14 @@ def advise(
         int | None,
         typer.Option(metavar="N", help="Examples in one pass over the data (file data)."),
     ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDR",
+            help="Run the points as Ray tasks on the cluster at ADDR, as many at once as it "
+            "has cores ('local': a Ray of this machine's cores).",
+        ),
+    ] = None,
     progress: ProgressOption = True,
 ) -> None:
     """Advise a strategy and cluster counts for a job.
@@ -109,7 +117,18 @@ def advise(
             def on_progress(done: int, planned: int, what: str) -> None:
                 bar.update(task, completed=done, total=planned, description=escape(what))
 
-            advice = run_advice(job, cluster_file, options, out, on_progress, cluster.parent)
+            pool = None
+            if address is not None:
+                from recsync.runtime.ray.tasks import TaskPool  # Ray: only where asked for
+
+                pool = TaskPool(address)
+            try:
+                advice = run_advice(
+                    job, cluster_file, options, out, on_progress, cluster.parent, pool
+                )
+            finally:
+                if pool is not None:
+                    pool.close()
         written = write_outputs(advice, job, out)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
