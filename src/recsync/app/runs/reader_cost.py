@@ -73,8 +73,7 @@ def job_files(
 
 
 def _reader_source(files: FileData, train: TrainSpec) -> SharedTextData:
-    """What a job's only reader reads the files with (coordinator/topology.py:
-    `line_files`)."""
+    """What a job's only reader reads the files with (io/data_plan.py)."""
     source = one_reader_data(None, files, train)
     assert isinstance(source, SharedTextData)
     return source
