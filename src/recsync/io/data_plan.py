@@ -10,20 +10,22 @@ share, the held-out split) takes this plan; nothing plans the data again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recsync.data.batch import Batch
 from recsync.data.line_coin import held_cutoff
 from recsync.data.shares import BLOCK_EXAMPLES, Deal, StreamPosition, block_for
+from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.formats.criteo.rows import CriteoSchema
 from recsync.io.formats.libsvm.rows import LibFFMSchema, LibSVMSchema
 from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.io.shared_text import SharedTextData
-from recsync.io.sources import FileData, SyntheticData
+from recsync.io.sources import FileData, SyntheticData, prepared
 from recsync.io.urls import is_url
 from recsync.optim.train_spec import TrainSpec
 
@@ -105,17 +107,15 @@ def whole_stream(
     synthetic: SyntheticSpec | None,
     train: TrainSpec,
     background: bool = False,
-    held_now: bool = True,
 ) -> SyntheticData | SharedTextData:
     """The whole training stream, as a job's only reader reads it: the synthetic task's, or
-    the files' by their blocks (the held-out set read now, or with `held_now` False when
-    first asked)."""
+    the files' by their blocks (the held-out set read now)."""
     if plan.files is None:
         assert synthetic is not None
         return SyntheticData(synthetic, train, background=background)
     assert plan.shared is not None
     deal = plan.deal(1, StreamPosition())
-    return SharedTextData(plan.files, plan.shared, train, deal, 0, background, held_now)
+    return SharedTextData(plan.files, plan.shared, train, deal, 0, background)
 
 
 def one_reader_data(
@@ -123,23 +123,30 @@ def one_reader_data(
     files: FileData | None,
     train: TrainSpec,
     background: bool = False,
-    held_now: bool = True,
 ) -> SyntheticData | SharedTextData:
     """`whole_stream` of a fresh job's plan (files opened now: a missing file fails early)."""
     plan = plan_data(files, train, None, StreamPosition())
-    return whole_stream(plan, synthetic, train, background, held_now)
+    return whole_stream(plan, synthetic, train, background)
 
 
 def first_batches(
     plan: DataPlan, synthetic: SyntheticSpec | None, train: TrainSpec, count: int
 ) -> list[Batch]:
-    """The first `count` batches of the stream (the placement's sample)."""
-    sample = []
-    for batch in whole_stream(plan, synthetic, train, held_now=False).train_batches():
-        sample.append(batch)
-        if len(sample) == count:
-            break
-    return sample
+    """The first `count` batches of the data as they come (the placement's sample): the
+    plan's files read from their start as one stream, no further than those batches (no
+    share's read-ahead, no held-out set: a sample of ids, not a reader's share)."""
+    if plan.files is None:
+        assert synthetic is not None
+        batches: Iterator[Batch] = SyntheticData(synthetic, train).train_batches()
+        return list(itertools.islice(batches, count))
+    from recsync.io.readers import open_dataset  # pyarrow, numba: only where files are read
+
+    files = plan.files
+    with open_dataset(
+        files.paths, files.fmt, files.schema, batch_size=train.batch_size, strict=files.strict,
+        skips=SkipReport(),
+    ) as reader:  # fmt: skip
+        return [prepared(b, files.dense_log1p) for b in itertools.islice(reader, count)]
 
 
 def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:

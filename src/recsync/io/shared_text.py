@@ -68,9 +68,7 @@ class SharedTextData:
         deal: Deal,
         reader: int,
         background: bool = False,
-        held_now: bool = True,
     ):
-        """`held_now`: reader 0 reads the held-out set now (else when first asked)."""
         self.files, self.lines, self.train = files, lines, train
         self.deal, self.reader, self.background = deal, reader, background
         self._skips = ShareSkips()
@@ -79,7 +77,7 @@ class SharedTextData:
         self._test: Batch | None = None
         self._test_read = False
         self._test_skips = SkipReport()  # the test files' (read up front)
-        if reader == 0 and held_now:
+        if reader == 0:
             self.test_set()
 
     @property
