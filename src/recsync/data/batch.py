@@ -49,17 +49,8 @@ class Batch:
         # (index_select: advanced indexing of this small gather took milliseconds with 2 threads)
         at = (torch.arange(F) * B).unsqueeze(1) + torch.arange(start, stop + 1)
         bounds = self.offsets.index_select(0, at.reshape(-1)).reshape(F, stop - start + 1)
-        lengths = (bounds[:, 1:] - bounds[:, :-1]).reshape(-1)
-        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
-        torch.cumsum(lengths, 0, out=offsets[1:])
-        # feature f's ids are one run from bounds[f, 0]: one gather, not F slices and a cat
-        n, total = stop - start, int(offsets[-1])
-        if n:
-            firsts = bounds[:, 0] - offsets[:-1:n]  # each run's shift from output to input
-            shift = torch.repeat_interleave(firsts, bounds[:, -1] - bounds[:, 0], output_size=total)
-            ids = self.ids.index_select(0, shift + torch.arange(total))
-        else:
-            ids = self.ids[:0]
+        starts = bounds[:, :-1].reshape(-1)
+        ids, offsets = _gathered(self.ids, starts, (bounds[:, 1:] - bounds[:, :-1]).reshape(-1))
         return Batch(self.dense[start:stop], ids, offsets, self.labels[start:stop])
 
     def split(self, size: int) -> list[Batch]:
@@ -74,11 +65,7 @@ class Batch:
         lengths = self.bag_lengths().reshape(F, B)[:, :n].reshape(F, full, size)
         starts = self.offsets[:-1].reshape(F, B)[:, :n].reshape(F, full, size)
         lengths, starts = lengths.transpose(0, 1).reshape(-1), starts.transpose(0, 1).reshape(-1)
-        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
-        torch.cumsum(lengths, 0, out=offsets[1:])
-        total = int(offsets[-1])
-        shift = torch.repeat_interleave(starts - offsets[:-1], lengths, output_size=total)
-        ids = self.ids.index_select(0, shift + torch.arange(total))
+        ids, offsets = _gathered(self.ids, starts, lengths)
         bounds = offsets[::bags].tolist()
         pieces = [
             Batch(
@@ -108,12 +95,7 @@ class Batch:
         B, F = self.batch_size, self.num_features
         starts = self.offsets[:-1].reshape(F, B)[:, order].reshape(-1)
         lengths = self.bag_lengths().reshape(F, B)[:, order].reshape(-1)
-        offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
-        torch.cumsum(lengths, 0, out=offsets[1:])
-        total = int(offsets[-1])
-        # id p of output bag j sits at starts[j] + (p - offsets[j]) in the source
-        shift = torch.repeat_interleave(starts - offsets[:-1], lengths, output_size=total)
-        ids = self.ids[shift + torch.arange(total)]
+        ids, offsets = _gathered(self.ids, starts, lengths)
         return Batch(self.dense[order], ids, offsets, self.labels[order])
 
     def validate(self, table_rows: list[int], keyed: bool = False) -> None:
@@ -193,6 +175,19 @@ def concat(batches: list[Batch]) -> Batch:
     offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
     torch.cumsum(lengths, 0, out=offsets[1:])
     return Batch(dense, _cat(per_feature_ids, torch.int64), offsets, labels)
+
+
+def _gathered(
+    ids: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ids of bags that start at `starts` in `ids` and hold `lengths` ids each, in one
+    gather (not a slice a bag and a cat), and their offsets."""
+    offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
+    torch.cumsum(lengths, 0, out=offsets[1:])
+    total = int(offsets[-1])
+    # id p of output bag j sits at starts[j] + (p - offsets[j]) in the source
+    shift = torch.repeat_interleave(starts - offsets[:-1], lengths, output_size=total)
+    return ids.index_select(0, shift + torch.arange(total)), offsets
 
 
 def _cat(parts: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:

@@ -152,7 +152,7 @@ class Teacher:
         return logits
 
 
-MAX_TEST_SPLITS = 4  # the test splits kept for the specs seen last
+MAX_TEST_SPLITS = 4  # the test splits (and teachers' AUCs) kept for the specs seen last
 _TEST_SPLITS: dict[SyntheticSpec, tuple[Batch, torch.Tensor]] = {}
 _TEACHER_AUCS: dict[SyntheticSpec, float] = {}
 
@@ -275,7 +275,10 @@ class SyntheticTask:
         known = _TEACHER_AUCS.get(self.spec)
         if known is None:
             batch, prob = self.test_set()
-            known = _TEACHER_AUCS[self.spec] = auc(batch.labels, prob)
+            known = auc(batch.labels, prob)
+            if len(_TEACHER_AUCS) >= MAX_TEST_SPLITS:
+                _TEACHER_AUCS.pop(next(iter(_TEACHER_AUCS)))
+            _TEACHER_AUCS[self.spec] = known
         return known
 
 

@@ -102,31 +102,22 @@ def plan_data(
     return DataPlan(files, shared, shared.block_lines)
 
 
-def whole_stream(
-    plan: DataPlan,
-    synthetic: SyntheticSpec | None,
-    train: TrainSpec,
-    background: bool = False,
-) -> SyntheticData | SharedTextData:
-    """The whole training stream, as a job's only reader reads it: the synthetic task's, or
-    the files' by their blocks (the held-out set read now)."""
-    if plan.files is None:
-        assert synthetic is not None
-        return SyntheticData(synthetic, train, background=background)
-    assert plan.shared is not None
-    deal = plan.deal(1, StreamPosition())
-    return SharedTextData(plan.files, plan.shared, train, deal, 0, background)
-
-
 def one_reader_data(
     synthetic: SyntheticSpec | None,
     files: FileData | None,
     train: TrainSpec,
     background: bool = False,
 ) -> SyntheticData | SharedTextData:
-    """`whole_stream` of a fresh job's plan (files opened now: a missing file fails early)."""
+    """The whole training stream of a fresh job, as its only reader reads it (files opened
+    now: a missing file fails early): the synthetic task's, or the files' by their blocks
+    (the held-out set read now)."""
+    if synthetic is not None:
+        return SyntheticData(synthetic, train, background=background)
+    assert files is not None
     plan = plan_data(files, train, None, StreamPosition())
-    return whole_stream(plan, synthetic, train, background)
+    assert plan.shared is not None
+    deal = plan.deal(1, StreamPosition())
+    return SharedTextData(files, plan.shared, train, deal, 0, background)
 
 
 def first_batches(
