@@ -32,7 +32,7 @@ from recsync.app.advise.cache import code_digest  # noqa: E402
 from recsync.app.advise.candidates import JobSource  # noqa: E402
 from recsync.app.advise.cluster import PRESETS, load_cluster  # noqa: E402
 from recsync.app.advise.report import write_outputs  # noqa: E402
-from recsync.app.cli.common import simulator_threads  # noqa: E402
+from recsync.app.runs.simulate import simulator_threads  # noqa: E402
 
 OUT = Path("reports/advise")  # relative to the checkout
 STAMP = "stamp.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from recsync.app.cli.common import simulator_threads
+from recsync.app.runs.simulate import simulator_threads
 
 
 def test_one_thread_inside_the_block_and_the_count_before_it_after() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from recsync.app.advise.advice import Advice
-from recsync.app.advise.candidates import Candidate, JobSource
+from recsync.app.advise.candidates import Candidate, JobSource, Refusal
 from recsync.app.advise.cluster import CLEAN
 from recsync.app.advise.rank import TIER_NAMES, Ranked
 from recsync.app.runs.plots import new_figure, save_figure
@@ -146,6 +147,25 @@ def set_lines(candidate: Candidate, job: JobSource) -> list[str]:
         for key, value in values.items()
         if value is not None
     ]
+
+
+def refusal_lines(refused: Sequence[Refusal], rows: Path) -> list[str]:
+    """The candidates that do not apply, one line per reason with how many and which
+    strategies (each candidate is in `rows`, the advice file)."""
+    if not refused:
+        return []
+    by_reason: dict[str, list[Refusal]] = {}
+    for refusal in refused:
+        by_reason.setdefault(refusal.reason, []).append(refusal)
+    lines = [
+        f"not applicable: {len(refused)} candidate(s), for {len(by_reason)} reason(s) "
+        f"(each in {rows}, not_applicable):"
+    ]
+    for reason, same in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        names = list(dict.fromkeys(r.strategy for r in same))
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        lines.append(f"  {len(same)} x {reason} ({shown})")
+    return lines
 
 
 def write_outputs(advice: Advice, job: JobSource, folder: Path) -> dict[str, Path]:

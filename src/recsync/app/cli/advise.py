@@ -16,9 +16,16 @@ from recsync.app.advise.advice import advise as run_advice
 from recsync.app.advise.candidates import JobSource
 from recsync.app.advise.cluster import load_cluster
 from recsync.app.advise.rank import indistinguishable
-from recsync.app.advise.report import advice_table, duration, set_lines, write_outputs
-from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, fail, simulator_threads
+from recsync.app.advise.report import (
+    advice_table,
+    duration,
+    refusal_lines,
+    set_lines,
+    write_outputs,
+)
+from recsync.app.cli.common import ConfigOption, ProgressOption, SetOption, fail
 from recsync.app.config.load import parse_overrides
+from recsync.app.runs.simulate import simulator_threads
 from recsync.errors import JobFailed, RecsyncError
 
 
@@ -146,12 +153,8 @@ def advise(
         shown = ", ".join(advice.not_measured[:6])
         more = f" and {len(advice.not_measured) - 6} more" if len(advice.not_measured) > 6 else ""
         console.print(f"not measured (budget spent): {escape(shown)}{more}")
-    for refusal in advice.refused:
-        console.print(
-            f"not applicable: {escape(refusal.strategy)} {escape(refusal.point)}: "
-            f"{escape(refusal.reason)}",
-            soft_wrap=True,
-        )
+    for line in refusal_lines(advice.refused, written["rows"]):
+        console.print(escape(line), soft_wrap=True)
     winner = advice.winner
     alike = indistinguishable(advice.ranked)
     if alike:

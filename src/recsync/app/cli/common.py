@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
-import torch
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from recsync.app.config.schema import Config
+from recsync.app.runs.progress import deprecated
 
 ConfigOption = Annotated[
     Path | None,
@@ -39,20 +37,6 @@ SetOption = Annotated[
 
 
 ACTION_WORDS = {"rollback": "rolled back", "partial": "shard restored", "restart": "restarted"}
-
-
-@contextmanager
-def simulator_threads() -> Iterator[None]:
-    """Torch on one thread inside the block, as before it after. The simulator computes one
-    node's batch at a time: small tensors, for which a second intra-op thread only spins at
-    every operation; on a busy machine that cost 21x the wall time of one thread for the
-    same numbers (docs/perf-log.md, 2026-11-29). Each of the engine's nodes runs on one too."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def fail(error: Exception) -> NoReturn:
@@ -106,9 +90,19 @@ def end_of_run(summary: dict[str, Any]) -> None:
 def warn_deprecations(config: Config) -> None:
     """Tell the user about keys the config gives in a deprecated way (on stderr)."""
     for message in config.deprecations():
-        Console(emoji=False, stderr=True, soft_wrap=True).print(
-            f"[yellow]deprecated:[/] {escape(message)}", highlight=False
-        )
+        deprecated(message)
+
+
+def duration_text(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
+
+
+def ray_text(ray: dict[str, Any]) -> str:
+    """Which Ray cluster a run used, and how many CPUs it had."""
+    if ray["address"] is None:
+        return f"local, {ray['num_cpus']} CPUs (cluster.num_cpus; unset: the machine's cores)"
+    return f"{ray['address']}: {ray['num_machines']} machine(s), {ray['num_cpus']} CPUs"
 
 
 def number(value: float | None, digits: int = 4) -> str:

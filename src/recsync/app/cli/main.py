@@ -6,7 +6,6 @@ and exit status 1, without a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from recsync.app.api import Job
 from recsync.app.cli.advise import advise
 from recsync.app.cli.calibrate import calibrate
 from recsync.app.cli.common import (
@@ -23,11 +23,12 @@ from recsync.app.cli.common import (
     NameOption,
     ProgressOption,
     SetOption,
+    duration_text,
     end_of_run,
     fail,
     fail_interrupted,
     number,
-    simulator_threads,
+    ray_text,
     skips_text,
     strategy_rows,
     warn_deprecations,
@@ -36,22 +37,15 @@ from recsync.app.cli.continual import continual
 from recsync.app.cli.data import data_app
 from recsync.app.cli.reproduce import reproduce_app
 from recsync.app.config.load import load_config, parse_overrides
-from recsync.app.config.schema import Config
-from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.compare import compare_rows, plot_runs
 from recsync.app.runs.cost_profile import simulation_cost
-from recsync.app.runs.distributed import job_spec, run_distributed
+from recsync.app.runs.distributed import job_spec
 from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
-from recsync.app.runs.progress import warn
 from recsync.app.runs.readers_plan import readers_text
-from recsync.app.runs.reference import run_training
-from recsync.app.runs.run_dir import RunDir
-from recsync.app.runs.simulate import run_simulation
-from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.family import family_of
-from recsync.coordinator.spec import initial_dense, plan_for
-from recsync.errors import ConfigError, JobFailed, RecsyncError
+from recsync.coordinator.spec import plan_for
+from recsync.errors import JobFailed, RecsyncError
 from recsync.tools.box.cli import box_app
 
 app = typer.Typer(
@@ -70,60 +64,22 @@ app.command()(advise)
 app.command()(continual)
 
 
-def _prepare_run(
+def _job(
     config: Path | None,
-    name: str | None,
-    force: bool,
     set_: list[str] | None,
     extra: dict[str, Any],
     resume: Path | None = None,
     strategy: str | None = None,
-    check: Callable[[Config], object] | None = None,
-) -> tuple[Config, RunDir, JobState | None]:
-    """The validated config (defaults, file, `extra`, then --set), passed to `check` if
-    given, and a fresh run dir. With `resume` (a run dir), the base config is that run's,
-    its [strategy] replaced by `strategy` if given (the other hyper-parameters stay), and
-    its checkpoint is loaded."""
+) -> Job:
+    """The job the options say: the defaults, the file, `extra`, then --set; with
+    `resume` (a run dir), that run continued, its [strategy] replaced by `strategy` if
+    given (the other hyper-parameters stay)."""
     overrides = {**extra, **parse_overrides(set_ or [])}
-    state, sections = None, {}
     if resume is not None:
-        try:
-            state, refused = load_run_checkpoint(resume)
-        except ValueError as error:
-            raise ConfigError(f"--resume: {error}") from None
-        if refused is not None:
-            warn(f"--resume: {refused}")
-        config = config or Path(resume) / "config.toml"
-        if strategy is not None:
-            sections["strategy"] = {"name": strategy}
-        name = name or f"{Path(resume).name}-then-{strategy or 'same'}"
-    elif strategy is not None:
+        return Job.resume(resume, strategy, overrides, config)
+    if strategy is not None:
         overrides["strategy.name"] = strategy
-    if name is not None:
-        overrides["run.name"] = name
-    cfg = load_config(config, overrides, sections)
-    warn_deprecations(cfg)
-    if check is not None:
-        check(cfg)
-    if state is not None and cfg.strategy.distributed:
-        spec = job_spec(cfg, state)
-        try:
-            state.check_layout(plan_for(spec).embeddings.layout)
-            initial_dense(spec)
-        except ValueError as error:
-            raise ConfigError(f"--resume {resume}: {error}") from None
-        synthetic = spec.synthetic if spec.files is None else None
-        stream = synthetic.num_train * spec.train.epochs if synthetic is not None else None
-        if stream is not None and state.data_position >= stream:
-            raise ConfigError(
-                f"--resume {resume}: nothing left to train: its checkpoint is at example "
-                f"{state.data_position:,} of {stream:,} ({spec.train.epochs} epoch(s) of "
-                "data.synthetic.num_train); train more passes with --epochs N"
-            )
-    run_dir = RunDir.create(
-        cfg.run.runs_dir, cfg.run.name, force=force, tensorboard=cfg.run.tensorboard
-    )
-    return cfg, run_dir, state
+    return Job(path=config, overrides=overrides)
 
 
 RunArgument = Annotated[
@@ -179,16 +135,9 @@ def train(
     summary, plots and a checkpoint to a run directory. --resume RUN --strategy OTHER
     continues RUN under OTHER."""
     try:
-        extra: dict[str, Any] = {} if address is None else {"cluster.address": address}
-        if epochs is not None:
-            extra["train.epochs"] = epochs
-        cfg, run_dir, state = _prepare_run(config, name, force, set_, extra, resume, strategy)
-        if not cfg.strategy.distributed:
-            if state is not None or stop_after is not None:
-                raise ConfigError("--resume and --stop-after need a distributed strategy")
-            summary = run_training(cfg, run_dir, progress=progress)
-        else:
-            summary = run_distributed(cfg, run_dir, progress, state, stop_after)
+        extra: dict[str, Any] = {} if epochs is None else {"train.epochs": epochs}
+        job = _job(config, set_, extra, resume, strategy)
+        summary = job.train(address, name, force, progress, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     except KeyboardInterrupt as error:
@@ -212,8 +161,11 @@ def train(
     table.add_row("test NE", number(summary["test_ne"]))
     table.add_row("test logloss", number(summary["test_logloss"]))
     table.add_row("calibration", number(summary["test_calibration"], 3))
-    if cfg.data.source != "synthetic":
+    if job.config().data.source != "synthetic":
         table.add_row("skipped lines", skips_text(summary["skipped"]))
+    if "ray" in summary:
+        table.add_row("Ray cluster", ray_text(summary["ray"]))
+    table.add_row("wall time", duration_text(summary["wall_seconds"]))
     Console(emoji=False).print(table)
     end_of_run(summary)
 
@@ -251,18 +203,9 @@ def simulate(
     --math priced), on a cost profile (--profile, or [simulate] profile; without one, the
     cost model's defaults)."""
     try:
-        extra: dict[str, Any] = {}
-        if profile is not None:
-            extra["simulate.profile"] = str(profile.absolute())
-        if math is not None:
-            extra["simulate.math"] = math
-        if epochs is not None:
-            extra["train.epochs"] = epochs
-        cfg, run_dir, state = _prepare_run(
-            config, name, force, set_, extra, resume, strategy, check=simulation_cost
-        )
-        with simulator_threads():
-            summary = run_simulation(cfg, run_dir, progress, state, stop_after)
+        extra: dict[str, Any] = {} if epochs is None else {"train.epochs": epochs}
+        job = _job(config, set_, extra, resume, strategy)
+        summary = job.simulate(profile, math, name, force, progress, stop_after)
     except (RecsyncError, JobFailed, OSError) as error:
         fail(error)
     except KeyboardInterrupt as error:
@@ -279,6 +222,7 @@ def simulate(
     table.add_row("test NE", number(summary["test_ne"]))
     if summary.get("math") == "priced":
         table.add_row("math", "priced: shapes only, no model quality")
+    table.add_row("wall time", duration_text(summary["wall_seconds"]))
     Console(emoji=False).print(table)
     end_of_run(summary)
 

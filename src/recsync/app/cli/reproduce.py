@@ -18,9 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from recsync.app.cli.common import fail, simulator_threads
+from recsync.app.cli.common import fail
 from recsync.app.cli.experiments import Reproduction, load_reproductions
 from recsync.app.cli.reproduce_all import run_all
+from recsync.app.runs.simulate import simulator_threads
 from recsync.errors import RecsyncError
 
 

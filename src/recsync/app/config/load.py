@@ -126,10 +126,12 @@ def load_config(
     path: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     sections: Mapping[str, dict[str, Any]] | None = None,
+    table: Mapping[str, Any] | None = None,
 ) -> Config:
-    """The embedded default, updated by the file at `path` (if any), with whole `sections`
-    replaced (e.g. a new [strategy] for a resumed run), then by `overrides` (dotted keys);
-    validated, and checked by building its specs."""
+    """The embedded default, updated by the file at `path` (if any), then by `table` (a
+    config as nested tables, as a file reads), with whole `sections` replaced (e.g. a new
+    [strategy] for a resumed run), then by `overrides` (dotted keys); validated, and
+    checked by building its specs."""
     source = DEFAULT_SOURCE
     tree = _read_toml(default_toml(), source)
     if path is not None:
@@ -139,6 +141,9 @@ def load_config(
         except OSError as error:
             raise ConfigError(f"{source}: cannot read config: {error.strerror}") from None
         tree = merge_tables(tree, _read_toml(text, source))
+    if table:
+        source = "the config given" if path is None else f"{source} and the config given"
+        tree = merge_tables(tree, table)
     for section, table in (sections or {}).items():
         tree[section] = dict(table)
     if overrides:

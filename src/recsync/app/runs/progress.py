@@ -17,6 +17,13 @@ def warn(message: str) -> None:
     )
 
 
+def deprecated(message: str) -> None:
+    """A deprecated way of saying something, and what to say instead (on stderr)."""
+    Console(emoji=False, stderr=True, soft_wrap=True).print(
+        f"[yellow]deprecated:[/] {escape(message)}", highlight=False
+    )
+
+
 def examples_bar(label: str, enabled: bool, rate: bool = True) -> Progress:
     """A bar of examples done out of the total (on stderr); with `rate`, the examples per
     second, from the task's `eps` field."""

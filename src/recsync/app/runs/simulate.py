@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
+
+import torch
 
 from recsync.app.config.schema import Config
 from recsync.app.runs.checkpoints import CheckpointWriter
@@ -104,3 +108,17 @@ def run_simulation(
         path = writer.save_final(final)
         summary["checkpoint"] |= {"path": str(path), "written": writer.stats()}
     return write_run_end(run_dir, summary, evaluations.records, evaluations.best_state)
+
+
+@contextlib.contextmanager
+def simulator_threads() -> Iterator[None]:
+    """Torch on one thread inside the block, restored after. The simulator computes one
+    node's batch at a time: small tensors, for which a second intra-op thread only spins at
+    every operation (on a busy machine, 21x the wall time of one thread for the same
+    numbers). Each of the engine's nodes runs on one thread too."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -22,7 +22,8 @@ INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients sk
 
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
-    """Join the cluster at `address`, or start a local one. True if we started it. The
+    """Join the cluster at `address`, or start a local one of `num_cpus` CPUs (None: the
+    machine's cores). True if we started it. The
     caller's SIGTERM handler stays in force throughout, so a SIGTERM while Ray starts is the
     caller's to handle (a run stops as soon as its job starts, with a checkpoint)."""
     if ray.is_initialized():
@@ -65,12 +66,20 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
         return False
     ray.init(
         address="local",  # a cluster of its own, even where another runs or RAY_ADDRESS is set
-        num_cpus=num_cpus or 2,
+        num_cpus=num_cpus or os.cpu_count() or 1,
         include_dashboard=False,
         log_to_driver=False,
         _system_config={"max_direct_call_object_size": INLINE_OBJECT_BYTES},
     )
     return True
+
+
+def cluster_facts(address: str | None) -> dict[str, object]:
+    """The cluster this driver is connected to, for a run's summary: its address (None: a
+    local one), its CPUs and its machines."""
+    machines = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
+    cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+    return {"address": address, "num_cpus": cpus, "num_machines": len(machines)}
 
 
 @ray.remote(num_cpus=0)

@@ -48,7 +48,7 @@ from recsync.protocol.address import READER, Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import AwaitCut, ReaderProgress
 from recsync.ps.placement import JobPlan
-from recsync.runtime.ray.cluster import check_machines_answer, connect
+from recsync.runtime.ray.cluster import check_machines_answer, cluster_facts, connect
 from recsync.runtime.ray.errors import NodeFailure, failure
 from recsync.runtime.ray.evaluator import Scoring
 from recsync.runtime.ray.host_summary import machines_summary
@@ -393,7 +393,7 @@ def run_job(
     try:
         if on_start is not None:
             on_start(job)
-        return job.run(on_progress)
+        return job.run(on_progress) | {"ray": cluster_facts(address)}
     finally:
         job.shutdown()
         if started_ray:

@@ -5,7 +5,6 @@ call is not started once `may_start` says no (the caller counts what never came 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ class TaskPool:
 
     def __init__(self, address: str, num_cpus: int | None = None):
         local = address == "local"
-        self.started = connect(None if local else address, num_cpus or os.cpu_count() or 1)
+        self.started = connect(None if local else address, num_cpus)
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         self.slots = max(1, int(cpus))
 
