@@ -76,7 +76,11 @@ def advise(
     ] = AdviseOptions.quality_candidates,
     examples: Annotated[
         int | None,
-        typer.Option(metavar="N", help="Examples in one pass over the data (file data)."),
+        typer.Option(
+            metavar="N",
+            help="Examples in one pass over the data (default: data.synthetic.num_train x "
+            "train.epochs; file data: 1,000,000).",
+        ),
     ] = None,
     address: Annotated[
         str | None,

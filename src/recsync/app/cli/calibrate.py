@@ -59,7 +59,9 @@ def calibrate(
     ] = None,
     format_: Annotated[
         str | None,
-        typer.Option("--format", "-f", help="The --data file's format (default: by name)."),
+        typer.Option(
+            "--format", "-f", help="The --data file's format (default: by the file's name)."
+        ),
     ] = None,
     sample: Annotated[
         int,

@@ -94,7 +94,8 @@ def continual(
     segments: Annotated[
         int | None,
         typer.Option(
-            metavar="N", help="Stretches a day trains in, the controller deciding after each."
+            metavar="N",
+            help="Stretches a day trains in, the controller deciding after each (default 1).",
         ),
     ] = None,
     progress: Annotated[

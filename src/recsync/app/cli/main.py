@@ -132,8 +132,10 @@ def train(
     """Train a job on the Ray engine.
 
     Train on the data (train.epochs passes, default one) and write the config, metrics,
-    summary, plots and a checkpoint to a run directory. --resume RUN --strategy OTHER
-    continues RUN under OTHER."""
+    summary, plots and a checkpoint to a run directory. A distributed strategy runs on Ray
+    (a local one, or the cluster at --address); the reference strategy trains in this
+    process (no --resume or --stop-after). --resume RUN --strategy OTHER continues RUN
+    under OTHER."""
     try:
         extra: dict[str, Any] = {} if epochs is None else {"train.epochs": epochs}
         job = _job(config, set_, extra, resume, strategy)
@@ -201,7 +203,8 @@ def simulate(
 
     The job `train` would run, with the real math in virtual time (or only its shapes,
     --math priced), on a cost profile (--profile, or [simulate] profile; without one, the
-    cost model's defaults)."""
+    cost model's defaults). A distributed strategy only: the reference strategy is
+    refused."""
     try:
         extra: dict[str, Any] = {} if epochs is None else {"train.epochs": epochs}
         job = _job(config, set_, extra, resume, strategy)

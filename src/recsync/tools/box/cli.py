@@ -40,21 +40,29 @@ def _link(mbit: float | None, delay_ms: float, loss: float) -> Link:
 
 @box_app.command()
 def up(
-    hosts: Annotated[int, typer.Option("--hosts", min=1, help="Hosts (namespaces).")] = 3,
+    hosts: Annotated[
+        int, typer.Option("--hosts", min=1, help="Hosts to build (network namespaces).")
+    ] = 3,
     link_mbit: Annotated[
-        float, typer.Option("--link-mbit", min=0, help="Every link's rate each way; 0: unshaped.")
+        float,
+        typer.Option("--link-mbit", min=0, help="Every link's rate each way, Mbit/s; 0: unshaped."),
     ] = 0.0,
     cpus: Annotated[
         int, typer.Option("--cpus", min=1, help="CPUs each host's Ray node advertises.")
     ] = 1,
     name: NameOption = DEFAULT_NAME,
-    subnet: Annotated[str, typer.Option("--subnet", help="The box's /24.")] = DEFAULT_SUBNET,
+    subnet: Annotated[
+        str, typer.Option("--subnet", help="The box's IPv4 /24 subnet.")
+    ] = DEFAULT_SUBNET,
     no_ray: Annotated[
-        bool, typer.Option("--no-ray", help="Build the hosts and links only.")
+        bool, typer.Option("--no-ray", help="Build the hosts and links only, no Ray.")
     ] = False,
 ) -> None:
-    """Build the box: HOSTS namespaces on a bridge, each link shaped to --link-mbit, a Ray
-    head on host 0 and a Ray worker node on every other host; print the address to train on."""
+    """Build the box and start Ray on it.
+
+    Its hosts are network namespaces on a bridge (--hosts of them), each link shaped to
+    --link-mbit, with a Ray head on host 0 and a Ray worker node on every other host; prints
+    the address to train on."""
     try:
         plan = BoxPlan(hosts, name=name, subnet=subnet, cpus_per_host=cpus)
         with console.status(f"building box {name!r} ({hosts} hosts)"):
@@ -88,8 +96,10 @@ def _show(state: ops.BoxState) -> None:
 
 @box_app.command()
 def down(name: NameOption = DEFAULT_NAME) -> None:
-    """Remove the box: every process in its hosts (their Ray nodes), its namespaces, links,
-    qdiscs, bridge and folder, found by name (also what a crash left)."""
+    """Remove the box and everything it runs.
+
+    Every process in its hosts (their Ray nodes), its namespaces, links, qdiscs, bridge and
+    folder, found by name (also what a crash left)."""
     try:
         removed = ops.down(name)
     except RecsyncError as error:
@@ -99,7 +109,9 @@ def down(name: NameOption = DEFAULT_NAME) -> None:
 
 @box_app.command()
 def shape(
-    host: Annotated[str, typer.Argument(help="A host: its index, namespace or address.")],
+    host: Annotated[
+        str, typer.Argument(metavar="HOST", help="A host: its index, namespace or address.")
+    ],
     mbit: Annotated[
         float, typer.Option("--mbit", min=0, help="Rate each way, Mbit/s; 0: unshaped.")
     ] = 0.0,
@@ -108,7 +120,8 @@ def shape(
         typer.Option(
             "--delay-ms",
             min=0,
-            help="Added delay (netem; without it, to recsync's frames the host sends).",
+            help="Delay added each way, ms (netem; on a kernel without it, to recsync's own "
+            "frames the host sends).",
         ),
     ] = 0.0,
     loss: Annotated[
@@ -116,8 +129,8 @@ def shape(
         typer.Option(
             "--loss",
             min=0,
-            help="Fraction of packets lost (netem; without it, of recsync's frames, each "
-            "then held back by TCP's retransmission timeout).",
+            help="Fraction of packets lost, in [0, 1) (netem; on a kernel without it, of "
+            "recsync's own frames, each then held back by TCP's retransmission timeout).",
         ),
     ] = 0.0,
     name: NameOption = DEFAULT_NAME,
@@ -141,8 +154,10 @@ def status(
         False
     ),
 ) -> None:
-    """The box's hosts, links and Ray address, and each link's counters (bytes and packets
-    each way, as the kernel counted them in the host's namespace)."""
+    """Show the box's hosts, links, Ray address and traffic.
+
+    Each link's counters: bytes and packets each way, as the kernel counted them in the
+    host's namespace."""
     try:
         state = ops.load(name)
         counted = counters(state)
@@ -166,10 +181,14 @@ def status(
 )
 def exec_(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="A host: its index, namespace or address.")],
+    host: Annotated[
+        str, typer.Argument(metavar="HOST", help="A host: its index, namespace or address.")
+    ],
     name: NameOption = DEFAULT_NAME,
 ) -> None:
-    """Run a command on a host (in its namespace, with the box's Ray settings), e.g.
+    """Run a command on one host of the box.
+
+    The command after `--` runs in the host's namespace, with the box's Ray settings, e.g.
     `recsync box exec 0 -- recsync train --address ADDRESS`."""
     try:
         state = ops.load(name)
