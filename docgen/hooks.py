@@ -13,7 +13,13 @@ sys.path[:0] = [str(ROOT)]  # docgen, experiments, benchmarks
 
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from docgen import advise_section, claims_table, config_reference, results  # noqa: E402
+from docgen import (  # noqa: E402
+    advise_section,
+    claims_table,
+    config_reference,
+    file_references,
+    results,
+)
 
 HOME_LINKS = {  # the README's links into docs/, as the site's pages see them
     "](docs/": "](",
@@ -43,11 +49,14 @@ def on_config(config: Any) -> Any:
 
 
 def on_files(files: Files, config: Any) -> Files:
-    """The home page (the README), the configuration reference and one page per report,
-    with its figures."""
+    """The home page (the README), the configuration reference, the references of the cost
+    profile, the advise cluster file and the scenario file, and one page per report, with
+    its figures."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "index.md", content=home_page(readme)))
     files.append(File.generated(config, "configuration.md", content=config_reference.render()))
+    for page in file_references.PAGES:
+        files.append(File.generated(config, page.page, content=page.render()))
     files.append(File.generated(config, results.INDEX, content=results.index()))
     for report in results.REPORTS_RENDERED:
         files.append(File.generated(config, report.page, content=results.render(report)))
