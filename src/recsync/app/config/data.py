@@ -141,8 +141,8 @@ class DataSection(Section):
         default=0.0,
         ge=0.0,
         lt=1.0,
-        description="The share of data.path's lines held out for evaluation (file data "
-        "without test_path).",
+        description="The share of data.path's lines (Parquet: rows) held out for evaluation "
+        "(file data without test_path).",
     )
     test_max_examples: int = Field(
         default=100_000,
