@@ -18,6 +18,7 @@ from docgen import (  # noqa: E402
     claims_table,
     cli_reference,
     config_reference,
+    file_references,
     results,
 )
 
@@ -49,12 +50,15 @@ def on_config(config: Any) -> Any:
 
 
 def on_files(files: Files, config: Any) -> Files:
-    """The home page (the README), the configuration and command-line references and one
+    """The home page (the README), the configuration and command-line references, the
+    references of the cost profile, the advise cluster file and the scenario file, and one
     page per report, with its figures."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "index.md", content=home_page(readme)))
     files.append(File.generated(config, "configuration.md", content=config_reference.render()))
     files.append(File.generated(config, "cli.md", content=cli_reference.render()))
+    for page in file_references.PAGES:
+        files.append(File.generated(config, page.page, content=page.render()))
     files.append(File.generated(config, results.INDEX, content=results.index()))
     for report in results.REPORTS_RENDERED:
         files.append(File.generated(config, report.page, content=results.render(report)))

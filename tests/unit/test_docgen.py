@@ -8,7 +8,7 @@ from typing import Any
 
 from doc_commands import pages
 
-from docgen import claims_table, config_reference, hooks, results
+from docgen import claims_table, config_reference, file_references, hooks, results
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS
 from recsync.sync.staleness_norm import StalenessNorm
@@ -38,9 +38,12 @@ def test_the_reference_names_every_key_of_every_section_and_strategy():
         assert f'`[strategy] name = "{name}"`' in page
 
 
-def test_the_reference_notes_a_key_from_the_default_config_comment():
+def test_the_reference_describes_a_key_from_its_schema():
     page = config_reference.render()
-    assert "| `run.eval_every` | int | `50000` | examples between evaluations" in page
+    assert (
+        "| `run.eval_every` | int | `50000` | >= 0 | Examples handed out between evaluations"
+        in page
+    )
 
 
 def test_every_results_file_under_reports_has_a_page():
@@ -89,6 +92,7 @@ def test_no_page_but_the_performance_log_names_a_commit():
     texts = {path.name: path.read_text(encoding="utf-8") for path in pages()}
     texts.pop("perf-log.md")
     texts["configuration.md"] = config_reference.render()
+    texts |= {page.page: page.render() for page in file_references.PAGES}
     texts |= {r.directory: results.render(r) for r in results.REPORTS_RENDERED}
     named = {name: COMMIT.findall(FENCE.sub("", text)) for name, text in texts.items()}
     assert not {name: found for name, found in named.items() if found}

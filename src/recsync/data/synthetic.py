@@ -13,7 +13,7 @@ ids into fewer buckets (fixed tables smaller than the id space: collisions).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -27,39 +27,109 @@ CHUNK = 4096
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """Sizes and shape of a synthetic task.
+    """The synthetic task: sizes, the hidden teacher's shape, and drift and churn across
+    days.
 
     The teacher's logit has three parts whose standard deviations are set here: the sum of
-    the first-order id weights (first_order_std), the sum of pairwise factor products
-    (pairwise_std) and the dense linear term (dense_std per unit-variance feature).
-    Feature f's ids are in [0, table_rows[f]); `keyed` emits them as feature-prefixed keys
-    (data/keys.py) instead, so the same data trains fixed or hash tables.
-
-    `id_churn`: from the second day on, each day a random share `id_churn` of each
-    feature's table_rows id positions (round(id_churn * table_rows[f]) of them, drawn from
-    the seed) gets a never-seen id, numbered on from the ids before; feature f's ids then
-    lie in [0, id_space()[f]). `bucket_rows`: non-empty, a feature whose id space exceeds
-    bucket_rows[f] emits a hash of each id modulo bucket_rows[f] (a fixed table of that
-    many rows, with collisions; the teacher still sees the true id); the others emit their
-    ids as they are.
+    the first-order id weights, the sum of pairwise factor products and the dense linear
+    term. Feature f's ids are in [0, table_rows[f]), or [0, id_space()[f]) with churn.
     """
 
-    num_train: int = 1_000_000
-    num_test: int = 50_000
-    num_dense: int = 13
-    table_rows: tuple[int, ...] = (100,) * 26
-    zipf_exponent: float = 1.05
-    teacher_dim: int = 4
-    first_order_std: float = 1.0
-    pairwise_std: float = 0.1
-    dense_std: float = 0.3
-    base_ctr: float = 0.25
-    num_days: int = 1
-    drift: float = 0.0
-    seed: int = 0
-    keyed: bool = False
-    id_churn: float = 0.0
-    bucket_rows: tuple[int, ...] = ()
+    num_train: int = field(
+        default=1_000_000, metadata={"doc": "Training examples.", "values": ">= 1"}
+    )
+    num_test: int = field(
+        default=50_000,
+        metadata={"doc": "Held-out examples, drawn from the last day.", "values": ">= 1"},
+    )
+    num_dense: int = field(
+        default=13,
+        metadata={"doc": "Dense features, log(1 + count) of log-normal counts."},
+    )
+    table_rows: tuple[int, ...] = field(
+        default=(100,) * 26,
+        metadata={
+            "doc": "The ids of each categorical feature (one table each), drawn Zipf-skewed.",
+            "values": "each >= 1",
+        },
+    )
+    zipf_exponent: float = field(
+        default=1.05,
+        metadata={"doc": "The skew of each feature's id frequencies.", "values": "> 0"},
+    )
+    teacher_dim: int = field(
+        default=4,
+        metadata={"doc": "The width of the teacher's pairwise factor vectors.", "values": ">= 1"},
+    )
+    first_order_std: float = field(
+        default=1.0,
+        metadata={
+            "doc": "Standard deviation of the teacher's sum of first-order id weights.",
+            "values": ">= 0",
+        },
+    )
+    pairwise_std: float = field(
+        default=0.1,
+        metadata={
+            "doc": "Standard deviation of the teacher's sum of pairwise factor products.",
+            "values": ">= 0",
+        },
+    )
+    dense_std: float = field(
+        default=0.3,
+        metadata={
+            "doc": "Standard deviation of the teacher's linear term per unit-variance dense "
+            "feature.",
+            "values": ">= 0",
+        },
+    )
+    base_ctr: float = field(
+        default=0.25,
+        metadata={
+            "doc": "The click rate of the teacher's intercept (its bias is its logit).",
+            "values": "(0, 1)",
+        },
+    )
+    num_days: int = field(
+        default=1,
+        metadata={
+            "doc": "Days the training examples are split into, in stream order.",
+            "values": ">= 1",
+        },
+    )
+    drift: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Each new day, the teacher's weights take a random-walk step of this size "
+            "(relative to their spread).",
+            "values": ">= 0",
+        },
+    )
+    seed: int = field(default=0, metadata={"doc": "The seed of the task: teacher and examples."})
+    keyed: bool = field(
+        default=False,
+        metadata={
+            "doc": "Emit ids as feature-prefixed keys, for hash tables; set by the run from "
+            "model.table_kind."
+        },
+    )
+    id_churn: float = field(
+        default=0.0,
+        metadata={
+            "doc": "From the second day on, the share of each feature's ids replaced each "
+            "day by never-seen ones.",
+            "values": "[0, 1)",
+        },
+    )
+    bucket_rows: tuple[int, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Per feature, hash ids beyond this many into it (a fixed table smaller "
+            "than the id space, with collisions); not with keyed.",
+            "unset": "ids emitted as they are",
+            "values": "each >= 1, one per table",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.num_train < 1 or self.num_test < 1:

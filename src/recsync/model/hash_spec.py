@@ -16,14 +16,27 @@ OnFull = Literal["evict", "error"]
 
 @dataclass(frozen=True)
 class Admission:
-    """Which ids earn a row (DeepRec's counter / Bloom-filter admission, Paddle's
-    CountFilterEntry / ProbabilityEntry). `min_count`: an id gets a row at its min_count-th
-    sighting (counted in a count-min sketch, so ids seen fewer times cost no row);
-    `probability`: each sighting admits it with this probability (seeded, deterministic).
-    Until admitted, an id reads a shared default vector (zeros) and trains nothing."""
+    """Which ids earn a row of a hash table; until admitted, an id reads a shared default
+    vector (zeros) and trains nothing.
 
-    min_count: int = 1
-    probability: float = 1.0
+    As DeepRec's counter / Bloom-filter admission and Paddle's CountFilterEntry /
+    ProbabilityEntry."""
+
+    min_count: int = field(
+        default=1,
+        metadata={
+            "doc": "An id gets a row at its min_count-th sighting (counted in a count-min "
+            "sketch; rarer ids cost no row).",
+            "values": ">= 1",
+        },
+    )
+    probability: float = field(
+        default=1.0,
+        metadata={
+            "doc": "Each sighting admits the id with this probability (seeded, deterministic).",
+            "values": "(0, 1]",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.min_count < 1:
@@ -38,17 +51,42 @@ class Admission:
 
 @dataclass(frozen=True)
 class Eviction:
-    """Which rows go, at checkpoint cuts and at a job's end (so at each day's end in
-    continual training): rows not seen for `ttl_steps` updates of their shard, and rows whose
-    L2 norm fell below `min_l2`. `on_full`: when a shard holds `max_rows` rows and a new id
-    arrives, "evict" the least recently seen rows to make room, or stop with an "error"
-    naming the table and its bound. `ttl_days` (continual training, one job a day): rows not
-    seen for `ttl_days` days go at the start of each day (`ps/hash_days.py`)."""
+    """Which rows of a hash table go: at checkpoint cuts and at a job's end (so at each
+    day's end in continual training), when a shard is full, and at the start of a day."""
 
-    ttl_steps: int | None = None
-    min_l2: float | None = None
-    on_full: OnFull = "evict"
-    ttl_days: int | None = None
+    ttl_steps: int | None = field(
+        default=None,
+        metadata={
+            "doc": "Rows not seen for this many updates of their shard go (at cuts and at "
+            "the end).",
+            "unset": "off",
+            "values": ">= 1",
+        },
+    )
+    min_l2: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Rows whose L2 norm fell below this go (at cuts and at the end).",
+            "unset": "off",
+            "values": "> 0",
+        },
+    )
+    on_full: OnFull = field(
+        default="evict",
+        metadata={
+            "doc": "A new id at a shard holding max_rows rows: evict the least recently seen "
+            "rows to make room, or stop with an error naming the table."
+        },
+    )
+    ttl_days: int | None = field(
+        default=None,
+        metadata={
+            "doc": "Continual training: rows not seen for this many days go at the start of "
+            "each day.",
+            "unset": "off",
+            "values": ">= 1",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.ttl_steps is not None and self.ttl_steps < 1:
@@ -68,13 +106,28 @@ class Eviction:
 
 @dataclass(frozen=True)
 class HashTables:
-    """The job's tables are hash tables: `max_rows` bounds each embedding shard's rows
-    (None: unbounded), `initial_rows` is each shard's first arena."""
+    """How hash tables (keyed by raw ids, rows made as ids arrive) admit, evict and bound
+    their rows."""
 
-    admission: Admission = field(default_factory=Admission)
-    eviction: Eviction = field(default_factory=Eviction)
-    max_rows: int | None = None
-    initial_rows: int = 4096
+    admission: Admission = field(
+        default_factory=Admission, metadata={"doc": "Which ids earn a row."}
+    )
+    eviction: Eviction = field(default_factory=Eviction, metadata={"doc": "Which rows go."})
+    max_rows: int | None = field(
+        default=None,
+        metadata={
+            "doc": "The most rows each embedding shard holds (eviction.on_full says what then).",
+            "unset": "unbounded",
+            "values": ">= 1",
+        },
+    )
+    initial_rows: int = field(
+        default=4096,
+        metadata={
+            "doc": "Rows each shard allocates at first; it grows as ids arrive.",
+            "values": ">= 1",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:

@@ -9,7 +9,7 @@ and sync strategies average whole replicas at once. The formulas are torch.optim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -24,12 +24,26 @@ DENSE_OPTIMIZERS = ("sgd", "adagrad", "adam")
 class DenseOptimizerSpec:
     """Which optimizer updates the dense parameters, and its hyper-parameters."""
 
-    name: str = "adagrad"
-    lr: float = 0.01
-    eps: float = 1e-8
-    betas: tuple[float, float] = (0.9, 0.999)
-    momentum: float = 0.0
-    swap: Swap | None = None
+    name: str = field(
+        default="adagrad",
+        metadata={"doc": "The optimizer.", "values": list(DENSE_OPTIMIZERS)},
+    )
+    lr: float = field(default=0.01, metadata={"doc": "The learning rate.", "values": "> 0"})
+    eps: float = field(default=1e-8, metadata={"doc": "Added to the denominator (adagrad, adam)."})
+    betas: tuple[float, float] = field(
+        default=(0.9, 0.999),
+        metadata={"doc": "Adam's decay rates of the first and second moments."},
+    )
+    momentum: float = field(
+        default=0.0, metadata={"doc": "SGD's momentum (0: none).", "values": "[0, 1)"}
+    )
+    swap: Swap | None = field(
+        default=None,
+        metadata={
+            "doc": "SWAP: decay the accumulator periodically (adagrad or adam).",
+            "unset": "off",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.name not in DENSE_OPTIMIZERS:

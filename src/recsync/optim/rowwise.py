@@ -9,7 +9,7 @@ every period boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -194,16 +194,40 @@ class RowAdam(RowOptimizer):
         return {**super().state_dict(), "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
 
 
+ROW_OPTIMIZERS = ("sgd", "adagrad", "rowwise_adagrad", "adam")
+
+
 @dataclass(frozen=True)
 class RowOptimizerSpec:
     """Which row-wise optimizer a table shard uses, and its hyper-parameters."""
 
-    name: str = "adagrad"
-    lr: float = 0.05
-    eps: float = 1e-8
-    initial_accumulator: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.999)
-    swap: Swap | None = None
+    name: str = field(
+        default="adagrad",
+        metadata={
+            "doc": "The optimizer (rowwise_adagrad: one accumulator a row).",
+            "values": list(ROW_OPTIMIZERS),
+        },
+    )
+    lr: float = field(default=0.05, metadata={"doc": "The learning rate.", "values": "> 0"})
+    eps: float = field(
+        default=1e-8,
+        metadata={"doc": "Added to the denominator (adagrad, rowwise_adagrad, adam)."},
+    )
+    initial_accumulator: float = field(
+        default=0.0,
+        metadata={"doc": "The starting value of adagrad's accumulator (adagrad, rowwise_adagrad)."},
+    )
+    betas: tuple[float, float] = field(
+        default=(0.9, 0.999),
+        metadata={"doc": "Adam's decay rates of the first and second moments."},
+    )
+    swap: Swap | None = field(
+        default=None,
+        metadata={
+            "doc": "SWAP: decay the accumulator periodically (adagrad, rowwise_adagrad, adam).",
+            "unset": "off",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.name not in ROW_OPTIMIZERS:
@@ -227,6 +251,3 @@ class RowOptimizerSpec:
                 swap=self.swap,
             )
         return RowAdam(num_rows, dim, self.lr, betas=self.betas, eps=self.eps, swap=self.swap)
-
-
-ROW_OPTIMIZERS = ("sgd", "adagrad", "rowwise_adagrad", "adam")

@@ -7,15 +7,23 @@ when t mod T = 0, else 1). The embedding rows' optimizers (`rowwise`) and the de
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Swap:
-    """SWAP period decay: v <- lambda_t v + g^2, lambda_t = decay at multiples of period."""
+    """SWAP: the optimizer's second-moment accumulator decays at every multiple of a period
+    of global steps, so older gradients weigh less (adagrad, rowwise_adagrad, adam).
 
-    decay: float
-    period: int
+    v <- lambda_t v + g^2, lambda_t = decay at multiples of period, else 1."""
+
+    decay: float = field(
+        metadata={
+            "doc": "The factor the accumulator is multiplied by at each period's end.",
+            "values": "(0, 1]",
+        }
+    )
+    period: int = field(metadata={"doc": "The global steps between two decays.", "values": ">= 1"})
 
     def __post_init__(self) -> None:
         if not 0.0 < self.decay <= 1.0:

@@ -24,7 +24,7 @@ Pure math on numbers or on a tensor of per-row stalenesses; the server node call
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -34,19 +34,57 @@ RULES = ("rho", "inverse")
 
 @dataclass(frozen=True)
 class StalenessNorm:
-    """``rule``: ``"rho"`` (Liu & Zhao) or ``"inverse"`` (1/tau); ``mu_prime`` >= 0, the
-    staleness below which nothing is scaled; ``kappa`` > 0 the exponent; ``sigmoid_lambda``
-    None (off) or > 0, the weight of |dw_prev| in the optional sigmoid factor;
-    ``source_mean``, ``source_std``, ``target_std``: all None (tau is used as it is) or all
-    set (the normalized staleness, stds > 0)."""
+    """Staleness normalization: each gradient scaled by rho(tau), tau its staleness, before
+    the optimizer sees it."""
 
-    rule: Literal["rho", "inverse"] = "rho"
-    mu_prime: float = 0.0
-    kappa: float = 2.0
-    sigmoid_lambda: float | None = None
-    source_mean: float | None = None
-    source_std: float | None = None
-    target_std: float | None = None
+    rule: Literal["rho", "inverse"] = field(
+        default="rho",
+        metadata={
+            "doc": "rho: 1 up to mu_prime, tau^-kappa beyond (Liu & Zhao); inverse: 1/tau "
+            "(Zhang et al.)."
+        },
+    )
+    mu_prime: float = field(
+        default=0.0,
+        metadata={"doc": "The staleness up to which nothing is scaled.", "values": ">= 0"},
+    )
+    kappa: float = field(
+        default=2.0, metadata={"doc": "The exponent of rho's tau^-kappa.", "values": "> 0"}
+    )
+    sigmoid_lambda: float | None = field(
+        default=None,
+        metadata={
+            "doc": "The weight of the block's last update size in a sigmoid factor tau is "
+            "first multiplied by.",
+            "unset": "off",
+            "values": "> 0",
+        },
+    )
+    source_mean: float | None = field(
+        default=None,
+        metadata={
+            "doc": "This cluster's mean staleness, mapped onto mu_prime (set with source_std "
+            "and target_std).",
+            "unset": "off (tau as it is)",
+        },
+    )
+    source_std: float | None = field(
+        default=None,
+        metadata={
+            "doc": "This cluster's staleness standard deviation (with source_mean).",
+            "unset": "off (tau as it is)",
+            "values": "> 0",
+        },
+    )
+    target_std: float | None = field(
+        default=None,
+        metadata={
+            "doc": "The standard deviation of the smaller cluster normalized to (with "
+            "source_mean).",
+            "unset": "off (tau as it is)",
+            "values": "> 0",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:

@@ -14,7 +14,7 @@ driver.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 TIMING_MODES = ("shadow", "fixed")
@@ -30,24 +30,48 @@ def _is_real(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Timing:
-    """When to sync.
+    """When a replica strategy syncs: in a background shadow thread, or in the foreground
+    at a fixed rate.
 
-    - ``mode="shadow"``: a background shadow thread syncs in a loop, as fast as it can; takes
-      neither ``every_iterations`` nor ``every_seconds``. ``shadow_min_gap`` (default 1) makes
-      a round wait until the trainer's worker threads completed that many new iterations per
-      thread since the previous round started, so the sync gap per worker thread is at
-      least that (the paper's eq. 2 gap, all threads' iterations per sync, at least m times
-      that): re-syncing a replica no worker has changed only burns the CPU the workers
-      share with the shadow thread. 0 = loop without waiting, the paper's letter.
-    - ``mode="fixed"``: foreground sync, exactly one of ``every_iterations`` (each worker
-      thread syncs after every k of its own iterations) or ``every_seconds`` (the first worker
-      thread to finish an iteration once a period of P seconds has elapsed syncs).
+    A shadow round waits for `shadow_min_gap` new iterations per worker thread, so the sync
+    gap per worker thread is at least that (the paper's eq. 2 gap, all threads' iterations
+    per sync, at least m times that): re-syncing a replica no worker has changed only burns
+    the CPU the workers share with the shadow thread; 0 is the paper's letter.
     """
 
-    mode: Literal["shadow", "fixed"] = "shadow"
-    every_iterations: int | None = None
-    every_seconds: float | None = None
-    shadow_min_gap: float = 1.0
+    mode: Literal["shadow", "fixed"] = field(
+        default="shadow",
+        metadata={
+            "doc": "shadow: a background thread syncs in a loop, never blocking the workers; "
+            "fixed: the workers stop and sync in the foreground at a fixed rate."
+        },
+    )
+    every_iterations: int | None = field(
+        default=None,
+        metadata={
+            "doc": "fixed mode: each worker thread syncs after every this many of its own "
+            "iterations (or set every_seconds).",
+            "unset": "none: shadow mode, or fixed mode by every_seconds",
+            "values": "> 0",
+        },
+    )
+    every_seconds: float | None = field(
+        default=None,
+        metadata={
+            "doc": "fixed mode: the first worker thread to finish an iteration once this many "
+            "seconds have passed syncs (or set every_iterations).",
+            "unset": "none: shadow mode, or fixed mode by every_iterations",
+            "values": "> 0",
+        },
+    )
+    shadow_min_gap: float = field(
+        default=1.0,
+        metadata={
+            "doc": "shadow mode: a round waits until the trainer's worker threads made this "
+            "many new iterations each since the last one started (0: back to back).",
+            "values": ">= 0",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in TIMING_MODES:
@@ -59,11 +83,11 @@ class Timing:
         ):
             raise ValueError(f"shadow_min_gap must be a number >= 0, got {self.shadow_min_gap!r}")
         if self.mode == "shadow":
-            for field in ("every_iterations", "every_seconds"):
-                if getattr(self, field) is not None:
+            for key in ("every_iterations", "every_seconds"):
+                if getattr(self, key) is not None:
                     raise ValueError(
-                        f"{field} must be None for mode='shadow' (the shadow thread syncs as "
-                        f"fast as it can), got {getattr(self, field)!r}"
+                        f"{key} must be None for mode='shadow' (the shadow thread syncs as "
+                        f"fast as it can), got {getattr(self, key)!r}"
                     )
             return
         if (self.every_iterations is None) == (self.every_seconds is None):
@@ -153,9 +177,9 @@ def average_sync_gap(iterations: int, syncs: int) -> float | None:
     """ShadowSync's *average sync gap* (eq. 2): iterations trained per second divided by syncs
     per second, both over the same window and the same trainers, which is iterations / syncs.
     None when there was no sync. FR-<NAME>-k has gap k by construction."""
-    for field, value in (("iterations", iterations), ("syncs", syncs)):
+    for key, value in (("iterations", iterations), ("syncs", syncs)):
         if not _is_int(value) or value < 0:
-            raise ValueError(f"{field} must be an int >= 0, got {value!r}")
+            raise ValueError(f"{key} must be an int >= 0, got {value!r}")
     if syncs == 0:
         return None
     return iterations / syncs

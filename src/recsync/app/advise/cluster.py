@@ -106,16 +106,38 @@ PRESETS: dict[str, tuple[dict[str, float], str]] = {
 
 
 class MachinesSection(Section):
-    """[machines]: how many machines, their cores and network card, and their CPU prices
-    (`preset`, a name of PRESETS, or `profile`, a file `recsync calibrate` wrote)."""
+    """[machines]: how many machines, their cores and network card, and their CPU prices."""
 
-    count: int = Field(ge=1)
-    cores: int = Field(ge=1)
-    nic_gbps: float = Field(default=10.0, gt=0)
-    latency_us: float = Field(default=50.0, ge=0)
-    shared: bool = False
-    preset: str | None = None
-    profile: str | None = None
+    count: int = Field(ge=1, description="Machines.")
+    cores: int = Field(ge=1, description="Cores of each machine.")
+    nic_gbps: float = Field(
+        default=10.0,
+        gt=0,
+        description="Each machine's network card, gigabits/s (not used where the profile "
+        "names machines).",
+    )
+    latency_us: float = Field(
+        default=50.0,
+        ge=0,
+        description="One message's latency between machines, microseconds (not used where "
+        "the profile names machines).",
+    )
+    shared: bool = Field(
+        default=False,
+        description="The machines share `cores`: one machine, or hosts of one (then the "
+        "profile names them); the job's nodes queue for its cores.",
+    )
+    preset: str | None = Field(
+        default=None,
+        description="A named machine whose CPU prices are used (or give profile).",
+        json_schema_extra={"unset": '"default", unless profile is given', "values": list(PRESETS)},
+    )
+    profile: str | None = Field(
+        default=None,
+        description="A cost profile `recsync calibrate` wrote, whose CPU prices are used, "
+        "relative to the cluster file.",
+        json_schema_extra={"unset": "the preset's prices"},
+    )
 
     @field_validator("preset")
     @classmethod
@@ -138,38 +160,57 @@ class MachinesSection(Section):
 
 
 class GridSection(Section):
-    """[grid]: the counts of each role tried; unset: the job's and twice them (dense
-    servers: 1; readers: the job's own, its `cluster.num_readers` or the rule of
-    docs/readers.md). `dense_servers` counts EASGD's sync servers and a gradient
-    strategy's dense servers; strategies without such servers ignore it."""
+    """[grid]: the counts of each role tried; every combination is a candidate."""
 
-    trainers: list[Annotated[int, Field(ge=1)]] | None = None
-    embedding_servers: list[Annotated[int, Field(ge=1)]] | None = None
-    dense_servers: list[Annotated[int, Field(ge=1)]] | None = None
-    readers: list[Annotated[int, Field(ge=1)]] | None = None
+    trainers: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description="Trainer counts tried.",
+        json_schema_extra={"unset": "the job's cluster.num_trainers and twice it"},
+    )
+    embedding_servers: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description="Embedding server counts tried.",
+        json_schema_extra={"unset": "the job's cluster.num_embedding_servers and twice it"},
+    )
+    dense_servers: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description="EASGD's sync server and a gradient strategy's dense server counts tried "
+        "(other strategies ignore it).",
+        json_schema_extra={"unset": "[1]"},
+    )
+    readers: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description="Reader node counts tried.",
+        json_schema_extra={"unset": "the job's own: cluster.num_readers, or its default rule"},
+    )
 
 
 class StragglersCondition(Section):
-    """A condition: `fraction` of the worker threads compute `slowdown` times slower (the
-    same ones throughout, or drawn anew every `period_s` seconds)."""
+    """A condition: some worker threads compute slower."""
 
-    name: str
-    kind: Literal["stragglers"]
-    fraction: float = Field(gt=0, le=1)
-    slowdown: float = Field(gt=1)
-    period_s: float = Field(default=0.0, ge=0)
+    name: str = Field(description='The condition\'s name in the report; unique, not "clean".')
+    kind: Literal["stragglers"] = Field(description="Stragglers.")
+    fraction: float = Field(gt=0, le=1, description="The share of worker threads that are slow.")
+    slowdown: float = Field(gt=1, description="How many times slower a slow thread computes.")
+    period_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Draw the slow threads anew every this many seconds (0: the same ones "
+        "throughout).",
+    )
 
 
 class SlowServerCondition(Section):
-    """A condition: the first server of `role` answers `slowdown` times slower
-    (`cluster.server_slowdown`): "embedding" (embedding server 0) or "dense" (the
-    server holding the dense part: EASGD's sync server, a gradient strategy's dense
-    server, hierarchical training's group server 0; a strategy without one is unaffected)."""
+    """A condition: the first server of a role answers slower (`cluster.server_slowdown`)."""
 
-    name: str
-    kind: Literal["slow_server"]
-    role: Literal["embedding", "dense"] = "embedding"
-    slowdown: float = Field(gt=1)
+    name: str = Field(description='The condition\'s name in the report; unique, not "clean".')
+    kind: Literal["slow_server"] = Field(description="A slow server.")
+    role: Literal["embedding", "dense"] = Field(
+        default="embedding",
+        description="embedding: embedding server 0; dense: the server holding the dense part "
+        "(EASGD's sync server, a gradient strategy's dense server, a group server).",
+    )
+    slowdown: float = Field(gt=1, description="How many times slower the server answers.")
 
 
 Condition = Annotated[StragglersCondition | SlowServerCondition, Field(discriminator="kind")]
@@ -179,9 +220,14 @@ CLEAN = "clean"  # the condition every candidate is measured in: no straggler, n
 class ClusterFile(Section):
     """A whole cluster file: [machines], [grid] and the [[condition]]s to test."""
 
-    machines: MachinesSection
-    grid: GridSection = Field(default_factory=GridSection)
-    condition: list[Condition] = []
+    machines: MachinesSection = Field(description="The machines and their prices.")
+    grid: GridSection = Field(
+        default_factory=GridSection, description="The counts of each role tried."
+    )
+    condition: list[Condition] = Field(
+        default=[],
+        description="Conditions each candidate is measured in besides the clean cluster.",
+    )
 
     @model_validator(mode="after")
     def _names_unique(self) -> ClusterFile:

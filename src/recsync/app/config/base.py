@@ -1,4 +1,11 @@
-"""The base of every config section, and sections generated from the spec dataclasses."""
+"""The base of every config section, and sections generated from the spec dataclasses.
+
+Every key carries a one-line description: `Field(description=...)` in a section, the
+`"doc"` entry of a dataclass field's metadata in a spec dataclass. Two more entries, in a
+Field's `json_schema_extra` or a field's metadata, serve the generated references:
+`"unset"`, what is in effect when an optional key is left unset, and `"values"`, the values
+a key takes where its type does not say (a list of names, or a range as text).
+"""
 
 from __future__ import annotations
 
@@ -50,24 +57,42 @@ def _toml_value(value: Any) -> Any:
     return value
 
 
+DOC, UNSET, VALUES = "doc", "unset", "values"  # the metadata entries a field's key reads
+
+
+def dataclass_doc(cls: type) -> str:
+    """The first paragraph of `cls`'s docstring: what the section made of it is."""
+    paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
+def _key_field(f: dataclasses.Field[Any], hint: Any) -> Any:
+    """The pydantic Field of the dataclass field `f`: its default, and its description
+    (and "unset", "values") from its metadata."""
+    extra = {k: f.metadata[k] for k in (UNSET, VALUES) if k in f.metadata}
+    described: dict[str, Any] = {
+        "description": f.metadata.get(DOC),
+        "json_schema_extra": extra or None,
+    }
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return Field(default_factory=section_from_dataclass(hint), **described)
+    if f.default is not dataclasses.MISSING:
+        return Field(default=_toml_value(f.default), **described)
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default=_toml_value(f.default_factory()), **described)
+    return Field(..., **described)
+
+
 @functools.cache
 def section_from_dataclass(cls: type) -> type[Section]:
     """A section with one key per field of the spec dataclass `cls`, defaulting to its
-    defaults (fields without a default are required)."""
+    defaults (fields without a default are required), each described by its metadata."""
     hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        default: Any
-        if dataclasses.is_dataclass(hints[f.name]):
-            default = Field(default_factory=section_from_dataclass(hints[f.name]))
-        elif f.default is not dataclasses.MISSING:
-            default = _toml_value(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            default = _toml_value(f.default_factory())
-        else:
-            default = ...
-        fields[f.name] = (_toml_type(hints[f.name]), default)
-    doc = f"Keys of {cls.__name__}, defaults from it."
+    fields: dict[str, Any] = {
+        f.name: (_toml_type(hints[f.name]), _key_field(f, hints[f.name]))
+        for f in dataclasses.fields(cls)
+    }
+    doc = dataclass_doc(cls)
     return create_model(f"{cls.__name__}Section", __base__=Section, __doc__=doc, **fields)
 
 

@@ -30,55 +30,142 @@ else:
     SyntheticSection = section_from_dataclass(SyntheticSpec)
 
 
+_INFERRED = "read from the first file's header and rows when dense and categorical are empty"
+
+
 class TabularSchemaSection(Section):
     """[data.schema]: the declared columns of a CSV or Parquet table."""
 
-    label: str = "label"
-    dense: list[str] = []
-    categorical: list[str] = []
-    hashed: list[str] = []
-    null_dense: float | Literal["skip"] = 0.0
-    hash_seed: int = 0
-    dense_log1p: bool = False
-    delimiter: str = ","  # "\t" for TSV tables
-    multi_valued: dict[str, str] = {}  # column = separator: a multi-hot bag of ids a row
+    label: str = Field(default="label", description="The label column (0 or 1).")
+    dense: list[str] = Field(
+        default=[],
+        description="The dense (numeric) feature columns, in the model's order.",
+        json_schema_extra={"unset": _INFERRED},
+    )
+    categorical: list[str] = Field(
+        default=[],
+        description="The categorical columns, one embedding table each, in the model's order.",
+        json_schema_extra={"unset": _INFERRED},
+    )
+    hashed: list[str] = Field(
+        default=[],
+        description="Categorical columns of strings, hashed (mmh3 with hash_seed) into their "
+        "table; the others hold integer ids.",
+        json_schema_extra={"unset": _INFERRED},
+    )
+    null_dense: float | Literal["skip"] = Field(
+        default=0.0,
+        description='The value of a null dense cell, or "skip" to skip its row as a bad line.',
+    )
+    hash_seed: int = Field(
+        default=0,
+        description="The seed of the hash of string ids (hashed columns).",
+        json_schema_extra={"values": "[0, 2^32)"},
+    )
+    dense_log1p: bool = Field(
+        default=False,
+        description="Feed the model log(1 + x) of each dense value (negative ones as 0).",
+    )
+    delimiter: str = Field(
+        default=",",
+        description='The field separator of CSV text, one character ("\\t" for TSV).',
+    )
+    multi_valued: dict[str, str] = Field(
+        default={},
+        description="column = separator: the column holds a multi-hot bag of ids a row, "
+        "split at that one character.",
+        json_schema_extra={"unset": _INFERRED},
+    )
 
 
 class LibSVMSection(Section):
-    """[data.libsvm]: which libSVM indices are dense features."""
+    """[data.libsvm]: how libSVM and libFM lines map to features."""
 
-    dense_indices: list[int] = []
+    dense_indices: list[int] = Field(
+        default=[],
+        description="Indices whose values are the dense features, in order (absent: 0); "
+        "every other index is an id of the one multi-hot categorical feature.",
+    )
 
 
 class LibFFMSection(Section):
-    """[data.libffm]: which libFM field numbers are dense features."""
+    """[data.libffm]: how libffm lines map to features."""
 
-    dense_fields: list[int] = []
+    dense_fields: list[int] = Field(
+        default=[],
+        description="Field numbers whose values are the dense features, in order; the other "
+        "fields are the categorical features, in increasing order.",
+    )
 
 
 class StorageSection(Section):
-    """[data.storage]: where an S3-compatible store answers, if not where the environment
-    (AWS_ENDPOINT_URL) or AWS's configuration says. Never credentials: those come from
-    each host's environment or configuration."""
+    """[data.storage]: where an S3-compatible store answers. Never credentials: those come
+    from each host's environment or configuration."""
 
-    endpoint: str | None = None  # e.g. "http://10.0.0.5:9000"
+    endpoint: str | None = Field(
+        default=None,
+        description='The S3-compatible store\'s URL, e.g. "http://10.0.0.5:9000".',
+        json_schema_extra={"unset": "AWS_ENDPOINT_URL, or AWS's configuration, or AWS itself"},
+    )
+
+
+SOURCES = ("synthetic", "criteo", "libsvm", "libfm", "libffm", "csv", "parquet", "auto")
 
 
 class DataSection(Section):
     """[data]: where examples come from, and the held-out set for file data."""
 
-    source: Literal["synthetic", "criteo", "libsvm", "libffm", "csv", "parquet"] = "synthetic"
-    # also accepted on input: "libfm" (read as libsvm) and "auto" (by data.path's name)
-    path: str | list[str] | None = None
-    strict: bool = False
-    test_path: str | list[str] | None = None
-    test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
-    test_max_examples: int = Field(default=100_000, ge=1)
-    synthetic: SyntheticSection = Field(default_factory=SyntheticSection)
-    table_schema: TabularSchemaSection = Field(default_factory=TabularSchemaSection, alias="schema")
-    libsvm: LibSVMSection = Field(default_factory=LibSVMSection)
-    libffm: LibFFMSection = Field(default_factory=LibFFMSection)
-    storage: StorageSection = Field(default_factory=StorageSection)
+    source: Literal["synthetic", "criteo", "libsvm", "libffm", "csv", "parquet"] = Field(
+        default="synthetic",
+        description='The synthetic task, or files of a format; "libfm" is read as libsvm, '
+        '"auto" is the format data.path\'s name says.',
+        json_schema_extra={"values": list(SOURCES)},
+    )
+    path: str | list[str] | None = Field(
+        default=None,
+        description="The training files: files, directories or globs, local paths or URLs "
+        "(s3://, gs://, ...).",
+        json_schema_extra={"unset": "required for file data"},
+    )
+    strict: bool = Field(
+        default=False,
+        description="Stop at the first bad line of file data, naming it; false: skip bad "
+        "lines and report them.",
+    )
+    test_path: str | list[str] | None = Field(
+        default=None,
+        description="The held-out files of file data (or set test_fraction instead).",
+        json_schema_extra={"unset": "the held-out set is test_fraction of data.path"},
+    )
+    test_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="The share of data.path's lines (Parquet: rows) held out for evaluation "
+        "(file data without test_path).",
+    )
+    test_max_examples: int = Field(
+        default=100_000,
+        ge=1,
+        description="The most held-out examples of file data (the first ones, by file and line).",
+    )
+    synthetic: SyntheticSection = Field(
+        default_factory=SyntheticSection, description="The synthetic task (source = synthetic)."
+    )
+    table_schema: TabularSchemaSection = Field(
+        default_factory=TabularSchemaSection,
+        alias="schema",
+        description="The declared columns of CSV and Parquet data.",
+    )
+    libsvm: LibSVMSection = Field(
+        default_factory=LibSVMSection, description="The dense indices of libSVM / libFM data."
+    )
+    libffm: LibFFMSection = Field(
+        default_factory=LibFFMSection, description="The dense fields of libffm data."
+    )
+    storage: StorageSection = Field(
+        default_factory=StorageSection, description="Where an S3-compatible store answers."
+    )
 
     @model_validator(mode="before")
     @classmethod

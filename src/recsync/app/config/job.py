@@ -16,35 +16,86 @@ from recsync.sync.config import StrategyConfig
 
 
 class ClusterSection(Section):
-    """[cluster]: node counts, and the Ray cluster to join (none: start a local one).
-    `num_sync_servers`: EASGD's sync servers (default 1); `num_dense_servers`: a gradient
-    strategy's dense servers (default 1). `worker_processes`: each worker of a trainer in a
-    process of its own, sharing the trainer's replica in shared memory (Ray engine); false:
-    threads of one process; unset: processes where the strategy allows and the cluster has
-    a CPU per worker. `trainer_slowdown`: per trainer, how many times slower it computes
-    (emulated stragglers, both drivers), from `slowdown_from_s` until `slowdown_until_s`
-    seconds into the job (unset: to its end); `server_slowdown`: servers by name (e.g.
-    embedding-server-0) and how many times slower they answer (both drivers).
-    `num_readers`: reader nodes sharing the stream (docs/readers.md); unset: one per 64
-    worker threads, at least one, at most one a trainer. `placement`: roles pinned to
-    machines of a multi-machine cluster (role -> machines, each its address or its index,
-    the head first), e.g. `trainer = ["10.0.0.12", "10.0.0.13"]`; the rest follow the
-    rule of docs/clusters.md."""
+    """[cluster]: the nodes of a distributed run by role, the Ray cluster it runs on, and
+    emulated slow nodes."""
 
-    num_trainers: int = Field(default=2, ge=1)
-    workers_per_trainer: int = Field(default=2, ge=1)
-    num_embedding_servers: int = Field(default=2, ge=1)
-    num_sync_servers: int | None = Field(default=None, ge=0)
-    num_dense_servers: int | None = Field(default=None, ge=0)
-    address: str | None = None
-    num_cpus: int | None = Field(default=None, ge=1)
-    trainer_slowdown: list[float] = []
-    slowdown_from_s: float = Field(default=0.0, ge=0)
-    slowdown_until_s: float | None = Field(default=None, gt=0)
-    server_slowdown: dict[str, float] = {}
-    worker_processes: bool | None = None
-    num_readers: int | None = Field(default=None, ge=1)
-    placement: dict[str, list[Annotated[int, Field(ge=0)] | str]] = {}
+    num_trainers: int = Field(
+        default=2, ge=1, description="Trainer nodes, each with its workers and data stream."
+    )
+    workers_per_trainer: int = Field(
+        default=2, ge=1, description="Worker threads (or processes) of each trainer."
+    )
+    num_embedding_servers: int = Field(
+        default=2, ge=1, description="Embedding servers the tables' rows are sharded over."
+    )
+    num_sync_servers: int | None = Field(
+        default=None,
+        ge=0,
+        description="EASGD's sync servers, the shards of the center variable.",
+        json_schema_extra={"unset": "1"},
+    )
+    num_dense_servers: int | None = Field(
+        default=None,
+        ge=0,
+        description="A gradient strategy's dense servers, the blocks of the dense part.",
+        json_schema_extra={"unset": "1"},
+    )
+    address: str | None = Field(
+        default=None,
+        description='A running Ray cluster to join: "auto" or its head\'s address, e.g. '
+        '"10.0.0.11:6379".',
+        json_schema_extra={"unset": "a local Ray cluster, started for the run"},
+    )
+    num_cpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPUs of the local Ray cluster (not with address).",
+        json_schema_extra={"unset": "the machine's cores (os.cpu_count())"},
+    )
+    trainer_slowdown: list[float] = Field(
+        default=[],
+        description="Per trainer, how many times slower it computes (emulated stragglers, "
+        "both drivers); [] or 1.0: full speed.",
+    )
+    slowdown_from_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Seconds into the job when trainer_slowdown begins.",
+    )
+    slowdown_until_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds into the job when trainer_slowdown ends.",
+        json_schema_extra={"unset": "the job's end"},
+    )
+    server_slowdown: dict[str, float] = Field(
+        default={},
+        description='Servers by name (e.g. "embedding-server-0") and how many times slower '
+        "each answers (both drivers).",
+    )
+    worker_processes: bool | None = Field(
+        default=None,
+        description="true: each worker of a trainer in a process of its own, sharing the "
+        "trainer's replica in shared memory (Ray engine); false: threads of one process.",
+        json_schema_extra={
+            "unset": "processes where the strategy allows and the cluster has a CPU per "
+            "worker, else threads"
+        },
+    )
+    num_readers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Reader nodes sharing the data stream, each serving whole trainers.",
+        json_schema_extra={
+            "unset": "one per 64 worker threads, at least one, at most one per trainer"
+        },
+    )
+    placement: dict[str, list[Annotated[int, Field(ge=0)] | str]] = Field(
+        default={},
+        description="Roles pinned to machines (role = machines, each an address or an index, "
+        'the head 0), e.g. trainer = ["10.0.0.12", "10.0.0.13"].',
+        json_schema_extra={"unset": "every role placed by the engine's rule"},
+    )
 
     def dense_servers(self, strategy: StrategyConfig | None) -> int:
         """The dense servers: the key, or (deprecated) num_sync_servers for a gradient

@@ -55,31 +55,80 @@ else:
 
 
 class ModelSection(Section):
-    """[model]: the DLRM's shape; num_dense, num_tables and table_rows default to the data's.
-    `table_kind`: "hash" tables keyed by raw ids ([model.hash_tables]: admission, eviction,
-    max_rows), or "fixed" tables of table_rows rows; "auto": hash for file data that sets
-    no table_rows, fixed otherwise."""
+    """[model]: the DLRM's shape and its embedding tables; the counts default to the
+    data's."""
 
-    num_dense: int | None = None
-    num_tables: int | None = None
-    table_rows: list[int] | int | None = None
-    table_kind: Literal["auto", "hash", "fixed"] = "auto"
-    hash_tables: HashTablesSection = Field(default_factory=HashTablesSection)
-    embedding_dim: int = _DEFAULT_MODEL.embedding_dim
-    pooling: Literal["sum", "mean"] = "sum"
-    bottom_mlp: list[int] = list(_DEFAULT_MODEL.bottom_mlp)
-    top_mlp: list[int] = list(_DEFAULT_MODEL.top_mlp)
-    data_norm: bool = _DEFAULT_MODEL.data_norm
+    num_dense: int | None = Field(
+        default=None,
+        description="Dense features; must equal the data's where the data says.",
+        json_schema_extra={"unset": "the data's (Criteo: 13)"},
+    )
+    num_tables: int | None = Field(
+        default=None,
+        description="Embedding tables, one per categorical feature.",
+        json_schema_extra={"unset": "the data's (Criteo: 26; libffm: its first lines' fields)"},
+    )
+    table_rows: list[int] | int | None = Field(
+        default=None,
+        description="Rows of each table (a list), or one count for every table; ids are "
+        "taken modulo it.",
+        json_schema_extra={
+            "unset": "the synthetic task's; hash tables: grown as ids arrive; else required"
+        },
+    )
+    table_kind: Literal["auto", "hash", "fixed"] = Field(
+        default="auto",
+        description="hash: tables keyed by raw ids, rows made as ids arrive; fixed: "
+        "table_rows rows; auto: hash for file data without table_rows, fixed otherwise.",
+    )
+    hash_tables: HashTablesSection = Field(
+        default_factory=HashTablesSection,
+        description="Admission, eviction and the bound of hash tables.",
+    )
+    embedding_dim: int = Field(
+        default=_DEFAULT_MODEL.embedding_dim, description="The width of every embedding row."
+    )
+    pooling: Literal["sum", "mean"] = Field(
+        default="sum", description="How a multi-hot bag's rows are pooled into one vector."
+    )
+    bottom_mlp: list[int] = Field(
+        default=list(_DEFAULT_MODEL.bottom_mlp),
+        description="Hidden layer widths of the MLP over the dense features (it ends at "
+        "embedding_dim).",
+    )
+    top_mlp: list[int] = Field(
+        default=list(_DEFAULT_MODEL.top_mlp),
+        description="Hidden layer widths of the MLP over the interactions (it ends at one logit).",
+    )
+    data_norm: bool = Field(
+        default=_DEFAULT_MODEL.data_norm,
+        description="A data normalization layer (the batch's mean and scale) after each "
+        "hidden layer of both MLPs.",
+    )
 
 
 class TrainSection(Section):
     """[train]: batch size, passes over the data, and the dense and sparse optimizers."""
 
-    batch_size: int = _DEFAULT_TRAIN.batch_size
-    epochs: int = _DEFAULT_TRAIN.epochs
-    shuffle_buffer: int = _DEFAULT_TRAIN.shuffle_buffer
-    dense_optimizer: DenseOptimizerSection = Field(default_factory=DenseOptimizerSection)
-    sparse_optimizer: SparseOptimizerSection = Field(default_factory=SparseOptimizerSection)
+    batch_size: int = Field(
+        default=_DEFAULT_TRAIN.batch_size, description="Examples in a worker's batch."
+    )
+    epochs: int = Field(
+        default=_DEFAULT_TRAIN.epochs,
+        description="Passes over the training data (--epochs); the first in the data's order.",
+    )
+    shuffle_buffer: int = Field(
+        default=_DEFAULT_TRAIN.shuffle_buffer,
+        description="Later passes are shuffled within blocks of this many examples (0: in order).",
+    )
+    dense_optimizer: DenseOptimizerSection = Field(
+        default_factory=DenseOptimizerSection,
+        description="The optimizer of the dense part (the MLPs).",
+    )
+    sparse_optimizer: SparseOptimizerSection = Field(
+        default_factory=SparseOptimizerSection,
+        description="The row-wise optimizer of the embedding tables.",
+    )
 
 
 @dataclass(frozen=True)
@@ -97,16 +146,36 @@ class RunSpecs:
 class Config(Section):
     """A whole validated run configuration."""
 
-    run: RunSection = Field(default_factory=RunSection)
-    data: DataSection = Field(default_factory=DataSection)
-    model: ModelSection = Field(default_factory=ModelSection)
-    train: TrainSection = Field(default_factory=TrainSection)
-    cluster: ClusterSection = Field(default_factory=ClusterSection)
-    strategy: StrategySection = Field(default_factory=default_strategy)
-    recovery: RecoverySection = Field(default_factory=RecoverySection)
-    simulate: SimulateSection = Field(default_factory=SimulateSection)
+    run: RunSection = Field(
+        default_factory=RunSection, description="The run's name, seed and bookkeeping."
+    )
+    data: DataSection = Field(default_factory=DataSection, description="Where examples come from.")
+    model: ModelSection = Field(
+        default_factory=ModelSection, description="The model's shape and its tables."
+    )
+    train: TrainSection = Field(
+        default_factory=TrainSection, description="Batches, passes and optimizers."
+    )
+    cluster: ClusterSection = Field(
+        default_factory=ClusterSection, description="The nodes of a distributed run."
+    )
+    strategy: StrategySection = Field(
+        default_factory=default_strategy,
+        description='How the nodes synchronize (the default: name = "easgd").',
+    )
+    recovery: RecoverySection = Field(
+        default_factory=RecoverySection, description="What a run does when it loses a node."
+    )
+    simulate: SimulateSection = Field(
+        default_factory=SimulateSection, description="How the simulator prices a run."
+    )
     # deprecated: the cost profile inline; checked by app/runs/cost_profile.py
-    cost: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = Field(
+        default=None,
+        description="Deprecated: the cost profile's [cost] table inline; name a profile file "
+        "in [simulate] profile instead.",
+        json_schema_extra={"unset": "the cost profile's prices alone"},
+    )
     _deprecations: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="wrap")

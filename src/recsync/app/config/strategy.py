@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, create_model
 from recsync.app.config.base import (
     Section,
     build_dataclass,
+    dataclass_doc,
     dataclass_of,
     error_key,
     section_from_dataclass,
@@ -46,21 +47,24 @@ class StrategyTable(Section):
     distributed: ClassVar[bool] = True
 
 
+NAME_DOC = "The strategy; its name decides which other keys [strategy] takes."
+
+
 class ReferenceSection(StrategyTable):
-    """[strategy] name = "reference": the single-process trainer; no other keys."""
+    """The single-process reference trainer: no cluster, no other key."""
 
     distributed: ClassVar[bool] = False
-    name: Literal["reference"] = "reference"
+    name: Literal["reference"] = Field(default="reference", description=NAME_DOC)
 
 
 def _strategy_section(name: str, cls: type) -> type[Section]:
-    doc = f'[strategy] name = "{name}": the keys of {cls.__name__}, defaults from it.'
+    doc = dataclass_doc(cls)
     keys = section_from_dataclass(cls).model_fields
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"{cls.__name__}Strategy",
         __base__=StrategyTable,
         __doc__=doc,
-        name=(Literal[name], name),
+        name=(Literal[name], Field(default=name, description=NAME_DOC)),
         **{key: (field.annotation, field) for key, field in keys.items()},
     )
 

@@ -25,7 +25,10 @@ else:
         "CostProfile",
         __base__=Section,
         __doc__="A cost profile file: its [cost] table.",
-        cost=(_CostSection, Field(default_factory=_CostSection)),
+        cost=(
+            _CostSection,
+            Field(default_factory=_CostSection, description="The simulator's prices."),
+        ),
     )
 
 

@@ -40,25 +40,56 @@ from recsync.errors import ConfigError
 
 
 class StragglerChange(Section):
-    """Slow trainers for a while of each day."""
+    """Slow trainers for a while of each day: whole trainers, drawn from the job's seed
+    and the day."""
 
-    fraction: float = Field(ge=0.0, le=1.0)
-    slowdown: float = Field(ge=1.0)
-    start_s: float = Field(default=0.0, ge=0.0)
-    duration_s: float | None = Field(default=None, gt=0.0)
+    fraction: float = Field(
+        ge=0.0, le=1.0, description="The share of trainers that are slow (rounded)."
+    )
+    slowdown: float = Field(ge=1.0, description="How many times slower a slow trainer computes.")
+    start_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Seconds into the day's training when they become slow (a day trained in "
+        "segments counts its earlier segments' seconds).",
+    )
+    duration_s: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="Seconds they stay slow.",
+        json_schema_extra={"unset": "to the day's end"},
+    )
 
 
 class ClusterChange(Section):
-    """The cluster from `day` on (until the next change)."""
+    """The cluster from `day` on, until the next change; what it leaves out is the base
+    config's."""
 
-    day: int = Field(ge=0)
-    num_trainers: int | None = Field(default=None, ge=1)
-    stragglers: StragglerChange | None = None
-    server_slowdown: dict[str, Annotated[float, Field(ge=1.0)]] = {}
+    day: int = Field(ge=0, description="The first day of the change; days increase.")
+    num_trainers: int | None = Field(
+        default=None,
+        ge=1,
+        description="The trainers of these days.",
+        json_schema_extra={"unset": "the base config's cluster.num_trainers"},
+    )
+    stragglers: StragglerChange | None = Field(
+        default=None,
+        description="Slow trainers on these days.",
+        json_schema_extra={"unset": "none"},
+    )
+    server_slowdown: dict[str, Annotated[float, Field(ge=1.0)]] = Field(
+        default={},
+        description='Servers by name (e.g. "embedding-server-0") and how many times slower '
+        "each answers on these days.",
+    )
 
 
 class ScenarioFile(Section):
-    change: list[ClusterChange] = Field(min_length=1)
+    """A scenario file: the changes of the cluster, by day."""
+
+    change: list[ClusterChange] = Field(
+        min_length=1, description="The changes, at least one, by increasing day."
+    )
 
 
 class Scenario:

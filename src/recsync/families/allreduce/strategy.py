@@ -44,7 +44,8 @@ class AllReduceStrategy(StrategyConfig):
 
 @dataclass(frozen=True)
 class AllReduceConfig(AllReduceStrategy):
-    """No parameters: all-reduce every step; embedding rows aggregated per step."""
+    """All-reduce: the dense gradient all-reduced among the workers every step, embedding
+    rows aggregated per step; no other key."""
 
     name: ClassVar[str] = "allreduce"
     label: ClassVar[str] = "all-reduce"

@@ -9,7 +9,7 @@ each gradient by rho(tau) (see staleness_norm.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
@@ -19,9 +19,16 @@ from recsync.sync.staleness_norm import StalenessNorm
 
 @dataclass(frozen=True)
 class AsyncConfig(GradientStrategy):
-    """No parameters; ``staleness_norm`` optional."""
+    """Asynchronous SGD (Downpour): every worker's gradient applied when it arrives, none
+    waiting."""
 
-    staleness_norm: StalenessNorm | None = None
+    staleness_norm: StalenessNorm | None = field(
+        default=None,
+        metadata={
+            "doc": "Scale each stale gradient before it is applied (Liu & Zhao).",
+            "unset": "off (every gradient at full weight)",
+        },
+    )
 
     name: ClassVar[str] = "async"
     label: ClassVar[str] = "async"

@@ -13,7 +13,7 @@ a last step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
@@ -22,10 +22,18 @@ from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, check_posi
 
 @dataclass(frozen=True)
 class BackupWorkersConfig(GradientStrategy):
-    """``num_backup``: b, an int >= 0, the slowest gradients ignored per step; it must be
-    below the number of workers (checked by ``make_server``)."""
+    """Backup workers (Hop-BW): every step applies the first gradients to arrive and ignores
+    the slowest few.
 
-    num_backup: int = 1
+    ``num_backup`` must be below the number of workers (checked by ``make_server``)."""
+
+    num_backup: int = field(
+        default=1,
+        metadata={
+            "doc": "b, the slowest gradients ignored per step; below the number of workers.",
+            "values": ">= 0",
+        },
+    )
 
     name: ClassVar[str] = "backup_workers"
     label: ClassVar[str] = "Hop-BW"

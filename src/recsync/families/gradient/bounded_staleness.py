@@ -12,7 +12,7 @@ by rho(tau) as in ``async`` (the server node applies it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
@@ -22,11 +22,24 @@ from recsync.sync.staleness_norm import StalenessNorm
 
 @dataclass(frozen=True)
 class BoundedStalenessConfig(GradientStrategy):
-    """``staleness``: s, an int >= 0, how many steps a worker may run ahead of the slowest
-    active worker (0: lock step); ``staleness_norm`` optional, as in ``async``."""
+    """Bounded staleness (Hop-BS): a worker runs ahead of the slowest active worker by a
+    bounded number of steps."""
 
-    staleness: int = 4
-    staleness_norm: StalenessNorm | None = None
+    staleness: int = field(
+        default=4,
+        metadata={
+            "doc": "s, how many steps a worker may run ahead of the slowest active worker "
+            "(0: lock step).",
+            "values": ">= 0",
+        },
+    )
+    staleness_norm: StalenessNorm | None = field(
+        default=None,
+        metadata={
+            "doc": "Scale each stale gradient before it is applied (Liu & Zhao).",
+            "unset": "off (every gradient at full weight)",
+        },
+    )
 
     name: ClassVar[str] = "bounded_staleness"
     label: ClassVar[str] = "Hop-BS"

@@ -9,7 +9,7 @@ is applied as a last, smaller step, so no gradient is left pending.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
@@ -18,10 +18,17 @@ from recsync.sync.gradient import Action, GradientPolicy, Push, check_positive_i
 
 @dataclass(frozen=True)
 class BspConfig(GradientStrategy):
-    """``num_aggregate``: M, the gradients per update, an int >= 1; None means the number of
-    workers."""
+    """BSP: every update aggregates a fixed number of gradients, whichever workers sent
+    them."""
 
-    num_aggregate: int | None = None
+    num_aggregate: int | None = field(
+        default=None,
+        metadata={
+            "doc": "M, the gradients aggregated into one update.",
+            "unset": "the number of workers",
+            "values": ">= 1",
+        },
+    )
 
     name: ClassVar[str] = "bsp"
     label: ClassVar[str] = "BSP"

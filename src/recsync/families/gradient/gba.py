@@ -28,7 +28,7 @@ batch and token; nothing else changes (its token is simply never pushed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
@@ -68,15 +68,41 @@ DECAYS: dict[str, Decay] = {
 
 @dataclass(frozen=True)
 class GbaConfig(GradientStrategy):
-    """``num_aggregate``: M = global batch / local batch, an int >= 1 (None: the number of
-    workers, matching a sync job of as many workers); ``iota``: the staleness threshold, an
-    int >= 0; ``decay``: a name in ``DECAYS``; ``stale_slot``: a stale gradient takes its
-    place in the buffer (the paper) or none."""
+    """GBA: workers never wait; servers aggregate a global batch of token-tagged
+    gradients, stale ones decayed."""
 
-    num_aggregate: int | None = None
-    iota: int = 4
-    decay: str = "threshold"
-    stale_slot: bool = True
+    num_aggregate: int | None = field(
+        default=None,
+        metadata={
+            "doc": "M = global batch / local batch: the gradients a server aggregates into "
+            "one step.",
+            "unset": "the number of workers (the global batch of a sync job of as many)",
+            "values": ">= 1",
+        },
+    )
+    iota: int = field(
+        default=4,
+        metadata={
+            "doc": "The staleness threshold: a gradient up to iota steps stale keeps its "
+            "full weight.",
+            "values": ">= 0",
+        },
+    )
+    decay: str = field(
+        default="threshold",
+        metadata={
+            "doc": "The weight of a gradient staler than iota: threshold: excluded; "
+            "exponential: halved per step beyond iota.",
+            "values": ["threshold", "exponential"],
+        },
+    )
+    stale_slot: bool = field(
+        default=True,
+        metadata={
+            "doc": "An excluded stale gradient still takes its place in the buffer (the "
+            "paper); false: it takes none."
+        },
+    )
 
     name: ClassVar[str] = "gba"
     label: ClassVar[str] = "GBA"

@@ -27,7 +27,7 @@ c gradients are in (the paper's experiments, "tau1 = 0").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy, PullRule
@@ -43,15 +43,47 @@ def _check_seconds(field: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class PspConfig(GradientStrategy):
-    """``push_count``: c, an int >= 1 and at most the number of workers (None: all workers);
-    ``push_wait_s``: tau1 >= 0 seconds; ``pull_fraction``: b in (0, 1]; ``pull_wait_s``: tau2
-    >= 0 seconds; ``linear_scaling``: multiply the learning rate by d."""
+    """PSP: partial pushing (a step once enough gradients arrived, with a timeout) and
+    partial pulling."""
 
-    push_count: int | None = None
-    push_wait_s: float = 0.0
-    pull_fraction: float = 1.0
-    pull_wait_s: float = 0.0
-    linear_scaling: bool = True
+    push_count: int | None = field(
+        default=None,
+        metadata={
+            "doc": "c, the gradients of the current step a server waits for before its "
+            "timeout starts; at most the number of workers.",
+            "unset": "all workers",
+            "values": ">= 1",
+        },
+    )
+    push_wait_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "tau1, seconds a server waits for more gradients once c arrived (0: "
+            "applies at once).",
+            "values": ">= 0",
+        },
+    )
+    pull_fraction: float = field(
+        default=1.0,
+        metadata={
+            "doc": "b, the share of the dense blocks a worker waits for when it pulls; it "
+            "keeps its old copy of the others.",
+            "values": "(0, 1]",
+        },
+    )
+    pull_wait_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "tau2, the least seconds a worker's pull waits, unless every block arrived.",
+            "values": ">= 0",
+        },
+    )
+    linear_scaling: bool = field(
+        default=True,
+        metadata={
+            "doc": "Multiply the learning rate by d, the gradients a step applied (Goyal et al.)."
+        },
+    )
 
     name: ClassVar[str] = "psp"
     label: ClassVar[str] = "PSP"

@@ -20,7 +20,8 @@ from recsync.sync.gradient import Action, GradientPolicy, Push
 
 @dataclass(frozen=True)
 class SyncConfig(GradientStrategy):
-    """No parameters: every active worker contributes one gradient per global step."""
+    """Synchronous SGD: every active worker contributes one gradient per global step; no
+    other key."""
 
     name: ClassVar[str] = "sync"
     label: ClassVar[str] = "sync"

@@ -19,10 +19,10 @@ paper's ablation (Fig. 11) can turn each off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from recsync.families.hierarchical.compress.spec import CompressionSpec
+from recsync.families.hierarchical.compress.spec import PRECISIONS, CompressionSpec
 from recsync.families.synced_replicas.strategy import CenterStrategy, CollectiveStrategy
 from recsync.sync.config import StrategyConfig
 from recsync.sync.registry import strategy_config
@@ -33,46 +33,112 @@ BMUF_KEYS = {"block_lr": 1.0, "block_momentum": 0.0, "nesterov": False}  # and t
 
 @dataclass(frozen=True)
 class HierarchicalConfig(StrategyConfig):
-    """`groups` (g) groups of `cluster.num_trainers / g` trainers (t), each trainer's
-    `cluster.workers_per_trainer` worker threads its nets (r); `group_servers` (p) group
-    PSs per group. `cross_group`: how the groups' replicas are synced, each group PS in a
-    background loop for the parameters it owns (ShadowSync's "easgd" through the global
-    sync servers, "ma" or "bmuf" over an all-reduce among the group PSs that own the same
-    parts; BMUF's `block_lr`, `block_momentum`, `nesterov`); `alpha`: its elastic
-    parameter; a group PS's sync round waits for `shadow_min_gap` new batches per worker
-    thread of its group (as ShadowSync's shadow threads do; 0: back to back). `fc_split`:
-    co-partition each widening FC with the narrowing one after it over the group PSs;
-    `tagging`: the paper's tagging rules (off: every parameterised op on group PS 0);
-    `refinement`: greedy refinement of the placement. `activations` / `gradients`: the
-    codec of forward activations / backward gradients between trainers and group PSs
-    ("none", "bf16", "int8"; the paper: int8 and bf16); `topk_fraction`: sparsify the
-    gradients to that fraction of their elements (the largest), with error feedback
-    unless `error_feedback` is off (Sec. 4.2)."""
+    """Hierarchical training: groups of trainers, each group's dense replica on its group
+    PSs, the groups synced in the background.
 
-    groups: int = 2
-    group_servers: int = 2
-    cross_group: str = "easgd"
-    alpha: float = 0.1
-    block_lr: float = 1.0
-    block_momentum: float = 0.0
-    nesterov: bool = False
-    shadow_min_gap: float = 1.0
-    fc_split: bool = True
-    tagging: bool = True
-    refinement: bool = True
-    activations: str = "none"
-    gradients: str = "none"
-    topk_fraction: float | None = None
-    error_feedback: bool = True
+    Symbols of the paper: g groups of t = `cluster.num_trainers / g` trainers, each
+    trainer's `cluster.workers_per_trainer` worker threads its nets (r), p group PSs per
+    group. `fc_split`, `tagging` and `refinement` are switches so that the paper's ablation
+    (Fig. 11) can turn each off."""
+
+    groups: int = field(
+        default=2,
+        metadata={
+            "doc": "g, the groups the trainers form; cluster.num_trainers divides into them.",
+            "values": ">= 1",
+        },
+    )
+    group_servers: int = field(
+        default=2,
+        metadata={
+            "doc": "p, the group PSs of each group, over which its dense replica is partitioned.",
+            "values": ">= 1",
+        },
+    )
+    cross_group: str = field(
+        default="easgd",
+        metadata={
+            "doc": "How the groups' replicas sync, each group PS in a background loop: easgd "
+            "through the global sync servers, ma or bmuf over an all-reduce.",
+            "values": list(CROSS_GROUP),
+        },
+    )
+    alpha: float = field(
+        default=0.1,
+        metadata={"doc": "The elastic parameter of the cross-group sync.", "values": "(0, 1]"},
+    )
+    block_lr: float = field(
+        default=1.0,
+        metadata={"doc": "BMUF's block learning rate (cross_group = bmuf).", "values": "> 0"},
+    )
+    block_momentum: float = field(
+        default=0.0,
+        metadata={"doc": "BMUF's block momentum (cross_group = bmuf).", "values": "[0, 1)"},
+    )
+    nesterov: bool = field(
+        default=False, metadata={"doc": "BMUF's Nesterov momentum (cross_group = bmuf)."}
+    )
+    shadow_min_gap: float = field(
+        default=1.0,
+        metadata={
+            "doc": "A group PS's sync round waits for this many new batches per worker thread "
+            "of its group (0: back to back).",
+            "values": ">= 0",
+        },
+    )
+    fc_split: bool = field(
+        default=True,
+        metadata={
+            "doc": "Co-partition each widening FC layer with the narrowing one after it over "
+            "the group PSs."
+        },
+    )
+    tagging: bool = field(
+        default=True,
+        metadata={
+            "doc": "Place operators by the paper's tagging rules; false: every parameterised "
+            "operator on group PS 0."
+        },
+    )
+    refinement: bool = field(
+        default=True, metadata={"doc": "Refine the placement greedily after tagging."}
+    )
+    activations: str = field(
+        default="none",
+        metadata={
+            "doc": "The codec of forward activations between trainers and group PSs.",
+            "values": list(PRECISIONS),
+        },
+    )
+    gradients: str = field(
+        default="none",
+        metadata={
+            "doc": "The codec of backward gradients between trainers and group PSs.",
+            "values": list(PRECISIONS),
+        },
+    )
+    topk_fraction: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Sparsify the backward gradients to this share of their elements, the "
+            'largest (with gradients = "none").',
+            "unset": "off (every element sent)",
+            "values": "(0, 1]",
+        },
+    )
+    error_feedback: bool = field(
+        default=True,
+        metadata={"doc": "With topk_fraction: carry what top-k left out into the next gradient."},
+    )
 
     name: ClassVar[str] = "hierarchical"
     label: ClassVar[str] = "HT"
 
     def __post_init__(self) -> None:
-        for field in ("groups", "group_servers"):
-            value = getattr(self, field)
+        for key in ("groups", "group_servers"):
+            value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"hierarchical: {field} must be an integer >= 1, got {value!r}")
+                raise ValueError(f"hierarchical: {key} must be an integer >= 1, got {value!r}")
         if self.cross_group not in CROSS_GROUP:
             raise ValueError(
                 f"hierarchical: cross_group must be one of {list(CROSS_GROUP)}, got "

@@ -39,15 +39,39 @@ from recsync.families.synced_replicas.strategy import (
 
 @dataclass(frozen=True)
 class BmufConfig(CollectiveStrategy):
-    """``alpha``: elastic parameter in (0, 1] (default 0.1, as S-EASGD and S-MA; the paper
-    also tries a larger one for S-BMUF); ``block_lr`` (eta_b) > 0, default 1 as in fairseq;
-    ``block_momentum`` (mu) in [0, 1), default 0; ``nesterov``: look-ahead global model."""
+    """BMUF: the trainers' average over an all-reduce moves a global model with block
+    momentum, each replica pulled toward it.
 
-    alpha: float = 0.1
-    block_lr: float = 1.0
-    block_momentum: float = 0.0
-    nesterov: bool = False
-    timing: Timing = field(default_factory=Timing)
+    alpha defaults to 0.1, as S-EASGD and S-MA (the paper also tries a larger one for
+    S-BMUF); block_lr 1 as in fairseq."""
+
+    alpha: float = field(
+        default=0.1,
+        metadata={
+            "doc": "The elastic parameter: how far a replica moves toward the global model "
+            "at a sync.",
+            "values": "(0, 1]",
+        },
+    )
+    block_lr: float = field(
+        default=1.0,
+        metadata={
+            "doc": "The block learning rate eta_b: the step along the average's move.",
+            "values": "> 0",
+        },
+    )
+    block_momentum: float = field(
+        default=0.0,
+        metadata={"doc": "The block momentum mu of the global model's moves.", "values": "[0, 1)"},
+    )
+    nesterov: bool = field(
+        default=False,
+        metadata={"doc": "Nesterov momentum: the global model kept as the look-ahead one."},
+    )
+    timing: Timing = field(
+        default_factory=Timing,
+        metadata={"doc": "When the replicas sync: shadow (background) or fixed rate."},
+    )
 
     name: ClassVar[str] = "bmuf"
     label: ClassVar[str] = "BMUF"

@@ -38,11 +38,24 @@ from recsync.protocol.effects import Call
 
 @dataclass(frozen=True)
 class EasgdConfig(CenterStrategy):
-    """``alpha``: the elastic parameter, in (0, 1]. The paper does not publish its value; 0.1
-    matches EASGD's advice of a total pull ``beta = n * alpha`` about 0.9 for ~10 trainers."""
+    """EASGD: each trainer's dense replica and a center variable on the sync servers pull
+    toward each other.
 
-    alpha: float = 0.1
-    timing: Timing = field(default_factory=Timing)
+    The paper does not publish alpha's value; 0.1 matches EASGD's advice of a total pull
+    ``beta = n * alpha`` about 0.9 for ~10 trainers."""
+
+    alpha: float = field(
+        default=0.1,
+        metadata={
+            "doc": "The elastic parameter: how far the replica and the center move toward "
+            "each other at a sync.",
+            "values": "(0, 1]",
+        },
+    )
+    timing: Timing = field(
+        default_factory=Timing,
+        metadata={"doc": "When the replicas sync: shadow (background) or fixed rate."},
+    )
 
     name: ClassVar[str] = "easgd"
     label: ClassVar[str] = "EASGD"

@@ -19,9 +19,15 @@ from recsync.families.synced_replicas.strategy import ReplicaStrategy, Timing
 
 @dataclass(frozen=True)
 class IndependentConfig(ReplicaStrategy):
-    """No sync. ``timing`` is accepted for a uniform config shape and ignored."""
+    """Independent replicas: each trainer trains its own dense replica, never synced (a lower
+    bound to compare the others with).
 
-    timing: Timing = field(default_factory=Timing)
+    ``timing`` is accepted for a uniform config shape and ignored."""
+
+    timing: Timing = field(
+        default_factory=Timing,
+        metadata={"doc": "Accepted for the shape of the replica strategies' config; ignored."},
+    )
 
     name: ClassVar[str] = "independent"
     label: ClassVar[str] = "independent"

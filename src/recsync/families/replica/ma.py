@@ -28,11 +28,24 @@ from recsync.families.synced_replicas.strategy import (
 
 @dataclass(frozen=True)
 class MaConfig(CollectiveStrategy):
-    """``alpha``: the elastic parameter, in (0, 1]; 1 = copy the average back. The paper uses
-    the same hyper-parameters for S-EASGD, S-MA and S-BMUF, hence the same default 0.1."""
+    """MA: the trainers' dense replicas averaged over an all-reduce, each pulled toward the
+    average.
 
-    alpha: float = 0.1
-    timing: Timing = field(default_factory=Timing)
+    The paper uses the same hyper-parameters for S-EASGD, S-MA and S-BMUF, hence the same
+    default alpha 0.1."""
+
+    alpha: float = field(
+        default=0.1,
+        metadata={
+            "doc": "The elastic parameter: how far a replica moves toward the average at a "
+            "sync (1: copies it).",
+            "values": "(0, 1]",
+        },
+    )
+    timing: Timing = field(
+        default_factory=Timing,
+        metadata={"doc": "When the replicas sync: shadow (background) or fixed rate."},
+    )
 
     name: ClassVar[str] = "ma"
     label: ClassVar[str] = "MA"

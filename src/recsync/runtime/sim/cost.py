@@ -19,15 +19,31 @@ from recsync.protocol.messages import Lookup, Message, Work
 
 @dataclass(frozen=True)
 class Stragglers:
-    """A fraction of workers computes `slowdown` times slower during [start, stop) seconds:
-    the same workers throughout (`period_s` 0), or, as on a shared cluster, in stretches: the
-    slow ones are drawn anew every `period_s` seconds (deterministic from the job's seed)."""
+    """Stragglers: a fraction of the worker threads computes slower for a while."""
 
-    fraction: float = 0.0
-    slowdown: float = 1.0
-    start: float = 0.0
-    stop: float = float("inf")
-    period_s: float = 0.0
+    fraction: float = field(
+        default=0.0,
+        metadata={"doc": "The share of worker threads that are slow.", "values": "[0, 1]"},
+    )
+    slowdown: float = field(
+        default=1.0,
+        metadata={"doc": "How many times slower a straggler computes.", "values": ">= 1"},
+    )
+    start: float = field(
+        default=0.0, metadata={"doc": "Virtual seconds into the job when the slowness begins."}
+    )
+    stop: float = field(
+        default=float("inf"),
+        metadata={"doc": "Virtual seconds into the job when it ends (inf: never)."},
+    )
+    period_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Draw the slow threads anew every this many seconds, from the job's seed, "
+            "as on a shared cluster (0: the same ones throughout).",
+            "values": ">= 0, finite",
+        },
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fraction <= 1.0:
@@ -42,30 +58,84 @@ class Stragglers:
 
 @dataclass(frozen=True)
 class Faults:
-    """Injected faults: a fraction of lookup and pull responses delayed by `delay_s` seconds
-    (`delay_lookups` False: dense pulls only, as in PSP's model, which has no embeddings);
-    trainer `crash_trainer` (None: no crash) crashing at virtual time `crash_at_s`: its
-    worker threads stop at their next action, the batches they held are lost (counted and
-    reported), the servers of a gradient strategy learn its workers are gone. A cut (a
-    checkpoint while training) keeps the reader paused `cut_s` seconds after every worker
-    parked: the time to gather the state and hand it over (0: at once; the Ray engine
-    paused 0.14-0.18 s a cut for the default job, the workers' parking included,
-    `benchmarks/bench_checkpoint.py`). Node losses (runtime/sim/faulty.py): each trainer,
-    server (embedding, sync, dense, group) and the reader is lost after an exponential time of
-    mean `trainer_mtbf_s`, `server_mtbf_s`, `reader_mtbf_s` (0: never), noticed
-    `detect_s` later; the job restarts `restart_s` after that."""
+    """Injected faults: delayed replies, a crashed trainer, the pause of a checkpoint, and
+    nodes lost at random.
 
-    delay_fraction: float = 0.0
-    delay_s: float = 0.0
-    delay_lookups: bool = True
-    crash_trainer: int | None = None
-    crash_at_s: float = 0.0
-    cut_s: float = 0.0
-    trainer_mtbf_s: float = 0.0
-    server_mtbf_s: float = 0.0
-    reader_mtbf_s: float = 0.0
-    detect_s: float = 1.0
-    restart_s: float = 10.0
+    A crashed trainer's worker threads stop at their next action, the batches they held are
+    lost (counted and reported), the servers of a gradient strategy learn its workers are
+    gone. The Ray engine paused 0.14-0.18 s a cut for the default job, the workers' parking
+    included (`benchmarks/bench_checkpoint.py`). Node losses: runtime/sim/faulty.py."""
+
+    delay_fraction: float = field(
+        default=0.0,
+        metadata={
+            "doc": "The share of lookup and dense pull replies delayed.",
+            "values": "[0, 1]",
+        },
+    )
+    delay_s: float = field(
+        default=0.0, metadata={"doc": "Seconds a delayed reply is late.", "values": ">= 0"}
+    )
+    delay_lookups: bool = field(
+        default=True,
+        metadata={
+            "doc": "Delay embedding lookups' replies too; false: dense pulls only (as PSP's "
+            "model, which has no embeddings)."
+        },
+    )
+    crash_trainer: int | None = field(
+        default=None,
+        metadata={
+            "doc": "The trainer that crashes at crash_at_s, its batches lost.",
+            "unset": "no crash",
+            "values": ">= 0",
+        },
+    )
+    crash_at_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Virtual seconds into the job when crash_trainer crashes.",
+            "values": ">= 0",
+        },
+    )
+    cut_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Seconds a checkpoint taken while training keeps the reader paused after "
+            "every worker parked (0: none).",
+            "values": ">= 0",
+        },
+    )
+    trainer_mtbf_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Mean seconds until a trainer is lost, exponentially distributed (0: never).",
+            "values": ">= 0",
+        },
+    )
+    server_mtbf_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Mean seconds until a server (embedding, sync, dense, group) is lost (0: "
+            "never).",
+            "values": ">= 0",
+        },
+    )
+    reader_mtbf_s: float = field(
+        default=0.0,
+        metadata={"doc": "Mean seconds until a reader is lost (0: never).", "values": ">= 0"},
+    )
+    detect_s: float = field(
+        default=1.0,
+        metadata={"doc": "Seconds until a lost node is noticed.", "values": ">= 0"},
+    )
+    restart_s: float = field(
+        default=10.0,
+        metadata={
+            "doc": "Seconds from noticing a loss until the job restarts.",
+            "values": ">= 0",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.crash_trainer is not None and self.crash_trainer < 0:
@@ -104,16 +174,51 @@ class Faults:
 @dataclass(frozen=True)
 class FileReading:
     """Seconds a reader node spends making one example of file data, by the file's format
-    (data.source), as `recsync calibrate --data FILE` measured the job's own files: reading
-    and parsing them, holding the test rows out, handing each batch from the producer to
-    the reader's process (pickled through the pipe and back). A format left unset (None)
-    costs a batch what a synthetic one does (`CostModel.reader_batch_s`)."""
+    (data.source), as `recsync calibrate --data FILE` measured the job's own files.
 
-    criteo: float | None = None
-    libsvm: float | None = None
-    libffm: float | None = None
-    csv: float | None = None
-    parquet: float | None = None
+    The seconds count reading and parsing them, holding the test rows out, handing each
+    batch from the producer to the reader's process (pickled through the pipe and back)."""
+
+    criteo: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Seconds an example of Criteo TSV files.",
+            "unset": "a batch costs reader_batch_s",
+            "values": ">= 0",
+        },
+    )
+    libsvm: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Seconds an example of libSVM and libFM files.",
+            "unset": "a batch costs reader_batch_s",
+            "values": ">= 0",
+        },
+    )
+    libffm: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Seconds an example of libffm files.",
+            "unset": "a batch costs reader_batch_s",
+            "values": ">= 0",
+        },
+    )
+    csv: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Seconds an example of CSV files.",
+            "unset": "a batch costs reader_batch_s",
+            "values": ">= 0",
+        },
+    )
+    parquet: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Seconds an example of Parquet files.",
+            "unset": "a batch costs reader_batch_s",
+            "values": ">= 0",
+        },
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -131,28 +236,93 @@ class FileReading:
 class StoredBytes(FileReading):
     """Bytes one example of file data takes as stored, by format (`recsync calibrate --data
     FILE`: the file's size over its examples): what a reader downloads an example when
-    the data is on an object store (`CostModel.store_mbit`)."""
+    the data is on an object store (at `store_mbit`)."""
+
+    criteo: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Bytes an example of Criteo TSV files.",
+            "unset": "no download time",
+            "values": ">= 0",
+        },
+    )
+    libsvm: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Bytes an example of libSVM and libFM files.",
+            "unset": "no download time",
+            "values": ">= 0",
+        },
+    )
+    libffm: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Bytes an example of libffm files.",
+            "unset": "no download time",
+            "values": ">= 0",
+        },
+    )
+    csv: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Bytes an example of CSV files.",
+            "unset": "no download time",
+            "values": ">= 0",
+        },
+    )
+    parquet: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Bytes an example of Parquet files.",
+            "unset": "no download time",
+            "values": ">= 0",
+        },
+    )
 
 
 @dataclass(frozen=True)
 class Machines:
-    """The machines a job runs on, each with its network link, where nodes share machines:
-    the nodes are placed on them by `coordinator/machines.py`'s rule and the job's pins
-    (`cluster.placement`, by an address of `addresses` or an index), and a message between
-    two machines queues on the sender's link, then the receiver's (each full duplex: what
-    a machine sends and what it receives queue apart), at each one's `link_bytes_s` (the
-    payload bytes a second its link carries each way, as `recsync calibrate --network`
-    measures them), arriving `latency_s` after it left. Nodes on one machine talk over its
-    loopback (`CostModel.latency_s`, `bandwidth_bytes_s`). The messages crossing a link
-    share it as TCP's connections do, not evenly: each message's share is weighted by a
-    log-normal factor of sigma `flow_spread` (as `recsync calibrate --network` measured
-    the spread of concurrent flows' rates; 0: even shares). No machines (the default):
-    every node is a machine of its own, with a link of `CostModel.bandwidth_bytes_s`."""
+    """The machines a job runs on and their network links, where nodes share machines
+    (as `recsync calibrate --network` measures them); none: every node is a machine of its
+    own.
 
-    link_bytes_s: tuple[float, ...] = ()
-    latency_s: float = 1.0e-4
-    addresses: tuple[str, ...] = ()
-    flow_spread: float = 0.0
+    The nodes are placed on them by `coordinator/machines.py`'s rule and the job's pins
+    (`cluster.placement`). A message between two machines queues on the sender's link,
+    then the receiver's (each full duplex: what a machine sends and what it receives queue
+    apart). Nodes on one machine talk over its loopback (`CostModel.latency_s`,
+    `bandwidth_bytes_s`)."""
+
+    link_bytes_s: tuple[float, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Per machine, the payload bytes a second its link carries each way.",
+            "unset": "no machines (every node a machine of its own, with a link of "
+            "bandwidth_bytes_s)",
+            "values": "each > 0",
+        },
+    )
+    latency_s: float = field(
+        default=1.0e-4,
+        metadata={
+            "doc": "Seconds a message between two machines takes beyond its queueing.",
+            "values": ">= 0",
+        },
+    )
+    addresses: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Per machine, its address, as cluster.placement names it.",
+            "unset": "machine-0, machine-1, ...",
+        },
+    )
+    flow_spread: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Sigma of the log-normal weight of each message's share of a link, as "
+            "TCP's flows share it (0: even shares).",
+            "values": ">= 0",
+        },
+    )
 
     def __post_init__(self) -> None:
         if any(not rate > 0 for rate in self.link_bytes_s):
@@ -178,61 +348,157 @@ class Machines:
 
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds for every kind of work, in virtual time.
+    """The simulator's prices: seconds for every kind of work, in virtual time.
 
-    compute: a worker computes `worker_flops` dense FLOP/s (a step's whole dense part:
-    forward, backward and the dense optimizer's step on its replica, of which the optimizer
-    takes `apply_share`; a worker that pushes its dense gradient instead, a gradient
-    strategy's, is charged the rest); each worker's speed is that
-    times a log-normal factor (sigma `speed_spread`), each batch times another (sigma
-    `batch_noise`); stragglers multiply the time. network: a message costs `latency_s` plus
-    its bytes over `bandwidth_bytes_s`, queued on the sender's and the receiver's NIC
-    (one message at a time each, so a busy server saturates). servers: a request costs
-    `request_s` plus `row_s` per embedding row (or `element_s` per dense element), plus
-    its FLOPs (a group PS's FC parts) at `worker_flops`; a row of a hash table costs
-    `hash_row_s` more (finding its key's slot, inserting a new one).
-    reader: a reader node spends `reader_batch_s` making a batch of the synthetic stream, or
-    `file_example_s` an example of the batch's format (FileReading) for file data; on an
-    object store of `store_mbit` Mbit/s (0: local files), shared by the job's readers, an
-    example also takes its `file_example_bytes` to arrive, which the reader overlaps with
-    its parsing (it reads ahead): a batch costs the longer of the two.
-    all-reduce: ring, 2(n-1) steps of latency plus 2(n-1)/n of the bytes over bandwidth.
-    machines: where nodes share machines and their links (Machines; none: every node a
-    machine of its own, `latency_s` and `bandwidth_bytes_s` its link's).
-    messaging CPU: each end of a message spends, at a trainer's node (a worker's or the
-    trainer's process: the caller), `message_cpu_s` plus `byte_cpu_s` per byte (pickling,
-    the socket's copies), at any other node (a server, the reader: the callee)
-    `server_message_cpu_s` plus `server_byte_cpu_s` per byte (None: the trainer's price).
-    shared_cpus: 0 = every node has CPUs of its own (a cluster); C > 0 = all nodes share C
-    cores (one machine, as `recsync calibrate` measures it), so compute, server work,
-    reading and messaging queue for the same cores, of which each of the job's processes
-    takes `process_idle_cpus` whatever it does (its runtime's threads waking), leaving the
-    work the rest.
+    network: a message costs `latency_s` plus its bytes over `bandwidth_bytes_s`, queued on
+    the sender's and the receiver's NIC (one message at a time each, so a busy server
+    saturates). servers: a request costs `request_s` plus `row_s` per embedding row (or
+    `element_s` per dense element), plus its FLOPs (a group PS's FC parts) at
+    `worker_flops`. reader: on an object store, a batch costs the longer of parsing and
+    downloading its examples (the reader reads ahead). all-reduce: ring, 2(n-1) steps of
+    latency plus 2(n-1)/n of the bytes over bandwidth.
     """
 
-    worker_flops: float = 2.0e10
-    apply_share: float = 0.0
-    speed_spread: float = 0.0
-    batch_noise: float = 0.0
-    latency_s: float = 1.0e-4
-    bandwidth_bytes_s: float = 1.25e9
-    request_s: float = 5.0e-5
-    row_s: float = 2.0e-8
-    hash_row_s: float = 6.0e-8
-    element_s: float = 2.0e-9
-    reader_batch_s: float = 1.0e-4
-    file_example_s: FileReading = field(default_factory=FileReading)
-    file_example_bytes: StoredBytes = field(default_factory=StoredBytes)
-    store_mbit: float = 0.0
-    message_cpu_s: float = 0.0
-    server_message_cpu_s: float | None = None
-    byte_cpu_s: float = 0.0
-    server_byte_cpu_s: float | None = None
-    shared_cpus: int = 0
-    process_idle_cpus: float = 0.0
-    stragglers: Stragglers = field(default_factory=Stragglers)
-    faults: Faults = field(default_factory=Faults)
-    machines: Machines = field(default_factory=Machines)
+    worker_flops: float = field(
+        default=2.0e10,
+        metadata={
+            "doc": "Dense FLOP/s of a worker: a step's forward, backward and dense optimizer "
+            "step on its replica.",
+            "values": "> 0",
+        },
+    )
+    apply_share: float = field(
+        default=0.0,
+        metadata={
+            "doc": "The share of a step's dense compute that is the optimizer's step (not "
+            "charged to a worker that pushes its gradient instead).",
+            "values": "[0, 1)",
+        },
+    )
+    speed_spread: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Sigma of the log-normal speed factor each worker draws once (0: all equal).",
+            "values": ">= 0",
+        },
+    )
+    batch_noise: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Sigma of the log-normal factor each batch's compute time draws (0: none).",
+            "values": ">= 0",
+        },
+    )
+    latency_s: float = field(
+        default=1.0e-4,
+        metadata={"doc": "Seconds a message takes beyond its bytes' transfer.", "values": ">= 0"},
+    )
+    bandwidth_bytes_s: float = field(
+        default=1.25e9,
+        metadata={"doc": "Bytes a second a node's network card carries.", "values": "> 0"},
+    )
+    request_s: float = field(
+        default=5.0e-5,
+        metadata={"doc": "Seconds of a server's work per request.", "values": ">= 0"},
+    )
+    row_s: float = field(
+        default=2.0e-8,
+        metadata={
+            "doc": "Seconds of an embedding server's work per embedding row looked up or updated.",
+            "values": ">= 0",
+        },
+    )
+    hash_row_s: float = field(
+        default=6.0e-8,
+        metadata={
+            "doc": "Seconds more per row of a hash table (finding its key's slot, inserting a "
+            "new one).",
+            "values": ">= 0",
+        },
+    )
+    element_s: float = field(
+        default=2.0e-9,
+        metadata={"doc": "Seconds of a server's work per dense element.", "values": ">= 0"},
+    )
+    reader_batch_s: float = field(
+        default=1.0e-4,
+        metadata={
+            "doc": "Seconds a reader spends making a batch of the synthetic stream (and of a "
+            "file format not measured).",
+            "values": ">= 0",
+        },
+    )
+    file_example_s: FileReading = field(
+        default_factory=FileReading,
+        metadata={"doc": "Seconds a reader spends on an example of file data, by format."},
+    )
+    file_example_bytes: StoredBytes = field(
+        default_factory=StoredBytes,
+        metadata={"doc": "Bytes an example of file data takes as stored, by format."},
+    )
+    store_mbit: float = field(
+        default=0.0,
+        metadata={
+            "doc": "Mbit/s of the object store the data is on, shared by the job's readers "
+            "(0: local files).",
+            "values": ">= 0",
+        },
+    )
+    message_cpu_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "CPU seconds each end of a message takes at a trainer's node (pickling, "
+            "the socket's copies).",
+            "values": ">= 0",
+        },
+    )
+    server_message_cpu_s: float | None = field(
+        default=None,
+        metadata={
+            "doc": "CPU seconds each end of a message takes at any other node (a server, "
+            "the reader).",
+            "unset": "message_cpu_s",
+            "values": ">= 0",
+        },
+    )
+    byte_cpu_s: float = field(
+        default=0.0,
+        metadata={
+            "doc": "CPU seconds per byte of a message at a trainer's node.",
+            "values": ">= 0",
+        },
+    )
+    server_byte_cpu_s: float | None = field(
+        default=None,
+        metadata={
+            "doc": "CPU seconds per byte of a message at any other node.",
+            "unset": "byte_cpu_s",
+            "values": ">= 0",
+        },
+    )
+    shared_cpus: int = field(
+        default=0,
+        metadata={
+            "doc": "0: every node has CPUs of its own (a cluster); C > 0: all nodes share C "
+            "cores (one machine), their work queueing for them."
+        },
+    )
+    process_idle_cpus: float = field(
+        default=0.0,
+        metadata={
+            "doc": "With shared_cpus: the cores each of the job's processes takes whatever it "
+            "does (its runtime's threads waking).",
+            "values": ">= 0",
+        },
+    )
+    stragglers: Stragglers = field(
+        default_factory=Stragglers, metadata={"doc": "Slow worker threads."}
+    )
+    faults: Faults = field(default_factory=Faults, metadata={"doc": "Injected faults."})
+    machines: Machines = field(
+        default_factory=Machines,
+        metadata={"doc": "Machines shared by several nodes, and their links."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("worker_flops", "bandwidth_bytes_s"):
