@@ -25,7 +25,13 @@ from typing import Any
 from recsync.app.advise.cache import PointCache
 from recsync.app.advise.candidates import Candidate, JobSource, Refusal, candidates
 from recsync.app.advise.cluster import CLEAN, ClusterFile, condition_cost
-from recsync.app.advise.measure import priced_point, quality_point
+from recsync.app.advise.measure import (
+    FLAT_MIN_DELTA,
+    FLAT_PATIENCE,
+    QUALITY_EVALUATIONS,
+    priced_point,
+    quality_point,
+)
 from recsync.app.advise.points import Points, Progress, Runner
 from recsync.app.advise.rank import LOWER_BOUND, Measured, Ranked, rank
 from recsync.app.config.schema import Config
@@ -52,7 +58,7 @@ class AdviseOptions:
     batches_per_thread: int = 6
     blocks_per_reader: int = 4
     quality: bool = True
-    quality_examples: int = 100_000
+    quality_examples: int = 1_000_000
     quality_test_examples: int = 5_000
     seeds: tuple[int, ...] = (0, 1)
     quality_candidates: int = 3
@@ -186,6 +192,7 @@ def advise(
                 "cost": dataclasses.asdict(cost),
                 "examples": sample,
                 "test_examples": test_sample,
+                "flat_rule": [QUALITY_EVALUATIONS, FLAT_PATIENCE, FLAT_MIN_DELTA],
                 "seed": seed,
             }
             measure = functools.partial(quality_point, job, c, cost, sample, test_sample, seed)

@@ -10,12 +10,20 @@ from recsync.app.advise.candidates import Candidate, JobSource
 from recsync.app.advise.cluster import SlowServerCondition, condition_cost
 from recsync.app.config.schema import Config
 from recsync.app.runs.distributed import job_spec
+from recsync.coordinator.evaluation import EarlyStopping
 from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 
+# A quality point trains until its held-out loss has flattened: the loss is measured every
+# tenth of the longest sample, and training stops once FLAT_PATIENCE measurements in a row
+# improved on the best by less than FLAT_MIN_DELTA (about 0.1% of a CTR model's logloss),
+# or when the sample is used up (then the point says it had not flattened).
+QUALITY_EVALUATIONS = 10
+FLAT_PATIENCE = 2
+FLAT_MIN_DELTA = 0.0005
 PRICED_TEST_EXAMPLES = 512  # a priced run scores nothing: its test split is made small
 SERVER_SLOTS = 4  # CPU slots of a server's machine in the simulator (SimJob server_threads)
 # a reader node makes its batches on one slot (its ReaderSpec's threads)
@@ -129,19 +137,33 @@ def quality_point(
     test_examples: int,
     seed: int,
 ) -> dict[str, Any]:
-    """The candidate's test AUC and NE after training on the first `examples` examples of
-    the data (scored on `test_examples` held out), real math, seed `seed`."""
+    """The candidate's test AUC and NE once its held-out loss has flattened (the rule
+    above), training on at most the first `examples` examples of the data (scored on
+    `test_examples` held out), real math, seed `seed`."""
     more: dict[str, Any] = {"simulate.math": "real", "run.seed": seed}
     more["run.early_stopping.patience"] = 0
     config = candidate.config(job, more)
-    examples = whole_batches(examples, config.train.batch_size)
+    batch = config.train.batch_size
+    examples = whole_batches(examples, batch)
     more |= data_changes(config, examples, test_examples)
     spec = job_spec(candidate.config(job, more), stop_after=examples)
-    sim = SimJob(spec, plan_for(spec), cost, math="real", eval_examples=test_examples)
+    flat = EarlyStopping("test_logloss", FLAT_PATIENCE, FLAT_MIN_DELTA)
+    every = whole_batches(examples // QUALITY_EVALUATIONS, batch)
+    sim = SimJob(
+        spec,
+        plan_for(spec),
+        cost,
+        eval_every=every,
+        early_stopping=flat,
+        math="real",
+        eval_examples=test_examples,
+    )
     summary = sim.run()
+    stopped = (summary.get("early_stopping") or {}).get("stopped_at_examples")
     return {
         "seed": seed,
         "examples": summary["examples_trained"],
+        "flattened": stopped is not None,
         "test_auc": summary["test_auc"],
         "test_ne": summary["test_ne"],
         "teacher_auc": summary.get("teacher_auc"),

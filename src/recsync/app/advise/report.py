@@ -14,6 +14,7 @@ from rich.table import Table
 from recsync.app.advise.advice import Advice
 from recsync.app.advise.candidates import Candidate, JobSource, Refusal
 from recsync.app.advise.cluster import CLEAN
+from recsync.app.advise.measure import FLAT_MIN_DELTA, FLAT_PATIENCE
 from recsync.app.advise.rank import TIER_NAMES, Ranked
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.app.runs.run_dir import json_ready, toml_text
@@ -79,6 +80,8 @@ def row_of(r: Ranked, conditions: list[str]) -> dict[str, Any]:
             "test_auc": r.auc,
             "test_ne": r.ne,
             "seeds": len(r.measured.quality),
+            "quality_examples": [p["examples"] for p in r.measured.quality],
+            "flattened": [p.get("flattened") for p in r.measured.quality],
             "quality_from": r.measured.quality_from,
             "changes": c.changes,
             "strategy_table": c.strategy_table,
@@ -165,6 +168,29 @@ def refusal_lines(refused: Sequence[Refusal], rows: Path) -> list[str]:
         names = list(dict.fromkeys(r.strategy for r in same))
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         lines.append(f"  {len(same)} x {reason} ({shown})")
+    return lines
+
+
+def flat_lines(advice: Advice) -> list[str]:
+    """How long the quality points trained, and those whose held-out loss had not yet
+    flattened when their sample ran out (their quality is still rising)."""
+    own = [r for r in advice.ranked if r.measured.quality and r.measured.quality_from is None]
+    points = [p for r in own for p in r.measured.quality]
+    if not points:
+        return []
+    examples = sorted(int(p["examples"]) for p in points)
+    lines = [
+        f"quality: trained until the held-out loss flattened ({FLAT_PATIENCE} evaluations "
+        f"in a row better by < {FLAT_MIN_DELTA} logloss): {examples[0]:,} to "
+        f"{examples[-1]:,} examples a point"
+    ]
+    rising = [
+        r.candidate.label for r in own if not all(p.get("flattened") for p in r.measured.quality)
+    ]
+    if rising:
+        lines.append(
+            f"not flattened within the sample (raise --quality-examples): {', '.join(rising)}"
+        )
     return lines
 
 

@@ -19,6 +19,7 @@ from recsync.app.advise.rank import indistinguishable
 from recsync.app.advise.report import (
     advice_table,
     duration,
+    flat_lines,
     refusal_lines,
     set_lines,
     write_outputs,
@@ -65,7 +66,12 @@ def advise(
         typer.Option(show_default=False, help="Measure the fastest ones' AUC (default) or not."),
     ] = True,
     sample: Annotated[
-        int, typer.Option(metavar="N", help="Examples each quality point trains on.")
+        int,
+        typer.Option(
+            metavar="N",
+            help="Examples a quality point trains on at most (it stops once its held-out "
+            "loss has flattened).",
+        ),
     ] = AdviseOptions.quality_examples,
     test_sample: Annotated[
         int, typer.Option(metavar="N", help="Held-out examples each quality point scores.")
@@ -157,7 +163,7 @@ def advise(
         shown = ", ".join(advice.not_measured[:6])
         more = f" and {len(advice.not_measured) - 6} more" if len(advice.not_measured) > 6 else ""
         console.print(f"not measured (budget spent): {escape(shown)}{more}")
-    for line in refusal_lines(advice.refused, written["rows"]):
+    for line in flat_lines(advice) + refusal_lines(advice.refused, written["rows"]):
         console.print(escape(line), soft_wrap=True)
     winner = advice.winner
     alike = indistinguishable(advice.ranked)
