@@ -67,7 +67,8 @@ def readme_sentence(results: dict[str, Any]) -> str:
     return "\n".join(
         [
             BEGIN,
-            f"On this project's {results['cores']}-core machine, the advice's fastest and "
+            f"On a {results['cores']}-core machine shared with other work, the advice's "
+            "fastest and "
             f"slowest candidates for the default job (`{top['label']}`, `{bottom['label']}`) "
             f"ran on Ray {order}; it predicted their examples/s "
             f"{_times(top['predicted_over_engine'])} and "

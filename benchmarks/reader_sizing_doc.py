@@ -97,7 +97,7 @@ def sizing_section(results: dict[str, Any]) -> str:
         f"({results['fit_examples']:,} examples a fit job; the simulator's error on the "
         f"three fit jobs themselves: {fits}). The simulator's worst miss in EPS: "
         f"{worst['file']}, {worst['ratio'] - 1:+.1%} (`max_abs_error` "
-        f"{results['max_abs_error']:.3f}; the target is 0.2); in CPU an example: "
+        f"{results['max_abs_error']:.3f}, against a bound of 0.2); in CPU an example: "
         f"{worst_cpu['file']}, {cpu_ratio(worst_cpu) - 1:+.1%}. Making the examples took at "
         f"most {reader_share:.1%} of the CPU the engine spent an example on these jobs.",
         "",

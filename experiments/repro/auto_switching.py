@@ -271,7 +271,7 @@ def claims(results: dict[str, Any]) -> list[Claim]:
             Claim(
                 f"an automatic controller trains within {TIME_TARGET:.0%} of the fastest "
                 "fixed strategy's time",
-                "GBA section 6: future work; the target is the issue's",
+                "GBA section 6: future work; the target is recsync's own",
                 f"{setting}: {check.time_ratio:.3f}x {fastest}'s time",
                 check.time_ok,
                 "controller",
@@ -279,7 +279,7 @@ def claims(results: dict[str, Any]) -> list[Claim]:
             Claim(
                 f"an automatic controller's mean next-day AUC is within {AUC_TARGET} of the "
                 "best fixed strategy's",
-                "GBA section 6: future work; the target is the issue's",
+                "GBA section 6: future work; the target is recsync's own",
                 f"{setting}: {best} minus the controller {check.auc_gap:+.4f}",
                 check.auc_ok,
                 "controller",

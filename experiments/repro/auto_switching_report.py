@@ -105,7 +105,7 @@ def report(results: dict[str, Any], scenario: str) -> str:
         "training and GBA as the cluster's resources change keeps the model's quality with "
         "the same hyper-parameters, while async and Hop-BS dip after a switch and need time "
         "to re-converge; choosing the strategy automatically from the cluster's state is "
-        "named as future work. No paper number exists for the controller; the issue's "
+        "named as future work. No paper number exists for the controller; recsync's "
         f"targets: its total training time within {TIME_TARGET:.0%} of the fastest fixed "
         f"strategy's, its mean next-day AUC within {AUC_TARGET} of the best fixed one's.",
         "",

@@ -35,7 +35,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "shadowsync-quality": (
         "One pass over 2,097,152 synthetic examples (410 to 102 iterations per worker thread) "
         "against the paper's billions: the runs end while still improving, so only the "
-        "order of the loss increases can be compared. The issue's 10x longer runs (10.5M "
+        "order of the loss increases can be compared. 10x longer runs (10.5M "
         "examples, 5 seeds: ~15 hours of one core) were not run; 2x is what fits in ~3.",
         "The dense learning rate is tuned on the baseline (S-EASGD, 5 trainers) alone and "
         "frozen; a rate tuned per variant might change the order.",
@@ -190,7 +190,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     ),
     "auto-switching": (
         "No paper number exists for the controller: the targets (time within 10%, AUC within "
-        "0.001) are the issue's; the scenario (which days have stragglers) is scripted, and "
+        "0.001) are recsync's own; the scenario (which days have stragglers) is scripted, and "
         "the hindsight schedule knows it.",
         "3 training seeds (the learning rate tuned on seed 0 alone) on one draw of the task "
         "and one scenario, 11 days of 32,768 examples, 8 trainers of one worker, a small "

@@ -153,7 +153,7 @@ def _setting(results: dict[str, Any], seeds: list[int]) -> list[str]:
         + " trainers "
         "(batch 256). Runs this short end while the 20-trainer runs still improve (at 1M "
         "examples the increases were tens of times the paper's): what can be compared is "
-        "their order, not their size. 10x longer runs (the issue's ask) would take ~15 hours "
+        "their order, not their size. 10x longer runs would take ~15 hours "
         "of one core with 5 seeds and were not run. The last-quarter train loss leaves out "
         "the first "
         "iterations, which a one-pass average over billions of examples barely weighs.",

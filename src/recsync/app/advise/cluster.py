@@ -63,7 +63,7 @@ PRESETS: dict[str, tuple[dict[str, float], str]] = {
     "default": (
         {},
         "the simulator's own defaults (runtime/sim/cost.py: 20 GFLOP/s a worker thread, "
-        "50 us a server request, 20 ns an embedding row); loosely this project's machine",
+        "50 us a server request, 20 ns an embedding row); loosely a 2-core machine's",
     ),
     "dev-2core": (
         {
@@ -80,7 +80,7 @@ PRESETS: dict[str, tuple[dict[str, float], str]] = {
             "server_byte_cpu_s": 1.037e-9,
             "process_idle_cpus": 1.164e-2,  # counts only on a shared machine
         },
-        "`recsync calibrate` on this project's 2-core development machine, 2026-11 "
+        "`recsync calibrate` on a 2-core machine shared with other work, 2026-11 "
         "(reports/reader_cost/results.json, its cost_profile)",
     ),
     "xeon-16core": (
