@@ -36,6 +36,16 @@ def test_inspect_reads_the_file_with_the_jobs_schema_skipping_nothing(shape, tmp
     assert re.search(r"skipped lines +│ none ", result.output), result.output
 
 
+def test_inspect_with_no_schema_reads_avazus_negative_codes_as_a_run_would(tmp_path):
+    """Its C20 holds -1: an integer id column, inferred, whose -1 is a hash table's key
+    (file data's tables), not a skipped line."""
+    SHAPES["avazu"][1](tmp_path / "avazu.csv")
+    result = invoke("data", "inspect", str(tmp_path / "avazu.csv"), "--label", "click")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"skipped lines +│ none ", result.output), result.output
+    assert re.search(r"│ C20 +│ int64 +│ categorical ", result.output), result.output
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_example_job_trains_on_its_shape(shape, tmp_path):
     reached = run_example(shape, tmp_path)
