@@ -190,3 +190,39 @@ def test_csv_text_not_written_plainly_goes_row_by_row_with_the_same_result(
     assert fast_skips.first == slow_skips.first
     if reason:
         assert "line 152" in fast_skips.first[reason]  # the header is line 1
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_negative_integer_ids_are_keys_of_hash_tables_and_bad_ids_of_fixed_ones(
+    tmp_path, monkeypatch, fmt
+):
+    """Avazu's C20 holds -1 among its codes: a hash table keys it (its decimal text
+    hashed, data/keys.py), column by column as row by row; a fixed table skips the row."""
+    from recsync.data.keys import integer_id, key
+    from recsync.io import readers
+
+    monkeypatch.setattr(table_blocks, "PARQUET_READ_ROWS", 50)
+    monkeypatch.setattr(readers, "CSV_BLOCK_BYTES", 4096)
+    table = _table(200, 8)
+    table["item"] = [-1 if i % 3 == 0 else v for i, v in enumerate(table["item"])]
+    if fmt == "csv":
+        path = tmp_path / "t.csv"
+        path.write_text(_csv_text(table))
+    else:
+        path = _write(tmp_path, table)
+    read = readers.csv_blocks if fmt == "csv" else table_blocks.parquet_blocks
+    keyed = TabularSchema(**{**SCHEMA.__dict__, "keyed": True})
+    out = []
+    for columnar in (True, False):
+        skips = SkipReport()
+        blocks = read(path, keyed, strict=False, skips=skips, columnar=columnar)
+        out.append(list(rebatch(blocks, 400)))
+        assert skips.counts == {}
+    _same(*out)
+    (batch,) = out[0]
+    item_ids = batch.ids[batch.offsets[:200]]  # feature 0's one id a row
+    assert item_ids[0] == key(0, integer_id(-1)) and item_ids[1] == key(0, table["item"][1])
+    skips = SkipReport()
+    fixed = list(rebatch(read(path, SCHEMA, strict=False, skips=skips), 400))
+    assert fixed[0].batch_size == 200 - 67 and skips.counts == {"bad_id": 67}
+    assert "data.schema.hashed = ['item']" in skips.first["bad_id"]

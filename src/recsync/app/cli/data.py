@@ -16,6 +16,7 @@ from rich.table import Table
 from recsync.app.cli.common import ConfigOption, SetOption, fail, number, skips_text
 from recsync.app.config.base import build_dataclass
 from recsync.app.config.load import load_config, parse_overrides
+from recsync.data.keys import MAX_TABLES
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.errors import ConfigError, RecsyncError
 from recsync.io.column_lists import separated_list
@@ -101,7 +102,9 @@ def synth(
 
 
 def _inferred_tabular_schema(found: InferredColumns) -> TabularSchema:
-    """The schema a config with no declared columns trains on (io/columns.py)."""
+    """The schema a config with no declared columns trains on (io/columns.py), with its
+    hash tables' keys (file data's tables when no table size is set: a negative integer id
+    is a key there, a fixed table's bad_id)."""
     rows = (INSPECT_TABLE_ROWS,) * len(found.categorical)
     return TabularSchema(
         found.label,
@@ -110,6 +113,7 @@ def _inferred_tabular_schema(found: InferredColumns) -> TabularSchema:
         rows,
         hashed=found.hashed,
         multi_valued=dict(found.multi_valued),
+        keyed=len(found.categorical) <= MAX_TABLES,
     )
 
 

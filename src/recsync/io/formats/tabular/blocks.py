@@ -40,6 +40,7 @@ from recsync.data.skips import SkipReport
 from recsync.errors import DataError
 from recsync.io.formats.tabular.rows import (
     DECIMAL,
+    SIGNED,
     TabularRowParser,
     TabularSchema,
     rows_from_columns,
@@ -51,6 +52,7 @@ from recsync.io.urls import shown
 PARQUET_READ_ROWS = 8192
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 _DIGITS = f"^{DECIMAL.pattern}$"  # the row parser's, unstripped
+_SIGNED_DIGITS = f"^{SIGNED.pattern}$"  # a keyed column's (negative ids have keys)
 
 
 def _plain_numeric(column: pa.Array) -> bool:
@@ -95,7 +97,7 @@ def _ids(
     if not pa.types.is_integer(column.type):
         return None
     values: np.ndarray = column.to_numpy(zero_copy_only=False)
-    if values.size and values.min() < 0:
+    if keyed_feature is None and values.size and values.min() < 0:
         return None
     if keyed_feature is not None:
         return make_keys(keyed_feature, integer_ids(values))
@@ -127,11 +129,11 @@ def _bags(column: pa.Array, separator: str | None) -> tuple[pa.Array, np.ndarray
     return elements, lengths.astype(np.int64)
 
 
-def _digits_as_ids(elements: pa.Array) -> pa.Array | None:
+def _digits_as_ids(elements: pa.Array, keyed: bool) -> pa.Array | None:
     """Text elements of an integer-id column as int64, or None where one is not plain."""
     if not (pa.types.is_string(elements.type) or pa.types.is_large_string(elements.type)):
         return elements
-    if not _all_match(elements, _DIGITS):
+    if not _all_match(elements, _SIGNED_DIGITS if keyed else _DIGITS):
         return None
     try:
         return elements.cast(pa.int64())
@@ -167,7 +169,7 @@ def columnar_batch(record_batch: pa.RecordBatch, schema: TabularSchema) -> Batch
             if bags is None:
                 return None
             column, bag_lengths = bags
-            if name not in hashed and (column := _digits_as_ids(column)) is None:
+            if name not in hashed and (column := _digits_as_ids(column, schema.keyed)) is None:
                 return None
         keyed_feature = f if schema.keyed else None
         values = _ids(column, schema.table_rows[f], name in hashed, schema.hash_seed, keyed_feature)
@@ -224,7 +226,7 @@ def typed_csv(record_batch: pa.RecordBatch, schema: TabularSchema) -> pa.RecordB
         if name in hashed or name in schema.multi_valued:  # text, split by columnar_batch
             typed.append(column)
             continue
-        if not _all_match(column, _DIGITS):
+        if not _all_match(column, _SIGNED_DIGITS if schema.keyed else _DIGITS):
             return None
         try:
             typed.append(column.cast(pa.int64()))

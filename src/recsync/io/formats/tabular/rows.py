@@ -11,11 +11,13 @@ numbers, bools, strings (CSV text) or None (null); an empty string counts as nul
   null a "missing_value" skip); NaN/inf -> "nan_value"; anything else -> "bad_value".
 - categorical, integer columns: a non-negative integer (int, integral float, decimal
   text, or text of a whole float such as "123.0", as pandas writes ids with nulls);
-  id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN).
+  id = value % table_rows[f]; otherwise "bad_id" ("nan_value" for NaN). `keyed` takes
+  negative integers too (Avazu's -1 codes): their key hashes their decimal text.
 - categorical, `hashed` columns: a string or bytes (an int is hashed from its decimal text);
   id = mmh3.hash(value, hash_seed, unsigned) % table_rows[f].
-- `keyed`: an id is instead the feature-prefixed key of the integer, or of the string hashed
-  with mmh3's 64-bit hash and hash_seed (data/keys.py); table_rows only counts the features.
+- `keyed`: an id is instead the feature-prefixed key of the integer (one outside [0, 2^56)
+  hashed from its decimal text), or of the string hashed with mmh3's 64-bit hash and
+  hash_seed (data/keys.py); table_rows only counts the features.
 - multi-valued columns (a multi-hot bag of ids per row): a list value (a Parquet list
   column) in any categorical column, or text split at the separator `multi_valued` declares
   for its column (`{"click_sequence": "^"}`); each element becomes an id as above (hashed
@@ -42,7 +44,8 @@ from recsync.data.skips import Rejected, SkipReport
 from recsync.errors import DataError
 
 DECIMAL = re.compile(r"[0-9]+")  # an integer id written as text (fullmatch, stripped)
-WHOLE_TEXT = re.compile(r"([0-9]+)\.0*")  # one written as a whole float ("123.0", pandas)
+SIGNED = re.compile(r"-?[0-9]+")  # one a keyed column takes (a negative id's key: hashed)
+WHOLE_TEXT = re.compile(r"(-?[0-9]+)\.0*")  # one written as a whole float ("123.0", pandas)
 SEPARATORS = "^|;,"  # what splits a multi-valued text column (io/columns.py looks for them)
 
 
@@ -157,13 +160,14 @@ def _dense(value: object, column: str) -> float:
     return number
 
 
-def _integer_id(value: object, column: str) -> int:
+def _integer_id(value: object, column: str, negative: bool = False) -> int:
+    """The integer of an id value; `negative`: a negative one too (hash tables' keys)."""
     number: int
     whole = WHOLE_TEXT.fullmatch(value.strip()) if isinstance(value, str) else None
     if (
         isinstance(value, int)
         or (isinstance(value, float) and value.is_integer())
-        or (isinstance(value, str) and DECIMAL.fullmatch(value.strip()) is not None)
+        or (isinstance(value, str) and SIGNED.fullmatch(value.strip()) is not None)
     ):
         number = int(value)
     elif whole is not None:
@@ -173,8 +177,13 @@ def _integer_id(value: object, column: str) -> int:
     else:
         hint = _hint(value, column)
         raise Rejected("bad_id", column, f"{value!r} is not a non-negative integer id{hint}")
-    if number < 0:
-        raise Rejected("bad_id", column, f"{value!r} is a negative id")
+    if number < 0 and not negative:
+        raise Rejected(
+            "bad_id",
+            column,
+            f"{value!r} is a negative id (a fixed table's ids are >= 0: hash tables take "
+            f"it, or hash the column's text: data.schema.hashed = [{column!r}])",
+        )
     return number
 
 
@@ -246,7 +255,7 @@ class TabularRowParser:
     def _keyed_id(self, value: object, column: str, hashed: bool) -> int:
         if hashed:
             return hashed_id(_hash_text(value, column), self.schema.hash_seed)
-        return integer_id(_integer_id(value, column))
+        return integer_id(_integer_id(value, column, negative=True))
 
 
 def _hint(value: object, column: str) -> str:
