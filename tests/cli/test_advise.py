@@ -66,6 +66,9 @@ def test_advise_ranks_writes_the_winner_and_resumes(tmp_path):
         # half the worker threads 4x slower: no strategy goes faster
         assert row["eps_by_condition"]["stragglers"] <= row["eps"] * 1.001
         assert row["test_auc"] is not None and row["seeds"] == 1
+        # trained until its held-out loss flattened, or the whole sample where it had not
+        (examples,), (flattened,) = row["quality_examples"], row["flattened"]
+        assert examples < 1000 if flattened else examples == 1000
         assert row["bottleneck"] in row["bytes_sent"] or row["bottleneck"] == "reader"
     assert rows[0]["rank"] == 1
     winner = tomllib.loads((out / "winner.toml").read_text())
@@ -75,6 +78,7 @@ def test_advise_ranks_writes_the_winner_and_resumes(tmp_path):
     assert (out / "advice.png").stat().st_size > 0
     assert f'--set strategy.name="{rows[0]["strategy"]}"' in result.output
     assert "recsync advise" in result.output and "stragglers" in result.output
+    assert "quality: trained until the held-out loss flattened" in result.output
     points = (out / "points.jsonl").read_text().splitlines()
     assert len(points) == 2 + 2 + 2  # clean, stragglers, quality: each of the two
 

@@ -26,6 +26,14 @@ def test_stop_after_patience_records_without_improvement_once():
     assert not any(watch_stops(EarlyStopping(patience=0), [0.5, 0.6, 0.7]))
 
 
+def test_no_stop_before_min_examples():
+    flat = [0.6, 0.6, 0.6, 0.6, 0.6, 0.6]  # examples 0, 1, ..., 5
+    assert watch_stops(EarlyStopping(patience=2), flat).index(True) == 2
+    assert watch_stops(EarlyStopping(patience=2, min_examples=4), flat).index(True) == 4
+    with pytest.raises(ValueError, match="min_examples"):
+        EarlyStopping(min_examples=-1)
+
+
 def test_the_best_record_is_reported():
     watch = EarlyStopWatch(EarlyStopping("test_auc", patience=3))
     for examples, auc in ((10, 0.61), (20, 0.66), (30, 0.64)):

@@ -27,17 +27,18 @@ STOPPING_METRICS = ("test_logloss", "test_ne", "test_auc")
 @dataclass(frozen=True)
 class EarlyStopping:
     """Stop training once `patience` evaluations in a row have not improved `metric` by
-    more than `min_delta` (patience 0: never stop early)."""
+    more than `min_delta` (patience 0: never stop early), not before `min_examples`."""
 
     metric: str = "test_logloss"
     patience: int = 0
     min_delta: float = 0.0
+    min_examples: int = 0
 
     def __post_init__(self) -> None:
         if self.metric not in STOPPING_METRICS:
             raise ValueError(f"metric must be one of {list(STOPPING_METRICS)}, got {self.metric!r}")
-        if self.patience < 0 or self.min_delta < 0:
-            raise ValueError("patience and min_delta must be >= 0")
+        if self.patience < 0 or self.min_delta < 0 or self.min_examples < 0:
+            raise ValueError("patience, min_delta and min_examples must be >= 0")
 
 
 class EarlyStopWatch:
@@ -66,8 +67,10 @@ class EarlyStopWatch:
             self.improved = True
             return False
         self.waited += 1
-        if rule.patience and self.waited >= rule.patience and self.stopped_at is None:
-            self.stopped_at = int(record["examples"])
+        examples = int(record["examples"])
+        waited = rule.patience and self.waited >= rule.patience
+        if waited and examples >= rule.min_examples and self.stopped_at is None:
+            self.stopped_at = examples
             return True
         return False
 

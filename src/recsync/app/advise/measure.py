@@ -20,7 +20,8 @@ from recsync.runtime.sim.job import SimJob
 # A quality point trains until its held-out loss has flattened: the loss is measured every
 # tenth of the longest sample, and training stops once FLAT_PATIENCE measurements in a row
 # improved on the best by less than FLAT_MIN_DELTA (about 0.1% of a CTR model's logloss),
-# or when the sample is used up (then the point says it had not flattened).
+# not before half the sample (a model that has not started to learn is flat too), or when
+# the sample is used up (then the point says it had not flattened).
 QUALITY_EVALUATIONS = 10
 FLAT_PATIENCE = 2
 FLAT_MIN_DELTA = 0.0005
@@ -147,7 +148,7 @@ def quality_point(
     examples = whole_batches(examples, batch)
     more |= data_changes(config, examples, test_examples)
     spec = job_spec(candidate.config(job, more), stop_after=examples)
-    flat = EarlyStopping("test_logloss", FLAT_PATIENCE, FLAT_MIN_DELTA)
+    flat = EarlyStopping("test_logloss", FLAT_PATIENCE, FLAT_MIN_DELTA, examples // 2)
     every = whole_batches(examples // QUALITY_EVALUATIONS, batch)
     sim = SimJob(
         spec,

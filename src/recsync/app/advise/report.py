@@ -188,9 +188,7 @@ def flat_lines(advice: Advice) -> list[str]:
         r.candidate.label for r in own if not all(p.get("flattened") for p in r.measured.quality)
     ]
     if rising:
-        lines.append(
-            f"not flattened within the sample (raise --quality-examples): {', '.join(rising)}"
-        )
+        lines.append(f"not flattened within the sample (raise --sample): {', '.join(rising)}")
     return lines
 
 

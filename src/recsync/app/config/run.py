@@ -35,9 +35,14 @@ class EarlyStoppingSection(Section):
         ge=0.0,
         description="The least change of the metric that counts as an improvement.",
     )
+    min_examples: int = Field(
+        default=0,
+        ge=0,
+        description="Never stop before this many examples were trained.",
+    )
 
     def to_spec(self) -> EarlyStopping:
-        return EarlyStopping(self.metric, self.patience, self.min_delta)
+        return EarlyStopping(self.metric, self.patience, self.min_delta, self.min_examples)
 
 
 class CheckpointSection(Section):
