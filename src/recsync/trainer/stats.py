@@ -35,6 +35,17 @@ class TrainerStats:
         self.receipts = ReceiptLog(num_workers)
 
     @property
+    def table(self) -> torch.Tensor:
+        return self._table
+
+    @table.setter
+    def table(self, table: torch.Tensor) -> None:
+        """The table, and a NumPy view of the same memory: a step's counts are written
+        through the view (a tensor's element update costs a dispatch: tens of
+        microseconds a step in the simulator)."""
+        self._table, self._rows = table, table.numpy()
+
+    @property
     def own_row(self) -> int:
         """The row of the trainer's own (shadow) loop."""
         return self.num_workers
@@ -80,27 +91,27 @@ class TrainerStats:
 
     def pushed(self, worker: int) -> int:
         """Steps of worker `worker` whose updates left (`count_step`)."""
-        return int(self.table[worker, ITERATIONS])
+        return int(self._rows[worker, ITERATIONS])
 
     def count_step(self, worker: int, examples: int, loss: float) -> None:
         """A step whose updates left the worker: trained (a crash after this loses nothing)."""
-        row = self.table[worker]
+        row = self._rows[worker]
         row[ITERATIONS] += 1
         row[EXAMPLES] += examples
         row[LOSS_SUM] += loss * examples
 
     def count_sync(self, row: int) -> None:
         """A sync round run by worker `row` (or by the trainer's own loop: `own_row`)."""
-        self.table[row, SYNCS] += 1
+        self._rows[row, SYNCS] += 1
 
     def finish(self, worker: int) -> None:
         """Worker `worker` has ended its loop."""
-        self.table[worker, DONE] = 1.0
+        self._rows[worker, DONE] = 1.0
 
     def note_dry(self, worker: int) -> None:
         """Worker `worker` found the data consumed: remember what the trainer had trained."""
-        if self.table[worker, DRY] < 0:
-            self.table[worker, DRY] = float(self.total_examples)
+        if self._rows[worker, DRY] < 0:
+            self._rows[worker, DRY] = float(self.total_examples)
 
     def detached(self) -> TrainerStats:
         """A copy of its own (the report of a trainer whose table is shared)."""
