@@ -1,4 +1,4 @@
-"""The one verdict rule of every reproduction (issue 55): a claimed effect "holds" only when
+"""The one verdict rule of every reproduction: a claimed effect "holds" only when
 it exceeds twice the seed spread in the paper's direction, "does not hold" when it exceeds it
 in the other direction, and is "within noise" otherwise; fewer than three seeds (or fewer
 than five where the seeds disagree on the sign of a paired difference) are "too few seeds",
@@ -72,7 +72,7 @@ def _sign(direction: Direction) -> float:
     return 1.0 if direction == "higher" else -1.0
 
 
-def _pairs(ours: Values, baseline: Values) -> tuple[list[float], list[float]]:
+def pairs(ours: Values, baseline: Values) -> tuple[list[float], list[float]]:
     """The two sides' values on the seeds both have (by seed, or by position)."""
     if isinstance(ours, Mapping) != isinstance(baseline, Mapping):
         raise ValueError("paired values must both be sequences or both be mappings by seed")
@@ -118,7 +118,7 @@ def judge(
         diffs = [sign * (v - float(baseline)) for v in ours_values]
         spread = seed_sd(ours_values)
     elif paired:
-        ours_values, base_values = _pairs(ours, baseline)
+        ours_values, base_values = pairs(ours, baseline)
         diffs = [sign * (a - b) for a, b in zip(ours_values, base_values, strict=True)]
         spread = max(seed_sd(ours_values), seed_sd(base_values), seed_sd(diffs))
     else:
