@@ -29,6 +29,7 @@ HOLDS, WITHIN_NOISE, DOES_NOT_HOLD, TOO_FEW_SEEDS = (
     "too few seeds",
 )
 LABELS = (HOLDS, WITHIN_NOISE, DOES_NOT_HOLD, TOO_FEW_SEEDS)
+AGAINST_MARK = " (against the paper)"  # after a label whose point estimate is against
 
 Direction = Literal["higher", "lower"]  # which way the paper says ours moves from baseline
 Values = Sequence[float] | Mapping[int, float]  # per seed: in seed order, or by seed
@@ -44,12 +45,18 @@ class Verdict:
     seeds: int
     label: str
 
+    @property
+    def against(self) -> bool:
+        """Whether the point estimate lies against the paper's direction (effect below 0)."""
+        return self.effect < 0
+
     def describe(self, digits: int = 4) -> str:
-        """`effect +x against 2 x spread y over n seeds: label`."""
+        """`effect +x against 2 x spread y over n seeds: label`, the label marked
+        "(against the paper)" where the effect is below 0, whatever the label."""
         return (
             f"effect {self.effect:+.{digits}f} against {NOISE:g} x spread "
             f"{self.spread:.{digits}f} over {self.seeds} seed{'s' if self.seeds != 1 else ''}: "
-            f"{self.label}"
+            f"{self.label}{AGAINST_MARK if self.against else ''}"
         )
 
     def as_dict(self) -> dict[str, float | int | str]:
