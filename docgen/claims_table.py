@@ -1,8 +1,11 @@
-"""The claims table (issue 55, part 5): one row per headline claim of every reproduction
-whose report computes its claims (`Report.claims`), rendered when the site is built from
-the results files under reports/, so no figure in it is typed by hand. A page includes it
-where it holds MARKER (docs/choosing-a-strategy.md); the hook (docgen/hooks.py) puts it
-there. The reproductions whose reports compute no claims yet are named under the table."""
+"""The claims table: one row per headline claim of every reproduction whose report computes
+its claims (`Report.claims`), rendered when the site is built from the results files under
+reports/, so no figure in it is typed by hand. Each row says what kind of evidence the claim
+is (measured, or built in by the simulator or an injected fault, with the mechanism), our
+effect (its size, its spread over the seeds, its direction against the paper's claim) and
+the verdict, marked "(against the paper)" where the point estimate lies against it. A page
+includes it where it holds MARKER (docs/choosing-a-strategy.md); the hook (docgen/hooks.py)
+puts it there. The reproductions whose reports compute no claims yet are named under the table."""
 
 from __future__ import annotations
 
@@ -12,13 +15,14 @@ from collections.abc import Sequence
 from docgen import results
 from docgen.markdown import cell
 from experiments.repro import REPRODUCTIONS
-from experiments.repro.claims import Claim
-from experiments.repro.verdict import Verdict
+from experiments.repro.claims import AGAINST, BUILT_IN, Claim
+from experiments.repro.verdict import NOISE
 
 MARKER = "<!-- claims table (docgen/claims_table.py) -->"
 HEADER = (
-    "| bears on | reproduction | claim | paper | ours | verdict |",
-    "| --- | --- | --- | --- | --- | --- |",
+    "| bears on | reproduction | claim | paper | ours | evidence | direction | size | spread "
+    "| verdict |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 )
 
 
@@ -28,9 +32,45 @@ def anchor(bears_on: str) -> str:
     return "claims-" + re.sub(r"[^a-z0-9]+", "-", bears_on.lower()).strip("-")
 
 
-def _verdict(v: Verdict) -> str:
+def _verdict(claim: Claim) -> str:
+    """`**within noise** (against the paper; effect -0.0015 against 2 x spread 0.0010,
+    5 seeds)`: the label in bold, the direction where it is against, `judge`'s figures."""
+    v = claim.verdict
     seeds = f"{v.seeds} seed{'s' if v.seeds != 1 else ''}"
-    return f"**{v.label}** (effect {v.effect:+.4f}, spread {v.spread:.4f}, {seeds})"
+    against = f"{AGAINST}; " if claim.direction == AGAINST else ""
+    return (
+        f"**{v.label}** ({against}effect {v.effect:+.4f} against {NOISE:g} x spread "
+        f"{v.spread:.4f}, {seeds})"
+    )
+
+
+def _evidence(claim: Claim) -> str:
+    if claim.evidence == BUILT_IN:
+        return f"built-in: {claim.mechanism}"
+    return claim.evidence
+
+
+def _direction(claim: Claim) -> str:
+    """The direction, in bold where the point estimate is against the paper."""
+    return f"**{AGAINST}**" if claim.direction == AGAINST else claim.direction
+
+
+def _size(claim: Claim) -> str:
+    """Our number and what the paper's claim asks of it: `+0.0458 eval logloss (paper: < 0)`."""
+    return f"{claim.effect.describe_size()} (the claim: {claim.effect.describe_expect()})"
+
+
+def cells(claim: Claim) -> list[str]:
+    """A claim's cells after its report's: claim, paper, ours, evidence, direction, size,
+    spread, verdict (escaped for a table)."""
+    text = (claim.claim, claim.paper, claim.ours, _evidence(claim))
+    return [
+        *(cell(c) for c in text),
+        _direction(claim),
+        cell(_size(claim)),
+        cell(claim.effect.describe_spread()),
+        _verdict(claim),
+    ]
 
 
 def render(
@@ -50,12 +90,7 @@ def render(
         mark = f'<span id="{anchor(key)}"></span>' if key not in seen else ""
         seen.add(key)
         link = f"[{cell(report.title)}]({base}{report.page})"
-        cells = (claim.claim, claim.paper, claim.ours)
-        lines.append(
-            f"| {mark}`{cell(key)}` | {link} | "
-            + " | ".join(cell(c) for c in cells)
-            + f" | {_verdict(claim.verdict)} |"
-        )
+        lines.append(f"| {mark}`{cell(key)}` | {link} | " + " | ".join(cells(claim)) + " |")
     if not rows:
         lines = ["No reproduction computes its claims yet."]
     if unclaimed:

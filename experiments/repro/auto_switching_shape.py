@@ -1,7 +1,7 @@
 """The auto-switching reproduction's numbers and verdicts, read off its rows (one a variant
-and seed): the controller against the issue's targets and GBA's Fig. 6 shape, each judged
+and seed): the controller against recsync's targets and GBA's Fig. 6 shape, each judged
 by `verdict.judge` on the per-seed values (paired by seed where both sides ran it). Rows
-written before issue 55's seeds carry no "seed": they are seed 0."""
+of the older, one-seed setting carry no "seed": they are seed 0."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def fastest_and_best(runs: Runs) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ControllerCheck:
-    """The controller against the issue's targets, per seed against the same seed's fixed
+    """The controller against recsync's targets, per seed against the same seed's fixed
     strategies: `time_ratio` (its total time over the fastest's) and `auc_gap` (the best's
     mean next-day AUC minus its own) are means of the per-seed values."""
 
@@ -62,6 +62,8 @@ class ControllerCheck:
     auc_gap: float
     time_ok: Verdict
     auc_ok: Verdict
+    ratios: dict[int, float]  # per seed: its total time over the fastest's
+    auc_gaps: dict[int, float]  # per seed: the best's mean next-day AUC minus its own
 
 
 def controller_check(
@@ -74,8 +76,16 @@ def controller_check(
     best_auc = {s: good[s]["mean_next_day_auc"] for s in seeds}
     time_ok = judge(ratios, 1 + TIME_TARGET, "lower")
     auc_ok = judge(auc, {s: best_auc[s] - AUC_TARGET for s in seeds}, "higher")
-    gap = statistics.fmean(best_auc[s] - auc[s] for s in seeds)
-    return ControllerCheck(len(seeds), statistics.fmean(ratios.values()), gap, time_ok, auc_ok)
+    gaps = {s: best_auc[s] - auc[s] for s in seeds}
+    return ControllerCheck(
+        len(seeds),
+        statistics.fmean(ratios.values()),
+        statistics.fmean(gaps.values()),
+        time_ok,
+        auc_ok,
+        ratios,
+        gaps,
+    )
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ class Fig6Shape:
     back: int | None  # the first day the mean gap is back within BACK of sync
     holds: Verdict
     dips: Verdict | None
+    held: dict[int, float]  # per seed, what `holds` judges: GBA's lowest gap, or the last day's
+    dipped: dict[int, float] | None  # per seed, what `dips` judges: the lowest while switched
 
 
 def fig6_shape(w: Switched) -> Fig6Shape:
@@ -150,7 +162,9 @@ def fig6_shape(w: Switched) -> Fig6Shape:
     if w.variant == SWITCH_PREFIX + "gba > sync":
         lowest = {s: min(d[first:]) for s, d in w.diffs.items()}
         within = judge(lowest, -GBA_WITHIN, "higher")
-        return Fig6Shape(True, switched, later, worst, back, within, None)
-    dips = judge({s: min(d[first : last + 1]) for s, d in w.diffs.items()}, -DIP, "lower")
-    recovers = judge({s: d[-1] for s, d in w.diffs.items()}, -BACK, "higher")
-    return Fig6Shape(False, switched, later, worst, back, recovers, dips)
+        return Fig6Shape(True, switched, later, worst, back, within, None, lowest, None)
+    dipped = {s: min(d[first : last + 1]) for s, d in w.diffs.items()}
+    final = {s: d[-1] for s, d in w.diffs.items()}
+    dips = judge(dipped, -DIP, "lower")
+    recovers = judge(final, -BACK, "higher")
+    return Fig6Shape(False, switched, later, worst, back, recovers, dips, final, dipped)

@@ -13,9 +13,9 @@ same error, and worse error for the smallest c, b.
 
 The no-delay panel (the paper's Fig. 3: "when there are no severely slow servers, our
 algorithm performs as good as the baseline"): every variant again without delays, three
-seeds. A variant matches sync there when neither its time nor its test logloss is judged
-above sync's (`verdict.judge`, paired by seed, direction "higher": a "holds" is a mismatch;
-"within noise" or "does not hold", i.e. faster or better, is a match).
+seeds. A variant matches sync there when it is judged as fast and as good in the paper's
+direction (`verdict.judge` on its time and its test logloss against sync's, paired by seed,
+direction "lower": "holds" or "within noise" is a match, "does not hold" a mismatch).
 
 The delay-rate sweep (recsync's, the paper has one rate): 0.08%, 0.32% and 0.64% of the
 dense pulls delayed 4 s, besides the panel's 0 and the paper's 0.16%, for sync and the

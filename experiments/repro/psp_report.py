@@ -44,13 +44,13 @@ from experiments.repro.psp_settings import (
     TRAIN,
     WORKERS,
 )
-from experiments.repro.verdict import HOLDS, TOO_FEW_SEEDS, Verdict, judge
+from experiments.repro.verdict import DOES_NOT_HOLD, TOO_FEW_SEEDS, Verdict, judge
 
 MATCH_RULE = (
-    "A variant matches sync when neither its virtual time nor its test logloss is judged "
-    "above sync's: `judge(variant, sync, 'higher')`, paired by seed, reads 'within noise' "
-    "or 'does not hold' (faster, better) for both; 'holds' for either is a mismatch; under "
-    "3 seeds, too few seeds."
+    "A variant matches sync when it is judged neither slower nor worse, each in the paper's "
+    "direction (as fast, as good): `judge(variant, sync, 'lower')` on its virtual time and on "
+    "its test logloss, paired by seed, reads 'holds' or 'within noise' for both; 'does not "
+    "hold' for either is a mismatch; under 3 seeds, too few seeds."
 )
 
 
@@ -169,10 +169,11 @@ def _findings(by: ByVariant) -> list[str]:
 
 
 def match(time: Verdict, loss: Verdict) -> str:
-    """MATCH_RULE on the two judged claims "slower than sync" and "worse than sync"."""
+    """MATCH_RULE on the two judged claims "as fast as sync" and "as good as sync"."""
     if TOO_FEW_SEEDS in (time.label, loss.label):
         return TOO_FEW_SEEDS
-    worse = [name for name, v in (("slower", time), ("higher loss", loss)) if v.label == HOLDS]
+    pairs = (("slower", time), ("higher loss", loss))
+    worse = [name for name, v in pairs if v.label == DOES_NOT_HOLD]
     return f"no ({', '.join(worse)})" if worse else "yes"
 
 
@@ -201,8 +202,8 @@ def no_delay_section(by: ByVariant) -> list[str]:
         "",
         "![PSP without delays](psp_no_delays.png)",
         "",
-        "| variant | virtual s | vs sync | test logloss | slower than sync | logloss above "
-        "sync's | matches sync |",
+        "| variant | virtual s | vs sync | test logloss | as fast as sync | as good as sync "
+        "(logloss) | matches sync |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     matches: dict[str, str] = {}
@@ -211,8 +212,8 @@ def no_delay_section(by: ByVariant) -> list[str]:
         losses = [r["test_logloss"] for r in runs]
         cells = ["-", "-", "-"]
         if variant != SYNC:
-            time = judge(per_seed(runs, "virtual_seconds"), sync_s, "higher")
-            loss = judge(per_seed(runs, "test_logloss"), sync_l, "higher")
+            time = judge(per_seed(runs, "virtual_seconds"), sync_s, "lower")
+            loss = judge(per_seed(runs, "test_logloss"), sync_l, "lower")
             matches[variant] = match(time, loss)
             cells = [time.describe(1), loss.describe(), matches[variant]]
         lines.append(
@@ -249,7 +250,7 @@ def sweep_section(sweep: dict[float, ByVariant]) -> list[str]:
         "",
         "| delayed pulls | sync s | sync / no delays | c=28 / sync | c=28 + b=90% / sync | "
         "c=28 + b=90% / sync without delays | test logloss: sync, c=28, c=28 + b=90% | "
-        "c=28 + b=90% faster than sync | c=28 + b=90% logloss above sync's |",
+        "c=28 + b=90% faster than sync | c=28 + b=90% as good as sync (logloss) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for fraction, by in sweep.items():
@@ -258,8 +259,8 @@ def sweep_section(sweep: dict[float, ByVariant]) -> list[str]:
             per_seed(by[SYNC], "virtual_seconds"),
             "lower",
         )
-        worse = judge(
-            per_seed(by[PUSH_PULL], "test_logloss"), per_seed(by[SYNC], "test_logloss"), "higher"
+        as_good = judge(
+            per_seed(by[PUSH_PULL], "test_logloss"), per_seed(by[SYNC], "test_logloss"), "lower"
         )
         ratio = {v: statistics.fmean(ratios(by[v], by[SYNC]).values()) for v in (PUSH, PUSH_PULL)}
         losses = ", ".join(f"{mean(by[v], 'test_logloss'):.4f}" for v in SWEEP_VARIANTS)
@@ -268,7 +269,7 @@ def sweep_section(sweep: dict[float, ByVariant]) -> list[str]:
             f"{statistics.fmean(ratios(by[SYNC], clean).values()):.3f} | {ratio[PUSH]:.3f} | "
             f"{ratio[PUSH_PULL]:.3f} | "
             f"{statistics.fmean(ratios(by[PUSH_PULL], clean).values()):.3f} | {losses} | "
-            f"{faster.describe(1)} | {worse.describe()} |"
+            f"{faster.describe(1)} | {as_good.describe()} |"
         )
     low, high = min(sweep), max(sweep)
     findings = [

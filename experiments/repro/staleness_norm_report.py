@@ -267,6 +267,8 @@ class Shape:
     worst_verdict: Verdict
     mean_rho_gap: float
     mean_none_gap: float
+    rho_gap: dict[int, float]  # per seed: |AUC at the small size - AUC at the large with rho|
+    none_gap: dict[int, float]  # the same without normalization
 
 
 def shape(result: dict[str, Any]) -> Shape:
@@ -285,6 +287,8 @@ def shape(result: dict[str, Any]) -> Shape:
         judge(auc[names.inverse], auc[runner_up], "lower"),
         _mean(expected) - _mean(rho),
         _mean(expected) - _mean(auc[names.base_large]),
+        rho_gap,
+        none_gap,
     )
 
 

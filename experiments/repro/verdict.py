@@ -1,4 +1,4 @@
-"""The one verdict rule of every reproduction (issue 55): a claimed effect "holds" only when
+"""The one verdict rule of every reproduction: a claimed effect "holds" only when
 it exceeds twice the seed spread in the paper's direction, "does not hold" when it exceeds it
 in the other direction, and is "within noise" otherwise; fewer than three seeds (or fewer
 than five where the seeds disagree on the sign of a paired difference) are "too few seeds",
@@ -29,6 +29,7 @@ HOLDS, WITHIN_NOISE, DOES_NOT_HOLD, TOO_FEW_SEEDS = (
     "too few seeds",
 )
 LABELS = (HOLDS, WITHIN_NOISE, DOES_NOT_HOLD, TOO_FEW_SEEDS)
+AGAINST_MARK = " (against the paper)"  # after a label whose point estimate is against
 
 Direction = Literal["higher", "lower"]  # which way the paper says ours moves from baseline
 Values = Sequence[float] | Mapping[int, float]  # per seed: in seed order, or by seed
@@ -44,12 +45,18 @@ class Verdict:
     seeds: int
     label: str
 
+    @property
+    def against(self) -> bool:
+        """Whether the point estimate lies against the paper's direction (effect below 0)."""
+        return self.effect < 0
+
     def describe(self, digits: int = 4) -> str:
-        """`effect +x against 2 x spread y over n seeds: label`."""
+        """`effect +x against 2 x spread y over n seeds: label`, the label marked
+        "(against the paper)" where the effect is below 0, whatever the label."""
         return (
             f"effect {self.effect:+.{digits}f} against {NOISE:g} x spread "
             f"{self.spread:.{digits}f} over {self.seeds} seed{'s' if self.seeds != 1 else ''}: "
-            f"{self.label}"
+            f"{self.label}{AGAINST_MARK if self.against else ''}"
         )
 
     def as_dict(self) -> dict[str, float | int | str]:
@@ -72,7 +79,7 @@ def _sign(direction: Direction) -> float:
     return 1.0 if direction == "higher" else -1.0
 
 
-def _pairs(ours: Values, baseline: Values) -> tuple[list[float], list[float]]:
+def pairs(ours: Values, baseline: Values) -> tuple[list[float], list[float]]:
     """The two sides' values on the seeds both have (by seed, or by position)."""
     if isinstance(ours, Mapping) != isinstance(baseline, Mapping):
         raise ValueError("paired values must both be sequences or both be mappings by seed")
@@ -118,7 +125,7 @@ def judge(
         diffs = [sign * (v - float(baseline)) for v in ours_values]
         spread = seed_sd(ours_values)
     elif paired:
-        ours_values, base_values = _pairs(ours, baseline)
+        ours_values, base_values = pairs(ours, baseline)
         diffs = [sign * (a - b) for a, b in zip(ours_values, base_values, strict=True)]
         spread = max(seed_sd(ours_values), seed_sd(base_values), seed_sd(diffs))
     else:

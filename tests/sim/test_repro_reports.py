@@ -380,7 +380,7 @@ def test_swap_days_report_compares_late_gains():
     rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
     text = swap_days.report(rows)
     assert f"SWAP ends ahead of Adagrad: effect +0.0010 {one}" in text
-    assert f"(stalls): effect -0.0525 {one}." in text
+    assert f"(stalls): effect -0.0525 {one} (against the paper)." in text
 
 
 def switching_row(variant, seconds, aucs, strategies=None):
@@ -520,7 +520,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     }
     one = "against 2 x spread 0.00 over 1 seed: too few seeds"
     assert "Ours: 3.00x; the shape (within 1.4-2.2x, i.e. at most 0.4 from 1.8x: effect " \
-        f"-0.80 {one}; the simulator" in text  # HT 10g: 300 vs 100 # fmt: skip
+        f"-0.80 {one} (against the paper); the simulator" in text  # HT 10g: 300 vs 100 # fmt: skip
     assert "| HT 5g (6+6) | 150 | 1.50x | 75 | 50% |" in text
     assert "| EASGD 40t | 100 | 1.00x | 50 | - |" in text
     # Fig. 7 over 3 seeds: -0.45, -0.55, -0.35 against the paper's -0.2
@@ -530,8 +530,9 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         in text  # fmt: skip
     assert "| HT 8g (6+6), control | 8 | 200 | 25 | 3 | +0.30% ± 0.00 |" in text
     assert "5g +0.10% ± 0.10, 8g +0.30% ± 0.00, 10g +0.20% ± 0.00; HT 5g still better " \
-        "than EASGD 40t: effect -0.10 against 2 x spread 0.10 over 3 seeds: within noise. " \
-        "So the main run's gain is each replica's extra data" in text  # fmt: skip
+        "than EASGD 40t: effect -0.10 against 2 x spread 0.10 over 3 seeds: within noise " \
+        "(against the paper). So the main run's gain is each replica's extra " \
+        "data" in text  # fmt: skip
     assert "5g better than 8g: effect +0.25 against 2 x spread 0.00 over 3 seeds: holds; " \
         "8g better than 10g: effect +0.20 against 2 x spread 0.17 over 3 seeds: within " \
         "noise." in text  # fmt: skip
@@ -541,7 +542,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape (at least 0.85x " \
         f"linear: effect +0.75 {one})." in text  # fmt: skip
     assert "Ours (8 groups, 1 Gbit/s NICs): 5.00x at (10, 10) (linear 5x); EPS per node " \
-        f"best at (6, 6); sublinear (below 0.9x linear: effect -0.50 {one})." \
+        f"best at (6, 6); sublinear (below 0.9x linear: effect -0.50 {one} (against the paper))." \
         in text  # fmt: skip
     assert "EPS per trainer from (2, 2) to (10, 10): 10, 10, 12, 10, 10. Trainer" in text
     assert "per example: 2,000 -> 9,000; the busiest group PS's NIC busy 25%, 25%, 25%, " \

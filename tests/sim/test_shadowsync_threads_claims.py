@@ -5,6 +5,7 @@ none."""
 from __future__ import annotations
 
 from experiments.repro import shadowsync_threads, shadowsync_threads_claims
+from experiments.repro.claims import BUILT_IN, MEASURED, WITH
 from experiments.repro.verdict import HOLDS, WITHIN_NOISE
 
 SEEDS = (0, 1, 2)
@@ -46,7 +47,7 @@ def rows(eval_step=1 / 10_000):
 
 def test_claims_give_the_reports_verdicts_on_the_loss():
     result = rows()
-    train, test = shadowsync_threads_claims.claims(result)
+    train, test, flat = shadowsync_threads_claims.claims(result)
     assert test.ours == (
         "5 trainers: eval logloss 0.50011 at 1 thread, 0.50641 at 64 (+1.26%), real math (3 seeds)"
     )
@@ -57,10 +58,15 @@ def test_claims_give_the_reports_verdicts_on_the_loss():
     text = shadowsync_threads.report(result)  # the table and the report cannot disagree
     for claim in (train, test):
         assert claim.verdict.describe(5) in text
+        assert claim.evidence == MEASURED and claim.direction == WITH
+    # EPS flat past 24 threads is the stated compute model's, so built in
+    assert flat.evidence == BUILT_IN and "compute at 24 threads" in flat.mechanism
+    assert flat.effect.describe_size() == "1.00x EPS at 24 threads" and flat.direction == WITH
+    assert flat.verdict.label == HOLDS  # flat in each of the rows' 3 seeds
 
 
 def test_the_verdict_follows_the_numbers_and_other_shapes_give_none():
-    _, test = shadowsync_threads_claims.claims(rows(eval_step=0.0))
+    _, test, _ = shadowsync_threads_claims.claims(rows(eval_step=0.0))
     assert test.verdict.label == WITHIN_NOISE
     assert shadowsync_threads_claims.claims({"rows": []}) == []
     assert shadowsync_threads_claims.claims([{"variant": "S-EASGD"}]) == []

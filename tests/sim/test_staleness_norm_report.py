@@ -62,12 +62,12 @@ def test_norm_report_of_one_seed_results_reads_each_claim_off_the_runs():
     assert "these results predate its own tuning" in text
     one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
     assert f"rho on tau' 0.6800 (-0.0200). Shape: rho's gap to 1K below 0.005: effect -0.0150 " \
-        f"{one}; rho's gap below no normalization's (closes 80% of the gap): effect +0.0800 " \
-        f"{one}." in text  # fmt: skip
+        f"{one} (against the paper); rho's gap below no normalization's (closes 80% of the " \
+        f"gap): effect +0.0800 {one}." in text  # fmt: skip
     assert "worst of the 3K runs: 3K, 1/tau (Zhang et al. 2016); 1/tau below the next lowest " \
         f"3K run (3K, no normalization): effect +0.0500 {one}." in text  # fmt: skip
     assert f"3K -0.0200 AUC (paper, at 3K: about +2% (0.74 -> 0.76)), above rho alone: effect " \
-        f"-0.0200 {one}." in text  # fmt: skip
+        f"-0.0200 {one} (against the paper)." in text  # fmt: skip
 
 
 def three_seed_result() -> dict:
@@ -130,7 +130,8 @@ def test_norm_report_judges_every_claim_over_three_seeds():
     assert "0.4K +0.0100 AUC (paper, at 1K: about +1% (0.75 -> 0.76)), above rho alone: " \
         f"effect +0.0100 against 2 x spread 0.0020 {three}: holds" in text  # fmt: skip
     assert "1.2K -0.0380 AUC (paper, at 3K: about +2% (0.74 -> 0.76)), above rho alone: " \
-        f"effect -0.0380 against 2 x spread 0.0020 {three}: does not hold." in text  # fmt: skip
+        f"effect -0.0380 against 2 x spread 0.0020 {three}: does not hold (against the " \
+        "paper)." in text  # fmt: skip
 
 
 def test_norm_report_without_the_small_data_norm_pair_says_so():

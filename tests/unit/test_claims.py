@@ -1,11 +1,13 @@
-"""The reproductions' headline claims (issue 55, part 5): each module's `claims()` computes
-them from its results, the docs' claims table is rendered from them, and the strategy page's
-advice links to rows that exist and quotes no verdict its rows do not give."""
+"""The reproductions' headline claims: each module's `claims()` computes them from its
+results, each says its evidence kind and its effect's size, spread and direction, no "holds"
+stands against its point estimate, the docs' claims table is rendered from them, and the
+strategy page's advice links to rows that exist and quotes no verdict its rows do not give."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +15,25 @@ from docgen import claims_table, results
 from docgen.markdown import cell
 from experiments.repro import async_at_scale, auto_switching, failures_claims, swap_days
 from experiments.repro import embeddings_setting as setting
-from experiments.repro.claims import Claim
-from experiments.repro.verdict import HOLDS, LABELS, TOO_FEW_SEEDS, WITHIN_NOISE, judge
+from experiments.repro.claims import (
+    AGAINST,
+    BUILT_IN,
+    DIRECTIONS,
+    MEASURED,
+    NONE,
+    WITH,
+    Claim,
+    Effect,
+    direction_of,
+)
+from experiments.repro.verdict import HOLDS, LABELS, TOO_FEW_SEEDS, WITHIN_NOISE, Verdict, judge
 
 CHOOSING = Path(results.ROOT) / "docs" / "choosing-a-strategy.md"
+
+
+def claim(name: str, verdict: Verdict, bears_on: str, effect: Effect, **kw: Any) -> Claim:
+    kw.setdefault("evidence", MEASURED)
+    return Claim(name, "p", "o", verdict, bears_on, effect=effect, **kw)
 
 
 def fake_report(title: str, directory: str) -> results.Report:
@@ -28,8 +45,10 @@ def test_the_table_is_rendered_from_the_claims_computed_off_a_results_dict():
 
     def claims(r):
         mean = sum(r["gain"]) / len(r["gain"])
-        return [Claim("x is higher", "Fig. 9", f"x {mean:.3f}", judge(r["gain"], r["base"],
-                                                                     "higher"), "gba")]  # fmt: skip
+        effect = Effect.difference(r["gain"], r["base"], "units", "higher")
+        verdict = judge(r["gain"], r["base"], "higher")
+        return [Claim("x is higher", "Fig. 9", f"x {mean:.3f}", verdict, "gba", effect=effect,
+                      evidence=MEASURED)]  # fmt: skip
 
     report = fake_report("Fake one", "fake")
     table = claims_table.render(
@@ -38,7 +57,11 @@ def test_the_table_is_rendered_from_the_claims_computed_off_a_results_dict():
     lines = table.splitlines()
     assert lines[:2] == list(claims_table.HEADER)
     assert lines[2].startswith('| <span id="claims-gba"></span>`gba` | [Fake one](../results/fake/')
-    assert "| x is higher | Fig. 9 | x 0.315 | **holds** (effect +0.2150, spread " in lines[2]
+    assert (
+        "| x is higher | Fig. 9 | x 0.315 | measured | with the paper | +0.2150 units (the "
+        "claim: > 0) | sd 0.0129; +0.2000 to +0.2300; 4 of 4 seeds with the paper | **holds** "
+        "(effect +0.2150 against 2 x spread "
+    ) in lines[2]
     assert "4 seeds) |" in lines[2]
     assert lines[-1] == "Claims not yet generated: [Other](../results/other/index.md)."
     synthetic["gain"] = [0.11, 0.12, 0.10, 0.111]  # the verdict follows the numbers
@@ -46,16 +69,16 @@ def test_the_table_is_rendered_from_the_claims_computed_off_a_results_dict():
 
 
 def test_rows_are_grouped_by_what_they_bear_on_with_one_anchor_a_group():
-    v = judge([1.0], 0.0, "higher")
-    a = [Claim("a1", "p", "o", v, "psp"), Claim("a2", "p", "o", v, "easgd")]
-    b = [Claim("b1", "p", "o", v, "psp | x")]
+    v, e = judge([1.0], 0.0, "higher"), Effect.of(1.0, "x", "higher")
+    a = [claim("a1", v, "psp", e), claim("a2", v, "easgd", e)]
+    b = [claim("b1", v, "psp | x", e)]
     table = claims_table.render([(fake_report("A", "a"), a), (fake_report("B", "b"), b)])
     rows = table.splitlines()[2:]
     assert [r.split(" | ")[2] for r in rows] == ["a2", "a1", "b1"]
     assert table.count('id="claims-psp"') == 1 and 'id="claims-psp-x"' in table
     assert "`psp \\| x`" in table  # a pipe in a cell is escaped
     with pytest.raises(ValueError):
-        Claim("c", "p", "o", v, "Not A Key")
+        claim("c", v, "Not A Key", e)
 
 
 def test_the_site_table_has_a_row_or_a_gap_line_for_every_reproduction():
@@ -205,3 +228,79 @@ def test_embeddings_claims_pair_the_seeds_at_each_budget():
     assert "3 continual days: next-day AUC, ttl minus no eviction, +0.0010" in ttl.ours
     assert "last day 50 rows vs 300 (one seed)" in ttl.ours
     assert ttl.verdict.label == TOO_FEW_SEEDS
+
+
+def test_direction_is_where_the_point_estimate_lies_against_the_claim():
+    assert direction_of(-0.01, "lower") == WITH and direction_of(0.01, "lower") == AGAINST
+    assert direction_of(2.5, "higher", 2.4) == WITH and direction_of(2.0, "higher", 2.4) == AGAINST
+    assert direction_of(0.0, "higher") == NONE and direction_of(float("nan"), "lower") == NONE
+    assert direction_of(-0.15, "within", 0.0, 0.2) == WITH
+    assert direction_of(-2.17, "within", 0.0, 0.2) == AGAINST  # better, but not neutral
+    with pytest.raises(ValueError):
+        direction_of(1.0, "within", 0.0, 0.0)
+    # paired by seed as judge pairs them; the spread and the seeds with the paper
+    e = Effect.difference({0: 0.51, 1: 0.52, 2: 0.50}, {0: 0.50, 1: 0.51, 2: 0.51}, "loss", "lower")
+    assert e.size == pytest.approx(0.01 / 3) and e.direction == AGAINST and e.with_paper == 1
+    assert e.describe_spread() == "sd 0.0115; -0.0100 to +0.0100; 1 of 3 seeds with the paper"
+    assert Effect.of(6.65, "x", "higher", 2.4, digits=2).describe_size() == "6.65x"
+    assert Effect.of([1.0], "x", "higher").describe_spread() == "one seed"
+
+
+def test_a_holds_against_the_point_estimate_is_refused_and_against_is_marked():
+    holds = judge([0.3, 0.31, 0.32], 0.0, "higher")
+    against = Effect.of([-0.3, -0.31, -0.32], "units", "higher")
+    with pytest.raises(ValueError, match="against the paper"):
+        claim("c", holds, "gba", against)
+    fails = judge([-0.3, -0.31, -0.32], 0.0, "higher")
+    with pytest.raises(ValueError, match="with the paper"):  # nor the other way round
+        claim("c", fails, "gba", Effect.of([0.3, 0.31, 0.32], "units", "higher"))
+    noise = judge([-0.001, -0.002, -0.0005], 0.0, "higher")
+    c = claim("c", noise, "gba", Effect.of([-0.001, -0.002, -0.0005], "units", "higher"))
+    assert c.direction == AGAINST and c.label() == f"{WITHIN_NOISE} (against the paper)"
+    row = claims_table.render([(fake_report("A", "a"), [c])]).splitlines()[2]
+    assert "| **against the paper** |" in row and "(against the paper; effect" in row
+
+
+def test_evidence_is_stated_and_a_built_in_one_says_what_builds_it_in():
+    v, e = judge([1.0], 0.0, "higher"), Effect.of(1.0, "x", "higher")
+    with pytest.raises(ValueError, match="mechanism"):
+        claim("c", v, "gba", e, evidence=BUILT_IN)
+    with pytest.raises(ValueError, match="evidence"):
+        claim("c", v, "gba", e, evidence="assumed")
+    with pytest.raises(ValueError, match="one line"):
+        claim("c", v, "gba", e, evidence=BUILT_IN, mechanism="a\nb")
+    c = claim("c", v, "gba", e, evidence=BUILT_IN, mechanism="the injected stragglers")
+    assert "| built-in: the injected stragglers |" in claims_table.render(
+        [(fake_report("A", "a"), [c])]
+    )
+
+
+def test_every_claim_from_the_committed_results_states_its_evidence_and_direction():
+    made = {r.directory: results.claims_of(r) for r in claims_table.reproductions()}
+    every = [c for claims in made.values() for c in claims]
+    assert len(every) >= 40
+    for c in every:
+        assert c.evidence in (MEASURED, BUILT_IN) and c.direction in DIRECTIONS, c.claim
+        assert c.effect.seeds >= 1 and c.effect.unit.strip()
+        assert not (c.verdict.label == HOLDS and c.direction == AGAINST), c.claim
+    built_in = {
+        (d, c.claim) for d, claims in made.items() for c in claims if c.evidence == BUILT_IN
+    }
+    for directory, words in (
+        ("shadowsync_fig5", "at 2 sync servers FR-EASGD-5's EPS grows less"),
+        ("gba_stragglers", "as fast as sync under stragglers"),
+        ("psp", "partial pushing (c=28 of 32) takes less time"),
+        ("shadowsync_threads", "EPS stops growing at 24"),
+    ):
+        assert any(d == directory and words in name for d, name in built_in), words
+    # the point estimates against the paper that "within noise" or "too few seeds" hid
+    by_claim = {c.claim: c for c in every}
+    for name in (
+        "S-EASGD's eval loss is below the best FR-EASGD's",
+        "GBA's staleness decay does better than BSP's same buffer without it",
+        "rho closes the gap that no normalization leaves",
+        "HT with 10 groups keeps EASGD's loss (within 0.2%)",
+    ):
+        assert by_claim[name].direction == AGAINST, name
+    text = claims_table.section()
+    assert text.count("**against the paper**") == sum(c.direction == AGAINST for c in every)

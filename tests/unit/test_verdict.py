@@ -91,3 +91,12 @@ def test_mistakes_are_value_errors() -> None:
 def test_describe_names_effect_spread_seeds_and_label() -> None:
     text = Verdict(0.01234, 0.002, 3, "holds").describe()
     assert text == f"effect +0.0123 against {NOISE:g} x spread 0.0020 over 3 seeds: holds"
+
+
+def test_a_point_estimate_against_the_paper_is_marked_whatever_the_label():
+    noise = judge([-0.001, -0.002, -0.0005], 0.0, "higher")
+    assert noise.against and noise.describe().endswith(": within noise (against the paper)")
+    few = judge([1.0], 0.0, "lower")
+    assert few.describe().endswith(": too few seeds (against the paper)")
+    holds = judge([1.0, 1.1, 1.2], 0.0, "higher")
+    assert not holds.against and holds.describe().endswith(": holds")
