@@ -44,8 +44,11 @@ class HashLayout(TableLayout):
 
     def __init__(self, tables: tuple[TableSpec, ...], num_shards: int, config: HashTables):
         assert num_shards >= 1
+        if len({t.dim for t in tables}) > 1:
+            raise ValueError("hash tables share one dim (tables of several dims are fixed)")
         self.tables = tables
         self.num_shards = num_shards
+        self.width = tables[0].dim
         self.config = config
         self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
         self._any_mean = bool(self._mean_tables.any())

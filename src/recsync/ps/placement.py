@@ -152,7 +152,7 @@ def plan_hash_tables(
         raise ValueError(f"num_servers must be >= 1, got {num_servers}")
     config = model.hash_tables
     assert config is not None
-    dim = model.embedding_dim
+    dim = model.tables[0].dim  # hash tables share one dim
     state = dim if state_floats_per_row is None else state_floats_per_row
     share = -(-sum(t.num_rows for t in model.tables) // num_servers)
     seen = torch.zeros(num_servers, dtype=torch.int64)

@@ -54,16 +54,30 @@ else:
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
 
+class TableSection(Section):
+    """One [[model.tables]] entry: a table's name, its dim (default: model.embedding_dim),
+    its kind (the same for every table: a check of model.table_kind, or its value when
+    that is "auto") and its rows (a fixed table's, else table_rows')."""
+
+    name: str
+    dim: int | None = None
+    kind: Literal["hash", "fixed"] | None = None
+    rows: int | None = None
+
+
 class ModelSection(Section):
     """[model]: the DLRM's shape; num_dense, num_tables and table_rows default to the data's.
     `table_kind`: "hash" tables keyed by raw ids ([model.hash_tables]: admission, eviction,
     max_rows), or "fixed" tables of table_rows rows; "auto": hash for file data that sets
-    no table_rows, fixed otherwise."""
+    no table_rows, fixed otherwise. `tables` ([[model.tables]]): one entry per categorical
+    column, in the data's order, each table's own dim (and rows); tables whose dim is not
+    `embedding_dim` (the interaction's, the bottom MLP's output) are projected to it."""
 
     num_dense: int | None = None
     num_tables: int | None = None
     table_rows: list[int] | int | None = None
     table_kind: Literal["auto", "hash", "fixed"] = "auto"
+    tables: list[TableSection] | None = None
     hash_tables: HashTablesSection = Field(default_factory=HashTablesSection)
     embedding_dim: int = _DEFAULT_MODEL.embedding_dim
     pooling: Literal["sum", "mean"] = "sum"
@@ -157,6 +171,12 @@ class Config(Section):
                 self.recovery.to_spec().check(strategy)
             except ValueError as error:
                 raise ConfigError(f"recovery.{error}") from None
+        if model.projected and getattr(strategy, "name", None) == "hierarchical":
+            raise ConfigError(
+                "model.tables: tables whose dim is not model.embedding_dim (projected) are "
+                "not supported by strategy 'hierarchical' yet (its group servers hold the "
+                "MLPs only)"
+            )
         cluster = self.cluster.to_spec(strategy)
         check_cluster_fits(cluster, strategy)
         return RunSpecs(
@@ -203,15 +223,79 @@ class Config(Section):
         """Whether the tables are hash tables (model.table_kind, "auto" resolved)."""
         kind = self.model.table_kind
         if kind == "auto":
+            given = {t.kind for t in self.model.tables or ()} - {None}
+            if len(given) == 1:
+                return given == {"hash"}
             fixed = self.data.source == "synthetic" or self.model.table_rows is not None
             return not fixed
         return kind == "hash"
+
+    def _listed_tables(
+        self, num_tables: int | None, names: list[str] | None
+    ) -> list[TableSection] | None:
+        """[[model.tables]] checked against the data and the rest of [model] (None: not
+        given)."""
+        m = self.model
+        listed = m.tables
+        if listed is None:
+            return None
+        if not listed:
+            raise ConfigError("model.tables: give at least one table, or leave it out")
+        if num_tables is not None and len(listed) != num_tables:
+            raise ConfigError(
+                f"model.tables: {len(listed)} tables, but the data has {num_tables} "
+                "categorical columns (one table each)"
+            )
+        kind = "hash" if self.hashed_tables else "fixed"
+        seen: dict[str, int] = {}
+        for i, t in enumerate(listed):
+            key = f"model.tables[{i}]"
+            if not t.name:
+                raise ConfigError(f"{key}.name: must not be empty")
+            if t.name in seen:
+                raise ConfigError(f"{key}.name: {t.name!r} is model.tables[{seen[t.name]}]'s too")
+            seen[t.name] = i
+            if names is not None and t.name != names[i]:
+                raise ConfigError(
+                    f"{key}.name: {t.name!r}, but the data's categorical column {i} is "
+                    f"{names[i]!r} (the tables follow the columns' order)"
+                )
+            if t.dim is not None and t.dim < 1:
+                raise ConfigError(f"{key}.dim: must be >= 1, got {t.dim}")
+            if t.rows is not None and t.rows < 1:
+                raise ConfigError(f"{key}.rows: must be >= 1, got {t.rows}")
+            if t.rows is not None and m.table_rows is not None:
+                raise ConfigError(f"{key}.rows: give the rows either here or in model.table_rows")
+            if t.kind is not None and t.kind != kind:
+                raise ConfigError(
+                    f"{key}.kind: {t.kind!r}, but the tables are {kind} tables "
+                    f"(model.table_kind = {m.table_kind!r}); every table has one kind for now"
+                )
+        dims = {m.embedding_dim if t.dim is None else t.dim for t in listed}
+        if len(dims) > 1 and kind == "hash":
+            i = next(i for i, t in enumerate(listed) if t.dim is not None and t.dim != min(dims))
+            raise ConfigError(
+                f"model.tables[{i}].dim: tables of several dims are fixed tables for now "
+                '(model.table_kind = "fixed", with their rows); hash tables share one dim'
+            )
+        return listed
 
     def _model_spec(self) -> ModelSpec:
         m, source = self.model, self.data.source
         data_dense, data_tables, data_rows = self._data_shape()
         num_dense = _agree("model.num_dense", m.num_dense, data_dense, "dense features")
         num_tables = _agree("model.num_tables", m.num_tables, data_tables, "tables")
+        tabular = source in TABULAR_FORMATS
+        listed = self._listed_tables(
+            num_tables, list(self.data.table_schema.categorical) if tabular else None
+        )
+        if listed is not None:
+            num_tables = len(listed)
+            if all(t.rows is not None for t in listed):
+                m = m.model_copy(update={"table_rows": [t.rows for t in listed]})
+            elif any(t.rows is not None for t in listed):
+                i = next(i for i, t in enumerate(listed) if t.rows is None)
+                raise ConfigError(f"model.tables[{i}].rows: give every table's rows, or none")
         rows = m.table_rows
         if isinstance(rows, list) and num_tables is not None and len(rows) != num_tables:
             raise ConfigError(f"model.table_rows: {len(rows)} tables, but there are {num_tables}")
@@ -251,13 +335,17 @@ class Config(Section):
             )
         names = (
             self.data.table_schema.categorical
-            if source in TABULAR_FORMATS
+            if tabular
             else [f"C{i + 1}" for i in range(len(rows))]
         )
+        dims = [m.embedding_dim] * len(rows)
+        if listed is not None:
+            names = [t.name for t in listed]
+            dims = [m.embedding_dim if t.dim is None else t.dim for t in listed]
         try:
             tables = tuple(
-                TableSpec(name, r, m.embedding_dim, m.pooling)
-                for name, r in zip(names, rows, strict=True)
+                TableSpec(name, r, dim, m.pooling)
+                for name, r, dim in zip(names, rows, dims, strict=True)
             )
             hash_tables = (
                 build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
@@ -271,6 +359,7 @@ class Config(Section):
                 top_mlp=tuple(m.top_mlp),
                 data_norm=m.data_norm,
                 hash_tables=hash_tables,
+                interaction_dim=None if listed is None else m.embedding_dim,
             )
         except ValueError as error:
             raise ConfigError(f"model: {error}") from None
