@@ -148,9 +148,18 @@ class DimGroupedShard:
             store.load_state_dict(part)
         self.global_step = int(state["global_step"])
 
-    def rows_of(self, state: dict[str, Any], start: int, stop: int) -> torch.Tensor:
-        """Rows [start, stop) of the shard's row space (one group's) from a state of it."""
-        g = int(self.group_of(torch.tensor([start]))[0])
-        base = int(self.bases[g])
-        weight: torch.Tensor = state["groups"][g]["weight"]
-        return weight[start - base : stop - base]
+
+def rows_in_state(state: dict[str, Any], start: int, stop: int) -> torch.Tensor:
+    """Rows [start, stop) of a fixed shard's row space (within one table's slice) from its
+    state: an `EmbeddingShard`'s, or a `DimGroupedShard`'s (its stores one after the
+    other)."""
+    if "groups" not in state:
+        weight: torch.Tensor = state["weight"]
+        return weight[start:stop]
+    base = 0
+    for group in state["groups"]:
+        part: torch.Tensor = group["weight"]
+        if start < base + part.shape[0]:
+            return part[start - base : stop - base]
+        base += part.shape[0]
+    raise IndexError(f"rows [{start}, {stop}) are past the shard's {base} rows")

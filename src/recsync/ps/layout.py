@@ -379,17 +379,6 @@ class EmbeddingLayout(TableLayout):
         group = torch.searchsorted(self._group_bases[shard][1:], rows, right=True)
         return compact(grads, torch.tensor(self.dims).index_select(0, group))
 
-    def rows_of(self, states: list[dict[str, Any]], s: TableSlice) -> torch.Tensor:
-        """The rows of slice `s` from the shards' states."""
-        state = states[s.shard]
-        if not self.mixed:
-            weight: torch.Tensor = state["weight"]
-            return weight[s.shard_row : s.shard_row + s.num_rows]
-        g = self.dims.index(self.tables[s.table].dim)
-        start = s.shard_row - int(self._group_bases[s.shard][g])
-        part: torch.Tensor = state["groups"][g]["weight"]
-        return part[start : start + s.num_rows]
-
     def signature(self) -> list[tuple[int, ...]]:
         return [(s.table, s.row_start, s.row_end, s.shard, s.shard_row) for s in self.slices]
 
