@@ -3,12 +3,15 @@ strategy family's payloads at each table's own width, deterministic runs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.families import strategy_config
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
@@ -95,3 +98,27 @@ def test_the_pooled_bags_travel_at_their_tables_own_widths():
     its table's dim of floats, not the widest table's."""
     summary = job("easgd", ClusterSpec(1, 1, 2, 1)).run()
     assert summary["bytes_sent"]["embedding_servers"] == 4 * sum(DIMS) * SYNTHETIC.num_train
+
+
+HASH_MODEL = dataclasses.replace(
+    MODEL,
+    tables=tuple(
+        TableSpec(f"C{i}", 50, d, admission=Admission(min_count=2) if i == 1 else None)
+        for i, d in enumerate(DIMS)
+    ),
+    hash_tables=HashTables(eviction=Eviction(ttl_steps=3)),
+)
+
+
+@pytest.mark.parametrize("strategy", ["easgd", "gba"])
+def test_hash_tables_of_several_dims_and_admissions_train_deterministically(strategy):
+    synthetic = dataclasses.replace(SYNTHETIC, keyed=True)
+    spec = JobSpec(HASH_MODEL, TRAIN, ClusterSpec(2, 2, 2, 1), strategy_config(strategy), synthetic)
+    a = SimJob(spec, plan_for(spec), CostModel()).run()
+    b = SimJob(spec, plan_for(spec), CostModel()).run()
+    assert a["test_auc"] == b["test_auc"] and a["embedding_rows"] == b["embedding_rows"]
+    assert a["test_auc"] > 0.55
+    per_table = a["embedding_rows"]["per_table"]
+    assert per_table["C1"]["refused_lookups"] > 0  # its own admission: 2 sightings
+    assert all(per_table[f"C{i}"]["refused_lookups"] == 0 for i in (0, 2, 3, 4, 5))
+    assert a["embedding_rows"]["evicted"] > 0  # the model's eviction, in every store

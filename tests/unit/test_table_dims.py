@@ -3,6 +3,8 @@ validation, and fixed tables of several dims on shards (one store per dim)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -11,12 +13,16 @@ from recsync.data.batch import collate
 from recsync.errors import ConfigError
 from recsync.model.dlrm import DenseArch, build_dense, dense_num_params
 from recsync.model.exported import ExportedDLRM
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.ps.dim_groups import DimGroupedShard, compact, pad, rows_in_state
+from recsync.ps.dim_groups import DimGroupedShard, HashGroupedShard, compact, pad, rows_in_state
+from recsync.ps.hash_delta import apply_shard_delta, is_hash_state, shard_delta
+from recsync.ps.hash_layout import HashLayout, hash_groups
 from recsync.ps.layout import EmbeddingLayout, TableSlice
 from recsync.ps.local import LocalEmbeddings, build_shards
 from recsync.ps.placement import plan_embeddings
+from recsync.ps.serving_tables import KeyedRows
 
 TABLES = (
     TableSpec("a", 20, 4),
@@ -272,37 +278,121 @@ def test_per_table_rows_must_be_the_synthetic_datas():
         load_config(None, tables(*entries))
 
 
-def test_file_data_tables_follow_the_columns_and_hash_tables_share_one_dim():
-    base = {
-        "data.source": "csv",
-        "data.path": "x.csv",
-        "data.test_fraction": 0.1,
-        "data.schema.dense": ["I1"],
-        "data.schema.categorical": ["user", "item"],
-    }
-    wrong = {**base, "model.tables": [{"name": "item"}, {"name": "user"}]}
+FILE_DATA = {
+    "data.source": "csv",
+    "data.path": "x.csv",
+    "data.test_fraction": 0.1,
+    "data.schema.dense": ["I1"],
+    "data.schema.categorical": ["user", "item"],
+}
+
+
+def test_file_data_tables_follow_the_columns():
+    wrong = {**FILE_DATA, "model.tables": [{"name": "item"}, {"name": "user"}]}
     with pytest.raises(
         ConfigError,
         match=r"model.tables\[0\].name: 'item', but the data's categorical column 0 is 'user'",
     ):
         load_config(None, wrong)
-    mixed = {**base, "model.tables": [{"name": "user", "dim": 8}, {"name": "item", "dim": 32}]}
-    with pytest.raises(
-        ConfigError, match=r"model.tables\[\d\].dim: tables of several dims are fixed"
-    ):
-        load_config(None, mixed)
-    fixed = {
-        **base,
-        "model.tables": [
-            {"name": "user", "dim": 8, "rows": 100},
-            {"name": "item", "dim": 32, "rows": 500, "kind": "fixed"},
-        ],
-    }
-    model = load_config(None, fixed).to_specs().model
+    entries = [
+        {"name": "user", "dim": 8, "rows": 100},
+        {"name": "item", "dim": 32, "rows": 500, "kind": "fixed"},
+    ]
+    model = load_config(None, {**FILE_DATA, "model.tables": entries}).to_specs().model
     assert model.hash_tables is None and [(t.num_rows, t.dim) for t in model.tables] == [
         (100, 8),
         (500, 32),
     ]
+
+
+def test_a_hash_tables_own_admission_and_eviction_override_the_models():
+    entries = [
+        {"name": "user", "dim": 8, "admission": {"min_count": 3}},
+        {"name": "item", "dim": 32, "eviction": {"ttl_days": 2}},
+    ]
+    overrides = {
+        **FILE_DATA,
+        "model.tables": entries,
+        "model.hash_tables.admission.probability": 0.5,
+        "model.hash_tables.eviction.ttl_steps": 100,
+    }
+    model = load_config(None, overrides).to_specs().model
+    user, item = model.tables
+    assert model.hash_tables is not None
+    assert user.admission == Admission(min_count=3, probability=0.5) and user.eviction is None
+    assert item.eviction == Eviction(ttl_steps=100, ttl_days=2) and item.admission is None
+    groups = hash_groups(model.tables, model.hash_tables)
+    assert [(g.dim, g.tables) for g in groups] == [(8, (0,)), (32, (1,))]
+    bad = {
+        **overrides,
+        "model.tables": [{"name": "user", "admission": {"min_count": 0}}, {"name": "item"}],
+    }
+    with pytest.raises(ConfigError, match=r"model.tables\[0\].admission"):
+        load_config(None, bad)
+    fixed = {
+        **ROWS,
+        "model.tables": [{"name": "a", "eviction": {"ttl_steps": 3}}, {"name": "b"}, {"name": "c"}],
+    }
+    with pytest.raises(ConfigError, match=r"model.tables\[0\].eviction: only hash tables"):
+        load_config(None, fixed)
+
+
+def test_hash_tables_of_several_dims_and_policies_keep_one_store_per_group():
+    tables = (
+        TableSpec("a", 1, 4),
+        TableSpec("b", 1, 8, admission=Admission(min_count=2)),
+        TableSpec("c", 1, 4),
+        TableSpec("d", 1, 16),
+    )
+    config = HashTables()
+    layout = HashLayout(tables, 2, config)
+    assert [(g.dim, g.tables) for g in layout.groups] == [(4, (0, 2)), (8, (1,)), (16, (3,))]
+    single = HashLayout(tables, 1, config)
+    one = LocalEmbeddings(single, build_shards(single, OPTIMIZER, seed=4))
+    two = LocalEmbeddings(layout, build_shards(layout, OPTIMIZER, seed=4))
+    assert all(isinstance(s, HashGroupedShard) for s in two.shards)
+    b = keyed(batch())
+    for step in range(3):
+        x, requests_x = one.lookup(b)
+        y, requests_y = two.lookup(b)
+        torch.testing.assert_close(x, y)
+        grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(step))
+        one.apply(grad, requests_x)
+        two.apply(grad, requests_y)
+    assert x.shape == (3, 4, 16) and bool((x[:, 0, 4:] == 0).all())
+    (shard,) = one.shards
+    widths = [store.weight.shape[1] for store in shard.stores]
+    assert widths == [4, 8, 16]
+    assert len({store.clock for store in shard.stores}) == 1  # every update reaches each
+    summary = single.rows_summary([shard.state_dict()])
+    assert summary["per_table"]["b"]["refused_lookups"] > 0  # b's admission: 2 sightings
+    rows = KeyedRows.from_shards([s.state_dict() for s in two.shards])
+    ids, vectors = rows.table(3, 16)
+    assert vectors.shape == (ids.numel(), 16) and rows.table(0, 4)[1].shape[1] == 4
+
+
+def keyed(b):
+    """The batch's ids as feature-prefixed keys (hash tables)."""
+    F, B = b.num_features, b.batch_size
+    table_of_id = torch.arange(F).repeat_interleave(B).repeat_interleave(b.bag_lengths())
+    return dataclasses.replace(b, ids=b.ids | (table_of_id << 56))
+
+
+def test_incremental_checkpoints_reach_every_store_of_a_grouped_shard():
+    tables = tuple(TableSpec(name, 1, dim) for name, dim in zip("abcd", (4, 8, 4, 8), strict=True))
+    layout = HashLayout(tables, 1, HashTables())
+    local = LocalEmbeddings(layout, build_shards(layout, OPTIMIZER, seed=0))
+    b = keyed(batch())
+    base = local.shards[0].state_dict()
+    pooled, requests = local.lookup(b)
+    local.apply(torch.ones(pooled.shape), requests)
+    new = local.shards[0].state_dict()
+    assert is_hash_state(base) and is_hash_state(new)
+    rebuilt = apply_shard_delta(base, shard_delta(base, new))
+    for mine, theirs in zip(rebuilt["groups"], new["groups"], strict=True):
+        assert torch.equal(mine["weight"], theirs["weight"]) and torch.equal(
+            mine["keys"], theirs["keys"]
+        )
 
 
 def test_hierarchical_training_refuses_projected_tables():

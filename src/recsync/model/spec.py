@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
-from recsync.model.hash_spec import HashTables
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 
 Pooling = Literal["sum", "mean"]
 
@@ -19,6 +19,9 @@ class TableSpec:
     num_rows: int
     dim: int
     pooling: Pooling = "sum"
+    # a hash table's own admission and eviction (None: the model's `hash_tables`')
+    admission: Admission | None = None
+    eviction: Eviction | None = None
 
     def __post_init__(self) -> None:
         if self.num_rows < 1:
@@ -70,6 +73,9 @@ class ModelSpec:
                 f"tables of different dims {sorted(dims)} need an interaction_dim (the size "
                 "each is projected to)"
             )
+        own = [t.name for t in self.tables if t.admission or t.eviction]
+        if own and self.hash_tables is None:
+            raise ValueError(f"table {own[0]}: admission and eviction are a hash table's")
         if self.hash_tables is not None and len(self.tables) > 256:
             raise ValueError(
                 f"hash tables: at most 256 tables (8-bit feature prefix), got {len(self.tables)}"

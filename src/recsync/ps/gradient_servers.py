@@ -32,7 +32,7 @@ from recsync.protocol.messages import (
     WorkerDone,
 )
 from recsync.protocol.node import Node, StartTimer
-from recsync.ps.dim_groups import DimGroupedShard
+from recsync.ps.dim_groups import GroupedShard
 from recsync.ps.embedding_server import ShardReport, checked_lookup
 from recsync.ps.shard import RowShard
 from recsync.sync.gradient import Action, Apply, Drop, GradientPolicy, Push
@@ -197,7 +197,7 @@ class SparseShardServer(GradientServer):
         if self.check_finite and not all_finite(message.grads):
             raise ValueError(f"{self.name}: NaN or infinite row gradient")
         grads = message.grads
-        if isinstance(self.shard, DimGroupedShard):  # compact: pad them to sum per row
+        if isinstance(self.shard, GroupedShard):  # compact: pad them to sum per row
             grads = self.shard.padded(message.rows, grads)
         item = (message.rows, grads, message.row_versions)
         self._receive(message.worker, message.version, message.token, item)

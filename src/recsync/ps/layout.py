@@ -64,6 +64,7 @@ class TableLayout:
     tables: tuple[TableSpec, ...]
     num_shards: int
     width: int  # W: the pooled embeddings' width, the widest table's dim
+    mixed: bool = False  # several dims (or hash groups): a shard keeps one store per group
     lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
 
     def route(self, batch: Batch) -> list[ShardRequest]:
@@ -93,6 +94,17 @@ class TableLayout:
         """The row gradients (U x W) a push to `shard` carries: themselves, or with tables of
         several dims each row's own dim of them, compact (ps/dim_groups.py)."""
         return grads
+
+    _table_dims: torch.Tensor  # each table's dim
+
+    def _padded(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        """Compact partial pools (tables of several dims) as num_bags x W."""
+        return [
+            pad(partial, self._table_dims.index_select(0, r.bag_index // batch_size), self.width)
+            for r, partial in zip(requests, partials, strict=True)
+        ]
 
     def _scattered(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
@@ -331,10 +343,7 @@ class EmbeddingLayout(TableLayout):
         """Sum per-shard partial pools into B x F x W pooled embeddings."""
         F, D = len(self.tables), self.width
         if self.mixed:
-            partials = [
-                pad(partial, self._table_dims.index_select(0, r.bag_index // batch_size), D)
-                for r, partial in zip(requests, partials, strict=True)
-            ]
+            partials = self._padded(batch_size, requests, partials)
         bags = self._bags(batch_size)
         if len(requests) > 1 and bags.shard_order is not None and self._every_shard(requests, bags):
             pooled = torch.cat(partials).index_select(0, bags.shard_order)

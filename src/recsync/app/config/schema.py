@@ -32,7 +32,7 @@ from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.sources import FileData
-from recsync.model.hash_spec import HashTables
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -54,15 +54,34 @@ else:
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
 
+class TableAdmissionSection(Section):
+    """A hash table's own admission keys (the others: model.hash_tables.admission's)."""
+
+    min_count: int | None = None
+    probability: float | None = None
+
+
+class TableEvictionSection(Section):
+    """A hash table's own eviction keys (the others: model.hash_tables.eviction's)."""
+
+    ttl_steps: int | None = None
+    min_l2: float | None = None
+    on_full: Literal["evict", "error"] | None = None
+    ttl_days: int | None = None
+
+
 class TableSection(Section):
     """One [[model.tables]] entry: a table's name, its dim (default: model.embedding_dim),
     its kind (the same for every table: a check of model.table_kind, or its value when
-    that is "auto") and its rows (a fixed table's, else table_rows')."""
+    that is "auto"), its rows (a fixed table's, else table_rows'), and a hash table's own
+    admission and eviction keys (over model.hash_tables')."""
 
     name: str
     dim: int | None = None
     kind: Literal["hash", "fixed"] | None = None
     rows: int | None = None
+    admission: TableAdmissionSection | None = None
+    eviction: TableEvictionSection | None = None
 
 
 class ModelSection(Section):
@@ -271,14 +290,26 @@ class Config(Section):
                     f"{key}.kind: {t.kind!r}, but the tables are {kind} tables "
                     f"(model.table_kind = {m.table_kind!r}); every table has one kind for now"
                 )
-        dims = {m.embedding_dim if t.dim is None else t.dim for t in listed}
-        if len(dims) > 1 and kind == "hash":
-            i = next(i for i, t in enumerate(listed) if t.dim is not None and t.dim != min(dims))
-            raise ConfigError(
-                f"model.tables[{i}].dim: tables of several dims are fixed tables for now "
-                '(model.table_kind = "fixed", with their rows); hash tables share one dim'
-            )
+            for name in ("admission", "eviction"):
+                if getattr(t, name) is not None and kind != "hash":
+                    raise ConfigError(f"{key}.{name}: only hash tables admit and evict rows")
         return listed
+
+    def _own_policies(
+        self, i: int, t: TableSection, hash_tables: HashTables
+    ) -> tuple[Admission | None, Eviction | None]:
+        """Table i's own admission and eviction: its keys over model.hash_tables' (None
+        where it sets none)."""
+        own: list[Any] = []
+        for name, cls in (("admission", Admission), ("eviction", Eviction)):
+            section = getattr(t, name)
+            if section is None:
+                own.append(None)
+                continue
+            given = {k: v for k, v in section.model_dump().items() if v is not None}
+            values = dataclasses.asdict(getattr(hash_tables, name)) | given
+            own.append(build_dataclass(cls, values, f"model.tables[{i}].{name}"))
+        return own[0], own[1]
 
     def _model_spec(self) -> ModelSpec:
         m, source = self.model, self.data.source
@@ -342,15 +373,20 @@ class Config(Section):
         if listed is not None:
             names = [t.name for t in listed]
             dims = [m.embedding_dim if t.dim is None else t.dim for t in listed]
+        hash_tables = (
+            build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
+            if self.hashed_tables
+            else None
+        )
+        policies: list[tuple[Admission | None, Eviction | None]] = [(None, None)] * len(rows)
+        if listed is not None and hash_tables is not None:
+            policies = [self._own_policies(i, t, hash_tables) for i, t in enumerate(listed)]
         try:
             tables = tuple(
-                TableSpec(name, r, dim, m.pooling)
-                for name, r, dim in zip(names, rows, dims, strict=True)
-            )
-            hash_tables = (
-                build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
-                if self.hashed_tables
-                else None
+                TableSpec(name, r, dim, m.pooling, admission, eviction)
+                for name, r, dim, (admission, eviction) in zip(
+                    names, rows, dims, policies, strict=True
+                )
             )
             return ModelSpec(
                 num_dense=num_dense or 0,

@@ -79,6 +79,7 @@ def description(config: Config, model: ExportedDLRM) -> dict[str, Any]:
         "format": EXPORT_FORMAT,
         "num_dense": spec.num_dense,
         "embedding_dim": spec.embedding_dim,
+        "pooled_dim": spec.pooled_dim,
         "bottom_mlp": list(spec.bottom_mlp),
         "top_mlp": list(spec.top_mlp),
         "tables": [
