@@ -60,3 +60,44 @@ def test_a_mixed_dim_job_trains_resumes_exports_and_predicts(parquet_files, tmp_
     table = pq.read_table(scores)
     auc = roc_auc_score(table.column("label").to_numpy(), table.column("score").to_numpy())
     assert auc == pytest.approx(summary["test_auc"], abs=1e-6)  # the run's own evaluation
+
+
+def test_hash_tables_of_several_dims_train_export_and_predict(parquet_files, tmp_path):  # noqa: F811
+    workdir, config, train, test = parquet_files
+    tables = TABLES.replace(
+        '{name = "C1", dim = 2}', '{name = "C1", dim = 2, admission = {min_count = 2}}'
+    )
+    sets = parquet_overrides(
+        train,
+        **{
+            "data.test_path": test.as_posix(),
+            "model.table_rows": "1",  # expected rows only: hash tables grow
+            "model.table_kind": '"hash"',
+            "model.tables": tables,
+            "cluster.num_trainers": "1",
+            "cluster.workers_per_trainer": "2",
+            "cluster.num_embedding_servers": "2",
+            "cluster.num_cpus": "2",
+        },
+    )
+    result = invoke(
+        "train", "-c", config, "--strategy", "gba", "--no-progress", *sets, "--name", "hash-dims"
+    )
+    assert result.exit_code == 0, result.output
+    run = workdir / "runs" / "hash-dims"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["examples_trained"] == 2000 and summary["test_auc"] > 0.5
+    assert summary["embedding_rows"]["per_table"]["C1"]["refused_lookups"] > 0
+
+    out = tmp_path / "model"
+    result = invoke("export", str(run), str(out))
+    assert result.exit_code == 0, result.output
+    widths = [
+        pq.read_schema(out / "tables" / f"C{f}.parquet").field("vector").type.list_size
+        for f in range(1, 5)
+    ]
+    assert widths == [2, 4, 8, 4]
+    scores = tmp_path / "scores.parquet"
+    result = invoke("predict", str(run), str(test), "--out", str(scores))
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(scores).num_rows == 500
