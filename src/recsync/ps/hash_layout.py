@@ -164,6 +164,13 @@ class HashLayout(TableLayout):
                 group_of_table[f] = g
         return HashGroupedShard(list(stores), [g.dim for g in self.groups], group_of_table)
 
+    def new_hash_shard(
+        self, shard: int, optimizer: RowOptimizerSpec, seed: int
+    ) -> HashEmbeddingShard:
+        """`new_shard` of a layout of one group of tables, typed as the hash shard it is."""
+        assert not self.mixed, "tables in several groups: new_shard's grouped shard"
+        return self._store(shard, optimizer, seed, self.groups[0])
+
     def _store(
         self, shard: int, optimizer: RowOptimizerSpec, seed: int, group: HashGroup
     ) -> HashEmbeddingShard:

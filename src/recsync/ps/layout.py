@@ -396,7 +396,8 @@ def stacked_by_dim(tables: tuple[TableSpec, ...], slices: list[TableSlice]) -> l
     """The slices restacked so that on every shard the slices of one dim are contiguous
     (dims ascending, each dim's slices in their given order): its store's rows."""
     order = sorted(slices, key=lambda s: (s.shard, tables[s.table].dim, s.shard_row))
-    restacked, next_row = [], {}
+    restacked: list[TableSlice] = []
+    next_row: dict[int, int] = {}
     for s in order:
         row = next_row.get(s.shard, 0)
         restacked.append(TableSlice(s.table, s.row_start, s.row_end, s.shard, row))

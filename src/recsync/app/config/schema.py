@@ -317,15 +317,15 @@ class Config(Section):
         num_dense = _agree("model.num_dense", m.num_dense, data_dense, "dense features")
         num_tables = _agree("model.num_tables", m.num_tables, data_tables, "tables")
         tabular = source in TABULAR_FORMATS
-        listed = self._listed_tables(
+        entries = self._listed_tables(
             num_tables, list(self.data.table_schema.categorical) if tabular else None
         )
-        if listed is not None:
-            num_tables = len(listed)
-            if all(t.rows is not None for t in listed):
-                m = m.model_copy(update={"table_rows": [t.rows for t in listed]})
-            elif any(t.rows is not None for t in listed):
-                i = next(i for i, t in enumerate(listed) if t.rows is None)
+        if entries is not None:
+            num_tables = len(entries)
+            if all(t.rows is not None for t in entries):
+                m = m.model_copy(update={"table_rows": [t.rows for t in entries]})
+            elif any(t.rows is not None for t in entries):
+                i = next(i for i, t in enumerate(entries) if t.rows is None)
                 raise ConfigError(f"model.tables[{i}].rows: give every table's rows, or none")
         rows = m.table_rows
         if isinstance(rows, list) and num_tables is not None and len(rows) != num_tables:
@@ -370,17 +370,17 @@ class Config(Section):
             else [f"C{i + 1}" for i in range(len(rows))]
         )
         dims = [m.embedding_dim] * len(rows)
-        if listed is not None:
-            names = [t.name for t in listed]
-            dims = [m.embedding_dim if t.dim is None else t.dim for t in listed]
+        if entries is not None:
+            names = [t.name for t in entries]
+            dims = [m.embedding_dim if t.dim is None else t.dim for t in entries]
         hash_tables = (
             build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
             if self.hashed_tables
             else None
         )
         policies: list[tuple[Admission | None, Eviction | None]] = [(None, None)] * len(rows)
-        if listed is not None and hash_tables is not None:
-            policies = [self._own_policies(i, t, hash_tables) for i, t in enumerate(listed)]
+        if entries is not None and hash_tables is not None:
+            policies = [self._own_policies(i, t, hash_tables) for i, t in enumerate(entries)]
         try:
             tables = tuple(
                 TableSpec(name, r, dim, m.pooling, admission, eviction)
@@ -395,7 +395,7 @@ class Config(Section):
                 top_mlp=tuple(m.top_mlp),
                 data_norm=m.data_norm,
                 hash_tables=hash_tables,
-                interaction_dim=None if listed is None else m.embedding_dim,
+                interaction_dim=None if entries is None else m.embedding_dim,
             )
         except ValueError as error:
             raise ConfigError(f"model: {error}") from None
