@@ -399,3 +399,34 @@ def test_hierarchical_training_refuses_projected_tables():
     entries = tables({"name": "a", "dim": 4}, {"name": "b"}, {"name": "c"})
     with pytest.raises(ConfigError, match="not supported by strategy 'hierarchical'"):
         load_config(None, {**entries, "strategy.name": "hierarchical"})
+
+
+def test_a_new_day_evicts_each_group_by_its_own_ttl_days():
+    from recsync.app.runs.continual_days import day_started
+    from recsync.coordinator.checkpoint import JobState
+
+    config = load_config(
+        None,
+        {
+            "model.table_kind": "hash",
+            "data.synthetic.table_rows": [50] * 4,
+            "model.tables": [
+                {"name": "a", "dim": 4, "eviction": {"ttl_days": 1}},
+                {"name": "b", "dim": 8},
+                {"name": "c", "dim": 4, "eviction": {"ttl_days": 1}},
+                {"name": "d", "dim": 8},
+            ],
+        },
+    )
+    model = config.to_specs().model
+    layout = HashLayout(model.tables, 1, model.hash_tables)
+    local = LocalEmbeddings(layout, build_shards(layout, OPTIMIZER, seed=0))
+    pooled, requests = local.lookup(keyed(batch()))
+    local.apply(torch.ones(pooled.shape), requests)
+    state = JobState(torch.zeros(1), {}, [local.shards[0].state_dict()], [], 0, 0, 0, "sync")
+    kept = [int(g["keys"].numel()) for g in state.shards[0]["groups"]]
+    first = day_started(config, state)
+    second = day_started(config, first)  # day 1's rows were not seen on day 2: a's, c's go
+    after = [int(g["keys"].numel()) for g in second.shards[0]["groups"]]
+    assert [g.tables for g in layout.groups] == [(0, 2), (1, 3)]
+    assert after == [0, kept[1]] and kept[0] > 0

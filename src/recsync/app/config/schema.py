@@ -20,7 +20,7 @@ from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_valida
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.data import TABULAR_FORMATS, DataSection, file_paths, reader_schema
-from recsync.app.config.job import ClusterSection, check_cluster_fits
+from recsync.app.config.job import ClusterSection, check_cluster_fits, check_model_fits
 from recsync.app.config.run import RecoverySection, RunSection, SimulateSection
 from recsync.app.config.strategy import (
     StrategySection,
@@ -190,12 +190,7 @@ class Config(Section):
                 self.recovery.to_spec().check(strategy)
             except ValueError as error:
                 raise ConfigError(f"recovery.{error}") from None
-        if model.projected and getattr(strategy, "name", None) == "hierarchical":
-            raise ConfigError(
-                "model.tables: tables whose dim is not model.embedding_dim (projected) are "
-                "not supported by strategy 'hierarchical' yet (its group servers hold the "
-                "MLPs only)"
-            )
+        check_model_fits(model, strategy)
         cluster = self.cluster.to_spec(strategy)
         check_cluster_fits(cluster, strategy)
         return RunSpecs(
