@@ -65,6 +65,7 @@ class TableLayout:
     num_shards: int
     width: int  # W: the pooled embeddings' width, the widest table's dim
     mixed: bool = False  # several dims (or hash groups): a shard keeps one store per group
+    _table_dims: torch.Tensor  # each table's dim
     lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
 
     def route(self, batch: Batch) -> list[ShardRequest]:
@@ -94,8 +95,6 @@ class TableLayout:
         """The row gradients (U x W) a push to `shard` carries: themselves, or with tables of
         several dims each row's own dim of them, compact (ps/dim_groups.py)."""
         return grads
-
-    _table_dims: torch.Tensor  # each table's dim
 
     def _padded(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
