@@ -26,6 +26,7 @@ from recsync.coordinator.measures import gradient_measures
 from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
 from recsync.coordinator.roles import RoleTraits, declare_roles, forget_roles
 from recsync.coordinator.spec import ClusterSpec, JobSpec
+from recsync.model.spec import ModelSpec
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.gradient_servers import GradientServerStats
@@ -106,6 +107,11 @@ class Family(ABC):
 
     def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         """A ValueError naming the `cluster.<key>` the strategy cannot run with (none by
+        default)."""
+        return None
+
+    def check_model(self, strategy: StrategyConfig, model: ModelSpec) -> None:
+        """A ValueError naming the `model.<key>` the strategy cannot train (none by
         default)."""
         return None
 

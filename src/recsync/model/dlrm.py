@@ -25,6 +25,13 @@ class DenseArch(nn.Module):
     0.5 |s_f[:D-1]|^2. That is the FM's in-bag pairwise sum plus 0.5 |v_i|^2 per id, which
     the per-id weight absorbs (for 0/1 ids exactly): one multi-hot bag alone otherwise
     learns its pairs only through the MLP, slowly.
+
+    Tables of different dims (`ModelSpec.interaction_dim`): the pooled embeddings are
+    B x F x W, table f's vector in its first d_f entries; `embed` maps each table whose d_f
+    is not D to D by a linear projection of its own (d_f x D, no bias: DLRM's way to
+    interact tables of different sizes), and the rest reads the B x F x D it makes. The
+    projections are dense parameters, registered after the MLPs (a model with one dim has
+    none, and its parameters are as they were).
     """
 
     def __init__(self, spec: ModelSpec):
@@ -45,10 +52,16 @@ class DenseArch(nn.Module):
         self.top = mlp(
             [spec.top_input, *spec.top_mlp, 1], last_activation=False, data_norm=spec.data_norm
         )
+        self.projections = Projections(spec) if spec.projected else None
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         bottom_out = None if self.bottom is None else self.bottom(dense)
-        return self.head(self.top(self.top_input(bottom_out, pooled)), pooled)
+        vectors = self.embed(pooled)
+        return self.head(self.top(self.top_input(bottom_out, vectors)), vectors)
+
+    def embed(self, pooled: torch.Tensor) -> torch.Tensor:
+        """B x F x D vectors from B x F x W pooled embeddings (themselves, with one dim)."""
+        return pooled if self.projections is None else self.projections(pooled)
 
     def top_input(self, bottom_out: torch.Tensor | None, pooled: torch.Tensor) -> torch.Tensor:
         """The top MLP's input: the first-order part and the pairwise dot products."""
@@ -66,6 +79,48 @@ class DenseArch(nn.Module):
             in_bag = 0.5 * pooled[..., :-1].pow(2).sum((1, 2))
             logits = logits + first_order + in_bag
         return logits
+
+
+class Projections(nn.Module):
+    """Each table whose dim d_f is not the interaction's D, projected to D: x_f W_f with
+    W_f of d_f x D. The tables of one dim share one F_d x d x D parameter (one batched
+    product per dim); tables already at D pass as they are."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        D, F = spec.embedding_dim, spec.num_features
+        by_dim: dict[int, list[int]] = {}
+        for f in spec.projected:
+            by_dim.setdefault(spec.tables[f].dim, []).append(f)
+        self.dims = sorted(by_dim)
+        self.weights = nn.ParameterList()
+        order: list[int] = []
+        for i, d in enumerate(self.dims):
+            tables = by_dim[d]
+            bound = 1.0 / d**0.5  # nn.Linear's default initialization
+            weight = torch.empty(len(tables), d, D).uniform_(-bound, bound)
+            self.weights.append(nn.Parameter(weight))
+            self.register_buffer(f"tables{i}", torch.tensor(tables), persistent=False)
+            order += tables
+        kept = [f for f in range(F) if f not in set(order)]
+        self.num_kept = len(kept)
+        self.kept: torch.Tensor
+        self.register_buffer("kept", torch.tensor(kept, dtype=torch.int64), persistent=False)
+        order += kept
+        self.D = D
+        self.inverse: torch.Tensor  # the parts' order -> table order
+        self.register_buffer("inverse", torch.argsort(torch.tensor(order)), persistent=False)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        parts = [
+            torch.einsum(
+                "bfd,fde->bfe", pooled.index_select(1, getattr(self, f"tables{i}"))[..., :d], weight
+            )
+            for i, (d, weight) in enumerate(zip(self.dims, self.weights, strict=True))
+        ]
+        if self.num_kept:
+            parts.append(pooled.index_select(1, self.kept)[..., : self.D])
+        return torch.cat(parts, dim=1).index_select(1, self.inverse)
 
 
 def build_dense(spec: ModelSpec, seed: int) -> DenseArch:

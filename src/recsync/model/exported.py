@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F_
 
 from recsync.model.dlrm import DenseArch
 from recsync.model.spec import ModelSpec
@@ -15,7 +16,8 @@ class ExportedDLRM(nn.Module):
     """Tables (one EmbeddingBag each, the table's pooling) and the dense arch.
 
     forward(dense B x num_dense, ids N, offsets F*B+1 feature-major, as a Batch holds them)
-    returns B click probabilities.
+    returns B click probabilities. Tables of different dims: each table's pooled bags are
+    padded with zeros to the widest dim, and the dense arch projects them (`DenseArch`).
     """
 
     def __init__(self, spec: ModelSpec):
@@ -46,4 +48,11 @@ class ExportedDLRM(nn.Module):
             bags = offsets[f * B : (f + 1) * B + 1]
             first, last = int(bags[0]), int(bags[-1])
             pooled.append(table(ids[first:last], bags[:-1] - first))
-        return torch.sigmoid(self.dense(dense, torch.stack(pooled, dim=1)))
+        return torch.sigmoid(self.dense(dense, stack_pooled(pooled, self.dense.spec.pooled_dim)))
+
+
+def stack_pooled(pooled: list[torch.Tensor], width: int) -> torch.Tensor:
+    """B x F x W from each table's B x d_f pooled bags (zeros after a table's d_f)."""
+    return torch.stack(
+        [p if p.shape[1] == width else F_.pad(p, (0, width - p.shape[1])) for p in pooled], dim=1
+    )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
-from recsync.model.hash_spec import HashTables
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 
 Pooling = Literal["sum", "mean"]
 
@@ -19,6 +19,9 @@ class TableSpec:
     num_rows: int
     dim: int
     pooling: Pooling = "sum"
+    # a hash table's own admission and eviction (None: the model's `hash_tables`')
+    admission: Admission | None = None
+    eviction: Eviction | None = None
 
     def __post_init__(self) -> None:
         if self.num_rows < 1:
@@ -40,7 +43,13 @@ class ModelSpec:
     """A DLRM. Defaults are the reference Criteo-Kaggle shape: dim 16, bottom MLP
     13-512-256-64-16, dot interaction without self-interaction, top MLP 367-512-256-1.
     `hash_tables`: the tables are hash tables keyed by raw ids (their `num_rows` then only
-    sizes plans and fixed baselines), else fixed R x D tables."""
+    sizes plans and fixed baselines), else fixed R x D tables.
+
+    `interaction_dim`: the size D of the vectors the interaction multiplies (the bottom MLP's
+    output); None: the tables' one dim. Tables may then differ in dim: a table whose dim is
+    not D is projected to D by a linear map of its own, a dense parameter (`DenseArch`). The
+    pooled embeddings the dense part takes are B x F x W, W the widest table's dim, a
+    table's vector in its first `dim` entries (zeros after)."""
 
     num_dense: int = 13
     tables: tuple[TableSpec, ...] = field(default_factory=default_tables)
@@ -48,13 +57,25 @@ class ModelSpec:
     top_mlp: tuple[int, ...] = (512, 256)
     data_norm: bool = False
     hash_tables: HashTables | None = None  # None: fixed tables of `num_rows` rows
+    interaction_dim: int | None = None  # None: the tables' one dim
 
     def __post_init__(self) -> None:
         if not self.tables:
             raise ValueError("model needs at least one embedding table")
         dims = {t.dim for t in self.tables}
-        if len(dims) != 1:
-            raise ValueError(f"dot interaction needs one embedding dim for all tables, got {dims}")
+        if self.interaction_dim is not None:
+            if self.interaction_dim < 1:
+                raise ValueError(f"interaction_dim must be >= 1, got {self.interaction_dim}")
+            if dims == {self.interaction_dim}:  # no projection: the same model as without
+                object.__setattr__(self, "interaction_dim", None)
+        elif len(dims) != 1:
+            raise ValueError(
+                f"tables of different dims {sorted(dims)} need an interaction_dim (the size "
+                "each is projected to)"
+            )
+        own = [t.name for t in self.tables if t.admission or t.eviction]
+        if own and self.hash_tables is None:
+            raise ValueError(f"table {own[0]}: admission and eviction are a hash table's")
         if self.hash_tables is not None and len(self.tables) > 256:
             raise ValueError(
                 f"hash tables: at most 256 tables (8-bit feature prefix), got {len(self.tables)}"
@@ -67,7 +88,24 @@ class ModelSpec:
 
     @property
     def embedding_dim(self) -> int:
-        return self.tables[0].dim
+        """D: the size of the vectors the interaction multiplies (every table's dim, unless
+        tables are projected to `interaction_dim`)."""
+        return self.tables[0].dim if self.interaction_dim is None else self.interaction_dim
+
+    @property
+    def table_dims(self) -> tuple[int, ...]:
+        return tuple(t.dim for t in self.tables)
+
+    @property
+    def pooled_dim(self) -> int:
+        """W: the width of the pooled embeddings the dense part takes (the widest table)."""
+        return max(t.dim for t in self.tables)
+
+    @property
+    def projected(self) -> tuple[int, ...]:
+        """The tables projected to `embedding_dim` (their dim differs from it)."""
+        D = self.embedding_dim
+        return tuple(f for f, t in enumerate(self.tables) if t.dim != D)
 
     @property
     def num_features(self) -> int:
@@ -94,4 +132,5 @@ class ModelSpec:
         macs += sum(a * b for a, b in pairwise(top))
         n = self.num_features + (1 if self.num_dense else 0)
         macs += n * n * self.embedding_dim
+        macs += sum(self.tables[f].dim * self.embedding_dim for f in self.projected)
         return 2 * 3 * macs

@@ -32,6 +32,7 @@ from recsync.protocol.messages import (
     WorkerDone,
 )
 from recsync.protocol.node import Node, StartTimer
+from recsync.ps.dim_groups import GroupedShard
 from recsync.ps.embedding_server import ShardReport, checked_lookup
 from recsync.ps.shard import RowShard
 from recsync.sync.gradient import Action, Apply, Drop, GradientPolicy, Push
@@ -195,7 +196,10 @@ class SparseShardServer(GradientServer):
         lookup, `row_versions` are their versions at that lookup."""
         if self.check_finite and not all_finite(message.grads):
             raise ValueError(f"{self.name}: NaN or infinite row gradient")
-        item = (message.rows, message.grads, message.row_versions)
+        grads = message.grads
+        if isinstance(self.shard, GroupedShard):  # compact: pad them to sum per row
+            grads = self.shard.padded(message.rows, grads)
+        item = (message.rows, grads, message.row_versions)
         self._receive(message.worker, message.version, message.token, item)
 
     def _update(self, items: list[Any], divisor: float, lr_scale: float) -> None:

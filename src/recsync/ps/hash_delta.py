@@ -22,6 +22,10 @@ SKETCH, SKETCH_CHANGES = "sketch", "sketch_changes"  # the admission sketch: cha
 
 
 def is_hash_state(state: dict[str, Any]) -> bool:
+    """A hash shard's state, or a grouped one's whose stores are hash shards."""
+    groups = state.get("groups")
+    if groups is not None:
+        return all(is_hash_state(g) for g in groups)
     return "keys" in state and "clock" in state
 
 
@@ -32,7 +36,11 @@ def _rows(state: dict[str, Any], keep: torch.Tensor) -> dict[str, Any]:
 
 
 def shard_delta(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The rows of `new` changed since `base`, the keys evicted since, and `new`'s scalars."""
+    """The rows of `new` changed since `base`, the keys evicted since, and `new`'s scalars
+    (a grouped shard's: each store's)."""
+    if "groups" in new:
+        groups = [shard_delta(b, n) for b, n in zip(base["groups"], new["groups"], strict=True)]
+        return {**new, "groups": groups}
     changed = new["last_seen"] >= int(base["clock"])
     evicted = base["keys"][~torch.isin(base["keys"], new["keys"])]
     scalars = {k: v for k, v in new.items() if k not in (*ROW_FIELDS, "optimizer", SKETCH)}
@@ -43,6 +51,9 @@ def shard_delta(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 def apply_shard_delta(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
     """`base` with `delta` applied: the state `shard_delta` was taken from."""
+    if "groups" in delta:
+        pairs = zip(base["groups"], delta["groups"], strict=True)
+        return {**delta, "groups": [apply_shard_delta(b, d) for b, d in pairs]}
     replaced = torch.cat([delta[EVICTED], delta["keys"]])
     kept = _rows(base, ~torch.isin(base["keys"], replaced))
     rows = _rows(delta, torch.ones(delta["keys"].numel(), dtype=torch.bool))

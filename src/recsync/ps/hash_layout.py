@@ -9,16 +9,18 @@ its part of each; the partial pools sum to the bag's pool.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from recsync.data.batch import Batch
-from recsync.model.hash_spec import HashTables
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
-from recsync.ps.layout import ShardRequest, TableLayout
+from recsync.ps.dim_groups import HashGroupedShard, compact
+from recsync.ps.layout import ShardRequest, TableLayout, without_empty_bags
 from recsync.ps.shard import RowShard
 
 if TYPE_CHECKING:
@@ -27,6 +29,26 @@ if TYPE_CHECKING:
 # an odd 64-bit multiplier (as a signed int64); a key's shard reads bits 32..62 of the product
 SHARD_MIX = -0x29170147799A026D  # 0xD6E8FEB86659FD93
 SHARD_BITS = 32
+
+
+@dataclass(frozen=True)
+class HashGroup:
+    """Hash tables that share one store on each shard: their dim, admission and eviction."""
+
+    dim: int
+    admission: Admission
+    eviction: Eviction
+    tables: tuple[int, ...]
+
+
+def hash_groups(tables: tuple[TableSpec, ...], config: HashTables) -> list[HashGroup]:
+    """The tables grouped by (dim, admission, eviction), a table's own admission and
+    eviction where it has them, else `config`'s; groups in the order of their first table."""
+    found: dict[tuple[int, Admission, Eviction], list[int]] = {}
+    for f, t in enumerate(tables):
+        key = (t.dim, t.admission or config.admission, t.eviction or config.eviction)
+        found.setdefault(key, []).append(f)
+    return [HashGroup(d, a, e, tuple(fs)) for (d, a, e), fs in found.items()]
 
 
 def shard_of_keys(keys: torch.Tensor, num_shards: int) -> torch.Tensor:
@@ -46,7 +68,13 @@ class HashLayout(TableLayout):
         assert num_shards >= 1
         self.tables = tables
         self.num_shards = num_shards
+        self.width = max(t.dim for t in tables)
         self.config = config
+        self.groups = hash_groups(tables, config)
+        self.mixed = len(self.groups) > 1  # a shard keeps one store per group
+        self._table_dims = torch.tensor([t.dim for t in tables], dtype=torch.int64)
+        self._key_dims = torch.zeros(256, dtype=torch.int64)
+        self._key_dims[: len(tables)] = self._table_dims
         self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
         self._any_mean = bool(self._mean_tables.any())
         self._aranges: dict[int, torch.Tensor] = {}
@@ -68,6 +96,10 @@ class HashLayout(TableLayout):
         return per_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
 
     def route(self, batch: Batch) -> list[ShardRequest]:
+        requests = self._route(batch)
+        return [without_empty_bags(r) for r in requests] if self.mixed else requests
+
+    def _route(self, batch: Batch) -> list[ShardRequest]:
         F, B = len(self.tables), batch.batch_size
         bags = self._arange(F * B)
         lengths = batch.bag_lengths()
@@ -117,21 +149,37 @@ class HashLayout(TableLayout):
     def combine(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
+        if self.mixed:
+            partials = self._padded(batch_size, requests, partials)
         return self._scattered(batch_size, requests, partials)
 
     def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
-        return self.new_hash_shard(shard, optimizer, seed)
+        """A hash shard; with tables in several groups, one store per group."""
+        stores = [self._store(shard, optimizer, seed, group) for group in self.groups]
+        if not self.mixed:
+            return stores[0]
+        group_of_table = [0] * len(self.tables)
+        for g, group in enumerate(self.groups):
+            for f in group.tables:
+                group_of_table[f] = g
+        return HashGroupedShard(list(stores), [g.dim for g in self.groups], group_of_table)
 
     def new_hash_shard(
         self, shard: int, optimizer: RowOptimizerSpec, seed: int
     ) -> HashEmbeddingShard:
-        """`new_shard`, typed as the hash shard it is."""
+        """`new_shard` of a layout of one group of tables, typed as the hash shard it is."""
+        assert not self.mixed, "tables in several groups: new_shard's grouped shard"
+        return self._store(shard, optimizer, seed, self.groups[0])
+
+    def _store(
+        self, shard: int, optimizer: RowOptimizerSpec, seed: int, group: HashGroup
+    ) -> HashEmbeddingShard:
         from recsync.ps.hash_shard import HashEmbeddingShard, HashTableConfig  # numba: slow
 
         config = HashTableConfig(
-            dim=self.tables[0].dim,
-            admission=self.config.admission,
-            eviction=self.config.eviction,
+            dim=group.dim,
+            admission=group.admission,
+            eviction=group.eviction,
             max_rows=self.config.max_rows,
             initial_rows=self.config.initial_rows,
             seed=seed,
@@ -139,11 +187,18 @@ class HashLayout(TableLayout):
         )
         return HashEmbeddingShard(config, optimizer, f"embedding-server-{shard}")
 
+    def wire_grads(self, shard: int, rows: torch.Tensor, grads: torch.Tensor) -> torch.Tensor:
+        if not self.mixed:
+            return grads
+        return compact(grads, self._key_dims.index_select(0, (rows >> 56) & 0xFF))
+
     def signature(self) -> list[tuple[int, ...]]:
         return [(-1, self.num_shards)]
 
     def rows_summary(self, states: list[dict[str, Any]]) -> dict[str, Any] | None:
         F = len(self.tables)
+        per_shard = [sum(int(s["keys"].numel()) for s in stores_of(state)) for state in states]
+        states = [store for state in states for store in stores_of(state)]
         counters = {
             name: sum(
                 (state["counters"][name][:F] for state in states), torch.zeros(F, dtype=torch.int64)
@@ -161,6 +216,12 @@ class HashLayout(TableLayout):
         return {
             "live": int(live.sum()),
             **{name: int(counts.sum()) for name, counts in counters.items()},
-            "per_shard": [int(state["keys"].numel()) for state in states],
+            "per_shard": per_shard,
             "per_table": per_table,
         }
+
+
+def stores_of(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """A hash shard's state, or a grouped one's stores' states."""
+    groups: list[dict[str, Any]] | None = state.get("groups")
+    return [state] if groups is None else groups

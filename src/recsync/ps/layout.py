@@ -10,6 +10,7 @@ import torch
 from recsync.data.batch import Batch
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
+from recsync.ps.dim_groups import DimGroupedShard, compact, pad
 from recsync.ps.shard import EmbeddingShard, RowShard, init_table
 
 
@@ -62,6 +63,9 @@ class TableLayout:
 
     tables: tuple[TableSpec, ...]
     num_shards: int
+    width: int  # W: the pooled embeddings' width, the widest table's dim
+    mixed: bool = False  # several dims (or hash groups): a shard keeps one store per group
+    _table_dims: torch.Tensor  # each table's dim
     lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
 
     def route(self, batch: Batch) -> list[ShardRequest]:
@@ -87,12 +91,26 @@ class TableLayout:
         table, from the shards' states (None: fixed tables, whose rows never change)."""
         return None
 
+    def wire_grads(self, shard: int, rows: torch.Tensor, grads: torch.Tensor) -> torch.Tensor:
+        """The row gradients (U x W) a push to `shard` carries: themselves, or with tables of
+        several dims each row's own dim of them, compact (ps/dim_groups.py)."""
+        return grads
+
+    def _padded(
+        self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        """Compact partial pools (tables of several dims) as num_bags x W."""
+        return [
+            pad(partial, self._table_dims.index_select(0, r.bag_index // batch_size), self.width)
+            for r, partial in zip(requests, partials, strict=True)
+        ]
+
     def _scattered(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
-        """B x F x D: each request's partial pools put at its bags (one request holding
+        """B x F x W: each request's partial pools put at its bags (one request holding
         every bag as it is), summed where bags meet on several shards."""
-        F, D = len(self.tables), self.tables[0].dim
+        F, D = len(self.tables), self.width
         if len(requests) == 1 and requests[0].bag_index.numel() == F * batch_size:
             return partials[0].reshape(F, batch_size, D).transpose(0, 1)
         pooled = torch.zeros(F * batch_size, D)
@@ -124,6 +142,11 @@ class EmbeddingLayout(TableLayout):
 
     def __init__(self, tables: tuple[TableSpec, ...], slices: list[TableSlice], num_shards: int):
         self.tables = tables
+        self.dims = sorted({t.dim for t in tables})
+        self.width = self.dims[-1]
+        self.mixed = len(self.dims) > 1  # a shard keeps one store per dim (dim_groups.py)
+        if self.mixed:
+            slices = stacked_by_dim(tables, slices)
         self.slices = sorted(slices, key=lambda s: (s.table, s.row_start))
         self.num_shards = num_shards
         self.shard_rows = [0] * num_shards
@@ -156,6 +179,18 @@ class EmbeddingLayout(TableLayout):
         self._one_hot_route = self._whole and num_shards > 1 and not self._any_mean
         self._bags_of: dict[int, BagIndex] = {}
         self._aranges: dict[int, torch.Tensor] = {}
+        self._table_dims = torch.tensor([t.dim for t in tables], dtype=torch.int64)
+        self._group_bases = [self._bases_of(shard) for shard in range(num_shards)]
+
+    def _bases_of(self, shard: int) -> torch.Tensor:
+        """Where each dim's store starts in the shard's row space, and where the last ends."""
+        rows = [0] * len(self.dims)
+        for s in self.slices:
+            if s.shard == shard:
+                rows[self.dims.index(self.tables[s.table].dim)] += s.num_rows
+        bases = torch.zeros(len(self.dims) + 1, dtype=torch.int64)
+        torch.cumsum(torch.tensor(rows, dtype=torch.int64), 0, out=bases[1:])
+        return bases
 
     @classmethod
     def single_shard(cls, tables: tuple[TableSpec, ...]) -> EmbeddingLayout:
@@ -186,7 +221,12 @@ class EmbeddingLayout(TableLayout):
         return bags
 
     def route(self, batch: Batch) -> list[ShardRequest]:
-        """Split a batch's bags into one request per shard that owns any of its tables."""
+        """Split a batch's bags into one request per shard that owns any of its tables
+        (with tables of several dims, without its empty bags: dim_groups.py)."""
+        requests = self._route(batch)
+        return [without_empty_bags(r) for r in requests] if self.mixed else requests
+
+    def _route(self, batch: Batch) -> list[ShardRequest]:
         B, F = batch.batch_size, len(self.tables)
         bags = self._bags(B)
         if self._one_hot_route and self._one_per_bag(batch):
@@ -299,8 +339,10 @@ class EmbeddingLayout(TableLayout):
     def combine(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
-        """Sum per-shard partial pools into B x F x D pooled embeddings."""
-        F, D = len(self.tables), self.tables[0].dim
+        """Sum per-shard partial pools into B x F x W pooled embeddings."""
+        F, D = len(self.tables), self.width
+        if self.mixed:
+            partials = self._padded(batch_size, requests, partials)
         bags = self._bags(batch_size)
         if len(requests) > 1 and bags.shard_order is not None and self._every_shard(requests, bags):
             pooled = torch.cat(partials).index_select(0, bags.shard_order)
@@ -315,20 +357,67 @@ class EmbeddingLayout(TableLayout):
             for r, s in zip(requests, owners, strict=True)
         )
 
-    def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> EmbeddingShard:
+    def new_shard(self, shard: int, optimizer: RowOptimizerSpec, seed: int) -> RowShard:
+        if self.mixed:
+            bases = self._group_bases[shard].tolist()
+            stores = []
+            for g, dim in enumerate(self.dims):
+                weight = self.shard_weight(shard, seed, dim)[bases[g] : bases[g + 1]]
+                stores.append(EmbeddingShard(weight.contiguous(), optimizer.build(*weight.shape)))
+            return DimGroupedShard(stores, self.dims)
         weight = self.shard_weight(shard, seed)
         return EmbeddingShard(weight, optimizer.build(*weight.shape))
 
-    def shard_weight(self, shard: int, seed: int) -> torch.Tensor:
+    def shard_weight(self, shard: int, seed: int, dim: int | None = None) -> torch.Tensor:
         """Initial rows of one shard: each table's rows come from (seed, table) whatever the
-        sharding, so every layout of the same tables starts from the same model."""
-        weight = torch.empty(self.shard_rows[shard], self.tables[0].dim)
+        sharding, so every layout of the same tables starts from the same model. `dim`:
+        only the tables of that dim, in the rows of the shard's store of them (the others
+        left unset)."""
+        weight = torch.empty(self.shard_rows[shard], self.width if dim is None else dim)
         for s in self.slices:
-            if s.shard == shard:
-                spec = self.tables[s.table]
+            spec = self.tables[s.table]
+            if s.shard == shard and dim in (None, spec.dim):
                 table = init_table(spec.num_rows, spec.dim, seed * 1000 + s.table)
                 weight[s.shard_row : s.shard_row + s.num_rows] = table[s.row_start : s.row_end]
         return weight
 
+    def wire_grads(self, shard: int, rows: torch.Tensor, grads: torch.Tensor) -> torch.Tensor:
+        if not self.mixed:
+            return grads
+        group = torch.searchsorted(self._group_bases[shard][1:], rows, right=True)
+        return compact(grads, torch.tensor(self.dims).index_select(0, group))
+
     def signature(self) -> list[tuple[int, ...]]:
         return [(s.table, s.row_start, s.row_end, s.shard, s.shard_row) for s in self.slices]
+
+
+def stacked_by_dim(tables: tuple[TableSpec, ...], slices: list[TableSlice]) -> list[TableSlice]:
+    """The slices restacked so that on every shard the slices of one dim are contiguous
+    (dims ascending, each dim's slices in their given order): its store's rows."""
+    order = sorted(slices, key=lambda s: (s.shard, tables[s.table].dim, s.shard_row))
+    restacked: list[TableSlice] = []
+    next_row: dict[int, int] = {}
+    for s in order:
+        row = next_row.get(s.shard, 0)
+        restacked.append(TableSlice(s.table, s.row_start, s.row_end, s.shard, row))
+        next_row[s.shard] = row + s.num_rows
+    return restacked
+
+
+def without_empty_bags(request: ShardRequest) -> ShardRequest:
+    """The request without its bags that hold no id (they pool to zeros; a shard of tables
+    of several dims tells a bag's dim by its first row)."""
+    lengths = request.offsets[1:] - request.offsets[:-1]
+    kept = lengths > 0
+    if bool(kept.all()):
+        return request
+    offsets = torch.zeros(int(kept.sum()) + 1, dtype=torch.int64)
+    torch.cumsum(lengths[kept], 0, out=offsets[1:])
+    return ShardRequest(
+        request.shard,
+        request.rows,
+        offsets,
+        request.weights,
+        request.bag_index[kept],
+        request.one_per_bag,
+    )

@@ -152,7 +152,7 @@ def plan_hash_tables(
         raise ValueError(f"num_servers must be >= 1, got {num_servers}")
     config = model.hash_tables
     assert config is not None
-    dim = model.embedding_dim
+    dim = model.tables[0].dim
     state = dim if state_floats_per_row is None else state_floats_per_row
     share = -(-sum(t.num_rows for t in model.tables) // num_servers)
     seen = torch.zeros(num_servers, dtype=torch.int64)
@@ -165,7 +165,34 @@ def plan_hash_tables(
     load = sum(costs) / num_servers
     layout = HashLayout(model.tables, num_servers, config)
     size = [r * (dim + state) * BYTES_PER_FLOAT for r in rows]
+    if len({t.dim for t in model.tables}) > 1:  # a row's bytes: its table's, on average
+        size = [
+            round(r * _mean_row_floats(model, state_floats_per_row, sample_batches))
+            * BYTES_PER_FLOAT
+            for r in rows
+        ]
     return EmbeddingPlan(layout, [load] * num_servers, rows, size)
+
+
+def _mean_row_floats(
+    model: ModelSpec, state_floats_per_row: int | None, sample_batches: list[Batch]
+) -> float:
+    """A hash row's floats (weight and optimizer state) averaged over the tables, each
+    weighed by its distinct keys in the sample (by its `num_rows` without one)."""
+    floats = torch.tensor(
+        [
+            t.dim + (t.dim if state_floats_per_row is None else state_floats_per_row)
+            for t in model.tables
+        ],
+        dtype=torch.float64,
+    )
+    weights = torch.tensor([t.num_rows for t in model.tables], dtype=torch.float64)
+    if sample_batches:
+        keys = torch.unique(torch.cat([b.ids for b in sample_batches]))
+        found = torch.bincount((keys >> 56) & 0xFF, minlength=256)[: len(model.tables)]
+        if int(found.sum()):
+            weights = found.to(torch.float64)
+    return float((floats * weights).sum() / weights.sum())
 
 
 @dataclass(frozen=True)

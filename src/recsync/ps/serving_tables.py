@@ -32,18 +32,31 @@ class KeyedRows:
 
     @classmethod
     def from_shards(cls, states: list[dict[str, Any]]) -> KeyedRows:
-        keys = torch.cat([state["keys"] for state in states])
-        vectors = torch.cat([state["weight"][: state["keys"].numel()] for state in states])
+        """Every live row of the shards' states (a grouped shard's stores too); vectors of
+        tables of several dims padded with zeros to the widest (`table` trims them)."""
+        stores = [store for state in states for store in state.get("groups", [state])]
+        width = max(int(store["weight"].shape[1]) for store in stores)
+        keys = torch.cat([store["keys"] for store in stores])
+        vectors = torch.cat(
+            [
+                F_.pad(
+                    store["weight"][: store["keys"].numel()], (0, width - store["weight"].shape[1])
+                )
+                for store in stores
+            ]
+        )
         return cls(keys, vectors)
 
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])
 
-    def table(self, table: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids, vectors) of one table's rows, ids without the table's prefix, ascending."""
+    def table(self, table: int, dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, vectors) of one table's rows, ids without the table's prefix, ascending;
+        `dim`: the vectors' first `dim` entries (the table's own, where tables differ)."""
         mine = ((self.keys >> KEY_SHIFT) & 0xFF) == table
-        return self.keys[mine] & ID_MASK, self.vectors[mine]
+        vectors = self.vectors[mine]
+        return self.keys[mine] & ID_MASK, vectors if dim is None else vectors[:, :dim]
 
     def rows_of(self, keys: torch.Tensor) -> torch.Tensor:
         """Each key's row in `vectors`, or K (one past the last: the zero row) if absent."""
@@ -57,7 +70,7 @@ class KeyedRows:
     def pooled(
         self, tables: tuple[TableSpec, ...], ids: torch.Tensor, offsets: torch.Tensor
     ) -> torch.Tensor:
-        """B x F x D pooled embeddings of a batch's feature-major bags (ids are keys)."""
+        """B x F x W pooled embeddings of a batch's feature-major bags (ids are keys)."""
         num_bags = offsets.numel() - 1
         B, D = num_bags // len(tables), self.dim
         weight = torch.cat([self.vectors, torch.zeros(1, D)])

@@ -166,7 +166,8 @@ def row_gradient_messages(
             assert reply.row_versions is not None
             pulled = unique_row_versions(reply.row_versions, inverse, rows.numel())
         else:
-            rows, grads = EMPTY_ROWS, torch.empty(0, layout.tables[0].dim)
+            rows, grads = EMPTY_ROWS, torch.empty(0, layout.width)
             pulled = EMPTY_ROWS
+        grads = layout.wire_grads(r.shard, rows, grads)
         pushes.append(PushRowGradients(worker, reply.version, rows, grads, pulled, token))
     return pushes

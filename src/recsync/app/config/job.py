@@ -12,6 +12,7 @@ from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import ClusterSpec
 from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
+from recsync.model.spec import ModelSpec
 from recsync.sync.config import StrategyConfig
 
 
@@ -145,6 +146,16 @@ class ClusterSection(Section):
 def _on_dense_servers(strategy: StrategyConfig | None) -> bool:
     """A strategy whose dense part is on dense servers (the gradient family)."""
     return strategy is not None and strategy.dense_servers_key == "num_dense_servers"
+
+
+def check_model_fits(model: ModelSpec, strategy: StrategyConfig | None) -> None:
+    """Model keys a strategy cannot train, named before any node starts."""
+    if strategy is None:  # the single-process reference trainer takes any model
+        return
+    try:
+        family_of(strategy).check_model(strategy, model)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def check_cluster_fits(cluster: ClusterSpec, strategy: StrategyConfig | None) -> None:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
+from pydantic.config import JsonDict
 
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.data import TABULAR_FORMATS, DataSection, file_paths, reader_schema
-from recsync.app.config.job import ClusterSection, check_cluster_fits
+from recsync.app.config.job import ClusterSection, check_cluster_fits, check_model_fits
 from recsync.app.config.run import RecoverySection, RunSection, SimulateSection
 from recsync.app.config.strategy import (
     StrategySection,
@@ -32,7 +33,7 @@ from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.sources import FileData
-from recsync.model.hash_spec import HashTables
+from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -54,9 +55,87 @@ else:
     SparseOptimizerSection = section_from_dataclass(RowOptimizerSpec)
 
 
+_GLOBAL: JsonDict = {"unset": "model.hash_tables' value"}
+
+
+class TableAdmissionSection(Section):
+    """A hash table's own admission keys (the others: model.hash_tables.admission's)."""
+
+    min_count: int | None = Field(
+        default=None,
+        description="An id gets a row at its min_count-th sighting.",
+        json_schema_extra=_GLOBAL,
+    )
+    probability: float | None = Field(
+        default=None,
+        description="Each sighting admits the id with this probability.",
+        json_schema_extra=_GLOBAL,
+    )
+
+
+class TableEvictionSection(Section):
+    """A hash table's own eviction keys (the others: model.hash_tables.eviction's)."""
+
+    ttl_steps: int | None = Field(
+        default=None,
+        description="Rows not seen for this many updates of their shard go.",
+        json_schema_extra=_GLOBAL,
+    )
+    min_l2: float | None = Field(
+        default=None,
+        description="Rows whose L2 norm fell below this go.",
+        json_schema_extra=_GLOBAL,
+    )
+    on_full: Literal["evict", "error"] | None = Field(
+        default=None,
+        description="What a full table does with a new id: evict a row, or stop the run.",
+        json_schema_extra=_GLOBAL,
+    )
+    ttl_days: int | None = Field(
+        default=None,
+        description="Continual training: rows not seen for this many days go.",
+        json_schema_extra=_GLOBAL,
+    )
+
+
+class TableSection(Section):
+    """One [[model.tables]] entry: a table's name, its dim (default: model.embedding_dim),
+    its kind (the same for every table: a check of model.table_kind, or its value when
+    that is "auto"), its rows (a fixed table's, else table_rows'), and a hash table's own
+    admission and eviction keys (over model.hash_tables')."""
+
+    name: str = Field(description="The table's name: its categorical column's.")
+    dim: int | None = Field(
+        default=None,
+        description="The width of the table's rows.",
+        json_schema_extra={"unset": "model.embedding_dim"},
+    )
+    kind: Literal["hash", "fixed"] | None = Field(
+        default=None,
+        description="hash or fixed: the same for every table (model.table_kind's).",
+        json_schema_extra={"unset": "model.table_kind's"},
+    )
+    rows: int | None = Field(
+        default=None,
+        description="A fixed table's rows (every table's or none).",
+        json_schema_extra={"unset": "model.table_rows'"},
+    )
+    admission: TableAdmissionSection | None = Field(
+        default=None,
+        description="This hash table's own admission keys.",
+        json_schema_extra={"unset": "model.hash_tables.admission"},
+    )
+    eviction: TableEvictionSection | None = Field(
+        default=None,
+        description="This hash table's own eviction keys.",
+        json_schema_extra={"unset": "model.hash_tables.eviction"},
+    )
+
+
 class ModelSection(Section):
     """[model]: the DLRM's shape and its embedding tables; the counts default to the
-    data's."""
+    data's. Tables whose dim is not `embedding_dim` (the interaction's, the bottom MLP's
+    output) are projected to it."""
 
     num_dense: int | None = Field(
         default=None,
@@ -81,12 +160,20 @@ class ModelSection(Section):
         description="hash: tables keyed by raw ids, rows made as ids arrive; fixed: "
         "table_rows rows; auto: hash for file data without table_rows, fixed otherwise.",
     )
+    tables: list[TableSection] | None = Field(
+        default=None,
+        description="[[model.tables]]: one entry per categorical column, in the data's "
+        "order: each table's own dim, rows, and hash admission and eviction.",
+        json_schema_extra={"unset": "every table of embedding_dim, table_rows and hash_tables"},
+    )
     hash_tables: HashTablesSection = Field(
         default_factory=HashTablesSection,
         description="Admission, eviction and the bound of hash tables.",
     )
     embedding_dim: int = Field(
-        default=_DEFAULT_MODEL.embedding_dim, description="The width of every embedding row."
+        default=_DEFAULT_MODEL.embedding_dim,
+        description="The interaction's width, and every table's dim unless [[model.tables]] "
+        "sets its own.",
     )
     pooling: Literal["sum", "mean"] = Field(
         default="sum", description="How a multi-hot bag's rows are pooled into one vector."
@@ -226,6 +313,7 @@ class Config(Section):
                 self.recovery.to_spec().check(strategy)
             except ValueError as error:
                 raise ConfigError(f"recovery.{error}") from None
+        check_model_fits(model, strategy)
         cluster = self.cluster.to_spec(strategy)
         check_cluster_fits(cluster, strategy)
         return RunSpecs(
@@ -272,15 +360,91 @@ class Config(Section):
         """Whether the tables are hash tables (model.table_kind, "auto" resolved)."""
         kind = self.model.table_kind
         if kind == "auto":
+            given = {t.kind for t in self.model.tables or ()} - {None}
+            if len(given) == 1:
+                return given == {"hash"}
             fixed = self.data.source == "synthetic" or self.model.table_rows is not None
             return not fixed
         return kind == "hash"
+
+    def _listed_tables(
+        self, num_tables: int | None, names: list[str] | None
+    ) -> list[TableSection] | None:
+        """[[model.tables]] checked against the data and the rest of [model] (None: not
+        given)."""
+        m = self.model
+        listed = m.tables
+        if listed is None:
+            return None
+        if not listed:
+            raise ConfigError("model.tables: give at least one table, or leave it out")
+        if num_tables is not None and len(listed) != num_tables:
+            raise ConfigError(
+                f"model.tables: {len(listed)} tables, but the data has {num_tables} "
+                "categorical columns (one table each)"
+            )
+        kind = "hash" if self.hashed_tables else "fixed"
+        seen: dict[str, int] = {}
+        for i, t in enumerate(listed):
+            key = f"model.tables[{i}]"
+            if not t.name:
+                raise ConfigError(f"{key}.name: must not be empty")
+            if t.name in seen:
+                raise ConfigError(f"{key}.name: {t.name!r} is model.tables[{seen[t.name]}]'s too")
+            seen[t.name] = i
+            if names is not None and t.name != names[i]:
+                raise ConfigError(
+                    f"{key}.name: {t.name!r}, but the data's categorical column {i} is "
+                    f"{names[i]!r} (the tables follow the columns' order)"
+                )
+            if t.dim is not None and t.dim < 1:
+                raise ConfigError(f"{key}.dim: must be >= 1, got {t.dim}")
+            if t.rows is not None and t.rows < 1:
+                raise ConfigError(f"{key}.rows: must be >= 1, got {t.rows}")
+            if t.rows is not None and m.table_rows is not None:
+                raise ConfigError(f"{key}.rows: give the rows either here or in model.table_rows")
+            if t.kind is not None and t.kind != kind:
+                raise ConfigError(
+                    f"{key}.kind: {t.kind!r}, but the tables are {kind} tables "
+                    f"(model.table_kind = {m.table_kind!r}); every table has one kind for now"
+                )
+            for name in ("admission", "eviction"):
+                if getattr(t, name) is not None and kind != "hash":
+                    raise ConfigError(f"{key}.{name}: only hash tables admit and evict rows")
+        return listed
+
+    def _own_policies(
+        self, i: int, t: TableSection, hash_tables: HashTables
+    ) -> tuple[Admission | None, Eviction | None]:
+        """Table i's own admission and eviction: its keys over model.hash_tables' (None
+        where it sets none)."""
+        own: list[Any] = []
+        for name, cls in (("admission", Admission), ("eviction", Eviction)):
+            section = getattr(t, name)
+            if section is None:
+                own.append(None)
+                continue
+            given = {k: v for k, v in section.model_dump().items() if v is not None}
+            values = dataclasses.asdict(getattr(hash_tables, name)) | given
+            own.append(build_dataclass(cls, values, f"model.tables[{i}].{name}"))
+        return own[0], own[1]
 
     def _model_spec(self) -> ModelSpec:
         m, source = self.model, self.data.source
         data_dense, data_tables, data_rows = self._data_shape()
         num_dense = _agree("model.num_dense", m.num_dense, data_dense, "dense features")
         num_tables = _agree("model.num_tables", m.num_tables, data_tables, "tables")
+        tabular = source in TABULAR_FORMATS
+        entries = self._listed_tables(
+            num_tables, list(self.data.table_schema.categorical) if tabular else None
+        )
+        if entries is not None:
+            num_tables = len(entries)
+            if all(t.rows is not None for t in entries):
+                m = m.model_copy(update={"table_rows": [t.rows for t in entries]})
+            elif any(t.rows is not None for t in entries):
+                i = next(i for i, t in enumerate(entries) if t.rows is None)
+                raise ConfigError(f"model.tables[{i}].rows: give every table's rows, or none")
         rows = m.table_rows
         if isinstance(rows, list) and num_tables is not None and len(rows) != num_tables:
             raise ConfigError(f"model.table_rows: {len(rows)} tables, but there are {num_tables}")
@@ -320,18 +484,27 @@ class Config(Section):
             )
         names = (
             self.data.table_schema.categorical
-            if source in TABULAR_FORMATS
+            if tabular
             else [f"C{i + 1}" for i in range(len(rows))]
         )
+        dims = [m.embedding_dim] * len(rows)
+        if entries is not None:
+            names = [t.name for t in entries]
+            dims = [m.embedding_dim if t.dim is None else t.dim for t in entries]
+        hash_tables = (
+            build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
+            if self.hashed_tables
+            else None
+        )
+        policies: list[tuple[Admission | None, Eviction | None]] = [(None, None)] * len(rows)
+        if entries is not None and hash_tables is not None:
+            policies = [self._own_policies(i, t, hash_tables) for i, t in enumerate(entries)]
         try:
             tables = tuple(
-                TableSpec(name, r, m.embedding_dim, m.pooling)
-                for name, r in zip(names, rows, strict=True)
-            )
-            hash_tables = (
-                build_dataclass(HashTables, m.hash_tables, "model.hash_tables")
-                if self.hashed_tables
-                else None
+                TableSpec(name, r, dim, m.pooling, admission, eviction)
+                for name, r, dim, (admission, eviction) in zip(
+                    names, rows, dims, policies, strict=True
+                )
             )
             return ModelSpec(
                 num_dense=num_dense or 0,
@@ -340,6 +513,7 @@ class Config(Section):
                 top_mlp=tuple(m.top_mlp),
                 data_norm=m.data_norm,
                 hash_tables=hash_tables,
+                interaction_dim=None if entries is None else m.embedding_dim,
             )
         except ValueError as error:
             raise ConfigError(f"model: {error}") from None

@@ -17,6 +17,7 @@ from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.errors import ConfigError
 from recsync.ps.hash_days import new_day
 from recsync.ps.hash_delta import is_hash_state
+from recsync.ps.hash_layout import hash_groups
 
 NEXT_DAY_TEST = 20_000  # held-out examples of the next day each day's model is scored on
 
@@ -53,11 +54,25 @@ def day_started(config: Config, state: JobState) -> JobState:
     """The state a day starts from (the previous day's end): with hash tables that evict by
     days (`model.hash_tables.eviction.ttl_days`), each hash shard's new day started, the
     rows not seen in the last ttl_days days evicted (ps/hash_days.py)."""
-    hash_tables = config.to_specs().model.hash_tables
-    ttl_days = None if hash_tables is None else hash_tables.eviction.ttl_days
-    if ttl_days is None:
+    model = config.to_specs().model
+    if model.hash_tables is None:
         return state
-    shards = [new_day(s, ttl_days) if is_hash_state(s) else s for s in state.shards]
+    days = [g.eviction.ttl_days for g in hash_groups(model.tables, model.hash_tables)]
+    if all(ttl is None for ttl in days):
+        return state
+
+    def started(store: dict[str, Any], ttl_days: int | None) -> dict[str, Any]:
+        return store if ttl_days is None else new_day(store, ttl_days)
+
+    shards = []
+    for s in state.shards:
+        if not is_hash_state(s):
+            shards.append(s)
+        elif "groups" in s:  # one store per group of tables, each its own ttl_days
+            groups = [started(g, ttl) for g, ttl in zip(s["groups"], days, strict=True)]
+            shards.append({**s, "groups": groups})
+        else:
+            shards.append(started(s, days[0]))
     return dataclasses.replace(state, shards=shards)
 
 

@@ -26,6 +26,7 @@ from recsync.io.readers import open_dataset
 from recsync.io.sources import prepared
 from recsync.model.exported import ExportedDLRM
 from recsync.model.spec import ModelSpec
+from recsync.ps.dim_groups import rows_in_state
 from recsync.ps.serving_tables import KeyedRows
 from recsync.trainer.replica import DenseReplica
 
@@ -66,7 +67,7 @@ def exported_model(run: Path, best: bool = False) -> tuple[ExportedDLRM, Config]
     replica.load_flat(state.dense)
     model.dense.load_state_dict(replica.module.state_dict())
     for table, row_start, row_end, shard, shard_row in state.slices:
-        rows = state.shards[shard]["weight"][shard_row : shard_row + row_end - row_start]
+        rows = rows_in_state(state.shards[shard], shard_row, shard_row + row_end - row_start)
         model.set_rows(table, row_start, rows)
     return model.eval(), config
 
@@ -78,9 +79,13 @@ def description(config: Config, model: ExportedDLRM) -> dict[str, Any]:
         "format": EXPORT_FORMAT,
         "num_dense": spec.num_dense,
         "embedding_dim": spec.embedding_dim,
+        "pooled_dim": spec.pooled_dim,
         "bottom_mlp": list(spec.bottom_mlp),
         "top_mlp": list(spec.top_mlp),
-        "tables": [{"name": t.name, "rows": t.num_rows, "pooling": t.pooling} for t in spec.tables],
+        "tables": [
+            {"name": t.name, "rows": t.num_rows, "dim": t.dim, "pooling": t.pooling}
+            for t in spec.tables
+        ],
         "data": config.dump()["data"],
         "model_config": config.dump()["model"],
     }

@@ -94,7 +94,7 @@ def export_keyed(
     B = 2
     example = (
         torch.zeros(B, model.num_dense),
-        torch.zeros(B, model.num_features, model.embedding_dim),
+        torch.zeros(B, model.num_features, model.pooled_dim),
     )
     batch = torch.export.Dim("batch", min=1)
     program = torch.export.export(dense, example, dynamic_shapes=({0: batch}, {0: batch}))
@@ -106,7 +106,7 @@ def export_keyed(
     rows = KeyedRows.from_shards(state.shards)
     tables = []
     for f, spec in enumerate(model.tables):
-        ids, vectors = rows.table(f)
+        ids, vectors = rows.table(f, spec.dim)
         pq.write_table(table_arrow(ids, vectors), out_dir / TABLES_DIR / f"{spec.name}.parquet")
         if delta_from is not None:
             old_path = delta_from / TABLES_DIR / f"{spec.name}.parquet"
@@ -116,11 +116,14 @@ def export_keyed(
                 )
             changes = delta(read_table(old_path), (ids, vectors))
             pq.write_table(changes, out_dir / TABLES_DIR / f"{spec.name}.delta.parquet")
-        tables.append({"name": spec.name, "pooling": spec.pooling, "rows": int(ids.numel())})
+        tables.append(
+            {"name": spec.name, "pooling": spec.pooling, "rows": int(ids.numel()), "dim": spec.dim}
+        )
     return {
         "format": KEYED_FORMAT,
         "num_dense": model.num_dense,
         "embedding_dim": model.embedding_dim,
+        "pooled_dim": model.pooled_dim,
         "tables": tables,
         "dense_program": DENSE_PROGRAM,
         "missing_id": "zero vector",

@@ -79,6 +79,9 @@ def _toml_literal(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_literal(v) for v in value) + "]"
+    if isinstance(value, Mapping):  # a table in an array ([[model.tables]]): inline
+        items = (f"{k} = {_toml_literal(v)}" for k, v in value.items() if v is not None)
+        return "{" + ", ".join(items) + "}"
     if isinstance(value, str):
         return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
     if isinstance(value, float) and not math.isfinite(value):

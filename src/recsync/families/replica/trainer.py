@@ -133,7 +133,7 @@ class ReplicaTrainer(ReceivingTrainer):
             requests, layout.requests_gradients(grad_pooled, requests), strict=True
         ):
             rows, grads = row_gradients(r.rows, r.offsets, grad_bags, r.weights)
-            step.pushes[r.shard] = PushRows(rows, grads)
+            step.pushes[r.shard] = PushRows(rows, layout.wire_grads(r.shard, rows, grads))
         self.unsent[thread] = step
         return True
 
