@@ -386,6 +386,39 @@ def test_steady_eps_leaves_out_ramp_up_and_tail():
     assert steady_eps([(2.0, 50)]) == 25.0
 
 
+def test_a_steady_window_too_short_is_refused():
+    from recsync.coordinator.measures import (
+        MIN_STEADY_BATCHES,
+        ShortSteadyWindow,
+        check_steady,
+        steady_measures,
+    )
+
+    # 2 worker threads, batches of 10, 100 batches: 60 of them, 30 a thread, in the window
+    handed = [(0.1 * i, 10 * i) for i in range(1, 101)]
+    long = steady_measures(handed, batch_size=10, worker_threads=2)
+    assert long["steady_batches_per_thread"] == pytest.approx(30.0)
+    assert check_steady(long, "long run") == pytest.approx(100.0)
+    # the same batches over 20 threads: 3 a thread in the window
+    short = steady_measures(handed, batch_size=10, worker_threads=20)
+    assert short["steady_batches_per_thread"] < MIN_STEADY_BATCHES
+    with pytest.raises(ShortSteadyWindow, match="short run.*3.0 batches per worker thread"):
+        check_steady(short, "short run")
+    # no two points inside the window: no steady window at all
+    none = steady_measures([(1.0, 10), (2.0, 100)], batch_size=10, worker_threads=1)
+    assert none["steady_batches_per_thread"] == 0.0
+    with pytest.raises(ShortSteadyWindow, match="lacking"):
+        check_steady({"eps_steady": 1.0}, "lacking")
+
+
+def test_a_run_says_how_many_batches_its_steady_rate_spans():
+    cluster = ClusterSpec(2, 2, 1, 0)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC)
+    summary = SimJob(spec, plan_for(spec), CostModel()).run()
+    batches = SYNTHETIC.num_train / TRAIN.batch_size / 4  # a worker thread's share
+    assert 0.5 * batches <= summary["steady_batches_per_thread"] <= 0.6 * batches + 1
+
+
 def test_progress_is_reported_as_each_batch_is_handed_out():
     handed = []
     cluster = ClusterSpec(2, 2, 1, 0)
