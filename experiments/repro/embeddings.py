@@ -215,7 +215,7 @@ def _part(
         same_share = name != "capacity" or (
             saved["setting"].get("capacity_fraction") == setting.capacity_fraction
         )
-        steady = "eps_steady" in saved["result"]  # else measured before runs stored it
+        steady = "eps_steady" in saved["result"]  # else each run's whole-run rate only
         if (
             steady
             and same_share

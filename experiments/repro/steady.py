@@ -27,8 +27,8 @@ def steady(
     point: Mapping[str, Any], results_file: str, name: str, key: str = "eps_steady"
 ) -> float:
     """`point`'s steady examples/s (under `key`); MissingSteadyRate naming `results_file`
-    and `name` where the point has none (a results file written before its points stored
-    it)."""
+    and `name` where the point has none (a results file whose points hold only the whole
+    run's rate)."""
     return float(_stored(point, results_file, name, key))
 
 

@@ -213,7 +213,7 @@ def test_switching_report_checks_the_claims_against_all_reduce():
     assert within.verdict.describe() in text and within.verdict.label == "holds"
     assert faster.verdict.describe(2) in text and "6.00x" in faster.ours
     assert gba_switching_claims.claims({"segment": {}}) == []  # older results: none
-    whole = [  # bsp seed 1 with the whole run's rate only, as results were stored before
+    whole = [  # bsp seed 1 with the whole run's rate only
         {"eps": r["eps_steady"], **{k: v for k, v in r.items() if k != "eps_steady"}}
         if (r["branch"], r["seed"]) == ("bsp", 1)
         else r
@@ -576,7 +576,7 @@ def test_hierarchical_report_reads_the_steady_rate_and_flags_short_windows():
     settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, *ht.RARE_SYNC, *ht.FIG11))
     speed = {
         s.label: {
-            "eps": 10.0,  # the whole run's rate of results stored before the steady one led
+            "eps": 10.0,  # the whole run's rate, which no figure reads
             "eps_steady": 100.0 * (s.groups or 1),
             "trainers": s.cluster().num_trainers,
             "examples": s.worker_threads * 6 * ht.BATCH,
@@ -646,3 +646,28 @@ def test_traffic_differences_leave_out_only_what_timing_decides():
 def test_gba_reports_write_their_figures_without_bsp_below_the_decay(tmp_path):
     gba_stragglers_report.write(gba_result(), tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {"report.md", "severity.png", "throughput.png"}
+
+
+def test_failures_report_reads_the_scale_runs_steady_rate():
+    from experiments.repro import failures
+
+    scale = {"examples": 640_000, "eps": 6e6, "cuts": 3, "cost_per_cut_s": 2e-4}
+    scale["pause_per_cut_s"] = 0.01
+    with pytest.raises(MissingSteadyRate, match=r"failures/results.json, point scale: no"):
+        failures.render_report(scale, [], {})
+    assert "(steady)" in failures._failure_point({**scale, "eps_steady": 5e6})
+
+
+def test_a_hierarchical_throughput_point_too_short_for_a_steady_rate_is_refused(monkeypatch):
+    from recsync.coordinator.measures import MIN_STEADY_BATCHES, ShortSteadyWindow
+    from recsync.model.spec import ModelSpec
+
+    monkeypatch.setattr(hierarchical, "LARGE_MODEL", ModelSpec())  # small: a quick run
+    setting = ht.ht(2, 2)
+    monkeypatch.setattr(hierarchical, "ITERATIONS_PER_THREAD", 6)
+    with pytest.raises(ShortSteadyWindow, match=r"hierarchical, HT 2g \(2\+2\): .* spans 3"):
+        hierarchical.throughput(setting)
+    monkeypatch.setattr(hierarchical, "ITERATIONS_PER_THREAD", ht.ITERATIONS_PER_THREAD)
+    row = hierarchical.throughput(setting)
+    assert row["steady_batches_per_thread"] >= MIN_STEADY_BATCHES
+    assert row["eps_steady"] > 0 and "eps" not in row

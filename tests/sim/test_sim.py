@@ -231,7 +231,7 @@ def test_calibration_prices_a_batch_at_what_the_readers_producer_spent_in_the_ru
 
 def test_calibration_runs_its_fit_jobs_in_rounds_and_keeps_each_ones_median_run():
     """Each round runs every fit job once (a slow spell of the machine spreads over all of
-    them); each job keeps its run of median EPS; the progress bar counts every run."""
+    them); each job keeps its run of median steady EPS; the progress bar counts every run."""
     from recsync.app.runs.calibrate import calibration_steps, median_runs
 
     few, many = _fit_jobs(600)
@@ -240,11 +240,11 @@ def test_calibration_runs_its_fit_jobs_in_rounds_and_keeps_each_ones_median_run(
 
     def run(spec):
         order.append(id(spec))
-        return {"eps": next(eps)}
+        return {"eps_steady": next(eps)}
 
     kept = median_runs([few, many], 3, run, told.append)
     assert order == [id(few), id(many)] * 3
-    assert [r["eps"] for r in kept] == [30, 50]
+    assert [r["eps_steady"] for r in kept] == [30, 50]
     assert len(told) == 6 and told[0].endswith("(run 1 of 3)")
     assert calibration_steps(False, 3) == calibration_steps(False) + 2 * 3
     assert calibration_steps(True, 3) > calibration_steps(False, 3)
