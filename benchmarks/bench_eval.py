@@ -2,11 +2,12 @@
 x 2 workers, default model and synthetic task) with evaluations every `--eval-every`
 examples handed out (each mark on `--eval-examples` held-out examples, the config's
 default; the end on all) over the same job with none, paired run by run (the order within
-a pair alternates). Prints one JSON object: EPS of each, `ratio` (median of the paired
-ratios, with evaluations / without), and how many metrics records the evaluating runs
-wrote: one per mark and the end's (marks that come while a record is being scored queue
-up; on a saturated machine the evaluator, at a low priority, gets little CPU, and the
-job's end waits for it).
+a pair alternates). Prints one JSON object: examples/s of each over its whole run (not the
+steady rate: the job's end waits for the evaluator, which is part of what evaluating
+costs), `ratio` (median of the paired ratios, with evaluations / without), and how many
+metrics records the evaluating runs wrote: one per mark and the end's (marks that come
+while a record is being scored queue up; on a saturated machine the evaluator, at a low
+priority, gets little CPU, and the job's end waits for it).
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def main() -> None:
                 "examples": args.examples,
                 "eval_every": args.eval_every,
                 "eval_examples": args.eval_examples,
-                "eps_evaluating": [round(e) for e in evaluating],
-                "eps_plain": [round(e) for e in plain],
+                "whole_run_eps_evaluating": [round(e) for e in evaluating],
+                "whole_run_eps_plain": [round(e) for e in plain],
                 "records": records,
                 "records_due": -(-args.examples // args.eval_every),  # the end's included
                 "ratio": round(statistics.median(ratios), 3),

@@ -5,7 +5,8 @@ The data: the synthetic task with Criteo Kaggle's 26 per-feature cardinalities s
 by `--scale` (each at least 3 rows), Zipf-skewed ids, 13 dense features, so a run touches
 rows across the whole range; the same examples for both jobs (the hash job's ids are the
 fixed job's as feature-prefixed keys). The two jobs run in turn, paired run by run; the
-`ratio` is the median of hash EPS over fixed EPS. Prints one JSON object.
+`ratio` is the median of hash EPS over fixed EPS, each the run's steady rate (`eps_steady`,
+docs/simulator.md, "Examples per second"). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for name, spec in specs.items():
                 summary = run_job(spec)
-                eps[name].append(summary["eps"])
+                eps[name].append(summary["eps_steady"])
                 if name == "hash":
                     rows.append(summary["embedding_rows"]["live"])
     finally:

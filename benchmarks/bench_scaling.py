@@ -16,7 +16,8 @@ last (connections opening, the reader's producer filling its pipe, workers endin
 cost the engine's EPS a share the simulator does not model (0-7% in runs of 3-6 s: see
 docs/perf-log.md).
 
-Prints one JSON line per point (real and simulated EPS, the simulator's error, the engine's
+Prints one JSON line per point (real and simulated EPS, each the steady rate `eps_steady`,
+docs/simulator.md "Examples per second"; the simulator's error, the engine's
 CPU per example by role from its first run beside the CPU the simulator charged), then one
 JSON object: `max_sim_error` over the grid (the "threads" group apart: the simulator models
 no interpreter lock), the scaling efficiencies EPS(n) / (n x EPS(1)) and
@@ -118,8 +119,8 @@ def engine_row(point: Point, examples: int, real: list[dict[str, Any]]) -> dict[
     return {
         **dataclasses.asdict(point),
         "examples": examples,
-        "real_eps": round(statistics.median(r["eps"] for r in real)),
-        "real_eps_each": [round(r["eps"]) for r in real],
+        "real_eps_steady": round(statistics.median(r["eps_steady"] for r in real)),
+        "real_eps_steady_each": [round(r["eps_steady"]) for r in real],
         "worker_processes": real[0]["worker_processes"],
         "trainer_calls_per_batch": real[0]["calls_per_batch"].get("trainers", {}).get("total"),
         "cpu_us_per_example": cpu_per_example(real[0]),
@@ -137,8 +138,8 @@ def simulated_point(row: dict[str, Any], cost: CostModel) -> dict[str, Any]:
     sim = simulated(point.spec(row["examples"]), cost)
     return {
         **row,
-        "sim_eps": round(sim["eps"]),
-        "sim_error": round(sim["eps"] / row["real_eps"] - 1.0, 3),
+        "sim_eps_steady": round(sim["eps_steady"]),
+        "sim_error": round(sim["eps_steady"] / row["real_eps_steady"] - 1.0, 3),
         "sim_cpu_us_per_example": cpu_per_example(sim),
     }
 
@@ -146,7 +147,9 @@ def simulated_point(row: dict[str, Any], cost: CostModel) -> dict[str, Any]:
 def efficiencies(rows: list[dict[str, Any]], group: str, key: str, strategy: str) -> dict:
     """EPS(n) / (n x EPS(1)) over the points of one sweep, by the swept count."""
     sweep = {
-        r[key]: r["real_eps"] for r in rows if r["group"] == group and r["strategy"] == strategy
+        r[key]: r["real_eps_steady"]
+        for r in rows
+        if r["group"] == group and r["strategy"] == strategy
     }
     base = sweep.get(1)
     if not base:
@@ -204,7 +207,13 @@ def main() -> None:
     if args.simulate:
         lines = [json.loads(line) for line in args.simulate.read_text().splitlines() if line]
         figures, num_cpus = lines[0]["engine_figures"], lines[0]["num_cpus"]
-        engine_rows: Iterable[dict[str, Any]] = (line for line in lines[1:] if "group" in line)
+        engine_rows: Iterable[dict[str, Any]] = [line for line in lines[1:] if "group" in line]
+        for row in engine_rows:
+            if "real_eps_steady" not in row:
+                raise SystemExit(
+                    f"{args.simulate}: point {row['group']} {row['strategy']} has no steady "
+                    "examples/s (real_eps_steady): run --engine-only again"
+                )
     else:
         connect(None, num_cpus)
         figures = engine_figures(args.fit_examples, repeats=args.repeats)
@@ -224,7 +233,7 @@ def main() -> None:
 
     def eps(group: str, strategy: str, **match: int) -> float | None:
         found = [
-            r["real_eps"]
+            r["real_eps_steady"]
             for r in rows
             if r["group"] == group
             and r["strategy"] == strategy
@@ -235,7 +244,7 @@ def main() -> None:
     def ratio(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a and b else None
 
-    servers = [r["real_eps"] for r in rows if r["group"] == "servers"]
+    servers = [r["real_eps_steady"] for r in rows if r["group"] == "servers"]
     most_trainers = max((r["trainers"] for r in rows if r["group"] == "trainers"), default=None)
     print(
         json.dumps(

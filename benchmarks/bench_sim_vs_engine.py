@@ -10,7 +10,8 @@ embedding servers; file data on hash tables) with `data.path` the file and 2% he
 
 One run: the machine is calibrated first (`recsync calibrate`'s engine jobs, `--fit-examples`
 each), then for each file the reader is timed on it (`recsync calibrate --data`), the job
-runs `--repeats` times on the engine (the median EPS kept) and once in the simulator with
+runs `--repeats` times on the engine (the median EPS kept; every EPS here the steady rate,
+`eps_steady`, docs/simulator.md, "Examples per second") and once in the simulator with
 the file's price of an example, and once with the synthetic stream's price of a batch
 (`reader_batch_s`, what the simulator charged before): the reader term's share. Prints a
 JSON line per file and writes them all to `--out` (reports/reader_cost/results.json), whose
@@ -122,7 +123,7 @@ def case_row(
         run = run_job(spec, num_cpus=os.cpu_count())
         run["wall_s"] = time.perf_counter() - started
         runs.append(run)
-    engine = sorted(runs, key=lambda r: r["eps"])[len(runs) // 2]
+    engine = sorted(runs, key=lambda r: r["eps_steady"])[len(runs) // 2]
     plan = plan_for(spec)
     simulated = SimJob(spec, plan, priced).run()
     unpriced = SimJob(spec, plan, cost).run()
@@ -136,13 +137,13 @@ def case_row(
         "reader_us_per_example": round(reader.example_s * 1e6, 2),
         "reader_us_per_example_passes": [round(s * 1e6, 2) for s in reader.passes],
         "engine_producer_us_per_example": producer_us(engine),
-        "engine_eps": round(engine["eps"]),
-        "engine_eps_each": [round(r["eps"]) for r in runs],
+        "engine_eps_steady": round(engine["eps_steady"]),
+        "engine_eps_steady_each": [round(r["eps_steady"]) for r in runs],
         "engine_wall_s_each": [round(r["wall_s"], 1) for r in runs],
-        "sim_eps": round(simulated["eps"]),
-        "ratio": round(simulated["eps"] / engine["eps"], 3),
-        "sim_eps_synthetic_batch_price": round(unpriced["eps"]),
-        "ratio_synthetic_batch_price": round(unpriced["eps"] / engine["eps"], 3),
+        "sim_eps_steady": round(simulated["eps_steady"]),
+        "ratio": round(simulated["eps_steady"] / engine["eps_steady"], 3),
+        "sim_eps_steady_synthetic_batch_price": round(unpriced["eps_steady"]),
+        "ratio_synthetic_batch_price": round(unpriced["eps_steady"] / engine["eps_steady"], 3),
         "engine_cpu_us_per_example": cpu_us(engine),
         "sim_cpu_us_per_example": cpu_us(simulated),
         "engine_cpu_us_per_example_each": [cpu_us(r) for r in runs],
@@ -158,8 +159,9 @@ def total_cpu_us(summary: dict[str, Any]) -> float:
 
 
 def cores_used(summary: dict[str, Any]) -> float:
-    """Cores the run's processes kept busy while training (EPS x CPU an example): on a
-    machine that other work loads, the engine gets fewer than the simulator's shared_cpus."""
+    """Cores the run's processes kept busy while training (examples/s over the whole run x
+    CPU an example, both over the whole run): on a machine that other work loads, the
+    engine gets fewer than the simulator's shared_cpus."""
     return round(summary["eps"] * total_cpu_us(summary) / 1e6, 2)
 
 

@@ -5,7 +5,8 @@ strategy), the same JobSpec (default model, default synthetic task of 1,000,000 
 2 trainers x 2 worker threads = 4 workers, 2 embedding servers, 1 sync/dense server; for
 `allreduce`, whose ranks are single workers, 4 trainers x 1) runs once on the Ray engine and
 once in the simulator with this machine's calibrated cost profile. Prints one JSON line per
-strategy (both AUCs, their difference, the Ray run's gap to the teacher's AUC, both EPS)
+strategy (both AUCs, their difference, the Ray run's gap to the teacher's AUC, both steady
+EPS, `eps_steady`)
 and a last JSON object: `max_abs_auc_diff` (the target is <= 0.01) and `max_teacher_gap`
 (the target is <= 0.02).
 """
@@ -62,8 +63,8 @@ def main() -> None:
             "ray_auc": ray_summary["test_auc"],
             "sim_auc": sim_summary["test_auc"],
             "auc_diff": sim_summary["test_auc"] - ray_summary["test_auc"],
-            "ray_eps": ray_summary["eps"],
-            "sim_eps": sim_summary["eps"],
+            "ray_eps_steady": ray_summary["eps_steady"],
+            "sim_eps_steady": sim_summary["eps_steady"],
             "teacher_auc": ray_summary["teacher_auc"],
             "ray_teacher_gap": ray_summary["teacher_auc"] - ray_summary["test_auc"],
             "trainers_x_workers": f"{cluster.num_trainers}x{cluster.workers_per_trainer}",

@@ -21,9 +21,13 @@ def reader_eps(us_per_example: float) -> int:
     return int(round(1e6 / us_per_example, -2)) if us_per_example else 0
 
 
-def cores_used(eps: float, cpu_us: dict[str, float]) -> float:
-    """Cores a run kept busy: its CPU an example (every role) at its examples/s."""
-    return eps * sum(cpu_us.values()) / 1e6
+def rates(r: dict[str, Any]) -> tuple[str, int, list[int], int]:
+    """A row's kind of examples/s and its figures: the engine's (the median run's and each
+    run's) and the simulator's. The steady rate (`eps_steady`) where the row has it; a
+    results file that holds only each run's whole-run rate says so ("whole run")."""
+    if "engine_eps_steady" in r:
+        return "steady", r["engine_eps_steady"], r["engine_eps_steady_each"], r["sim_eps_steady"]
+    return "whole run", r["engine_eps"], r["engine_eps_each"], r["sim_eps"]
 
 
 def cpu_ratio(r: dict[str, Any], role: str | None = None) -> float:
@@ -37,6 +41,7 @@ def cpu_ratio(r: dict[str, Any], role: str | None = None) -> float:
 def sizing_section(results: dict[str, Any]) -> str:
     """The section's Markdown (markers included) for `results`."""
     rows = results["rows"]
+    kind = rates(rows[0])[0]
     lines = [
         BEGIN,
         "",
@@ -61,20 +66,22 @@ def sizing_section(results: dict[str, Any]) -> str:
         "",
         "The job, engine vs simulator:",
         "",
-        "| file | engine EPS (runs) | cores the engine's job got | simulated EPS (cores) "
+        f"| file | engine EPS, {kind} (runs) | cores the engine's job got | simulated EPS, "
+        f"{kind} (cores) "
         "| sim / engine | sim / engine, a synthetic batch's price | CPU us/example, engine "
         "/ sim | embedding servers' CPU us/example, engine / sim |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        each = ", ".join(f"{e:,}" for e in r["engine_eps_each"])
+        _, engine_eps, engine_each, sim_eps = rates(r)
+        each = ", ".join(f"{e:,}" for e in engine_each)
         engine_cpu, sim_cpu = r["engine_cpu_us_per_example"], r["sim_cpu_us_per_example"]
         servers = "embedding_servers"
         cells = [
             r["file"],
-            f"{r['engine_eps']:,} ({each})",
-            f"{cores_used(r['engine_eps'], engine_cpu):.2f}",
-            f"{r['sim_eps']:,} ({cores_used(r['sim_eps'], sim_cpu):.2f})",
+            f"{engine_eps:,} ({each})",
+            f"{r['engine_cores']:.2f}",
+            f"{sim_eps:,} ({r['sim_cores']:.2f})",
             f"**{r['ratio']}**",
             f"{r['ratio_synthetic_batch_price']}",
             f"{sum(engine_cpu.values()):.1f} / {sum(sim_cpu.values()):.1f} "
@@ -99,7 +106,14 @@ def sizing_section(results: dict[str, Any]) -> str:
         f"{worst['file']}, {worst['ratio'] - 1:+.1%} (`max_abs_error` "
         f"{results['max_abs_error']:.3f}, against a bound of 0.2); in CPU an example: "
         f"{worst_cpu['file']}, {cpu_ratio(worst_cpu) - 1:+.1%}. Making the examples took at "
-        f"most {reader_share:.1%} of the CPU the engine spent an example on these jobs.",
+        f"most {reader_share:.1%} of the CPU the engine spent an example on these jobs."
+        + (
+            " EPS here is each run's examples over its whole time, start-up included, not "
+            "the steady rate (`eps_steady`, [Examples per second](simulator.md#examples-per-"
+            "second)): `python benchmarks/bench_sim_vs_engine.py` measures the steady one."
+            if kind == "whole run"
+            else " EPS: the steady rate ([Examples per second](simulator.md#examples-per-second))."
+        ),
         "",
         END,
     ]

@@ -49,6 +49,7 @@ from experiments.repro import (
     swap_days,
 )
 from experiments.repro.claims import Claim
+from experiments.repro.steady import MissingSteadyRate
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -293,7 +294,10 @@ def claims_of(report: Report) -> list[Claim]:
     results are older than its `claims` (they give none) or not generated yet."""
     if report.claims is None or not generated(report):
         return []
-    return report.claims(load(report))
+    try:
+        return report.claims(load(report))
+    except MissingSteadyRate:  # its page says which point lacks it
+        return []
 
 
 def _not_generated(report: Report, source: str) -> str:
@@ -314,6 +318,18 @@ def _not_generated(report: Report, source: str) -> str:
     return (
         f"# {report.title}\n\nNot generated yet: `{source}` has not been written. "
         f"{command} writes it, with the report this page renders from it.\n"
+    )
+
+
+def _without_steady_rate(report: Report, missing: MissingSteadyRate) -> str:
+    """The page of a report whose results file has a point without its steady examples/s
+    (the figure every report reads for a speed): which, and how to measure it again."""
+    reproduction = _reproduction_of(report)
+    command = f"`recsync reproduce {reproduction.name}`" if reproduction else "its command"
+    return (
+        f"# {report.title}\n\nThe results file has a point without the steady examples/s "
+        f"that the report reads for every speed; {command} measures it again.\n\n"
+        f"| missing from the stored results |\n| --- |\n| {missing} |\n"
     )
 
 
@@ -354,7 +370,10 @@ def render(report: Report) -> str:
     source = f"reports/{report.directory}/{report.results_file}"
     if not generated(report):
         return _not_generated(report, source)
-    text = report.render(load(report), REPORTS / report.directory).rstrip()
+    try:
+        text = report.render(load(report), REPORTS / report.directory).rstrip()
+    except MissingSteadyRate as missing:
+        text = _without_steady_rate(report, missing)
     title, newline, body = text.partition("\n")
     if title.startswith("# "):
         text = f"{title}\n\n{_status_line(report)}{body.lstrip()}"

@@ -78,7 +78,7 @@ def quality_run(item: tuple[Setting, str, int, int | None]) -> dict[str, Any]:
         "evicted": rows.get("evicted"),
         "refused_lookups": rows.get("refused_lookups"),
         "admitted_lookups": rows.get("admitted_lookups"),
-        "sim_eps": summary["eps"],
+        "sim_eps_steady": summary["eps_steady"],
         "wall_s": time.perf_counter() - start,
     }
 
@@ -157,8 +157,8 @@ def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
 
 
 def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
-    """Examples/s of fixed tables (every id its own row) vs unbounded hash tables on the
-    Ray engine (a local Ray on this machine's CPUs), paired run by run."""
+    """Steady examples/s of fixed tables (every id its own row) vs unbounded hash tables on
+    the Ray engine (a local Ray on this machine's CPUs), paired run by run."""
     import ray
 
     from recsync.runtime.ray.job import connect, run_job
@@ -174,7 +174,7 @@ def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
     try:
         for _ in range(setting.engine_repeats):
             for name, spec in specs.items():
-                eps[name].append(run_job(spec)["eps"])
+                eps[name].append(run_job(spec)["eps_steady"])
                 if progress:
                     progress(f"engine {name}: {eps[name][-1]:,.0f} ex/s")
     finally:
@@ -183,7 +183,7 @@ def engine_eps(setting: Setting, progress: Progress | None) -> dict[str, Any]:
     return {
         "examples": setting.engine_examples,
         "repeats": setting.engine_repeats,
-        "eps": eps,
+        "eps_steady": eps,
         "ratios": ratios,
     }
 
@@ -206,7 +206,8 @@ def _part(
 ) -> dict[str, Any] | None:
     """A part's result and the seconds it took, computed (`compute()`); the Ray part is
     saved in parts/engine.json with the commit it was measured at, and reused when not
-    asked for (`compute` None) if it was run on the same task and model."""
+    asked for (`compute` None) if it was run on the same task and model and stored the
+    steady examples/s."""
     path = out_dir / "parts" / f"{name}.json"
     if path.exists() and name == "engine":
         saved: dict[str, Any] = json.loads(path.read_text())
@@ -214,7 +215,12 @@ def _part(
         same_share = name != "capacity" or (
             saved["setting"].get("capacity_fraction") == setting.capacity_fraction
         )
-        if same_share and _key(saved["setting"], strict) == _key(setting.as_dict(), strict):
+        steady = "eps_steady" in saved["result"]  # else each run's whole-run rate only
+        if (
+            steady
+            and same_share
+            and _key(saved["setting"], strict) == _key(setting.as_dict(), strict)
+        ):
             if progress:
                 progress(f"{name}: reused {path}")
             return saved

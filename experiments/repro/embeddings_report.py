@@ -15,6 +15,7 @@ from experiments.repro.embeddings_setting import (
     quality_label,
     quality_verdicts,
 )
+from experiments.repro.steady import steady, steady_each
 from experiments.repro.verdict import MIN_SEEDS, NOISE, seed_sd
 from recsync.app.runs.plots import new_figure, save_figure
 
@@ -188,10 +189,19 @@ def _fixed_label(results: dict[str, Any]) -> str:
     return quality_label(BOUNDED[0], results["setting"]["fixed_caps"][0])
 
 
+RESULTS = "reports/embeddings/results.json"
+
+
+def _sim_eps(run: dict[str, Any]) -> float:
+    """A quality run's simulated steady examples/s."""
+    name = f"{run['variant']}, seed {run['seed']}"
+    return steady(run, RESULTS, name, key="sim_eps_steady")
+
+
 def engine_lines(results: dict[str, Any]) -> list[str]:
     runs = by_variant(results["quality"])
     sim = [
-        h["sim_eps"] / f["sim_eps"]
+        _sim_eps(h) / _sim_eps(f)
         for h, f in zip(runs[UNBOUNDED], runs[_fixed_label(results)], strict=True)
     ]
     lines = [
@@ -209,7 +219,8 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
             "needs a machine where no other Ray session runs; a `ray stop --force` from "
             "another session kills it).",
         ]
-    eps = engine["eps"]
+    runs_eps = engine.get("eps_steady") or {}  # by tables: each run's steady examples/s
+    eps = {name: steady_each(runs_eps, RESULTS, "engine", key=name) for name in ("fixed", "hash")}
     commit = results.get("engine_commit")
     measured_at = (
         "parts/engine.json names the commit it was measured at"

@@ -91,7 +91,7 @@ def run_day(
     test = SyntheticTask(task_spec()).day_test_set(day, TEST_PER_DAY)[0]
     row = {
         "auc": score(sim, test),
-        "eps": summary["eps"],
+        "eps_steady": summary["eps_steady"],
         "global_steps": summary["global_steps"],
         "dropped": sum(summary.get("gradients_dropped", {}).values()),
     }
@@ -132,7 +132,7 @@ def run_branch(item: tuple[int, str]) -> dict[str, Any]:
         "seed": seed,
         "branch": name,
         "auc": [*base, *(d["auc"] for d in days)],
-        "eps": [d["eps"] for d in switched],
+        "eps_steady": [d["eps_steady"] for d in switched],
         "dropped": [d["dropped"] for d in switched],
         "global_steps": [d["global_steps"] for d in switched],
     }

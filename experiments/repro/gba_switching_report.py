@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import reviewer
+from experiments.repro.steady import steady_each
 from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
 
@@ -67,7 +68,7 @@ def render(result: dict[str, Any]) -> str:
     for name, runs in by.items():
         auc = _day_means(runs, days)
         diff = _mean(a - b for a, b in zip(auc[first:], base[first:], strict=True))
-        eps = _mean(_mean(r["eps"]) for r in runs.values())
+        eps = _mean(_eps(r) for r in runs.values())
         excluded = _mean(sum(r["dropped"]) for r in runs.values())
         lines.append(
             f"| {name} | " + " | ".join(f"{a:.4f}" for a in auc) + f" | {diff:+.4f} | "
@@ -88,6 +89,12 @@ def render(result: dict[str, Any]) -> str:
         else []
     )
     return reviewer.appended(text, "gba-switching", extra)
+
+
+def _eps(run: dict[str, Any]) -> float:
+    """A branch's steady examples/s, the mean over its switched days."""
+    name = f"{run['branch']}, seed {run['seed']}"
+    return _mean(steady_each(run, "reports/gba_switching/results.json", name))
 
 
 def _per_seed(result: dict[str, Any], name: str, of: Any) -> dict[int, float]:
@@ -119,7 +126,7 @@ def switched(result: dict[str, Any]) -> Switched:
     gba, bsp = (
         _per_seed(result, n, lambda r: _mean(r["auc"][d] for d in days)) for n in ("gba", "bsp")
     )
-    speed = {seed: _mean(run["eps"]) / _mean(base[seed]["eps"]) for seed, run in by["gba"].items()}
+    speed = {seed: _eps(run) / _eps(base[seed]) for seed, run in by["gba"].items()}
     return Switched(
         gba_worst,
         gba,

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 
 import pytest
 import torch
 
-from experiments.repro import REPRODUCTIONS, embeddings
+from experiments.repro import REPRODUCTIONS, embeddings, embeddings_report
 from experiments.repro import embeddings_setting as setting
+from experiments.repro.steady import MissingSteadyRate
 from recsync.data.keys import table_of
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 
@@ -189,8 +191,8 @@ def test_a_saved_ray_part_is_reported_by_a_rerun_that_does_not_run_ray(tiny, tmp
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
     asked = dataclasses.replace(TINY, engine_examples=4_096, engine_repeats=2)
-    engine = {"examples": 4_096, "repeats": 2, "eps": {"fixed": [100.0, 110.0]}, "ratios": []}
-    engine["eps"]["hash"], engine["ratios"] = [90.0, 99.0], [0.9, 0.9]
+    steady = {"fixed": [100.0, 110.0], "hash": [90.0, 99.0]}
+    engine = {"examples": 4_096, "repeats": 2, "eps_steady": steady, "ratios": [0.9, 0.9]}
     saved = {"setting": asked.as_dict(), "result": engine, "seconds": 1.0}
     (copy / "parts").mkdir()
     (copy / "parts" / "engine.json").write_text(json.dumps(saved))
@@ -198,3 +200,15 @@ def test_a_saved_ray_part_is_reported_by_a_rerun_that_does_not_run_ray(tiny, tmp
     results = embeddings.reproduce(copy, said.append, TINY)  # Ray not asked for: reused
     assert results["engine"] == engine and "engine: reused" in " ".join(map(str, said))
     assert "hash / fixed median 0.900" in (copy / "report.md").read_text()
+    # a saved part with each run's whole-run rate only is not reused: Ray measures it again
+    whole = {k: v for k, v in engine.items() if k != "eps_steady"} | {"eps": steady}
+    (copy / "parts" / "engine.json").write_text(json.dumps({**saved, "result": whole}))
+    results = embeddings.reproduce(copy, said.append, TINY)
+    assert results["engine"] is None and "Ray engine: not measured" in (
+        (copy / "report.md").read_text()
+    )
+    run = results["quality"][0]
+    run["sim_eps"] = run.pop("sim_eps_steady")  # a quality run with the whole run's rate only
+    name = f"{run['variant']}, seed {run['seed']}"
+    with pytest.raises(MissingSteadyRate, match=re.escape(f"results.json, point {name}:")):
+        embeddings_report.engine_lines(results)

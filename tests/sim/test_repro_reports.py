@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from experiments.repro import (
     auto_switching_report,
     gba,
@@ -18,6 +20,7 @@ from experiments.repro import (
     swap_days,
 )
 from experiments.repro import hierarchical_settings as ht
+from experiments.repro.steady import MissingSteadyRate
 
 SETTING = {
     "workers": 16,
@@ -164,7 +167,7 @@ def switching_run(seed, branch, auc, eps, dropped=(0, 0, 0)):
         "seed": seed,
         "branch": branch,
         "auc": auc,
-        "eps": [eps] * 3,
+        "eps_steady": [eps] * 3,
         "dropped": list(dropped),
         "global_steps": [64] * 3,
     }
@@ -210,6 +213,14 @@ def test_switching_report_checks_the_claims_against_all_reduce():
     assert within.verdict.describe() in text and within.verdict.label == "holds"
     assert faster.verdict.describe(2) in text and "6.00x" in faster.ours
     assert gba_switching_claims.claims({"segment": {}}) == []  # older results: none
+    whole = [  # bsp seed 1 with the whole run's rate only
+        {"eps": r["eps_steady"], **{k: v for k, v in r.items() if k != "eps_steady"}}
+        if (r["branch"], r["seed"]) == ("bsp", 1)
+        else r
+        for r in runs
+    ]
+    with pytest.raises(MissingSteadyRate, match=r"gba_switching/results.json, point bsp, seed 1"):
+        gba_switching_report.render(result | {"runs": whole})
     same = [
         r | {"auc": runs[1]["auc"]} if r["branch"] == "bsp" and r["seed"] == 0 else r for r in runs
     ]
@@ -478,8 +489,9 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     eps.update(zip([s.label for s in ht.FIG11[1:]], [140.0, 50.0, 120.0, 160.0], strict=True))
     speed = {
         s.label: {
-            "eps": eps[s.label],
-            "eps_steady": eps[s.label] / 2,
+            "eps_steady": eps[s.label],
+            "eps_whole_run": eps[s.label] / 2,  # read by no figure
+            "steady_batches_per_thread": 12.0,
             "trainers": s.cluster().num_trainers,
             "group_servers": s.groups * s.servers,
             "examples": 1000,
@@ -490,7 +502,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         for s in settings
     }
     assert ht.FIG10B_GROUPS == 8 and ht.FIG10B[2].label == "HT 8g (6+6), 1 Gbit/s"
-    speed[ht.FIG10B[2].label]["eps"] = 600.0  # (6, 6): the best per node
+    speed[ht.FIG10B[2].label]["eps_steady"] = 600.0  # (6, 6): the best per node
     speed[ht.FIG10B[-1].label]["traffic_bytes"] = 9_000_000
     engine = {
         "label": "2 groups",
@@ -521,8 +533,9 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     one = "against 2 x spread 0.00 over 1 seed: too few seeds"
     assert "Ours: 3.00x; the shape (within 1.4-2.2x, i.e. at most 0.4 from 1.8x: effect " \
         f"-0.80 {one} (against the paper); the simulator" in text  # HT 10g: 300 vs 100 # fmt: skip
-    assert "| HT 5g (6+6) | 150 | 1.50x | 75 | 50% |" in text
-    assert "| EASGD 40t | 100 | 1.00x | 50 | - |" in text
+    assert "| HT 5g (6+6) | 150 | 1.50x | 50% |" in text
+    assert "| EASGD 40t | 100 | 1.00x | - |" in text
+    assert "EPS = the steady rate (`eps_steady`" in text and "Too short" not in text
     # Fig. 7 over 3 seeds: -0.45, -0.55, -0.35 against the paper's -0.2
     assert "Ours (train loss, mean ± sd over seeds): -0.45% ± 0.10; at least 0.2% better: " \
         "effect +0.25 against 2 x spread 0.10 over 3 seeds: holds." in text  # fmt: skip
@@ -558,6 +571,35 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "314.7 MB" in text and "in priced math" in text
     assert "bytes per node kind and message kind identical" in text
     assert "x1 test logloss 3.2000, x0.5 test logloss 0.5000; x0.5 kept" in text
+
+
+def test_hierarchical_report_reads_the_steady_rate_and_flags_short_windows():
+    settings = dict.fromkeys((*ht.FIG8, *ht.FIG10A, *ht.FIG10B, *ht.RARE_SYNC, *ht.FIG11))
+    speed = {
+        s.label: {
+            "eps": 10.0,  # the whole run's rate, which no figure reads
+            "eps_steady": 100.0 * (s.groups or 1),
+            "trainers": s.cluster().num_trainers,
+            "examples": s.worker_threads * 6 * ht.BATCH,
+        }
+        for s in settings
+    }
+    assert hierarchical_report._ratios(speed, ht.FIG8) == [1.0, 5.0, 8.0, 10.0]
+    short = hierarchical_report._short_windows(speed)
+    assert len(short) == len(settings)
+    assert short[ht.EASGD.label] == "6 batches a worker thread, window not recorded"
+    note = "\n".join(hierarchical_report._short_note(speed))
+    assert note.startswith("**Too short for a steady rate:**")
+    assert "again: every throughput point (6 batches a worker thread, window not" in note
+    for r in speed.values():
+        r["steady_batches_per_thread"] = 12.0
+    assert hierarchical_report._short_note(speed) == []
+    speed[ht.EASGD.label]["steady_batches_per_thread"] = 3.6
+    note = "\n".join(hierarchical_report._short_note(speed))
+    assert "again: EASGD 40t (6 batches a worker thread, window 3.6)." in note
+    del speed[ht.FIG8[2].label]["eps_steady"]
+    with pytest.raises(MissingSteadyRate, match=r"hierarchical/results.json, point HT 8g"):
+        hierarchical_report._ratios(speed, ht.FIG8)
 
 
 def test_hierarchical_report_of_results_from_older_settings_says_what_they_lack():
@@ -605,3 +647,28 @@ def test_traffic_differences_leave_out_only_what_timing_decides():
 def test_gba_reports_write_their_figures_without_bsp_below_the_decay(tmp_path):
     gba_stragglers_report.write(gba_result(), tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {"report.md", "severity.png", "throughput.png"}
+
+
+def test_failures_report_reads_the_scale_runs_steady_rate():
+    from experiments.repro import failures
+
+    scale = {"examples": 640_000, "eps": 6e6, "cuts": 3, "cost_per_cut_s": 2e-4}
+    scale["pause_per_cut_s"] = 0.01
+    with pytest.raises(MissingSteadyRate, match=r"failures/results.json, point scale: no"):
+        failures.render_report(scale, [], {})
+    assert "(steady)" in failures._failure_point({**scale, "eps_steady": 5e6})
+
+
+def test_a_hierarchical_throughput_point_too_short_for_a_steady_rate_is_refused(monkeypatch):
+    from recsync.coordinator.measures import MIN_STEADY_BATCHES, ShortSteadyWindow
+    from recsync.model.spec import ModelSpec
+
+    monkeypatch.setattr(hierarchical, "LARGE_MODEL", ModelSpec())  # small: a quick run
+    setting = ht.ht(2, 2)
+    monkeypatch.setattr(hierarchical, "ITERATIONS_PER_THREAD", 6)
+    with pytest.raises(ShortSteadyWindow, match=r"hierarchical, HT 2g \(2\+2\): .* spans 3"):
+        hierarchical.throughput(setting)
+    monkeypatch.setattr(hierarchical, "ITERATIONS_PER_THREAD", ht.ITERATIONS_PER_THREAD)
+    row = hierarchical.throughput(setting)
+    assert row["steady_batches_per_thread"] >= MIN_STEADY_BATCHES
+    assert row["eps_steady"] > 0 and "eps" not in row

@@ -231,7 +231,7 @@ def test_calibration_prices_a_batch_at_what_the_readers_producer_spent_in_the_ru
 
 def test_calibration_runs_its_fit_jobs_in_rounds_and_keeps_each_ones_median_run():
     """Each round runs every fit job once (a slow spell of the machine spreads over all of
-    them); each job keeps its run of median EPS; the progress bar counts every run."""
+    them); each job keeps its run of median steady EPS; the progress bar counts every run."""
     from recsync.app.runs.calibrate import calibration_steps, median_runs
 
     few, many = _fit_jobs(600)
@@ -240,11 +240,11 @@ def test_calibration_runs_its_fit_jobs_in_rounds_and_keeps_each_ones_median_run(
 
     def run(spec):
         order.append(id(spec))
-        return {"eps": next(eps)}
+        return {"eps_steady": next(eps)}
 
     kept = median_runs([few, many], 3, run, told.append)
     assert order == [id(few), id(many)] * 3
-    assert [r["eps"] for r in kept] == [30, 50]
+    assert [r["eps_steady"] for r in kept] == [30, 50]
     assert len(told) == 6 and told[0].endswith("(run 1 of 3)")
     assert calibration_steps(False, 3) == calibration_steps(False) + 2 * 3
     assert calibration_steps(True, 3) > calibration_steps(False, 3)
@@ -384,6 +384,39 @@ def test_steady_eps_leaves_out_ramp_up_and_tail():
     handed = [(0.0, 10), (1.0, 20), (2.0, 40), (3.0, 60), (4.0, 80), (10.0, 100)]
     assert steady_eps(handed) == pytest.approx((80 - 20) / (4.0 - 1.0))
     assert steady_eps([(2.0, 50)]) == 25.0
+
+
+def test_a_steady_window_too_short_is_refused():
+    from recsync.coordinator.measures import (
+        MIN_STEADY_BATCHES,
+        ShortSteadyWindow,
+        check_steady,
+        steady_measures,
+    )
+
+    # 2 worker threads, batches of 10, 100 batches: 60 of them, 30 a thread, in the window
+    handed = [(0.1 * i, 10 * i) for i in range(1, 101)]
+    long = steady_measures(handed, batch_size=10, worker_threads=2)
+    assert long["steady_batches_per_thread"] == pytest.approx(30.0)
+    assert check_steady(long, "long run") == pytest.approx(100.0)
+    # the same batches over 20 threads: 3 a thread in the window
+    short = steady_measures(handed, batch_size=10, worker_threads=20)
+    assert short["steady_batches_per_thread"] < MIN_STEADY_BATCHES
+    with pytest.raises(ShortSteadyWindow, match="short run.*3.0 batches per worker thread"):
+        check_steady(short, "short run")
+    # no two points inside the window: no steady window at all
+    none = steady_measures([(1.0, 10), (2.0, 100)], batch_size=10, worker_threads=1)
+    assert none["steady_batches_per_thread"] == 0.0
+    with pytest.raises(ShortSteadyWindow, match="lacking"):
+        check_steady({"eps_steady": 1.0}, "lacking")
+
+
+def test_a_run_says_how_many_batches_its_steady_rate_spans():
+    cluster = ClusterSpec(2, 2, 1, 0)
+    spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC)
+    summary = SimJob(spec, plan_for(spec), CostModel()).run()
+    batches = SYNTHETIC.num_train / TRAIN.batch_size / 4  # a worker thread's share
+    assert 0.5 * batches <= summary["steady_batches_per_thread"] <= 0.6 * batches + 1
 
 
 def test_progress_is_reported_as_each_batch_is_handed_out():

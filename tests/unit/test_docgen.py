@@ -96,3 +96,18 @@ def test_no_page_but_the_performance_log_names_a_commit():
     texts |= {r.directory: results.render(r) for r in results.REPORTS_RENDERED}
     named = {name: COMMIT.findall(FENCE.sub("", text)) for name, text in texts.items()}
     assert not {name: found for name, found in named.items() if found}
+
+
+def test_a_results_file_without_the_steady_rate_has_a_page_naming_the_point(monkeypatch):
+    from experiments.repro.steady import MissingSteadyRate, steady
+
+    def render(r, _=None):
+        return str(steady(r["points"][0], "reports/gba_switching/results.json", "bsp, seed 1"))
+
+    report = results.Report("Switching", "gba_switching", "results.json", render, render)
+    monkeypatch.setattr(results, "load", lambda _: {"points": [{"eps": 1.0}]})
+    page = results.render(report)
+    assert page.startswith("# Switching\n\n") and "| --- |" in page
+    assert "reports/gba_switching/results.json, point bsp, seed 1: no steady" in page
+    assert results.claims_of(report) == []
+    assert isinstance(MissingSteadyRate("x"), LookupError)

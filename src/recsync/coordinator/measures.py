@@ -108,17 +108,82 @@ def check_one_pass(handed: list[int], trained: list[int], dataset_examples: int 
         )
 
 
-def steady_eps(handed: list[tuple[float, int]], low: float = 0.2, high: float = 0.8) -> float:
+STEADY_WINDOW = (0.2, 0.8)  # the share of the examples handed out the steady rate spans
+# batches per worker thread handed out inside the window: fewer, and the rate leans on a
+# few batches of each thread (a sync's or a start's), not a steady state (`check_steady`).
+# A run needs at least MIN_STEADY_BATCHES / 0.6 = 17 batches a worker thread in all.
+MIN_STEADY_BATCHES = 10
+
+
+def _window(handed: list[tuple[float, int]], low: float, high: float) -> list[tuple[float, int]]:
+    total = handed[-1][1] if handed else 0
+    return [(t, n) for t, n in handed if low * total <= n <= high * total]
+
+
+def steady_eps(
+    handed: list[tuple[float, int]],
+    low: float = STEADY_WINDOW[0],
+    high: float = STEADY_WINDOW[1],
+) -> float:
     """Examples/s while the middle of the data (from `low` to `high` of it) was handed out:
     the start (processes starting, threads ramping up) and the tail (threads running dry)
     left out. `handed`: (seconds, examples handed out so far) as the run went (the
     simulator: at every batch; the engine: at every poll of its readers). One definition for
-    both drivers and every report (a summary's `eps_steady`)."""
-    total = handed[-1][1] if handed else 0
-    inside = [(t, n) for t, n in handed if low * total <= n <= high * total]
+    both drivers and every report (a summary's `eps_steady`; docs/simulator.md, "Examples
+    per second"). A run with no two points inside the window has no steady rate: the rate
+    over the whole run stands for it, and `steady_batches` says 0."""
+    inside = _window(handed, low, high)
     if len(inside) < 2 or inside[-1][0] == inside[0][0]:
-        return total / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
+        return handed[-1][1] / handed[-1][0] if handed and handed[-1][0] > 0 else 0.0
     return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def steady_batches(
+    handed: list[tuple[float, int]],
+    batch_size: int,
+    worker_threads: int,
+    low: float = STEADY_WINDOW[0],
+    high: float = STEADY_WINDOW[1],
+) -> float:
+    """Batches per worker thread that the steady rate spans (0: no steady window)."""
+    inside = _window(handed, low, high)
+    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
+        return 0.0
+    return (inside[-1][1] - inside[0][1]) / (batch_size * max(worker_threads, 1))
+
+
+def steady_measures(
+    handed: list[tuple[float, int]], batch_size: int, worker_threads: int
+) -> dict[str, float]:
+    """A summary's steady rate (`eps_steady`) and how many batches per worker thread it
+    spans (`steady_batches_per_thread`)."""
+    return {
+        "eps_steady": steady_eps(handed),
+        "steady_batches_per_thread": round(steady_batches(handed, batch_size, worker_threads), 3),
+    }
+
+
+class ShortSteadyWindow(ValueError):
+    """A run too short for a steady rate: too few batches per worker thread inside the
+    steady window."""
+
+
+def check_steady(summary: dict[str, Any], what: str, least: int = MIN_STEADY_BATCHES) -> float:
+    """`summary`'s steady rate, or ShortSteadyWindow (naming `what`) where its window spans
+    fewer than `least` batches per worker thread: a reproduction's points must be long
+    enough, at least `least` / 0.6 batches a worker thread in all."""
+    spanned = summary.get("steady_batches_per_thread")
+    if spanned is None:
+        raise ShortSteadyWindow(f"{what}: the summary does not say how long its steady window is")
+    if spanned < least:
+        low, high = STEADY_WINDOW
+        raise ShortSteadyWindow(
+            f"{what}: its steady window ({low:.0%} to {high:.0%} of the examples) spans "
+            f"{spanned:.1f} batches per worker thread, fewer than {least}: too short for a "
+            f"steady examples/s; give each worker thread at least "
+            f"{math.ceil(least / (high - low))} batches"
+        )
+    return float(summary["eps_steady"])
 
 
 def answer_times(seconds: Sequence[float]) -> dict[str, float | int]:

@@ -116,8 +116,8 @@ def priced_point(
     return {
         "examples": summary["examples_trained"],
         "virtual_seconds": summary["train_seconds"],
-        "eps": summary["eps"],
-        "eps_steady": summary.get("eps_steady") or summary["eps"],
+        "eps_whole_run": summary["eps"],
+        "eps_steady": summary["eps_steady"],
         "staleness_kind": kind,
         "staleness": staleness,
         "bytes_sent": summary["bytes_sent"],

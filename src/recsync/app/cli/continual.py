@@ -135,7 +135,8 @@ def continual(
     except KeyboardInterrupt as error:
         fail_interrupted(str(error) or "SIGINT")
     table = Table(title=f"recsync continual ({records[0]['engine'] if records else engine})")
-    for column in ("day", "strategy", "examples", "EPS", "next-day AUC", "next-day logloss"):
+    columns = ("day", "strategy", "examples", "EPS, whole day", "next-day AUC", "next-day logloss")
+    for column in columns:
         table.add_column(column)
     for r in records:
         table.add_row(

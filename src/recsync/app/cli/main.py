@@ -154,7 +154,7 @@ def train(
             f"{summary['num_trainers']} x {summary['workers_per_trainer']} ({kind})",
         )
     table.add_row("examples trained", f"{summary['examples_trained']:,}")
-    table.add_row("EPS (examples/s)", f"{summary['eps']:,.0f}")
+    eps_rows(table, summary)
     if "elp" in summary:
         table.add_row("ELP (examples in flight)", f"{summary['elp']:,}")
         strategy_rows(table, summary)
@@ -218,7 +218,7 @@ def simulate(
     table.add_row("strategy", summary["strategy"])
     table.add_row("examples trained", f"{summary['examples_trained']:,}")
     table.add_row("virtual seconds", f"{summary['train_seconds']:,.2f}")
-    table.add_row("EPS (virtual)", f"{summary['eps']:,.0f}")
+    eps_rows(table, summary, " (virtual)")
     strategy_rows(table, summary)
     table.add_row("teacher AUC (best)", number(summary["teacher_auc"]))
     table.add_row("test AUC", number(summary["test_auc"]))
@@ -300,7 +300,17 @@ def compare(
     except (RecsyncError, OSError, ValueError) as error:
         fail(error)
     table = Table(title="recsync compare")
-    columns = ("run", "engine", "strategy", "examples", "EPS", "test AUC", "test NE", "logloss")
+    columns = (
+        "run",
+        "engine",
+        "strategy",
+        "examples",
+        "EPS, steady",
+        "EPS, whole run",
+        "test AUC",
+        "test NE",
+        "logloss",
+    )
     for column in columns:
         table.add_column(column)
     for row in rows:
@@ -309,6 +319,7 @@ def compare(
             str(row["engine"]),
             escape(str(row["strategy"])),
             f"{row['examples_trained']:,}",
+            "-" if row["eps_steady"] is None else f"{row['eps_steady']:,.0f}",
             f"{row['eps']:,.0f}",
             number(row["test_auc"]),
             number(row["test_ne"]),
@@ -316,6 +327,14 @@ def compare(
         )
     Console(emoji=False).print(table)
     Console(emoji=False).print(f"curves: {figure}")
+
+
+def eps_rows(table: Table, summary: dict[str, Any], where: str = "") -> None:
+    """A run's examples/s: the steady rate (docs/simulator.md, "Examples per second"), where
+    the run has one (a distributed or simulated run), and over the whole run."""
+    if summary.get("eps_steady") is not None:
+        table.add_row(f"EPS, steady{where}", f"{summary['eps_steady']:,.0f}")
+    table.add_row(f"EPS, whole run{where}", f"{summary['eps']:,.0f}")
 
 
 @app.command()

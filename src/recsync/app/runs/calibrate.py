@@ -261,7 +261,14 @@ def engine_figures(examples: int, step: Step = _quiet, repeats: int = 1) -> dict
     specs = [*fit_configs(synthetic), bytes_config(synthetic)]
     assert len(specs) == FIT_JOBS
     runs = median_runs(specs, repeats, run_job, step)
-    kept = ("eps", "examples_trained", "cpu_seconds", "calls_per_batch", "thread_cpu_seconds")
+    kept = (
+        "eps",
+        "eps_steady",
+        "examples_trained",
+        "cpu_seconds",
+        "calls_per_batch",
+        "thread_cpu_seconds",
+    )
     return {
         "measured": measured,
         "fit_examples": examples,
@@ -328,7 +335,7 @@ def median_runs(
     run: Callable[[JobSpec], dict[str, Any]],
     step: Step = _quiet,
 ) -> list[dict[str, Any]]:
-    """Per job of `specs`, the summary of its run of median EPS among `repeats` runs (on a
+    """Per job of `specs`, the summary of its run of median steady EPS among `repeats` runs (on a
     shared machine one run can be far off, and a profile measured in it is off everywhere),
     made in rounds over the jobs (a slow spell of the machine spreads over all of them
     instead of taking every run of one); `step` told of each run before it starts."""
@@ -338,7 +345,7 @@ def median_runs(
             of = f" (run {round_ + 1} of {repeats})" if repeats > 1 else ""
             step(f"engine: {fit_name(spec)}{of}")
             runs.append(run(spec))
-    return [sorted(runs, key=lambda r: r["eps"])[len(runs) // 2] for runs in tried]
+    return [sorted(runs, key=lambda r: r["eps_steady"])[len(runs) // 2] for runs in tried]
 
 
 def calibration_steps(with_check: bool, repeats: int = 1) -> int:
@@ -363,8 +370,14 @@ def calibrate(
 
 
 def _row(name: str, engine: dict[str, Any], simulation: dict[str, Any]) -> Row:
-    """Engine vs simulator on one job: EPS, and CPU per example by role."""
-    measured, predicted = engine["eps"], simulation["eps"]
+    """Engine vs simulator on one job: steady EPS (`eps_steady`), and CPU per example by
+    role."""
+    if "eps_steady" not in engine:
+        raise ValueError(
+            f"calibration figures: the engine's run of {name} has no steady examples/s "
+            "(eps_steady): measure the figures again"
+        )
+    measured, predicted = engine["eps_steady"], simulation["eps_steady"]
     return {
         "config": name,
         "measured_eps": round(measured),

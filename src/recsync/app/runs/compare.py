@@ -13,7 +13,16 @@ from recsync.app.runs.plots import count_label, new_figure, save_figure
 from recsync.app.runs.run_dir import METRICS, SUMMARY
 from recsync.errors import ConfigError
 
-COLUMNS = ("engine", "strategy", "examples_trained", "eps", "test_auc", "test_ne", "test_logloss")
+COLUMNS = (
+    "engine",
+    "strategy",
+    "examples_trained",
+    "eps_steady",  # None for a reference run: it has no steady window
+    "eps",
+    "test_auc",
+    "test_ne",
+    "test_logloss",
+)
 
 
 def read_run(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

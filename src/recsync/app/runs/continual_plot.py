@@ -34,7 +34,7 @@ def plot_days(records: list[dict[str, Any]], path: Path) -> Path:
     quality.grid(alpha=0.3)
     speed.bar(days, [r["eps"] for r in records])
     speed.set_xlabel("day trained")
-    speed.set_ylabel("examples/s")
+    speed.set_ylabel("examples/s over the day's whole training time")
     speed.set_title("training speed per day")
     speed.grid(alpha=0.3)
     return save_figure(fig, path)

@@ -65,8 +65,10 @@ def day_record(
     quality: dict[str, float],
     cluster: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """A day's record: its strategies (in the order its stretches ran), cluster, speed and
-    next-day quality, and its stretches."""
+    """A day's record: its strategies (in the order its stretches ran), cluster, speed (`eps`:
+    the day's examples over its stretches' whole training time, start-ups included, which a
+    day of continual training pays; not the steady rate of one run) and next-day quality,
+    and its stretches."""
     names = [s["strategy"] for s in stretches]
     runs = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
     examples = sum(s["examples_trained"] for s in summaries)

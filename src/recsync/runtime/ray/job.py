@@ -18,7 +18,7 @@ import ray
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations
-from recsync.coordinator.measures import answer_times, steady_eps
+from recsync.coordinator.measures import answer_times, steady_measures
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.readers import pause_together
 from recsync.coordinator.recovery import Recoveries, RecoveryPolicy, account
@@ -330,7 +330,7 @@ class RayJob:
         if self.scoring is not None:
             summary["recovery"]["evaluator_restarts"] = self.scoring.restarts
         summary["recovery"]["pings"] = answer_times(self.pings)
-        summary["eps_steady"] = steady_eps(self.polls.progress)
+        summary.update(steady_measures(self.polls.progress, *_threads(self.spec)))
         summary.update(machines_summary(self.hosts, measures, self.topology.collectives))
         return summary
 
@@ -398,3 +398,8 @@ def run_job(
         job.shutdown()
         if started_ray:
             ray.shutdown()
+
+
+def _threads(spec: JobSpec) -> tuple[int, int]:
+    """(batch size, worker threads): what a steady window's length is counted in."""
+    return spec.train.batch_size, spec.cluster.num_trainers * spec.cluster.workers_per_trainer

@@ -12,7 +12,7 @@ from recsync.coordinator.cuts import CheckpointEvery, cut_nodes, cut_state
 from recsync.coordinator.evaluation import EarlyStopping, Evaluations, model_quality
 from recsync.coordinator.host_traffic import host_traffic
 from recsync.coordinator.machines import assign_machines, resolve_pins
-from recsync.coordinator.measures import steady_eps
+from recsync.coordinator.measures import steady_measures
 from recsync.coordinator.node_specs import BuildContext
 from recsync.coordinator.outcome import JobEnd, finish_job
 from recsync.coordinator.reader import ReaderNode
@@ -285,7 +285,7 @@ class SimJob:
         end = self._end()
         with assembled(self.math):  # the final model of priced math is priced too
             summary, self.final_state = finish_job(self.topology, end)
-        summary["eps_steady"] = steady_eps(self.handed)
+        summary.update(steady_measures(self.handed, *_threads(self.spec)))
         summary.update(self._machines_summary(end.measures))
         summary["cuts"] = {"taken": self.supervisor.cuts.cuts, "paused_seconds": self.cut_seconds}
         self.evaluations.final(summary, self.final_state)
@@ -398,3 +398,8 @@ class SimJob:
         gone = host.node.leave(worker)
         if gone:
             transport.after_drain(worker, lambda _: transport.tell(host, gone))
+
+
+def _threads(spec: JobSpec) -> tuple[int, int]:
+    """(batch size, worker threads): what a steady window's length is counted in."""
+    return spec.train.batch_size, spec.cluster.num_trainers * spec.cluster.workers_per_trainer
