@@ -11,7 +11,6 @@ import dataclasses
 import json
 import random
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -117,11 +116,11 @@ def test_a_store_that_stops_answering_is_read_through_without_a_row_lost(store, 
     before = retrying.retries_so_far()
     reader = open_dataset(urls, "parquet", SCHEMA, batch_size=512)
     first = next(reader)  # the first file's rows are read; the second's not yet
-    outage = threading.Thread(target=proxy.outage, args=(2.0,))
-    outage.start()
-    time.sleep(0.2)
+    proxy.stop()  # the store stops answering now, before the second file is opened
+    restart = threading.Timer(2.0, proxy.start)
+    restart.start()
     rest = list(reader)  # the second file opened while the store does not answer
-    outage.join()
+    restart.join()
     assert retrying.retries_so_far() > before
     assert (
         names([first, *rest])
