@@ -197,11 +197,6 @@ class StoreProxy:
                     end.close()
             self._open.clear()
 
-    def outage(self, seconds: float) -> None:
-        self.stop()
-        time.sleep(seconds)
-        self.start()
-
 
 @contextlib.contextmanager
 def running_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ObjectStore, StoreProxy]]:
