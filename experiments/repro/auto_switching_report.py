@@ -34,7 +34,7 @@ NOTES = [
     "- On this cost model GBA is faster than sync on a calm cluster too (it pushes and "
     "takes the next batch at once; sync waits at its barrier for the servers' apply, ~31% of "
     "worker time here), with the same next-day AUC: the best fixed strategy is GBA, not sync "
-    "as the issue expected, and the controller, once its probe measured that, runs GBA. "
+    "as the paper's rule would pick, and the controller, once its probe measured that, runs GBA. "
     "Without the probe it follows the paper's rule (sync calm, GBA with stragglers) and "
     "lands between sync and GBA in time.",
     "- The paper's Fig. 6 has async and Hop-BS dip when switched to and re-converge. Here "
