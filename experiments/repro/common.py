@@ -4,7 +4,8 @@ and a runner that chains checkpointed segments (one per day) through the simulat
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
@@ -20,6 +21,7 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
+from recsync.runtime.pools import current_pool
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.sync.config import StrategyConfig
@@ -46,9 +48,11 @@ def run_in_processes(
 ) -> list[dict[str, Any]]:
     """`run(item)` for every item, two processes at a time (the simulator is deterministic,
     so the order of the runs does not matter), each with one torch thread (two processes of
-    two threads on two cores spin at every barrier); results in the items' order, each told
-    to `progress` as it is known. Inside `points.points_kept` each result is kept on disk
-    and one computed by an earlier, stopped run of the same code is taken, not rerun."""
+    two threads on two cores spin at every barrier), or as Ray tasks where the command set
+    a pool (`recsync reproduce NAME --address`: `runtime.pools`); results in the items'
+    order, each told to `progress` as it is known. Inside `points.points_kept` each result
+    is kept on disk and one computed by an earlier, stopped run of the same code is taken,
+    not rerun."""
     cache = kept_points()
     known: list[tuple[bool, Any]] = [
         (False, None) if cache is None else cache.get(run, item) for item in items
@@ -58,21 +62,35 @@ def run_in_processes(
         if found and progress:
             progress(row)
     computed: dict[int, dict[str, Any]] = {}
-    if todo:
-        with ProcessPoolExecutor(
-            max_workers=2, initializer=torch.set_num_threads, initargs=(1,)
-        ) as pool:
-            running = {pool.submit(run, item): index for index, item in enumerate(todo)}
-            for future in as_completed(running):  # each kept as soon as it is known
-                index = running[future]
-                row = future.result()
-                if cache is not None:
-                    cache.put(run, todo[index], row)
-                computed[index] = row
-                if progress:
-                    progress(row)
+    for index, row in _computed(run, todo):  # each kept as soon as it is known
+        if cache is not None:
+            cache.put(run, todo[index], row)
+        computed[index] = row
+        if progress:
+            progress(row)
     fresh = iter(computed[index] for index in range(len(todo)))
     return [row if found else next(fresh) for found, row in known]
+
+
+def _computed(
+    run: Callable[[Any], dict[str, Any]], todo: list[Any]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, result) of `run` on each item of `todo`, as each is known: on the command's
+    pool if it set one, else in two processes."""
+    if not todo:
+        return
+    pool = current_pool()
+    if pool is not None:
+        calls = [(index, functools.partial(run, item)) for index, item in enumerate(todo)]
+        for index, outcome in pool.run(calls, lambda: True):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            yield index, outcome
+        return
+    with ProcessPoolExecutor(2, initializer=torch.set_num_threads, initargs=(1,)) as processes:
+        running = {processes.submit(run, item): index for index, item in enumerate(todo)}
+        for future in as_completed(running):
+            yield running[future], future.result()
 
 
 def strategy(name: str, **fields: Any) -> StrategyConfig:

@@ -192,3 +192,16 @@ def test_all_runs_in_parallel_stamps_and_resumes(
     assert "one: current" in third.output and "[1/1 done] two done" in third.output
     assert (tmp_path / "reports" / "two" / "report.md").read_text().count("<!-- stamp") == 1
     assert (tmp_path / "reports" / "two" / "report.md").read_text().endswith("body 2\n")
+
+
+def test_all_with_a_local_ray_is_refused_naming_what_to_do() -> None:
+    result = runner.invoke(app, ["reproduce", "--all", "--address", "local"])
+    assert result.exit_code == 1
+    assert "a Ray cluster per reproduction" in result.output
+    assert "ray start --head" in result.output
+
+
+def test_each_reproduction_takes_an_address_for_its_points() -> None:
+    name = next(iter(REPRODUCTIONS))
+    shown = runner.invoke(app, ["reproduce", name, "--help"], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0 and "--address" in shown.output

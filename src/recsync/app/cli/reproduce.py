@@ -8,8 +8,9 @@ them."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,10 +20,20 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from recsync.app.cli.common import fail
-from recsync.app.cli.experiments import Reproduction, load_reproductions
+from recsync.app.cli.experiments import Reproduction, experiments_folder, load_reproductions
 from recsync.app.cli.reproduce_all import run_all
 from recsync.app.runs.simulate import simulator_threads
 from recsync.errors import RecsyncError
+from recsync.runtime.pools import calls_on
+
+AddressOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="ADDRESS",
+        help="Run the points as Ray tasks on this cluster (HEAD_IP:6379, auto) or on a local "
+        "one of this machine's cores (local); default: two processes here.",
+    ),
+]
 
 
 def _reproductions() -> dict[str, Reproduction]:
@@ -92,6 +103,7 @@ def reproductions(
         bool,
         typer.Option("--force", show_default=False, help="With --all: rerun current ones too."),
     ] = False,
+    address: AddressOption = None,
     check: Annotated[
         bool,
         typer.Option(
@@ -112,7 +124,11 @@ def reproductions(
         return
     if all_:
         command = f"recsync reproduce --all --jobs {jobs}" + (" --force" if force else "")
-        failed = run_all(_reproductions(), jobs, force, _say(console), command)
+        command += "" if address is None else f" --address {shlex.quote(address)}"
+        try:
+            failed = run_all(_reproductions(), jobs, force, _say(console), command, address=address)
+        except ValueError as error:
+            fail(error)
         if failed:
             fail(RecsyncError(f"reproductions failed: {', '.join(failed)}"))
         return
@@ -151,9 +167,9 @@ def _say(console: Console) -> Callable[[str], None]:
     return say
 
 
-def _run(reproduction: Reproduction, out: Path, command: str) -> Any:
+def _run(reproduction: Reproduction, out: Path, command: str, address: str | None) -> Any:
     console = Console(emoji=False)
-    with simulator_threads(), console.status("simulating") as status:
+    with simulator_threads(), _points_on(address), console.status("simulating") as status:
 
         def progress(item: Any) -> None:
             text = item if isinstance(item, str) else reproduction.show(item)
@@ -165,14 +181,35 @@ def _run(reproduction: Reproduction, out: Path, command: str) -> Any:
     return result
 
 
+@contextlib.contextmanager
+def _points_on(address: str | None) -> Iterator[None]:
+    """The reproduction's points as Ray tasks on the cluster at `address` ("local": one
+    started here with this machine's cores); None: in this machine's processes."""
+    if address is None:
+        yield
+        return
+    from recsync.runtime.ray.tasks import TaskPool  # Ray: only where asked for
+
+    pool = TaskPool(address, python_path=[str(experiments_folder().parent)])
+    try:
+        with calls_on(pool):
+            yield
+    finally:
+        pool.close()
+
+
 def _command(commands: typer.Typer, reproduction: Reproduction) -> None:
     def command(
         out: Annotated[Path, typer.Option(metavar="DIR", help="Report directory.")] = Path(
             reproduction.report_dir
         ),
+        address: AddressOption = None,
     ) -> None:
         where = "" if out == Path(reproduction.report_dir) else f" --out {shlex.quote(str(out))}"
-        _run(reproduction, out, f"recsync reproduce {reproduction.name}{where}")
+        try:
+            _run(reproduction, out, f"recsync reproduce {reproduction.name}{where}", address)
+        except (RecsyncError, ConnectionError) as error:
+            fail(error)
 
     command.__doc__ = (
         f"{reproduction.paper}: {reproduction.claim} (about {reproduction.minutes:g} minutes; "

@@ -56,7 +56,7 @@ def _last_line(path: Path) -> str:
     return lines[-1][-120:] if lines else ""
 
 
-def _start(r: Reproduction, command: str) -> Running:
+def _start(r: Reproduction, command: str, address: str | None) -> Running:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = LOG_DIR / f"{r.name}.log"
     log_file = log.open("wb")
@@ -65,6 +65,7 @@ def _start(r: Reproduction, command: str) -> Running:
     env[PARENT_ENV] = command
     env.setdefault("COLUMNS", "120")
     args = [sys.executable, "-m", "recsync.app.cli.main", "reproduce", r.name]
+    args += [] if address is None else ["--address", address]
     process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=env)
     return Running(r.name, process, log, log_file, time.monotonic())
 
@@ -76,11 +77,18 @@ def run_all(
     say: Callable[[str], None],
     command: str,
     heartbeat_s: float = 60.0,
+    address: str | None = None,
 ) -> list[str]:
     """Run what `plan` says, `jobs` at a time; the names of those that failed. `command`
-    is this one's command line, which each child's stamp names."""
+    is this one's command line, which each child's stamp names; `address`: each runs its
+    points as Ray tasks on that running cluster."""
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, not {jobs}")
+    if address == "local":
+        raise ValueError(
+            "--all --address local would start a Ray cluster per reproduction: start one "
+            "(ray start --head --num-cpus N) and give its address"
+        )
     todo = plan(reproductions, force, say)
     total, done, failed = len(todo), 0, []
     running: list[Running] = []
@@ -88,7 +96,7 @@ def run_all(
     while todo or running:
         while todo and len(running) < jobs:
             r = todo.pop(0)
-            running.append(_start(r, command))
+            running.append(_start(r, command, address))
             say(
                 f"[{done}/{total} done] {r.name} started (about {r.minutes:g} min; "
                 f"log {LOG_DIR / r.name}.log)"

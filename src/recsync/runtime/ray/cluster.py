@@ -7,8 +7,9 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import ray
 from ray._private import ray_constants
@@ -21,17 +22,26 @@ from recsync.runtime.timeouts import MACHINE_ANSWER_S, RAY_CONNECT_TIMEOUT_S, ST
 INLINE_OBJECT_BYTES = 4 << 20  # batches, pooled embeddings and row gradients skip the object store
 
 
-def connect(address: str | None, num_cpus: int | None) -> bool:
+def connect(address: str | None, num_cpus: int | None, python_path: Sequence[str] = ()) -> bool:
     """Join the cluster at `address`, or start a local one of `num_cpus` CPUs (None: the
-    machine's cores). True if we started it. The
+    machine's cores); this driver's workers import from `python_path` too (folders, ahead
+    of their PYTHONPATH). True if we started it. The
     caller's SIGTERM handler stays in force throughout, so a SIGTERM while Ray starts is the
     caller's to handle (a run stops as soon as its job starts, with a checkpoint)."""
     if ray.is_initialized():
         return False
+    env = _runtime_env(python_path)
     if threading.current_thread() is not threading.main_thread():
-        return _connect(address, num_cpus)
+        return _connect(address, num_cpus, env)
     with _caller_keeps_sigterm():
-        return _connect(address, num_cpus)
+        return _connect(address, num_cpus, env)
+
+
+def _runtime_env(python_path: Sequence[str]) -> dict[str, Any] | None:
+    if not python_path:
+        return None
+    paths = [*python_path, *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 
 @contextlib.contextmanager
@@ -53,14 +63,14 @@ def _caller_keeps_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, handler)
 
 
-def _connect(address: str | None, num_cpus: int | None) -> bool:
+def _connect(address: str | None, num_cpus: int | None, env: dict[str, Any] | None) -> bool:
     if address:
         if address != "auto" and "://" not in address:
             check_reachable(address)
         if "RAY_AUTH_MODE" not in os.environ and auth_token_available():
             use_auth_token()
         try:
-            ray.init(address=address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False, runtime_env=env)
         except (ConnectionError, RuntimeError) as error:
             raise ConnectionError(f"cannot join the Ray cluster at {address}: {error}") from None
         return False
@@ -69,6 +79,7 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
         num_cpus=num_cpus or os.cpu_count() or 1,
         include_dashboard=False,
         log_to_driver=False,
+        runtime_env=env,
         _system_config={"max_direct_call_object_size": INLINE_OBJECT_BYTES},
     )
     return True

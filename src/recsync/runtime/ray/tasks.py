@@ -1,7 +1,8 @@
-"""Independent calls (a sweep's points: `recsync advise`) run as Ray tasks, as many at once
-as the cluster has cores, each on one thread of torch. A call's own exception comes back
-as its outcome (the caller decides which are a point refused and which are a failure); a
-call is not started once `may_start` says no (the caller counts what never came back)."""
+"""Independent calls (a sweep's points: `recsync advise`, `recsync reproduce`) run as Ray
+tasks, as many at once as the cluster has cores, each on one thread of torch. A call's own
+exception comes back as its outcome (the caller decides which are a point refused and which
+are a failure); a call is not started once `may_start` says no (the caller counts what
+never came back)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from typing import Any
 import ray
 import torch
 
+from recsync.runtime.pools import Call
 from recsync.runtime.ray.cluster import connect
-
-Call = tuple[Any, Callable[[], Any]]  # (the caller's key, a picklable call of no arguments)
 
 
 @ray.remote(num_cpus=1)
@@ -29,9 +29,11 @@ class TaskPool:
     """Runs calls on the Ray cluster at `address` ("local": one started here with this
     machine's cores, or `num_cpus`), at most its cores' worth at once."""
 
-    def __init__(self, address: str, num_cpus: int | None = None):
+    def __init__(self, address: str, num_cpus: int | None = None, python_path: Sequence[str] = ()):
+        """`python_path`: folders the tasks import from besides the installed packages (a
+        checkout's experiments), ahead of the workers' own PYTHONPATH."""
         local = address == "local"
-        self.started = connect(None if local else address, num_cpus)
+        self.started = connect(None if local else address, num_cpus, python_path)
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         self.slots = max(1, int(cpus))
 
