@@ -32,12 +32,13 @@ from recsync.app.advise.measure import (
     priced_point,
     quality_point,
 )
-from recsync.app.advise.points import Points, Progress, Runner
+from recsync.app.advise.points import Points, Progress
 from recsync.app.advise.rank import LOWER_BOUND, Measured, Ranked, rank
 from recsync.app.config.schema import Config
 from recsync.data.shares import block_for
 from recsync.errors import ConfigError, JobFailed
 from recsync.ps.hash_shard import TableFullError
+from recsync.runtime.pools import CallPool
 from recsync.runtime.sim.cost import CostModel
 
 REFUSALS = (ConfigError, JobFailed, TableFullError)  # a point refused, or its job failed
@@ -131,7 +132,7 @@ def advise(
     folder: Path | None = None,
     on_progress: Progress | None = None,
     cluster_dir: Path | None = None,
-    runner: Runner | None = None,
+    runner: CallPool | None = None,
 ) -> Advice:
     """Measure and rank every candidate of `job` on `cluster` (points cached in `folder`,
     none if None; `cluster_dir`: where a relative machines.profile is; `runner`: where the

@@ -1,31 +1,25 @@
 """An advice's points measured through the cache and within the budget, a phase at a time:
-the points a phase needs go to a runner together (in this process one after another, or
-as Ray tasks on a cluster: runtime/ray/tasks.py), each kept in the cache as it ends."""
+the points a phase needs go to a pool together (in this process one after another, or
+as Ray tasks on a cluster: runtime/pools.py, runtime/ray/tasks.py), each kept in the cache
+as it ends."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from recsync.app.advise.cache import PointCache, point_key
+from recsync.runtime.pools import Call, CallPool
 
 Progress = Callable[[int, int, str], None]  # points done, points planned, what is next
 Measure = Callable[[], dict[str, Any]]
-Call = tuple[Any, Measure]
-
-
-class Runner(Protocol):
-    def run(
-        self, calls: Sequence[Call], may_start: Callable[[], bool]
-    ) -> Iterator[tuple[Any, Any]]:
-        """(key, outcome) of every call started as it ends (its point, or its exception); a
-        call starts only while `may_start` says so."""
-        ...
 
 
 class InProcess:
     """One point after another, in this process."""
+
+    slots = 1
 
     def run(
         self, calls: Sequence[Call], may_start: Callable[[], bool]
@@ -47,10 +41,10 @@ class Points:
         cache: PointCache,
         budget_s: float | None,
         on_progress: Progress | None,
-        runner: Runner | None = None,
+        runner: CallPool | None = None,
     ):
         self.cache, self.budget_s, self.on_progress = cache, budget_s, on_progress
-        self.runner: Runner = runner or InProcess()
+        self.runner: CallPool = runner or InProcess()
         self.start = time.monotonic()
         self.done = self.planned = self.cached = self.measured = 0
         self.not_measured: list[str] = []
