@@ -149,6 +149,9 @@ class HashLayout(TableLayout):
     def combine(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
+        priced = self._priced_pool(batch_size, partials)
+        if priced is not None:
+            return priced
         if self.mixed:
             partials = self._padded(batch_size, requests, partials)
         return self._scattered(batch_size, requests, partials)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from recsync.data.batch import Batch
+from recsync.model.priced import PricedTensor, is_priced
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.ps.dim_groups import DimGroupedShard, compact, pad
@@ -105,6 +106,13 @@ class TableLayout:
             for r, partial in zip(requests, partials, strict=True)
         ]
 
+    def _priced_pool(self, batch_size: int, partials: list[torch.Tensor]) -> torch.Tensor | None:
+        """The B x F x W pooled embeddings of priced partials (their shape, made without a
+        dispatch: model/priced.py); None for real ones."""
+        if not partials or not is_priced(partials[0]):
+            return None
+        return PricedTensor((batch_size, len(self.tables), self.width), partials[0].dtype)
+
     def _scattered(
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
@@ -129,6 +137,8 @@ class TableLayout:
     ) -> list[torch.Tensor]:
         """Per request, the part of a B x F x D pooled gradient that belongs to its bags."""
         B, F, D = grad_pooled.shape
+        if is_priced(grad_pooled):  # shapes only, made without a dispatch
+            return [PricedTensor((r.bag_index.numel(), D), grad_pooled.dtype) for r in requests]
         flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
         return [
             flat if r.bag_index.numel() == F * B else flat.index_select(0, r.bag_index)
@@ -340,6 +350,9 @@ class EmbeddingLayout(TableLayout):
         self, batch_size: int, requests: list[ShardRequest], partials: list[torch.Tensor]
     ) -> torch.Tensor:
         """Sum per-shard partial pools into B x F x W pooled embeddings."""
+        priced = self._priced_pool(batch_size, partials)
+        if priced is not None:
+            return priced
         F, D = len(self.tables), self.width
         if self.mixed:
             partials = self._padded(batch_size, requests, partials)

@@ -168,7 +168,8 @@ def row_gradients_with_inverse(
         contributions.mul_(weights.unsqueeze(1))
     unique_rows, inverse = torch.unique(rows, return_inverse=True)
     grads = torch.zeros(unique_rows.numel(), grad_bags.shape[1], dtype=grad_bags.dtype)
-    grads.index_add_(0, inverse, contributions)
+    if not is_priced(contributions):  # priced ones add nothing: the zeros are their shape
+        grads.index_add_(0, inverse, contributions)
     return unique_rows, grads, inverse
 
 
