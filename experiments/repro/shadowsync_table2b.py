@@ -120,9 +120,10 @@ def _run(point: Point) -> dict[str, Any]:
 
 
 def _row(r: dict[str, Any]) -> str:
+    gap = r["average_sync_gap"]
     return (
         f"Table 2(b), seed {r['seed']}, dense lr {r['dense_lr']:g}, {r['variant']:>12}: "
-        f"sync gap {r['average_sync_gap']:.2f}, train loss {r['train_loss']:.5f}, "
+        f"sync gap {'-' if gap is None else f'{gap:.2f}'}, train loss {r['train_loss']:.5f}, "
         f"eval logloss {r['test_logloss']:.5f}"
     )
 

@@ -74,6 +74,10 @@ def test_every_variant_is_tuned_on_the_same_grid_and_run_at_its_own_best(tiny):
     assert five == [8.0, 8.0, 8.0]
     assert all(r["average_sync_gap"] is None for r in rows if r["variant"] == "FR-EASGD-100")
     assert all(r["average_sync_gap"] > 0 for r in rows if r["variant"] == "S-EASGD")
+    show = REPRODUCTIONS["shadowsync-table2b"].show
+    lines = [show(r) for r in [*tuning, *rows]]  # the progress lines, a never-synced run's too
+    assert any(line.startswith("Table 2(b), seed 0, dense lr 0.004, ") for line in lines)
+    assert any("FR-EASGD-100: sync gap -, train loss " in line for line in lines)
 
 
 def test_a_point_run_again_gives_the_same_numbers(tiny):
