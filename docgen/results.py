@@ -42,6 +42,8 @@ from experiments.repro import (
     shadowsync_fig5_claims,
     shadowsync_quality_claims,
     shadowsync_quality_report,
+    shadowsync_table2b_claims,
+    shadowsync_table2b_report,
     shadowsync_threads,
     shadowsync_threads_claims,
     staleness_norm_claims,
@@ -166,6 +168,13 @@ REPORTS_RENDERED = (
         "results.json",
         lambda r, _: shadowsync_quality_report.report(r),
         shadowsync_quality_claims.claims,
+    ),
+    Report(
+        "ShadowSync Table 2(b)",
+        "shadowsync_table2b",
+        "results.json",
+        lambda r, _: shadowsync_table2b_report.report(r),
+        shadowsync_table2b_claims.claims,
     ),
     Report(
         "ShadowSync MA and BMUF",

@@ -254,8 +254,42 @@ def _report(points: list[dict[str, Any]]) -> str:
                     f"| {servers} | {variant} | {n} | {eps:,.0f} | {gap} | {per_thread} | "
                     f"{nic:.0%} |"
                 )
-    text = "\n".join([*lines, "", *_findings(points)]) + "\n"
+    text = "\n".join([*lines, "", *_findings(points), "", *table_1()]) + "\n"
     return reviewer.appended(text, "shadowsync-fig5", [f"These results have {len(seeds)} seed(s)."])
+
+
+# the paper's Table 1: batch size, Hogwild threads, replicas, ELP (its own row; the other
+# algorithms' rows are their papers' configurations, not runs)
+PAPER_ELP = (200, 24, 20, 96_000)
+
+
+def table_1() -> list[str]:
+    """ShadowSync's Table 1 (ELP), and why it is a count here, not a reproduction: ELP is
+    batch size x Hogwild threads x replicas, read off a configuration."""
+    batch = TrainSpec().batch_size
+    most = TRAINERS[-1]
+    ours = ClusterSpec(most, WORKERS_PER_TRAINER).elp(batch)
+    quality = ClusterSpec(most, common.WORKERS_PER_TRAINER).elp(batch)
+    paper_batch, paper_threads, paper_replicas, paper_elp = PAPER_ELP
+    return [
+        "## Table 1 (ELP): a count of the configuration, not reproduced",
+        "",
+        "The paper's Table 1 compares the example level parallelism (ELP, its Definition "
+        "2: the most examples in flight at once, batch size x Hogwild threads x replicas) "
+        "of its own setting with the settings other papers "
+        "report (EASGD, DC-ASGD, BMUF, DownpourSGD, ADPSGD, LARS, SGP). It runs nothing: each "
+        "row is arithmetic on a configuration, and every row but ShadowSync's is another "
+        "paper's cluster, model and data, which recsync neither has nor simulates (the "
+        "paper itself says the comparison 'might not be very representative'). So there is "
+        "no figure to measure, and no claim to judge. The same count for recsync's runs, "
+        "from its own `ClusterSpec.elp`: this report's setting, batch "
+        f"{batch} x {WORKERS_PER_TRAINER} threads x {most} trainers = {ours:,} (the paper's "
+        f"row: {paper_batch} x {paper_threads} x {paper_replicas} = {paper_elp:,}); the "
+        f"quality reproductions' (shadowsync-quality, shadowsync-table2b: "
+        f"{common.WORKERS_PER_TRAINER} threads a trainer) at {most} trainers: {quality:,}. "
+        "Whether that parallelism costs quality is what Table 3's reproduction "
+        "(shadowsync-quality) and Fig. 8's (shadowsync-threads) measure.",
+    ]
 
 
 def _cell(value: float | None) -> str:

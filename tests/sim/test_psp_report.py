@@ -159,3 +159,12 @@ def test_psp_claims_say_the_time_saved_is_built_in_and_judge_fig_3_in_the_papers
     assert above.evidence == MEASURED and above.direction == AGAINST
     assert above.verdict.label != "holds" and above.label().endswith("(against the paper)")
     assert above.effect.describe_size() == f"+0.0010 test logloss, {ps.PUSH} minus sync"
+
+
+def test_fig_2_says_why_the_delay_density_is_not_reproduced():
+    text = psp_report.report(all_rows())
+    assert "## Fig. 2 (the PDF of the pull delays): not reproduced" in text
+    assert "`delay_fraction` (0.16%) of the dense pulls' replies, picked at random, by " in text
+    # 475,985 float32 parameters over 32 servers; 50 us + 59,498 B at 25 Gbit/s = 0.069 ms
+    assert "a dense block is 59,498 bytes" in text and "costs 0.069 ms on an idle link" in text
+    assert text.index("## Fig. 2") < text.index("## What a reviewer would still ask")

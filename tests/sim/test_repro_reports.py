@@ -272,6 +272,12 @@ def test_fig5_report_gives_both_panels_growth_and_eq_2_gaps():
         "+2.00 against 2 x spread 0.00 over 3 seeds: holds." in text  # fmt: skip
     one_seed = shadowsync._report([p for p in points if p["seed"] == 0])
     assert "over 1 seed: too few seeds" in one_seed
+    # Table 1 (ELP) is a count of configurations, said where the Fig. 5 report is read
+    assert "## Table 1 (ELP): a count of the configuration, not reproduced" in text
+    assert "batch 256 x 24 threads x 20 trainers = 122,880 (the paper's row: 200 x 24 x 20 = " \
+        "96,000)" in text  # fmt: skip
+    assert "(shadowsync-quality, shadowsync-table2b: 4 threads a trainer) at 20 trainers: " \
+        "20,480." in text  # fmt: skip
 
 
 def test_quality_report_reads_both_tables_claims_off_the_rows():

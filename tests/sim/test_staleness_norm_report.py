@@ -181,3 +181,14 @@ def test_norm_claims_are_the_findings_verdicts():
     assert "1.2K with rho" in near.ours and "(3 seeds)" in near.ours
     assert worst.verdict.describe() in snr.report(result)
     assert {c.bears_on for c in (near, closer, worst)} == {"staleness_norm"}
+
+
+def test_fig_2_is_said_to_be_a_formula_and_tabulated_from_the_rules_code():
+    text = snr.report(three_seed_result())
+    assert "## Fig. 2 (the normalized decay factor): a formula, not a run" in text
+    assert "mean 400 and sd 20 at 0.4K, 1,200 and 60 at 1.2K" in text
+    # 1/tau; eq. 7 (mu' 400, kappa 2) on tau; tau' = 20 (tau - 1200) / 60 + 400 and eq. 7 on it
+    assert "| 300 | 0.25 | 0.00333 | 1 | 100 | 1 |" in text
+    assert "| 1,200 | 1 | 0.000833 | 6.94e-07 | 400 | 1 |" in text
+    assert "| 1,800 | 1.5 | 0.000556 | 3.09e-07 | 600 | 2.78e-06 |" in text
+    assert text.index("## Fig. 2") < text.index("## What a reviewer would still ask")
