@@ -20,13 +20,14 @@ The setting is the gba-switching reproduction's (`gba_switching`), beside the pa
   `SEEDS` (initial weights, data order, straggler draws; one draw of the task). The report
   judges the paper's claim at x1 and says what the best factor of the grid gives each batch.
 
-Cost: gba-switching's days cost about 28 s of CPU a day at a local batch of 128 (12 minutes a
-seed for 26 days, its docstring), a day at 64 about 1.4x that (twice the gradients, each
-cheaper), at 256 about 0.8x (timed here on 2026-12-07, one day of each on this loaded
-2-core machine: see the module's `TIMED`). 27 runs (3 batches x 3 factors x 3 seeds) of 3
-days, about 27 x 3 x 30 s = 41 minutes, and the base days (2 a seed, in each process that
-runs the seed: about 6 minutes): about 47 minutes on one core, about 25 on the two processes
-of `run_in_processes`. Not run at this setting here; the regeneration runs it.
+Cost, timed here on 2026-12-07 (process CPU seconds, one torch thread as in
+`run_in_processes`, on this project's 2-core machine while a CI run loaded it): the two base
+days of all-reduce (seed 0) 25.9 s; one switched GBA day 12.4 s at a local batch of 64 and
+9.2 s at 256 (about 10.5 s at 128 between them). A run of 3 switched days about 32 s, the 27
+runs (3 batches x 3 factors x 3 seeds) about 14.5 minutes; each of the two processes of
+`run_in_processes` computes the base days of the seeds it meets once (at most 6 x 26 s, 2.6
+minutes): about 17 minutes of one core, about 9 on two processes, up to 1.5x that on a
+loaded machine. Not run at this setting here; the regeneration runs it.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def show(row: dict[str, Any]) -> str:
     claim="Fig. 8 (right): sync, then GBA at a fixed number of workers and another global "
     "batch: lower AUC than at sync's global batch without tuning",
     report_dir="reports/gba_global_batch",
-    minutes=25.0,  # about 47 minutes of one core, two processes: see the docstring
+    minutes=10.0,  # about 17 minutes of one core, two processes: see the docstring
     seeds=SEEDS,
     cost={"calm": gba_switching.CALM, "stragglers": gba_switching.STRAGGLING},
     show=show,

@@ -104,7 +104,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         "| local batch | global batch | "
         + " | ".join(f"AUC at lr x{f:g}" for f in grid)
-        + " | best factor | excluded a run (x1) | staleness (x1) |",
+        + " | best factor | gradients excluded a run (x1) | mean dense staleness (x1) |",
         "| --- | --- | " + " | ".join("---" for _ in grid) + " | --- | --- | --- |",
     ]
     for b in batches(result):

@@ -21,14 +21,16 @@ The setting (the hierarchical reproduction's, `hierarchical_settings`), beside t
   tuning's own); the report gives the relative loss at each count's own best and at the
   40-trainer best shared by all (the paper's runs share their hyper-parameters).
 
-Cost, from the hierarchical reproduction's timings (CPU seconds of one process on this
-project's 2-core machine, 2026-11-29; `hierarchical.py`'s docstring): an EASGD loss run of
-1,000,000 examples about 14 s plus 0.108 ms an example, about 2 minutes (at 10 trainers a
-little less: fewer replicas to build and sync); a priced throughput batch about 0.085 s. So:
-the tuning 4 counts x 5 factors = 20 runs (40 min), the other seeds 4 x 2 = 8 runs (16 min),
-the throughput points (10 + 20 + 30 + 40) x 4 threads x 20 batches = 8,000 batches (11 min):
-about 67 minutes on one core, about 36 on the two processes of `run_in_processes` (plus the
-usual 1.5x on a loaded machine). Not run at this setting here; the regeneration runs it.
+Cost, timed here on 2026-12-07 (process CPU seconds, one torch thread as in
+`run_in_processes`, on this project's 2-core machine while a CI run loaded it): loss runs
+(lr x0.0625, seed 0) of 50,000 and 150,000 examples took 7.1 and 11.0 s at 10 trainers, 4.6
+and 11.1 s at 40, so a run of 1,000,000 examples about 7 + 0.039 ms an example = 44 s at 10
+and 4.6 + 0.065 ms an example = 66 s at 40 (linear between the two sizes; 55 s taken for
+each count). The throughput point at 10 trainers (800 priced batches) took 1.3 s; at 40
+about 4x that. So: the tuning 4 counts x 5 factors = 20 runs, the other seeds 4 x 2 = 8, and
+at most 8 more at the shared factor: 28 to 36 runs, 26 to 33 minutes of one core, the
+throughput under a minute; about 17 minutes on the two processes of `run_in_processes`, up
+to 1.5x that on a loaded machine. Not run at this setting here; the regeneration runs it.
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def show(row: dict[str, Any]) -> str:
     claim="Fig. 3: the EASGD-based system over 10 to 40 trainers: EPS grows linearly, the "
     "loss rises (0.25% at 40 against 10)",
     report_dir="reports/hierarchical_trainers",
-    minutes=36.0,  # about 67 minutes of one core, two processes: see the docstring
+    minutes=18.0,  # at most 33 minutes of one core, two processes: see the docstring
     seeds={"loss runs": list(SEEDS), "throughput (deterministic)": [0]},
     cost={"cluster": COST},
     show=show,

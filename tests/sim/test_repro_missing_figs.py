@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from experiments.repro import (
     gba,
@@ -18,6 +19,7 @@ from experiments.repro import (
     gba_global_batch_report,
     gba_switching,
     hierarchical,
+    hierarchical_report,
     hierarchical_settings,
     hierarchical_trainers,
     hierarchical_trainers_claims,
@@ -43,7 +45,14 @@ def tiny_task():
 
 
 def inline(run, items, progress):
-    rows = [run(item) for item in items]
+    """`run_in_processes` in this process, on one torch thread as its processes are (many
+    threads on a loaded 2-core machine spin at every small op)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rows = [run(item) for item in items]
+    finally:
+        torch.set_num_threads(threads)
     for row in rows:
         if progress:
             progress(row)
@@ -51,9 +60,9 @@ def inline(run, items, progress):
 
 
 def test_both_are_registered_with_their_minutes():
-    assert REPRODUCTIONS["gba-global-batch"].minutes == 25.0
+    assert REPRODUCTIONS["gba-global-batch"].minutes == 10.0
     assert REPRODUCTIONS["gba-global-batch"].report_dir == "reports/gba_global_batch"
-    assert REPRODUCTIONS["hierarchical-trainers"].minutes == 36.0
+    assert REPRODUCTIONS["hierarchical-trainers"].minutes == 18.0
     assert REPRODUCTIONS["hierarchical-trainers"].report_dir == "reports/hierarchical_trainers"
 
 
@@ -78,6 +87,7 @@ def tiny_gba(monkeypatch):
     monkeypatch.setattr(gba, "GLOBAL_BATCH", 16 * gba.WORKERS)
     monkeypatch.setattr(gba_switching, "PER_DAY", 2 * 32 * gba.WORKERS)
     monkeypatch.setattr(gba_switching, "TEST_PER_DAY", 400)
+    monkeypatch.setattr(gba_switching, "SYNC_DAYS", 1)
     monkeypatch.setattr(gba_global_batch, "LOCAL_BATCHES", (8, 16, 32))
     monkeypatch.setattr(gba_global_batch, "LR_GRID", (1.0, 2.0))
     monkeypatch.setattr(gba_global_batch, "SEEDS", (0,))
@@ -105,6 +115,7 @@ def test_gba_global_batch_runs_and_renders_at_a_tiny_setting(tiny_gba, tmp_path:
         assert r["mean_auc"] == pytest.approx(sum(r["auc"]) / 3)
     # the same sync checkpoint under every run
     assert len({tuple(r["sync_auc"]) for r in runs}) == 1
+    assert all(len(r["sync_auc"]) == 1 for r in runs)  # one day of all-reduce here
     text = (tmp_path / "report.md").read_text()
     assert "| 16 (sync) | 256 |" in text and "Global batch 128 against sync's 256" in text
     assert "400 workers" in text and (tmp_path / "global_batch.png").exists()
@@ -261,3 +272,26 @@ def test_hierarchical_trainers_loss_rise_holds_only_beyond_the_spread():
     noisy = made(0.0025, 0.01)
     assert "within noise" in hierarchical_trainers_report.render(noisy)
     assert hierarchical_trainers_claims.claims({}) == []
+
+
+def test_hierarchical_fig9_utilization_per_group_ps(tiny_ht):
+    """HT Fig. 9's bars from a throughput point: each group PS of the first group, in order,
+    and the trainers' mean, all busy shares; and the report's table of them."""
+    setting = hierarchical_settings.ht(2, 2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        row = hierarchical.throughput(setting)
+    finally:
+        torch.set_num_threads(threads)
+    cpu, nic = row["group0_ps_cpu"], row["group0_ps_nic"]
+    assert len(cpu) == len(nic) == 2
+    assert all(0.0 < v <= 1.0 for v in [*cpu, *nic, row["trainer_cpu"]])
+    assert max(cpu) <= row["group_ps_cpu"] + 1e-12  # the busiest over every group
+    lines = hierarchical_report.other_figures({hierarchical_report.FIG9_SETTING.label: row})
+    assert "| group PS 1 |" in "\n".join(lines) and "| group PS 3 |" not in "\n".join(lines)
+    assert any(line.startswith("| trainers (mean) |") for line in lines)
+    assert any("hierarchical-trainers" in line for line in lines)
+    assert any("shadowsync-threads" in line for line in lines)
+    older = hierarchical_report.other_figures({})
+    assert any("predates the per-node utilization" in line for line in older)
