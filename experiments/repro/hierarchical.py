@@ -112,6 +112,23 @@ def throughput(setting: Setting, math: str = THROUGHPUT_MATH) -> dict[str, Any]:
         ),
         "trainer_nic": sum(h.machine.nic_busy_s for h in trainers) / (len(trainers) * seconds),
         "traffic_bytes": _trainer_group_bytes(summary),
+        **utilization(sim, setting, seconds),
+    }
+
+
+def utilization(sim: SimJob, setting: Setting, seconds: float) -> dict[str, Any]:
+    """Fig. 9's bars: the CPU (busy share of its `CORES`) and NIC (busy share, its busier
+    direction) of each group PS of the first group, in order, and the trainers' mean
+    (their CPU: the work charged to them); None for the group PSs of EASGD."""
+    first = sorted(
+        (h for h in sim.hosts_of(GROUP_SERVER) if h.address.index < setting.servers),
+        key=lambda h: h.address.index,
+    )
+    trainers = sim.hosts_of(Role.TRAINER)
+    return {
+        "group0_ps_cpu": [h.machine.cpu.busy_s / (CORES * seconds) for h in first] or None,
+        "group0_ps_nic": [h.machine.nic_busy_s / seconds for h in first] or None,
+        "trainer_cpu": sum(h.machine.cpu_s for h in trainers) / (len(trainers) * CORES * seconds),
     }
 
 

@@ -225,6 +225,26 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "the cost model is stated (a fixed FLOP rate), not calibrated on the paper's CPU "
         "cluster.",
     ),
+    "hierarchical-trainers": (
+        "Throughput in priced math, one deterministic run a count: linear growth is what the "
+        "cost model gives trainers that compute on their own and sync in the background; "
+        "only the 6 shared sync servers and 8 embedding servers could bend it.",
+        "Loss runs of 1,000,000 examples in total (the paper's: 9 billion) over 3 seeds, the "
+        "learning rate tuned per count on seed 0 alone: early training, where a trainer's "
+        "1/n of the examples weighs on the loss; the paper's 0.25% is below the 0.6 to 1% "
+        "sd over seeds of relative loss in the hierarchical reproduction's loss runs.",
+        "The paper's figure's trainer counts other than 10 and 40 are not in its text; "
+        "ours are 10, 20, 30, 40 of 4 worker threads (the paper's trainers have 18 cores).",
+    ),
+    "gba-global-batch": (
+        "16 workers (the paper's: 400) and local batches 64, 128, 256 around sync's 128; "
+        "the paper's local batches for this figure are not in its text.",
+        "3 switched days of 131,072 examples each after 2 days of all-reduce, 3 seeds on "
+        "one draw of a drifting synthetic task; AUC gaps of 1e-3 are of the order of the "
+        "seeds' spread.",
+        "The stragglers (2 of 16 workers 8x slower in stretches) are injected, as in "
+        "gba-switching; they decide which gradients GBA's decay excludes.",
+    ),
 }
 
 
