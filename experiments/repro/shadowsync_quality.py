@@ -79,19 +79,7 @@ def _runs(dense_lr: float) -> list[Run]:
 
 def _run(run: Run) -> dict[str, Any]:
     table, variant, trainers, sync_servers, seed, dense_lr = run
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=EXAMPLES, num_test=20_000)
-    train = TrainSpec(dense_optimizer=DenseOptimizerSpec(lr=dense_lr), seed=seed)
-    spec = JobSpec(
-        ModelSpec(),
-        train,
-        ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, sync_servers),
-        strategy_config("easgd", timing=GAP_VARIANTS[variant]),
-        synthetic,
-    )
-    early: list[dict[str, Any]] = []  # the one record at the start of the last part
-    mark = int(EXAMPLES * (1 - LAST_PART))
-    job = SimJob(spec, plan_for(spec), CLUSTER_COST, eval_every=mark, on_eval=early.append)
-    summary = job.run()
+    cluster = ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, sync_servers)
     return {
         "table": table,
         "variant": variant,
@@ -99,6 +87,25 @@ def _run(run: Run) -> dict[str, Any]:
         "sync_servers": sync_servers,
         "seed": seed,
         "dense_lr": dense_lr,
+        **easgd_losses(variant, cluster, seed, dense_lr, EXAMPLES, 20_000),
+    }
+
+
+def easgd_losses(
+    variant: str, cluster: ClusterSpec, seed: int, dense_lr: float, examples: int, test: int
+) -> dict[str, Any]:
+    """One EASGD run of a timing variant on `cluster`, `examples` long (`test` held out):
+    its train loss (all of it and its last part), held-out loss and AUC, steady EPS and
+    sync gaps."""
+    synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=test)
+    train = TrainSpec(dense_optimizer=DenseOptimizerSpec(lr=dense_lr), seed=seed)
+    timing = GAP_VARIANTS[variant]
+    spec = JobSpec(ModelSpec(), train, cluster, strategy_config("easgd", timing=timing), synthetic)
+    early: list[dict[str, Any]] = []  # the one record at the start of the last part
+    mark = int(examples * (1 - LAST_PART))
+    job = SimJob(spec, plan_for(spec), CLUSTER_COST, eval_every=mark, on_eval=early.append)
+    summary = job.run()
+    return {
         "train_loss": summary["train_loss"],
         "train_loss_last": _last_part_loss(summary, early),
         "test_logloss": summary["test_logloss"],

@@ -32,7 +32,6 @@ time: 63 to 120 minutes on 2 cores; `minutes` says 100.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,19 +43,13 @@ from experiments.repro.shadowsync_quality import (
     CLUSTER_COST,
     EXAMPLES,
     GAP_VARIANTS,
-    LAST_PART,
     LR_GRID,
     WORKERS_PER_TRAINER,
-    _last_part_loss,
+    easgd_losses,
 )
 from experiments.repro.shadowsync_table2b_report import report
-from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.data.synthetic import SyntheticSpec
-from recsync.families import strategy_config
-from recsync.model.spec import ModelSpec
-from recsync.optim.dense import DenseOptimizerSpec
+from recsync.coordinator.spec import ClusterSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.runtime.sim.job import SimJob
 
 TRAINERS, EMBEDDING_SERVERS, SYNC_SERVERS = 20, 29, 6  # the paper's Table 2(b) cluster
 VARIANTS = tuple(GAP_VARIANTS)  # S-EASGD, FR-EASGD-5, -10, -30, -100
@@ -84,39 +77,11 @@ Point = tuple[str, int, float, Setting]  # variant, seed, dense lr, setting
 
 def _run(point: Point) -> dict[str, Any]:
     variant, seed, dense_lr, setting = point
-    examples = setting.examples
-    synthetic = dataclasses.replace(
-        SyntheticSpec(), num_train=examples, num_test=setting.test_examples
+    cluster = ClusterSpec(
+        setting.trainers, WORKERS_PER_TRAINER, setting.embedding_servers, setting.sync_servers
     )
-    train = TrainSpec(dense_optimizer=DenseOptimizerSpec(lr=dense_lr), seed=seed)
-    spec = JobSpec(
-        ModelSpec(),
-        train,
-        ClusterSpec(
-            setting.trainers,
-            WORKERS_PER_TRAINER,
-            setting.embedding_servers,
-            setting.sync_servers,
-        ),
-        strategy_config("easgd", timing=GAP_VARIANTS[variant]),
-        synthetic,
-    )
-    early: list[dict[str, Any]] = []  # the one record at the start of the last part
-    mark = int(examples * (1 - LAST_PART))
-    job = SimJob(spec, plan_for(spec), CLUSTER_COST, eval_every=mark, on_eval=early.append)
-    summary = job.run()
-    return {
-        "variant": variant,
-        "seed": seed,
-        "dense_lr": dense_lr,
-        "train_loss": summary["train_loss"],
-        "train_loss_last": _last_part_loss(summary, early),
-        "test_logloss": summary["test_logloss"],
-        "test_auc": summary["test_auc"],
-        "eps": summary["eps_steady"],
-        "average_sync_gap": summary["average_sync_gap"],
-        "average_sync_gap_per_thread": summary["average_sync_gap_per_thread"],
-    }
+    losses = easgd_losses(variant, cluster, seed, dense_lr, setting.examples, setting.test_examples)
+    return {"variant": variant, "seed": seed, "dense_lr": dense_lr, **losses}
 
 
 def _row(r: dict[str, Any]) -> str:

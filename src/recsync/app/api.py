@@ -13,6 +13,7 @@ written to its summary.json, with `wall_seconds` added. User mistakes raise Conf
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -50,8 +51,13 @@ class Job:
     resumed_from: Path | None = None
 
     def __post_init__(self) -> None:
-        for message in self.config().deprecations():  # a mistake is named where it is made
+        for message in self.validated.deprecations():  # a mistake is named where it is made
             deprecated(message)
+
+    @functools.cached_property
+    def validated(self) -> Config:
+        """The job's own config, validated once."""
+        return self.config()
 
     @classmethod
     def from_toml(cls, path: str | Path, overrides: Overrides | None = None) -> Job:
@@ -156,7 +162,7 @@ class Job:
 
     def _check_resume(self) -> None:
         """The checkpoint fits the config's layout and model, and data is left to train."""
-        config, state = self.config(), self.state
+        config, state = self.validated, self.state
         assert state is not None
         if not config.strategy.distributed:
             return

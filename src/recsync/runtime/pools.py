@@ -13,9 +13,7 @@ Call = tuple[Any, Callable[[], Any]]  # (the caller's key, a picklable call of n
 
 
 class CallPool(Protocol):
-    """Runs calls elsewhere, `slots` at a time."""
-
-    slots: int
+    """Runs calls (elsewhere, several at a time, or one after another here)."""
 
     def run(
         self, calls: Sequence[Call], may_start: Callable[[], bool]

@@ -19,8 +19,6 @@ Measure = Callable[[], dict[str, Any]]
 class InProcess:
     """One point after another, in this process."""
 
-    slots = 1
-
     def run(
         self, calls: Sequence[Call], may_start: Callable[[], bool]
     ) -> Iterator[tuple[Any, Any]]:

@@ -163,7 +163,7 @@ def train(
     table.add_row("test NE", number(summary["test_ne"]))
     table.add_row("test logloss", number(summary["test_logloss"]))
     table.add_row("calibration", number(summary["test_calibration"], 3))
-    if job.config().data.source != "synthetic":
+    if job.validated.data.source != "synthetic":
         table.add_row("skipped lines", skips_text(summary["skipped"]))
     if "ray" in summary:
         table.add_row("Ray cluster", ray_text(summary["ray"]))
