@@ -67,6 +67,8 @@ class PricedTensor(torch.Tensor):
             written = _written(writes, args, kwargs or {})
             if written:
                 return written[0] if len(written) == 1 else tuple(written)
+        if func is _INDEX:  # a real mask picks as many rows as it holds: its positions
+            args = (args[0], _positions(args[1]), *args[2:])
         try:
             key = (func, _part(args), _part(tuple(sorted(kwargs.items()))) if kwargs else ())
         except TypeError:
@@ -84,6 +86,25 @@ class PricedTensor(torch.Tensor):
         if kind is tuple or kind is list:  # several (an embedding bag's four)
             return _made(shapes)
         return tree_map(_made, shapes)
+
+
+_INDEX = torch.ops.aten.index.Tensor
+
+
+def _positions(indices: list[Any]) -> list[Any]:
+    """An index's real boolean masks as the positions they hold (one long index per masked
+    dimension): the output's shape then follows from shapes alone."""
+    out: list[Any] = []
+    for index in indices:
+        if (
+            isinstance(index, torch.Tensor)
+            and not isinstance(index, PricedTensor)
+            and (index.dtype == torch.bool)
+        ):
+            out.extend(index.nonzero(as_tuple=True))
+        else:
+            out.append(index)
+    return out
 
 
 class _Shape(tuple[Any, ...]):
@@ -175,12 +196,30 @@ def is_priced(value: torch.Tensor) -> bool:
     return isinstance(value, PricedTensor)
 
 
+_SHARED: dict[tuple[int, int, torch.dtype], PricedTensor] = {}
+_MAX_SHARED = 4096
+
+
+def shaped(rows: int, cols: int, dtype: torch.dtype = torch.float32) -> PricedTensor:
+    """A rows x cols priced tensor, one object shared by every caller that asks for the same
+    shape: it has no values to change (an in-place write to it changes nothing), so a
+    lookup's partial pools, a push's row gradients and the like, which are only read,
+    need not each make their own."""
+    key = (rows, cols, dtype)
+    made = _SHARED.get(key)
+    if made is None:
+        if len(_SHARED) >= _MAX_SHARED:
+            _SHARED.clear()
+        made = _SHARED[key] = PricedTensor((rows, cols), dtype)
+    return made
+
+
 def pooled_shape(offsets: torch.Tensor, table: torch.Tensor) -> PricedTensor | None:
     """What a sum-pooled lookup of a priced `table` gives (one row a bag of `offsets`, its
     last offset included), made without a dispatch; None for a real table."""
     if type(table) is not PricedTensor:
         return None
-    return PricedTensor((offsets.shape[0] - 1, table.shape[1]), table.dtype)
+    return shaped(offsets.shape[0] - 1, table.shape[1], table.dtype)
 
 
 def priced_like(value: torch.Tensor) -> PricedTensor:

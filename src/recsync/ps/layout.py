@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from recsync.data.batch import Batch
-from recsync.model.priced import PricedTensor, is_priced
+from recsync.model.priced import PricedTensor, is_priced, shaped
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.ps.dim_groups import DimGroupedShard, compact, pad
@@ -68,6 +68,9 @@ class TableLayout:
     mixed: bool = False  # several dims (or hash groups): a shard keeps one store per group
     _table_dims: torch.Tensor  # each table's dim
     lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
+    # where each shard's rows start in one row space of all shards, and where the last
+    # ends (fixed tables: a shard's rows are numbered from 0; None for hash keys)
+    row_bases: list[int] | None = None
 
     def route(self, batch: Batch) -> list[ShardRequest]:
         """Split a batch's bags into one request per shard that owns any of its rows."""
@@ -138,7 +141,7 @@ class TableLayout:
         """Per request, the part of a B x F x D pooled gradient that belongs to its bags."""
         B, F, D = grad_pooled.shape
         if is_priced(grad_pooled):  # shapes only, made without a dispatch
-            return [PricedTensor((r.bag_index.numel(), D), grad_pooled.dtype) for r in requests]
+            return [shaped(r.bag_index.numel(), D, grad_pooled.dtype) for r in requests]
         flat = grad_pooled.transpose(0, 1).reshape(F * B, D)
         return [
             flat if r.bag_index.numel() == F * B else flat.index_select(0, r.bag_index)
@@ -170,6 +173,7 @@ class EmbeddingLayout(TableLayout):
                 raise ValueError(
                     f"table {spec.name}: slices cover {covered[t]} of {spec.num_rows} rows"
                 )
+        self.row_bases = [sum(self.shard_rows[:s]) for s in range(num_shards + 1)]
         self._whole = all(
             len([s for s in self.slices if s.table == t]) == 1 for t in range(len(tables))
         )

@@ -8,12 +8,13 @@ updates applied to it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F_
 
-from recsync.model.priced import is_priced, pooled_shape
+from recsync.model.priced import is_priced, pooled_shape, shaped
 from recsync.optim.rowwise import RowOptimizer
 
 ONE = torch.ones((), dtype=torch.int64)
@@ -153,24 +154,82 @@ def row_gradients_with_inverse(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`row_gradients`, and for each of the N ids the index of its row among the U.
     `one_per_bag`: the caller knows every bag holds one id (offsets = arange)."""
-    num_bags = grad_bags.shape[0]
-    if one_per_bag or (
-        rows.numel() == num_bags and bool((offsets == torch.arange(num_bags + 1)).all())
-    ):
-        contributions = grad_bags.clone() if weights is not None else grad_bags
-    else:
-        lengths = offsets[1:] - offsets[:-1]
-        bag_of_id = torch.repeat_interleave(
-            torch.arange(num_bags), lengths, output_size=rows.numel()
-        )
-        contributions = grad_bags.index_select(0, bag_of_id)
-    if weights is not None:
-        contributions.mul_(weights.unsqueeze(1))
+    contributions = _contributions(offsets, grad_bags, weights, one_per_bag, rows.numel())
     unique_rows, inverse = torch.unique(rows, return_inverse=True)
     grads = torch.zeros(unique_rows.numel(), grad_bags.shape[1], dtype=grad_bags.dtype)
     if not is_priced(contributions):  # priced ones add nothing: the zeros are their shape
         grads.index_add_(0, inverse, contributions)
     return unique_rows, grads, inverse
+
+
+def requests_row_gradients(
+    requests: Sequence[Any],
+    grad_bags: Sequence[torch.Tensor],
+    row_bases: Sequence[int] | None,
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """`row_gradients_with_inverse` of each request (`rows`, `offsets`, `weights`,
+    `one_per_bag`, `shard`) at once. With `row_bases` (where each shard's rows start in one
+    row space of all shards: fixed tables) the requests' ids are made unique in one pass,
+    the same rows, sums and order as one request at a time; without them (hash keys span
+    every 64-bit value), one request at a time. A priced gradient's rows get priced
+    gradients (their shape: priced math adds nothing up)."""
+    if row_bases is None or len(requests) < 2:
+        return [
+            row_gradients_with_inverse(r.rows, r.offsets, g, r.weights, r.one_per_bag)
+            for r, g in zip(requests, grad_bags, strict=True)
+        ]
+    bases = [row_bases[r.shard] for r in requests]
+    assert bases == sorted(bases), "requests in shard order"
+    counts = torch.tensor([r.rows.numel() for r in requests])
+    base_of_request = torch.tensor(bases)
+    keys = torch.cat([r.rows for r in requests])
+    keys += base_of_request.repeat_interleave(counts, output_size=keys.numel())
+    unique_keys, inverse = torch.unique(keys, return_inverse=True)
+    cuts = torch.searchsorted(unique_keys, torch.tensor([*bases, row_bases[-1]]))
+    cuts[-1] = unique_keys.numel()
+    unique_counts = cuts[1:] - cuts[:-1]
+    D, dtype = grad_bags[0].shape[1], grad_bags[0].dtype
+    if is_priced(grad_bags[0]):  # shapes only: priced math adds nothing up
+        grads: list[torch.Tensor] = [shaped(u, D, dtype) for u in unique_counts.tolist()]
+    else:
+        contributions = [
+            _contributions(r.offsets, g, r.weights, r.one_per_bag, r.rows.numel())
+            for r, g in zip(requests, grad_bags, strict=True)
+        ]
+        summed = torch.zeros(unique_keys.numel(), D, dtype=dtype)
+        summed.index_add_(0, inverse, torch.cat(contributions))
+        grads = [g.clone() for g in summed.split(unique_counts.tolist())]  # each push its own
+    unique_keys -= base_of_request.repeat_interleave(unique_counts, output_size=unique_keys.numel())
+    inverse -= cuts[:-1].repeat_interleave(counts, output_size=inverse.numel())
+    return [
+        (rows.clone(), g, inv)
+        for rows, g, inv in zip(
+            unique_keys.split(unique_counts.tolist()),
+            grads,
+            inverse.split(counts.tolist()),
+            strict=True,
+        )
+    ]
+
+
+def _contributions(
+    offsets: torch.Tensor,
+    grad_bags: torch.Tensor,
+    weights: torch.Tensor | None,
+    one_per_bag: bool,
+    num_ids: int,
+) -> torch.Tensor:
+    """Each of the N ids' share of its bag's gradient (N x D)."""
+    num_bags = grad_bags.shape[0]
+    if one_per_bag or (num_ids == num_bags and bool((offsets == torch.arange(num_bags + 1)).all())):
+        contributions = grad_bags.clone() if weights is not None else grad_bags
+    else:
+        lengths = offsets[1:] - offsets[:-1]
+        bag_of_id = torch.repeat_interleave(torch.arange(num_bags), lengths, output_size=num_ids)
+        contributions = grad_bags.index_select(0, bag_of_id)
+    if weights is not None:
+        contributions.mul_(weights.unsqueeze(1))
+    return contributions
 
 
 def init_table(num_rows: int, dim: int, seed: int) -> torch.Tensor:
