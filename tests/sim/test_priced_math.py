@@ -71,6 +71,14 @@ def test_priced_hash_tables_insert_and_evict_the_rows_real_ones_do():
     assert_same_events(spec)  # embedding_rows (live, inserted, refused) among the measures
 
 
+@pytest.mark.parametrize("strategy", ["easgd", "async"])
+def test_priced_tables_of_several_dims_run_the_real_runs_events(strategy):
+    """Tables of their own dims (compact row gradients, one store per dim on a shard)."""
+    tables = tuple(TableSpec(f"C{i}", 50, (4, 8, 16)[i % 3]) for i in range(6))
+    model = dataclasses.replace(MODEL, tables=tables, interaction_dim=8)
+    assert_same_events(spec_of(strategy, model=model))
+
+
 def assert_same_events(spec: JobSpec) -> None:
     real_job, real_handed, real = timeline(spec, "real")
     priced_job, priced_handed, priced = timeline(spec, "priced")

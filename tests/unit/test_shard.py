@@ -11,12 +11,11 @@ from recsync.data.batch import Batch, collate, concat, rebatch
 from recsync.model.priced import PricedTensor, is_priced
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec, RowSGD
-from recsync.ps.layout import EmbeddingLayout, ShardRequest, TableSlice
+from recsync.ps.layout import EmbeddingLayout, TableSlice
 from recsync.ps.local import LocalEmbeddings, build_shards
 from recsync.ps.shard import (
     EmbeddingShard,
     init_table,
-    requests_row_gradients,
     row_gradients,
     row_gradients_with_inverse,
 )
@@ -464,56 +463,9 @@ def test_whole_table_layout_routes_like_the_single_shard():
             )
 
 
-# ---------------------------------------------------------------------------------------------
-# requests_row_gradients: every shard's row gradients in one pass
-
-
-def test_the_requests_row_gradients_equal_one_request_at_a_time_exactly():
-    tables = (TableSpec("a", 7, 3), TableSpec("b", 5, 3), TableSpec("c", 9, 3, pooling="mean"))
-    slices = [
-        TableSlice(0, 0, 4, 0, 0),
-        TableSlice(0, 4, 7, 2, 0),
-        TableSlice(1, 0, 5, 1, 0),
-        TableSlice(2, 0, 9, 2, 3),
-    ]
-    layout = EmbeddingLayout(tables, slices, 3)
-    gen = torch.Generator().manual_seed(3)
-    B = 6
-    lengths = torch.randint(0, 4, (len(tables) * B,), generator=gen)
-    ids = torch.cat(
-        [
-            torch.randint(0, tables[f].num_rows, (int(n),), generator=gen)
-            for f, n in zip(
-                torch.arange(len(tables)).repeat_interleave(B).tolist(), lengths, strict=True
-            )
-        ]
-    )
-    offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
-    torch.cumsum(lengths, 0, out=offsets[1:])
-    batch = Batch(torch.zeros(B, 0), ids, offsets, torch.zeros(B))
-    requests = layout.route(batch)
-    assert len(requests) == 3
-    grad_pooled = torch.randn(B, len(tables), 3, generator=gen)
-    grad_bags = layout.requests_gradients(grad_pooled, requests)
-    together = requests_row_gradients(requests, grad_bags, layout.row_bases)
-    for r, g, (rows, grads, inverse) in zip(requests, grad_bags, together, strict=True):
-        alone = row_gradients_with_inverse(r.rows, r.offsets, g, r.weights, r.one_per_bag)
-        assert torch.equal(rows, alone[0]) and torch.equal(inverse, alone[2])
-        assert torch.equal(grads, alone[1])  # the same sums, added in the same order
-        assert grads.untyped_storage().nbytes() == grads.nbytes  # its own, not the batch's
-
-
-def test_priced_row_gradients_have_the_real_ones_shapes():
-    requests = [
-        ShardRequest(0, torch.tensor([1, 1, 2]), torch.tensor([0, 2, 3]), None, torch.arange(2)),
-        ShardRequest(1, torch.tensor([0, 3]), torch.tensor([0, 1, 2]), None, torch.arange(2, 4)),
-    ]
-    real = [torch.randn(2, 4), torch.randn(2, 4)]
-    priced = [PricedTensor((2, 4)), PricedTensor((2, 4))]
-    for (rows, grads, inverse), (p_rows, p_grads, p_inverse) in zip(
-        requests_row_gradients(requests, real, [0, 5, 9]),
-        requests_row_gradients(requests, priced, [0, 5, 9]),
-        strict=True,
-    ):
-        assert torch.equal(rows, p_rows) and torch.equal(inverse, p_inverse)
-        assert is_priced(p_grads) and p_grads.shape == grads.shape
+def test_priced_row_gradients_have_the_real_ones_rows_and_shapes():
+    grad_bags = torch.randn(NUM_BAGS, 3)
+    real = row_gradients_with_inverse(ROWS, OFFSETS, grad_bags)
+    priced = row_gradients_with_inverse(ROWS, OFFSETS, PricedTensor((NUM_BAGS, 3)))
+    assert torch.equal(real[0], priced[0]) and torch.equal(real[2], priced[2])
+    assert is_priced(priced[1]) and priced[1].shape == real[1].shape

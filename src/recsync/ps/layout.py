@@ -68,9 +68,6 @@ class TableLayout:
     mixed: bool = False  # several dims (or hash groups): a shard keeps one store per group
     _table_dims: torch.Tensor  # each table's dim
     lock_free: bool = True  # its shards may serve requests concurrently (Hogwild)
-    # where each shard's rows start in one row space of all shards, and where the last
-    # ends (fixed tables: a shard's rows are numbered from 0; None for hash keys)
-    row_bases: list[int] | None = None
 
     def route(self, batch: Batch) -> list[ShardRequest]:
         """Split a batch's bags into one request per shard that owns any of its rows."""
@@ -173,7 +170,6 @@ class EmbeddingLayout(TableLayout):
                 raise ValueError(
                     f"table {spec.name}: slices cover {covered[t]} of {spec.num_rows} rows"
                 )
-        self.row_bases = [sum(self.shard_rows[:s]) for s in range(num_shards + 1)]
         self._whole = all(
             len([s for s in self.slices if s.table == t]) == 1 for t in range(len(tables))
         )

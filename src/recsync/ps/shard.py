@@ -8,7 +8,6 @@ updates applied to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 import torch
@@ -154,62 +153,13 @@ def row_gradients_with_inverse(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`row_gradients`, and for each of the N ids the index of its row among the U.
     `one_per_bag`: the caller knows every bag holds one id (offsets = arange)."""
-    contributions = _contributions(offsets, grad_bags, weights, one_per_bag, rows.numel())
     unique_rows, inverse = torch.unique(rows, return_inverse=True)
+    if is_priced(grad_bags):  # shapes only: priced math adds nothing up
+        return unique_rows, shaped(unique_rows.numel(), grad_bags.shape[1]), inverse
+    contributions = _contributions(offsets, grad_bags, weights, one_per_bag, rows.numel())
     grads = torch.zeros(unique_rows.numel(), grad_bags.shape[1], dtype=grad_bags.dtype)
-    if not is_priced(contributions):  # priced ones add nothing: the zeros are their shape
-        grads.index_add_(0, inverse, contributions)
+    grads.index_add_(0, inverse, contributions)
     return unique_rows, grads, inverse
-
-
-def requests_row_gradients(
-    requests: Sequence[Any],
-    grad_bags: Sequence[torch.Tensor],
-    row_bases: Sequence[int] | None,
-) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """`row_gradients_with_inverse` of each request (`rows`, `offsets`, `weights`,
-    `one_per_bag`, `shard`) at once. With `row_bases` (where each shard's rows start in one
-    row space of all shards: fixed tables) the requests' ids are made unique in one pass,
-    the same rows, sums and order as one request at a time; without them (hash keys span
-    every 64-bit value), one request at a time. A priced gradient's rows get priced
-    gradients (their shape: priced math adds nothing up)."""
-    if row_bases is None or len(requests) < 2:
-        return [
-            row_gradients_with_inverse(r.rows, r.offsets, g, r.weights, r.one_per_bag)
-            for r, g in zip(requests, grad_bags, strict=True)
-        ]
-    bases = [row_bases[r.shard] for r in requests]
-    assert bases == sorted(bases), "requests in shard order"
-    counts = torch.tensor([r.rows.numel() for r in requests])
-    base_of_request = torch.tensor(bases)
-    keys = torch.cat([r.rows for r in requests])
-    keys += base_of_request.repeat_interleave(counts, output_size=keys.numel())
-    unique_keys, inverse = torch.unique(keys, return_inverse=True)
-    cuts = torch.searchsorted(unique_keys, torch.tensor([*bases, row_bases[-1]]))
-    cuts[-1] = unique_keys.numel()
-    unique_counts = cuts[1:] - cuts[:-1]
-    D, dtype = grad_bags[0].shape[1], grad_bags[0].dtype
-    if is_priced(grad_bags[0]):  # shapes only: priced math adds nothing up
-        grads: list[torch.Tensor] = [shaped(u, D, dtype) for u in unique_counts.tolist()]
-    else:
-        contributions = [
-            _contributions(r.offsets, g, r.weights, r.one_per_bag, r.rows.numel())
-            for r, g in zip(requests, grad_bags, strict=True)
-        ]
-        summed = torch.zeros(unique_keys.numel(), D, dtype=dtype)
-        summed.index_add_(0, inverse, torch.cat(contributions))
-        grads = [g.clone() for g in summed.split(unique_counts.tolist())]  # each push its own
-    unique_keys -= base_of_request.repeat_interleave(unique_counts, output_size=unique_keys.numel())
-    inverse -= cuts[:-1].repeat_interleave(counts, output_size=inverse.numel())
-    return [
-        (rows.clone(), g, inv)
-        for rows, g, inv in zip(
-            unique_keys.split(unique_counts.tolist()),
-            grads,
-            inverse.split(counts.tolist()),
-            strict=True,
-        )
-    ]
 
 
 def _contributions(

@@ -15,7 +15,7 @@ from recsync.protocol.effects import Call, CallEach, Drain, Effect, Send, Target
 from recsync.protocol.messages import Fused, Lookup, Message, Pooled, PushRowGradients, PushRows
 from recsync.protocol.reading import HandedBatch, NextBatch, Park
 from recsync.ps.layout import ShardRequest, TableLayout
-from recsync.ps.shard import requests_row_gradients
+from recsync.ps.shard import row_gradients_with_inverse
 from recsync.trainer.receipts import ReceiptLog
 
 EMPTY_ROWS = torch.empty(0, dtype=torch.int64)
@@ -157,11 +157,12 @@ def row_gradient_messages(
     no row there)."""
     pushes: list[PushRowGradients] = []
     used = [r for r in requests if r.bag_index.numel()]
-    grad_bags = layout.requests_gradients(grad_pooled, used)
-    gradients = iter(requests_row_gradients(used, grad_bags, layout.row_bases))
+    grad_bags = iter(layout.requests_gradients(grad_pooled, used))
     for r, reply in zip(requests, replies, strict=True):
         if r.bag_index.numel():
-            rows, grads, inverse = next(gradients)
+            rows, grads, inverse = row_gradients_with_inverse(
+                r.rows, r.offsets, next(grad_bags), r.weights, r.one_per_bag
+            )
             assert reply.row_versions is not None
             pulled = unique_row_versions(reply.row_versions, inverse, rows.numel())
         else:

@@ -33,7 +33,7 @@ from recsync.protocol.effects import (
 from recsync.protocol.messages import PushRows
 from recsync.protocol.node import LoopSpec
 from recsync.protocol.reading import HandedBatch, NextBatch
-from recsync.ps.shard import requests_row_gradients
+from recsync.ps.shard import row_gradients_with_inverse
 from recsync.trainer.stats import ReceivingTrainer, TrainerReport, TrainerSetup, TrainerStats
 from recsync.trainer.steps import pushes_with_lookups, take_batch
 
@@ -129,10 +129,12 @@ class ReplicaTrainer(ReceivingTrainer):
         yield Compute(batch.batch_size)
         replica.apply(flat_grad)
         step = UnsentStep({}, batch.batch_size, float(loss))
-        grad_bags = layout.requests_gradients(grad_pooled, requests)
-        for r, (rows, grads, _) in zip(
-            requests, requests_row_gradients(requests, grad_bags, layout.row_bases), strict=True
+        for r, grad_bags in zip(
+            requests, layout.requests_gradients(grad_pooled, requests), strict=True
         ):
+            rows, grads, _ = row_gradients_with_inverse(
+                r.rows, r.offsets, grad_bags, r.weights, r.one_per_bag
+            )
             step.pushes[r.shard] = PushRows(rows, layout.wire_grads(r.shard, rows, grads))
         self.unsent[thread] = step
         return True
