@@ -65,9 +65,7 @@ def main() -> None:
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples, num_test=2_000)
     model, train = ModelSpec(), TrainSpec()
     connect(None, 2)
-    single = JobSpec(
-        model, train, ClusterSpec(1, 2, 1), strategy_config("independent"), synthetic
-    )
+    single = JobSpec(model, train, ClusterSpec(1, 2, 1), strategy_config("independent"), synthetic)
     threads = dataclasses.replace(single, cluster=ClusterSpec(1, 2, 1, worker_processes=False))
     shadow = JobSpec(model, train, ClusterSpec(2, 2, 2), strategy_config("easgd"), synthetic)
     fixed = dataclasses.replace(

@@ -38,8 +38,8 @@ class HierarchicalConfig(StrategyConfig):
 
     Symbols of the paper: g groups of t = `cluster.num_trainers / g` trainers, each
     trainer's `cluster.workers_per_trainer` worker threads its nets (r), p =
-    `cluster.num_dense_servers` group PSs per group. `fc_split`, `tagging` and `refinement` are switches so that the paper's ablation
-    (Fig. 11) can turn each off."""
+    `cluster.num_dense_servers` group PSs per group. `fc_split`, `tagging` and `refinement`
+    are switches so that the paper's ablation (Fig. 11) can turn each off."""
 
     groups: int = field(
         default=2,
