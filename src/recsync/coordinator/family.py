@@ -174,15 +174,10 @@ class Family(ABC):
         """A ValueError naming the key where the job cannot be placed (none by default)."""
         return None
 
-    def dense_blocks(self, spec: JobSpec) -> int:
-        """The blocks the job plan splits the dense part into, one a server (by default
-        `cluster.num_dense_servers` for a strategy `on_dense_servers`, else none)."""
-        return spec.cluster.num_dense_servers if spec.strategy.on_dense_servers else 0
-
     def dense_nodes(self, spec: JobSpec) -> int:
         """The nodes the dense part's servers take (by default one a block of the job
-        plan: `dense_blocks`)."""
-        return self.dense_blocks(spec)
+        plan: `cluster.num_dense_servers` for a strategy `dense_in_blocks`, else none)."""
+        return spec.dense_blocks
 
     def first_dense_server(self, spec: JobSpec) -> str | None:
         """The name of the first server holding the dense part (the one a slow-server

@@ -175,11 +175,9 @@ class JobSpec:
 
     @property
     def dense_blocks(self) -> int:
-        """The blocks the job plan splits the dense part into, one a server (its family's
-        `dense_blocks`; 0: none)."""
-        from recsync.coordinator.family import family_of  # the family module imports this
-
-        return family_of(self.strategy).dense_blocks(self)
+        """The blocks the job plan splits the dense part into, one a server:
+        `cluster.num_dense_servers` for a strategy `dense_in_blocks`, else none."""
+        return self.cluster.num_dense_servers if self.strategy.dense_in_blocks else 0
 
 
 def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:

@@ -50,6 +50,7 @@ class GradientStrategy(StrategyConfig):
 
     holds_workers: ClassVar[bool] = False  # its servers' may_start can say no
     on_dense_servers: ClassVar[bool] = True
+    dense_in_blocks: ClassVar[bool] = True
     # a step's pushes wait for the worker's next batch, its row gradients riding on the next
     # lookups (half the calls to the shards; each push one reader round trip later)
     defers_pushes: ClassVar[bool] = False

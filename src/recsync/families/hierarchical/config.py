@@ -126,7 +126,8 @@ class HierarchicalConfig(StrategyConfig):
 
     name: ClassVar[str] = "hierarchical"
     label: ClassVar[str] = "HT"
-    on_dense_servers: ClassVar[bool] = True  # its group PSs, cluster.num_dense_servers a group
+    # its group PSs, cluster.num_dense_servers a group; its group plan splits the dense part
+    on_dense_servers: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         value = self.groups

@@ -75,11 +75,6 @@ class HierarchicalFamily(Family):
             spec.train.batch_size,
         )
 
-    def dense_blocks(self, spec: JobSpec) -> int:
-        """None: its group plan splits the dense part (over each group's PSs), not the
-        job plan."""
-        return 0
-
     def dense_nodes(self, spec: JobSpec) -> int:
         """Its group PSs (`cluster.num_dense_servers` a group), and as many sync servers
         across the groups if it has them."""

@@ -98,6 +98,7 @@ class CenterStrategy(ReplicaStrategy):
     """Replicas synced through a center variable sharded over sync servers (EASGD)."""
 
     on_dense_servers: ClassVar[bool] = True
+    dense_in_blocks: ClassVar[bool] = True
 
     def make_replica(self, initial: torch.Tensor | None = None) -> ReplicaPolicy:
         raise NotImplementedError
