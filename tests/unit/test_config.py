@@ -323,6 +323,14 @@ def test_the_retired_counts_of_dense_part_servers_are_refused_by_name(keys, old,
     assert f"write cluster.num_dense_servers = {written}" in message
 
 
+def test_a_saved_config_with_a_retired_count_is_refused_naming_its_file(tmp_path):
+    """A run directory's config.toml (what --resume reads) is refused as any file is."""
+    saved = tmp_path / "config.toml"
+    saved.write_text('[cluster]\nnum_sync_servers = 2\n\n[strategy]\nname = "easgd"\n')
+    with pytest.raises(ConfigError, match=f"^{saved}: cluster.num_sync_servers is no longer"):
+        load_config(saved)
+
+
 @pytest.mark.parametrize(
     ("asked", "workers", "strategy", "timing", "split"),
     [
