@@ -139,7 +139,7 @@ def _hierarchical() -> Scenario:
     common = [
         "strategy.name=hierarchical",
         "strategy.groups=2",
-        "strategy.group_servers=1",
+        "cluster.num_dense_servers=1",
         "data.synthetic.num_train=60000",
     ]
     split = Point(

@@ -54,7 +54,7 @@ FAMILIES = {
     "gradient": (["strategy.name=async"], ["dense_server"]),
     "allreduce": (["strategy.name=allreduce", "cluster.workers_per_trainer=1"], []),
     "hierarchical": (
-        ["strategy.name=hierarchical", "strategy.groups=2", "strategy.group_servers=1"],
+        ["strategy.name=hierarchical", "strategy.groups=2", "cluster.num_dense_servers=1"],
         ["group_server"],
     ),
 }

@@ -65,16 +65,14 @@ def main() -> None:
     synthetic = dataclasses.replace(SyntheticSpec(), num_train=args.examples, num_test=2_000)
     model, train = ModelSpec(), TrainSpec()
     connect(None, 2)
-    single = JobSpec(
-        model, train, ClusterSpec(1, 2, 1, 0), strategy_config("independent"), synthetic
-    )
-    threads = dataclasses.replace(single, cluster=ClusterSpec(1, 2, 1, 0, worker_processes=False))
-    shadow = JobSpec(model, train, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), synthetic)
+    single = JobSpec(model, train, ClusterSpec(1, 2, 1), strategy_config("independent"), synthetic)
+    threads = dataclasses.replace(single, cluster=ClusterSpec(1, 2, 1, worker_processes=False))
+    shadow = JobSpec(model, train, ClusterSpec(2, 2, 2), strategy_config("easgd"), synthetic)
     fixed = dataclasses.replace(
         shadow,
         strategy=strategy_config("easgd", timing=Timing("fixed", every_iterations=1)),
     )
-    many_servers = dataclasses.replace(shadow, cluster=ClusterSpec(2, 2, 8, 1))
+    many_servers = dataclasses.replace(shadow, cluster=ClusterSpec(2, 2, 8))
     ratios, ours, refs, s_easgd, fr_easgd, s_easgd_8 = [], [], [], [], [], []
     inline_refs, inline_ratios, ours_threads, threads_ratios = [], [], [], []
     for _ in range(args.repeats):

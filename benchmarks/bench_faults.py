@@ -68,7 +68,7 @@ def job_spec(strategy: str, examples: int) -> JobSpec:
     synthetic = SyntheticSpec(
         num_train=examples, num_test=20_000, num_dense=4, table_rows=(1000,) * 8
     )
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1, num_dense_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     return JobSpec(MODEL, TrainSpec(batch_size=128), cluster, strategy_config(strategy), synthetic)
 
 

@@ -41,7 +41,7 @@ def jobs(synthetic: SyntheticSpec) -> dict[str, JobSpec]:
     tables = tuple(TableSpec(f"C{f + 1}", r, 16) for f, r in enumerate(synthetic.table_rows))
     fixed = ModelSpec(num_dense=13, tables=tables)
     hashed = dataclasses.replace(fixed, hash_tables=HashTables())
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     strategy, train = strategy_config("easgd"), TrainSpec()
     keyed = dataclasses.replace(synthetic, keyed=True)
     return {

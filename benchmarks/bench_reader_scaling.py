@@ -83,7 +83,7 @@ def job(readers: int, examples: int, path: Path | None = None) -> JobSpec:
         bottom_mlp=(16,),
         top_mlp=(16,),
     )
-    cluster = ClusterSpec(4, 1, 1, 0, num_readers=readers)
+    cluster = ClusterSpec(4, 1, 1, num_readers=readers)
     return JobSpec(
         model, TrainSpec(batch_size=BATCH), cluster, strategy_config("independent"), synthetic
     )

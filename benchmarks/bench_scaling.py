@@ -80,13 +80,18 @@ class Point:
         """Workers as threads (False), or as the default decides (None)."""
         return False if self.group == "threads" else None
 
+    @property
+    def dense_servers(self) -> int:
+        """EASGD's sync servers (a quarter of the trainers), async's dense servers (half)."""
+        share = 4 if self.strategy == "easgd" else 2
+        return max(1, self.trainers // share)
+
     def spec(self, examples: int) -> JobSpec:
         cluster = ClusterSpec(
             self.trainers,
             self.threads,
             self.embedding_servers,
-            num_sync_servers=max(1, self.trainers // 4),
-            num_dense_servers=max(1, self.trainers // 2),
+            num_dense_servers=self.dense_servers,
             worker_processes=self.processes,
         )
         synthetic = dataclasses.replace(SyntheticSpec(), num_train=examples, num_test=2_000)

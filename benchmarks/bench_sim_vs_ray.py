@@ -46,9 +46,9 @@ def main() -> None:
     for name in args.strategies.split(","):
         strategy = strategy_config(name)
         cluster = (
-            ClusterSpec(4, 1, 2, 0)
+            ClusterSpec(4, 1, 2)
             if isinstance(strategy, AllReduceStrategy)
-            else ClusterSpec(2, 2, 2, 1, num_dense_servers=1)
+            else ClusterSpec(2, 2, 2, num_dense_servers=1)
         )
         spec = JobSpec(ModelSpec(), TrainSpec(), cluster, strategy, synthetic)
         started = time.perf_counter()

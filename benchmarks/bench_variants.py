@@ -47,7 +47,7 @@ def main() -> None:
         spec = JobSpec(
             ModelSpec(),
             TrainSpec(),
-            ClusterSpec(2, 2, 2, 1),
+            ClusterSpec(2, 2, 2),
             strategy_config(name, **fields),
             synthetic,
         )

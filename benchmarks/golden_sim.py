@@ -40,7 +40,7 @@ BASE = [
     "cluster.num_trainers=2",
     "cluster.workers_per_trainer=2",
     "cluster.num_embedding_servers=2",
-    "cluster.num_sync_servers=2",
+    "cluster.num_dense_servers=2",  # EASGD's sync servers, a gradient strategy's dense servers
     "cost.speed_spread=0.1",
     "cost.batch_noise=0.1",
 ]

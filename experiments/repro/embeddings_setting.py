@@ -130,7 +130,7 @@ def job(
     return JobSpec(
         model,
         TrainSpec(batch_size=setting.batch_size, seed=seed),
-        ClusterSpec(2, 2, SHARDS, num_sync_servers=1),
+        ClusterSpec(2, 2, SHARDS, num_dense_servers=1),
         strategy_config("easgd"),
         data,
     )

@@ -161,9 +161,13 @@ ONE_NODE_POLICY: dict[str, Any] = {"trainer": "restart", "embedding_server": "pa
 ONE_NODE_SEEDS = 8
 
 
+VALIDATION_SERVERS = {"async": 2, "easgd": 1}
+
+
 def validation_job(seed: int, strategy: str = "async") -> JobSpec:
     synthetic = SyntheticSpec(num_train=VALIDATION_EXAMPLES, num_test=2_000, table_rows=(100,) * 26)
-    cluster = ClusterSpec(8, 2, 4, num_dense_servers=2)
+    # async's 2 dense servers, or S-EASGD's 1 sync server (cluster.num_dense_servers both)
+    cluster = ClusterSpec(8, 2, 4, num_dense_servers=VALIDATION_SERVERS[strategy])
     train = dataclasses.replace(TRAIN, seed=seed)
     return JobSpec(MODEL, train, cluster, strategy_config(strategy), synthetic)
 

@@ -213,8 +213,8 @@ def engine_spec() -> JobSpec:
     return JobSpec(
         ENGINE_MODEL,
         TrainSpec(batch_size=128),
-        ClusterSpec(4, 2, 2, worker_processes=False),
-        strategy_config("hierarchical", groups=2, group_servers=2, **COMPRESSED),
+        ClusterSpec(4, 2, 2, num_dense_servers=2, worker_processes=False),
+        strategy_config("hierarchical", groups=2, **COMPRESSED),
         ENGINE_SYNTHETIC,
     )
 

@@ -69,14 +69,14 @@ class Setting:
     def strategy(self) -> StrategyConfig:
         if not self.groups:
             return strategy_config("easgd")
-        return strategy_config(
-            "hierarchical", groups=self.groups, group_servers=self.servers, **dict(self.switches)
-        )
+        return strategy_config("hierarchical", groups=self.groups, **dict(self.switches))
 
     def cluster(self) -> ClusterSpec:
+        """Its nodes: HT's `servers` group PSs a group, or EASGD's GROUP_SERVERS sync
+        servers (both cluster.num_dense_servers)."""
         trainers = self.groups * self.trainers if self.groups else EASGD_TRAINERS
-        sync_servers = self.servers if self.groups else GROUP_SERVERS
-        return ClusterSpec(trainers, CORES, EMBEDDING_SERVERS, num_sync_servers=sync_servers)
+        servers = self.servers if self.groups else GROUP_SERVERS
+        return ClusterSpec(trainers, CORES, EMBEDDING_SERVERS, num_dense_servers=servers)
 
     @property
     def worker_threads(self) -> int:

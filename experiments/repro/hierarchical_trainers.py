@@ -67,7 +67,7 @@ class Easgd(Setting):
     count: int = 40
 
     def cluster(self) -> ClusterSpec:
-        return ClusterSpec(self.count, CORES, EMBEDDING_SERVERS, num_sync_servers=GROUP_SERVERS)
+        return ClusterSpec(self.count, CORES, EMBEDDING_SERVERS, num_dense_servers=GROUP_SERVERS)
 
 
 def easgd(count: int) -> Easgd:

@@ -84,7 +84,7 @@ def run_point(
     spec = JobSpec(
         ModelSpec(),
         train,
-        ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, sync_servers),
+        ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, num_dense_servers=sync_servers),
         strategy_config("easgd", timing=VARIANTS[variant]),
         synthetic,
     )

@@ -110,7 +110,12 @@ def run_point(point: Point) -> dict[str, Any]:
     spec = JobSpec(
         ModelSpec(),
         train,
-        ClusterSpec(point.trainers, point.threads, point.embedding_servers, point.sync_servers),
+        ClusterSpec(
+            point.trainers,
+            point.threads,
+            point.embedding_servers,
+            num_dense_servers=point.sync_servers,
+        ),
         strategy_of(point.variant, point.period_s),
         synthetic,
     )

@@ -79,7 +79,7 @@ def _runs(dense_lr: float) -> list[Run]:
 
 def _run(run: Run) -> dict[str, Any]:
     table, variant, trainers, sync_servers, seed, dense_lr = run
-    cluster = ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, sync_servers)
+    cluster = ClusterSpec(trainers, WORKERS_PER_TRAINER, trainers, num_dense_servers=sync_servers)
     return {
         "table": table,
         "variant": variant,

@@ -78,7 +78,10 @@ Point = tuple[str, int, float, Setting]  # variant, seed, dense lr, setting
 def _run(point: Point) -> dict[str, Any]:
     variant, seed, dense_lr, setting = point
     cluster = ClusterSpec(
-        setting.trainers, WORKERS_PER_TRAINER, setting.embedding_servers, setting.sync_servers
+        setting.trainers,
+        WORKERS_PER_TRAINER,
+        setting.embedding_servers,
+        num_dense_servers=setting.sync_servers,
     )
     losses = easgd_losses(variant, cluster, seed, dense_lr, setting.examples, setting.test_examples)
     return {"variant": variant, "seed": seed, "dense_lr": dense_lr, **losses}

@@ -259,7 +259,7 @@ def test_plan_shows_the_hierarchical_group_placement_before_and_after_refinement
         "--set",
         "strategy.name=hierarchical",
         "--set",
-        "strategy.group_servers=3",
+        "cluster.num_dense_servers=3",
         "--set",
         "cluster.num_trainers=4",
     )

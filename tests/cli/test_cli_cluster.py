@@ -85,7 +85,7 @@ def test_simulate_stop_checkpoint_and_resume_under_another_strategy(tmp_path):
         "--strategy",
         "sync",
         "--set",
-        "cluster.num_sync_servers=2",
+        "cluster.num_dense_servers=2",
         "--stop-after",
         "1000",
     )

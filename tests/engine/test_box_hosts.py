@@ -42,7 +42,11 @@ FAMILIES = {
     "replica": ["strategy.name=easgd"],
     "gradient": ["strategy.name=async"],
     "allreduce": ["strategy.name=allreduce", "cluster.workers_per_trainer=1"],
-    "hierarchical": ["strategy.name=hierarchical", "strategy.groups=2", "strategy.group_servers=1"],
+    "hierarchical": [
+        "strategy.name=hierarchical",
+        "strategy.groups=2",
+        "cluster.num_dense_servers=1",
+    ],
 }
 
 

@@ -61,7 +61,7 @@ def job(name: str, fields: dict[str, object], hashed: bool = False) -> JobSpec:
     if isinstance(strategy, AllReduceStrategy):
         cluster = ClusterSpec(2, 1, 2)
     else:
-        cluster = ClusterSpec(2, 2, 2, num_sync_servers=2, num_dense_servers=2)
+        cluster = ClusterSpec(2, 2, 2, num_dense_servers=2)
     if hashed:
         model = dataclasses.replace(MODEL, hash_tables=HashTables())
         synthetic = dataclasses.replace(SYNTHETIC, keyed=True)

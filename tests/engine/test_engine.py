@@ -28,7 +28,7 @@ def spec(strategy: str, cluster: ClusterSpec | None = None, **fields) -> JobSpec
     return JobSpec(
         model=MODEL,
         train=TRAIN,
-        cluster=cluster or ClusterSpec(2, 2, 2, 1),
+        cluster=cluster or ClusterSpec(2, 2, 2),
         strategy=strategy_config(strategy, **fields),
         synthetic=SYNTHETIC,
     )
@@ -80,7 +80,7 @@ def test_one_pass_accounting_with_unequal_trainers():
     # slowdowns far apart: on a quiet machine a step's overheads outweigh its math, and 3x
     # against 6x of it took 8,128 and 8,960 examples in CI
     slowdowns = (1.0, 5.0, 25.0)
-    threads = ClusterSpec(3, 2, 2, 1, trainer_slowdown=slowdowns, worker_processes=False)
+    threads = ClusterSpec(3, 2, 2, trainer_slowdown=slowdowns, worker_processes=False)
     summary = run_job(spec("easgd", threads))
     assert not summary["worker_processes"]
     per_trainer = summary["examples_per_trainer"]
@@ -101,7 +101,7 @@ def test_worker_processes_train_one_shared_replica(reference_auc):
     # worker, are named by another label)
     shared_files = "/dev/shm/recsync-trainer-*"
     before = set(glob.glob(shared_files))
-    cluster = ClusterSpec(1, 2, 1, 1, worker_processes=True)
+    cluster = ClusterSpec(1, 2, 1, worker_processes=True)
     summary = run_job(spec("easgd", cluster), on_progress=on_progress, on_start=jobs.append)
     assert summary["worker_processes"] and summary["examples_trained"] == SYNTHETIC.num_train
     assert len(set(pids)) == 3, pids  # the trainer's home and one process per worker
@@ -158,7 +158,7 @@ def test_a_killed_worker_process_fails_the_job_naming_its_trainer():
             killed["at"] = time.perf_counter()
 
     long_run = dataclasses.replace(
-        spec("easgd", ClusterSpec(2, 2, 1, 1, worker_processes=True)),
+        spec("easgd", ClusterSpec(2, 2, 1, worker_processes=True)),
         synthetic=SyntheticSpec(num_train=2_000_000, num_dense=4, table_rows=(100,) * 8),
     )
     with pytest.raises(NodeFailure, match="trainer-1"):
@@ -181,7 +181,7 @@ def test_a_killed_embedding_server_fails_the_job_naming_it():
     long_run = JobSpec(
         model=MODEL,
         train=TRAIN,
-        cluster=ClusterSpec(2, 2, 2, 1),
+        cluster=ClusterSpec(2, 2, 2),
         strategy=strategy_config("easgd"),
         synthetic=SyntheticSpec(num_train=2_000_000, num_dense=4, table_rows=(100,) * 8),
     )

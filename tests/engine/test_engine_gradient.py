@@ -54,7 +54,7 @@ def run(name: str, cluster: ClusterSpec = CLUSTER, **fields):
     ("name", "cluster", "workers", "fields"),
     [
         ("sync", ClusterSpec(2, 2, 2, num_dense_servers=2), 4, {}),
-        ("allreduce", ClusterSpec(2, 1, 2, 1), 2, {}),
+        ("allreduce", ClusterSpec(2, 1, 2), 2, {}),
     ],
 )
 def test_synchronous_strategies_on_ray_equal_the_reference_trainer_at_the_global_batch(

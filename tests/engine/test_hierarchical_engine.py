@@ -36,8 +36,8 @@ def test_simulator_and_engine_agree_on_bytes_and_auc():
     spec = JobSpec(
         MODEL,
         TrainSpec(batch_size=128),
-        ClusterSpec(4, 1, 2),
-        strategy_config("hierarchical", groups=2, group_servers=2),
+        ClusterSpec(4, 1, 2, num_dense_servers=2),
+        strategy_config("hierarchical", groups=2),
         SYNTHETIC,
     )
     torch.set_num_threads(1)
@@ -55,10 +55,9 @@ SMALL = dataclasses.replace(ENGINE_SYNTHETIC, num_train=16_000, num_test=4_000)
 
 
 def small_job(resume: JobState | None = None) -> JobSpec:
-    strategy = strategy_config("hierarchical", groups=2, group_servers=1)
-    return JobSpec(
-        MODEL, TrainSpec(batch_size=128), ClusterSpec(2, 1, 2), strategy, SMALL, resume=resume
-    )
+    strategy = strategy_config("hierarchical", groups=2)
+    cluster = ClusterSpec(2, 1, 2, num_dense_servers=1)
+    return JobSpec(MODEL, TrainSpec(batch_size=128), cluster, strategy, SMALL, resume=resume)
 
 
 def test_cuts_hold_every_handed_out_batch_and_a_job_resumes_from_one():

@@ -37,7 +37,7 @@ def three_nodes(no_local_ray: None) -> Iterator[Cluster]:
 @pytest.mark.parametrize("strategy", ["easgd", "async"])
 def test_a_job_runs_across_three_nodes_each_node_where_the_plan_put_it(three_nodes, strategy):
     synthetic = dataclasses.replace(SYNTHETIC, num_train=8_000, num_test=2_000)
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1, num_dense_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(strategy), synthetic)
     summary = run_job(spec, address=three_nodes.address)
     placement = summary["placement"]
@@ -57,7 +57,7 @@ def test_the_machines_that_run_a_task_in_time_are_named(three_nodes):
 def test_a_removed_machine_rolls_the_job_back_onto_the_machines_left(three_nodes):
     # runs last: it takes one of the module's machines away
     synthetic = dataclasses.replace(SYNTHETIC, num_train=60_000, num_test=2_000)
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("easgd"), synthetic)
     jobs: list = []
     cuts: list = []

@@ -27,7 +27,7 @@ def _job(strategy: str) -> JobSpec:
     return JobSpec(
         model=ENGINE_MODEL,
         train=ENGINE_TRAIN,
-        cluster=ClusterSpec(2, 2, 2, 1, worker_processes=False),
+        cluster=ClusterSpec(2, 2, 2, worker_processes=False),
         strategy=strategy_config(strategy),
         synthetic=SMALL,
     )

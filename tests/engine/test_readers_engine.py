@@ -33,7 +33,7 @@ CUT_SLOWDOWN = 30.0
 def spec(readers: int, resume=None, slowdown: float = 1.0) -> JobSpec:
     slowed = (slowdown, slowdown)
     cluster = ClusterSpec(
-        2, 1, 1, 0, trainer_slowdown=slowed, worker_processes=False, num_readers=readers
+        2, 1, 1, trainer_slowdown=slowed, worker_processes=False, num_readers=readers
     )
     return JobSpec(
         model=ENGINE_MODEL,

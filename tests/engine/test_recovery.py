@@ -126,7 +126,7 @@ def test_a_killed_node_is_recovered_from_as_the_policy_says(
 ):
     hashed = strategy.endswith("-hash-tables")
     job = dataclasses.replace(
-        spec(strategy.removesuffix("-hash-tables"), ClusterSpec(2, 2, 2, 1, num_dense_servers=1)),
+        spec(strategy.removesuffix("-hash-tables"), ClusterSpec(2, 2, 2, num_dense_servers=1)),
         synthetic=dataclasses.replace(LONG, keyed=hashed),
     )
     if hashed:  # the lost shard comes back from its cut's rows, keys and sketch
@@ -165,7 +165,7 @@ def test_a_killed_reader_alone_is_replaced_and_every_example_is_trained_once(ref
     # reader = restart (the default): the trainers wait for their next batch while the
     # replacement replays the stream to where the lost reader stood; a cut under way is
     # abandoned; nothing is rolled back, replayed or lost
-    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2, 1)), synthetic=LONG)
+    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2)), synthetic=LONG)
     kill = SigKill(READER, at=60_000)
     lines: list[str] = []
     summary = run_job(
@@ -193,7 +193,7 @@ def test_a_lost_evaluator_is_started_again_and_scores_every_evaluation(reference
     """The evaluator is no node: killed twice mid-run, it is started again on the driver's
     machine each time and scores the evaluations that were under way; training goes on,
     nothing is rolled back."""
-    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2, 1)), synthetic=LONG)
+    job = dataclasses.replace(spec("easgd", ClusterSpec(2, 2, 2)), synthetic=LONG)
     records, lines, kills = [], [], []
 
     def kill_evaluator(done, total, eps) -> None:
@@ -301,7 +301,7 @@ def test_a_node_lost_after_its_loops_ended_is_recovered_from_before_the_final_re
             killed.append(time.perf_counter())
 
     monkeypatch.setattr(RayJob, "_watch", watch_then_kill)
-    job = spec("easgd", ClusterSpec(2, 2, 2, 1))
+    job = spec("easgd", ClusterSpec(2, 2, 2))
     summary = run_job(
         job, checkpoint_every=CheckpointEvery(examples=25_000), recovery=RecoveryPolicy()
     )
@@ -321,7 +321,7 @@ def test_a_diverging_worker_ends_the_job_and_is_not_recovered_from(strategy):
     diverging = dataclasses.replace(
         TRAIN, dense_optimizer=DenseOptimizerSpec("sgd", lr=1e12), batch_size=128
     )
-    job = dataclasses.replace(spec(strategy, ClusterSpec(2, 2, 2, 1)), train=diverging)
+    job = dataclasses.replace(spec(strategy, ClusterSpec(2, 2, 2)), train=diverging)
     started = time.perf_counter()
     with pytest.raises(NodeFailure, match="NaN or infinite") as failed:
         run_job(job, checkpoint_every=CheckpointEvery(examples=5_000), recovery=RecoveryPolicy())

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("local_ray")
 
 TRAINER_1, SHARD_0 = Address(Role.TRAINER, 1), Address(Role.EMBEDDING_SERVER, 0)
 SYNTHETIC = SyntheticSpec(num_train=20_000, num_test=5_000, num_dense=4, table_rows=(100,) * 8)
-SMALL = ClusterSpec(2, 1, 1, 1)  # 5 actors: each start costs tens of seconds on 2 CPUs
+SMALL = ClusterSpec(2, 1, 1)  # 5 actors: each start costs tens of seconds on 2 CPUs
 
 
 class Kills:

@@ -85,10 +85,10 @@ def sim_job(strategy: str, cluster: ClusterSpec, every: int, **fields) -> tuple[
 
 
 CUT_JOBS = [
-    ("sync", ClusterSpec(2, 2, 2, 0, num_dense_servers=2), {}),
-    ("allreduce", ClusterSpec(3, 1, 2, 0), {}),
-    ("gba", ClusterSpec(2, 2, 2, 0, num_dense_servers=1), {"num_aggregate": 3}),
-    ("independent", ClusterSpec(1, 1, 1, 0), {}),
+    ("sync", ClusterSpec(2, 2, 2, num_dense_servers=2), {}),
+    ("allreduce", ClusterSpec(3, 1, 2), {}),
+    ("gba", ClusterSpec(2, 2, 2, num_dense_servers=1), {"num_aggregate": 3}),
+    ("independent", ClusterSpec(1, 1, 1), {}),
 ]
 
 
@@ -115,7 +115,7 @@ def test_a_job_resumed_from_a_cut_ends_with_the_uninterrupted_jobs_model(strateg
 
 @pytest.mark.parametrize("strategy", ["easgd", "async", "bounded_staleness", "psp"])
 def test_cut_jobs_of_every_timing_dependent_strategy_account_for_every_batch(strategy):
-    cluster = ClusterSpec(2, 2, 2, 1, num_dense_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     fields = {"timing": Timing()} if strategy == "easgd" else {}
     sim, states = sim_job(strategy, cluster, 1_000, **fields)
     summary = sim.run()

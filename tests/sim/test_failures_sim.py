@@ -25,7 +25,7 @@ LOSING = Faults(server_mtbf_s=0.15, trainer_mtbf_s=0.15, detect_s=0.5, restart_s
 
 
 def sync_job() -> JobSpec:
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=2)
     return JobSpec(MODEL, TRAIN, cluster, strategy_config("sync"), SYNTHETIC)
 
 
@@ -70,7 +70,7 @@ QUICK = {"detect_s": 0.001, "restart_s": 0.002}  # noticed and replaced within t
 
 
 def easgd_job() -> JobSpec:
-    return JobSpec(MODEL, TRAIN, ClusterSpec(2, 2, 2, 1), strategy_config("easgd"), SYNTHETIC)
+    return JobSpec(MODEL, TRAIN, ClusterSpec(2, 2, 2), strategy_config("easgd"), SYNTHETIC)
 
 
 def test_a_lost_shard_alone_comes_back_from_the_cut_and_its_updates_since_are_lost():
@@ -134,7 +134,7 @@ def test_readers_and_trainers_lost_alone_leave_every_example_trained_once():
     # two readers, trainers restarted alone too: what a lost trainer trained, held or gave
     # back is known to the replacement of its reader (the driver kept what it trained)
     train = dataclasses.replace(TRAIN, seed=0)
-    cluster = ClusterSpec(4, 2, 2, 1, num_readers=2)
+    cluster = ClusterSpec(4, 2, 2, num_readers=2)
     spec = JobSpec(MODEL, train, cluster, strategy_config("easgd"), SYNTHETIC)
     faults = Faults(reader_mtbf_s=0.02, trainer_mtbf_s=0.04, detect_s=1e-5, restart_s=0.002)
     cost = CostModel(faults=faults, speed_spread=0.5)

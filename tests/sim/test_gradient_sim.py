@@ -222,7 +222,7 @@ def test_a_checkpoint_from_another_layout_is_refused():
 
 
 def test_allreduce_equals_the_reference_at_the_global_batch():
-    spec = JobSpec(MODEL, TRAIN, ClusterSpec(4, 1, 2, 1), strategy_config("allreduce"), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(4, 1, 2), strategy_config("allreduce"), SYNTHETIC)
     sim = SimJob(spec, plan_for(spec), CostModel(stragglers=Stragglers(0.25, 3.0)))
     summary = sim.run()
     reference = reference_at(4 * TRAIN.batch_size)
@@ -258,7 +258,7 @@ def test_a_gradient_worker_is_not_charged_the_dense_optimizer_step_it_leaves_to_
 
     pushing = [trainers_cpu("async", CLUSTER, share) for share in (0.0, 0.25)]
     assert pushing[1] == pytest.approx(0.75 * pushing[0], rel=1e-9)
-    replica = ClusterSpec(2, 2, 2, 1)
+    replica = ClusterSpec(2, 2, 2)
     applying = [trainers_cpu("easgd", replica, share) for share in (0.0, 0.25)]
     assert applying[1] == applying[0] > 0
     with pytest.raises(ValueError, match="apply_share"):

@@ -40,7 +40,7 @@ def hash_job() -> JobSpec:
         top_mlp=(8,),
         hash_tables=HashTables(admission=Admission(min_count=2), eviction=Eviction(ttl_steps=3)),
     )
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=2)
     return JobSpec(model, TrainSpec(batch_size=64), cluster, strategy_config("sync"), synthetic)
 
 

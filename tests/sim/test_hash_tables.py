@@ -111,7 +111,7 @@ def small_job(**hash_fields: object) -> JobSpec:
         top_mlp=(8,),
         hash_tables=HashTables(**hash_fields),  # type: ignore[arg-type]
     )
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=1)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1)
     return JobSpec(model, TrainSpec(batch_size=64), cluster, strategy_config("easgd"), synthetic)
 
 
@@ -167,7 +167,7 @@ def test_a_hash_table_job_resumed_from_a_cut_ends_with_the_uninterrupted_jobs_mo
         top_mlp=(8,),
         hash_tables=HashTables(admission=Admission(min_count=2), eviction=eviction),
     )
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=2)
     spec = JobSpec(model, TrainSpec(batch_size=64), cluster, strategy_config("sync"), synthetic)
     states: list = []
     every = CheckpointEvery(examples=800)
@@ -234,7 +234,7 @@ def test_full_and_delta_checkpoints_load_back_as_the_last_cut(tmp_path):
     spec = small_job(eviction=Eviction(ttl_steps=2), admission=Admission(min_count=2))
     synthetic = dataclasses.replace(spec.synthetic, table_rows=(3_000,) * 3)
     spec = dataclasses.replace(spec, strategy=strategy_config("sync"), synthetic=synthetic)
-    spec = dataclasses.replace(spec, cluster=ClusterSpec(2, 2, 2, 0, num_dense_servers=1))
+    spec = dataclasses.replace(spec, cluster=ClusterSpec(2, 2, 2, num_dense_servers=1))
     writer = CheckpointWriter(tmp_path, deltas_per_full=2)
     states: list = []
 
@@ -267,7 +267,7 @@ def test_full_and_delta_checkpoints_load_back_as_the_last_cut(tmp_path):
 
 def test_the_simulator_charges_a_hash_tables_rows_their_own_price():
     hashed = small_job()
-    hashed = dataclasses.replace(hashed, cluster=ClusterSpec(2, 2, 1, num_sync_servers=1))
+    hashed = dataclasses.replace(hashed, cluster=ClusterSpec(2, 2, 1, num_dense_servers=1))
     fixed = dataclasses.replace(
         hashed,
         model=dataclasses.replace(hashed.model, hash_tables=None),

@@ -28,7 +28,7 @@ SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=3_200, num_test=1_000)
 BATCH = TRAIN.batch_size
 # one worker in one group, MA across the one group (an average of itself): the math does
 # not depend on timing, so cuts and resumes must not change the model at all
-EXACT = (ClusterSpec(1, 1, 2, 0), {"groups": 1, "cross_group": "ma"})
+EXACT = (ClusterSpec(1, 1, 2, 2), {"groups": 1, "cross_group": "ma"})
 
 
 def job(cluster: ClusterSpec, resume: JobState | None = None, **fields) -> JobSpec:
@@ -101,10 +101,10 @@ def test_cuts_of_a_two_group_job_hold_every_handed_out_batch_trained_on_its_grou
 
 
 def test_a_job_of_other_groups_or_another_strategy_resumes_from_the_dense_model():
-    spec = job(ClusterSpec(2, 1, 2, 0), groups=2, cross_group="ma")
+    spec = job(ClusterSpec(2, 1, 2, 2), groups=2, cross_group="ma")
     _, _, states = run(spec, every=1_280)
     state = states[0]
-    other = job(ClusterSpec(2, 1, 2, 0), state, groups=1, cross_group="ma")
+    other = job(ClusterSpec(2, 1, 2, 2), state, groups=1, cross_group="ma")
     plan = group_plan_for(other)
     parts = plan.split(MODEL, TRAIN.seed, state.dense)
     assert torch.equal(plan.unsplit(MODEL, TRAIN.seed, parts), state.dense)
@@ -114,9 +114,9 @@ def test_a_job_of_other_groups_or_another_strategy_resumes_from_the_dense_model(
         assert start is not None and torch.equal(start.values, part)
     _, rest, _ = run(other)
     assert rest["examples_trained"] == SYNTHETIC.num_train - state.data_position
-    gradient = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 2, 0), strategy_config("async"), SYNTHETIC)
+    gradient = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 2), strategy_config("async"), SYNTHETIC)
     _, _, async_states = run(gradient, every=1_280)
-    _, rest, _ = run(job(ClusterSpec(2, 1, 2, 0), async_states[0], groups=2))
+    _, rest, _ = run(job(ClusterSpec(2, 1, 2, 2), async_states[0], groups=2))
     assert rest["examples_trained"] == SYNTHETIC.num_train - async_states[0].data_position
 
 

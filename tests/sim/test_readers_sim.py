@@ -32,7 +32,7 @@ SMALL_BLOCKS = dataclasses.replace(TRAIN, batch_size=64)
 
 
 def job(readers: int, trainers: int = 3, resume=None) -> JobSpec:
-    cluster = ClusterSpec(trainers, 1, 2, 0, num_readers=readers)
+    cluster = ClusterSpec(trainers, 1, 2, num_readers=readers)
     return JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC, resume=resume)
 
 
@@ -92,13 +92,13 @@ def test_a_cut_of_three_readers_resumes_onto_two_with_every_example_once():
 
 
 def test_one_reader_is_the_default_for_a_small_job():
-    assert ClusterSpec(2, 2, 2, 1).readers == 1
-    assert ClusterSpec(100, 8, 2, 1).readers == 13
+    assert ClusterSpec(2, 2, 2).readers == 1
+    assert ClusterSpec(100, 8, 2).readers == 13
 
 
 STEP_JOBS = [
-    ("sync", ClusterSpec(2, 2, 2, 0, num_dense_servers=2, num_readers=2), {}),
-    ("gba", ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2), {"num_aggregate": 6}),
+    ("sync", ClusterSpec(2, 2, 2, num_dense_servers=2, num_readers=2), {}),
+    ("gba", ClusterSpec(2, 2, 2, num_dense_servers=1, num_readers=2), {"num_aggregate": 6}),
 ]
 
 
@@ -131,7 +131,7 @@ def test_readers_cut_a_job_of_global_steps_between_two_steps(strategy, cluster, 
 
 
 def test_a_step_that_does_not_split_among_the_readers_refuses_cuts():
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1, num_readers=2)
     gba = JobSpec(MODEL, TRAIN, cluster, strategy_config("gba", num_aggregate=3), SYNTHETIC)
     refusal = gba.cut_refusal()
     assert refusal is not None and "does not split evenly" in refusal
@@ -142,7 +142,7 @@ def test_a_step_that_does_not_split_among_the_readers_refuses_cuts():
 
 
 def test_readers_agree_on_the_step_a_cut_falls_before():
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=1, num_readers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=1, num_readers=2)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("sync"), SYNTHETIC)
     topology = build_topology(spec, plan_for(spec))
     first, second = (
@@ -184,7 +184,7 @@ def test_the_simulator_charges_each_reader_so_more_readers_lift_a_reader_bound_j
         spec = JobSpec(
             MODEL,
             TRAIN,
-            ClusterSpec(8, 1, 2, 0, num_readers=readers),
+            ClusterSpec(8, 1, 2, num_readers=readers),
             strategy_config("independent"),
             synthetic,
         )

@@ -36,7 +36,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def job(strategy="independent", cluster=ClusterSpec(1, 1, 1, 0), cost=CostModel(), **fields):
+def job(strategy="independent", cluster=ClusterSpec(1, 1, 1), cost=CostModel(), **fields):
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config(strategy, **fields), SYNTHETIC)
     return SimJob(spec, plan_for(spec), cost)
 
@@ -73,7 +73,7 @@ def test_the_summary_has_the_cpu_the_cost_model_charged_each_role():
     """Virtual CPU: the seconds of work the cost model charged each role's machines (the
     engine's `cpu_seconds` are measured), here the workers' math and the reader's requests."""
     cost = CostModel(worker_flops=1e7, request_s=0.0, row_s=0.0, element_s=0.0, reader_batch_s=0.01)
-    cpu = job("independent", ClusterSpec(1, 2, 2, 0), cost).run()["cpu_seconds"]
+    cpu = job("independent", ClusterSpec(1, 2, 2), cost).run()["cpu_seconds"]
     flops = MODEL.dense_flops_per_example() * SYNTHETIC.num_train
     assert cpu["trainers"] == pytest.approx(flops / 1e7, abs=0.01)
     requests = -(-SYNTHETIC.num_train // TRAIN.batch_size) + 2  # each worker's last finds none
@@ -91,7 +91,7 @@ def test_a_runs_cpu_per_example_by_role():
 
 def test_the_same_seed_gives_the_same_run_twice():
     cost = CostModel(speed_spread=0.3, batch_noise=0.2)
-    cluster = ClusterSpec(3, 2, 2, 1)
+    cluster = ClusterSpec(3, 2, 2)
     first, second = job("easgd", cluster, cost), job("easgd", cluster, cost)
     a, b = first.run(), second.run()
     assert a == b
@@ -111,7 +111,7 @@ def test_the_same_seed_gives_the_same_run_twice():
     ],
 )
 def test_every_replica_strategy_trains_one_pass_in_virtual_time(strategy, fields):
-    summary = job(strategy, ClusterSpec(2, 2, 2, 1), **fields).run()
+    summary = job(strategy, ClusterSpec(2, 2, 2), **fields).run()
     assert summary["examples_trained"] == SYNTHETIC.num_train
     assert summary["syncs"] > 0 and summary["test_auc"] > 0.6
     assert summary["engine"] == "sim" and summary["eps"] > 0
@@ -120,7 +120,7 @@ def test_every_replica_strategy_trains_one_pass_in_virtual_time(strategy, fields
 def test_stragglers_get_fewer_examples_and_fixed_sync_gap_is_k():
     cost = CostModel(worker_flops=1e7, stragglers=Stragglers(fraction=0.5, slowdown=4.0))
     timing = Timing("fixed", every_iterations=4)
-    summary = job("easgd", ClusterSpec(2, 1, 1, 1), cost, timing=timing).run()
+    summary = job("easgd", ClusterSpec(2, 1, 1), cost, timing=timing).run()
     fast, slow = sorted(summary["examples_per_trainer"], reverse=True)
     assert fast > 2 * slow and fast + slow == SYNTHETIC.num_train
     assert summary["average_sync_gap"] == pytest.approx(4.0, rel=0.1)
@@ -130,7 +130,7 @@ def test_a_sent_message_holds_its_sender_while_its_end_is_spent():
     """A Ray caller serializes what it sends on its own thread: an async worker's dense push
     (sent alone at the next step's start; the last step's row push with it, at the end), on
     its machine's one slot, holds it for its sending CPU."""
-    cluster = ClusterSpec(1, 1, 1, 0, num_dense_servers=1)
+    cluster = ClusterSpec(1, 1, 1, num_dense_servers=1)
     free = job("async", cluster).run()
     costly = job("async", cluster, CostModel(message_cpu_s=2e-3)).run()
     steps = -(-SYNTHETIC.num_train // TRAIN.batch_size)
@@ -272,7 +272,7 @@ def test_a_servers_message_ends_and_bytes_cost_its_own_price(price, counter, che
     each byte it carries there `server_byte_cpu_s`; at a trainer `message_cpu_s` and
     `byte_cpu_s`: the trainers' CPU does not move with the servers' price, and the servers'
     moves by what they counted at it."""
-    cluster = ClusterSpec(1, 1, 1, 0)
+    cluster = ClusterSpec(1, 1, 1)
     base = CostModel(**{price: cheap, f"server_{price}": cheap})
     cheap_job = job(cluster=cluster, cost=base)
     cheap_run = cheap_job.run()
@@ -301,7 +301,7 @@ def test_a_workers_next_batch_is_asked_for_as_its_last_one_comes_back():
     reply to its last one arrives: a reader slower than a round trip but faster than a step
     holds no worker up beyond each one's first batch, every example is trained once and no
     batch more is asked for (the last reply, no batch, asks for none)."""
-    cluster = ClusterSpec(1, 2, 1, 0)
+    cluster = ClusterSpec(1, 2, 1)
     quick = CostModel(worker_flops=1e8, reader_batch_s=1e-4)
     slow = dataclasses.replace(quick, reader_batch_s=2e-3)
     quick_run, slow_run = job(cluster=cluster, cost=quick).run(), job(cluster=cluster, cost=slow)
@@ -412,7 +412,7 @@ def test_a_steady_window_too_short_is_refused():
 
 
 def test_a_run_says_how_many_batches_its_steady_rate_spans():
-    cluster = ClusterSpec(2, 2, 1, 0)
+    cluster = ClusterSpec(2, 2, 1)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC)
     summary = SimJob(spec, plan_for(spec), CostModel()).run()
     batches = SYNTHETIC.num_train / TRAIN.batch_size / 4  # a worker thread's share
@@ -421,7 +421,7 @@ def test_a_run_says_how_many_batches_its_steady_rate_spans():
 
 def test_progress_is_reported_as_each_batch_is_handed_out():
     handed = []
-    cluster = ClusterSpec(2, 2, 1, 0)
+    cluster = ClusterSpec(2, 2, 1)
     spec = JobSpec(MODEL, TRAIN, cluster, strategy_config("independent"), SYNTHETIC)
     SimJob(spec, plan_for(spec), CostModel(), on_handed=handed.append).run()
     steps = [b - a for a, b in zip([0, *handed], handed, strict=False)]
@@ -431,7 +431,7 @@ def test_progress_is_reported_as_each_batch_is_handed_out():
 
 
 def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push():
-    sim = job("easgd", ClusterSpec(2, 2, 2, 1))
+    sim = job("easgd", ClusterSpec(2, 2, 2))
     summary = sim.run()
     batches = -(-SYNTHETIC.num_train // TRAIN.batch_size)  # the last one partial
     trainers = summary["traffic"]["trainers"]
@@ -450,7 +450,7 @@ def test_a_replica_worker_makes_one_call_per_shard_a_step_carrying_its_last_push
 
 
 def test_an_async_worker_carries_its_row_gradients_on_its_next_lookups_gba_pushes_at_once():
-    cluster = ClusterSpec(2, 2, 2, 0, num_dense_servers=2)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=2)
     batches = -(-SYNTHETIC.num_train // TRAIN.batch_size)
     deferred = job("async", cluster).run()
     calls = {k: v["calls"] for k, v in deferred["traffic"]["trainers"].items()}
@@ -502,7 +502,7 @@ def test_each_process_idling_on_the_shared_cores_leaves_the_work_the_rest():
     """On one machine (shared cores) every process's idle share slows all work alike: a
     1 x 2 job of 5 processes (reader, shard, trainer and its 2 worker processes), each
     idling at 0.1 of one of 2 cores, leaves 1.5 cores; on a cluster it changes nothing."""
-    cluster = ClusterSpec(1, 2, 1, 0, worker_processes=True)
+    cluster = ClusterSpec(1, 2, 1, worker_processes=True)
     machine = CostModel(worker_flops=2e8, latency_s=0.0, bandwidth_bytes_s=1e15, shared_cpus=2)
     idling = dataclasses.replace(machine, process_idle_cpus=0.1)
     sim = job("independent", cluster, idling)
@@ -526,7 +526,7 @@ def test_each_process_idling_on_the_shared_cores_leaves_the_work_the_rest():
 
 
 def test_a_mark_mid_run_scores_its_share_of_the_held_out_set_and_the_end_all_of_it():
-    spec = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 1, 1), strategy_config("easgd"), SYNTHETIC)
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(2, 1, 1), strategy_config("easgd"), SYNTHETIC)
     sampled = SimJob(spec, plan_for(spec), CostModel(), eval_every=3_000, eval_examples=1_000)
     sampled.run()
     whole = SimJob(spec, plan_for(spec), CostModel(), eval_every=3_000)

@@ -61,7 +61,7 @@ def table_rows(sim: SimJob, table: int) -> torch.Tensor:
 
 
 def test_one_worker_on_three_servers_trains_the_reference_model_bit_for_bit():
-    sim = job("independent", ClusterSpec(1, 1, 3, 0))
+    sim = job("independent", ClusterSpec(1, 1, 3))
     summary = sim.run()
     servers = sim.nodes_of(Role.EMBEDDING_SERVER)
     assert all(isinstance(server.shard, DimGroupedShard) for server in servers)
@@ -96,7 +96,7 @@ def test_a_mixed_dim_job_is_deterministic_and_trains(strategy):
 def test_the_pooled_bags_travel_at_their_tables_own_widths():
     """The bytes the embedding servers send (their lookups' replies): each one-hot bag is
     its table's dim of floats, not the widest table's."""
-    summary = job("easgd", ClusterSpec(1, 1, 2, 1)).run()
+    summary = job("easgd", ClusterSpec(1, 1, 2)).run()
     assert summary["bytes_sent"]["embedding_servers"] == 4 * sum(DIMS) * SYNTHETIC.num_train
 
 
@@ -113,7 +113,7 @@ HASH_MODEL = dataclasses.replace(
 @pytest.mark.parametrize("strategy", ["easgd", "gba"])
 def test_hash_tables_of_several_dims_and_admissions_train_deterministically(strategy):
     synthetic = dataclasses.replace(SYNTHETIC, keyed=True)
-    spec = JobSpec(HASH_MODEL, TRAIN, ClusterSpec(2, 2, 2, 1), strategy_config(strategy), synthetic)
+    spec = JobSpec(HASH_MODEL, TRAIN, ClusterSpec(2, 2, 2), strategy_config(strategy), synthetic)
     a = SimJob(spec, plan_for(spec), CostModel()).run()
     b = SimJob(spec, plan_for(spec), CostModel()).run()
     assert a["test_auc"] == b["test_auc"] and a["embedding_rows"] == b["embedding_rows"]

@@ -36,7 +36,7 @@ def toy_registered() -> Iterator[None]:
 
 def toy_job(num_servers: int = 2) -> JobSpec:
     config = strategy_config("toy-mean", timing={"mode": "fixed", "every_iterations": 2})
-    cluster = ClusterSpec(2, 2, 2, num_sync_servers=num_servers)
+    cluster = ClusterSpec(2, 2, 2, num_dense_servers=num_servers)
     return JobSpec(MODEL, TRAIN, cluster, config, SYNTHETIC)
 
 

@@ -71,7 +71,7 @@ def file_job(
     model: ModelSpec, train: TrainSpec, files: FileData, readers: int, resume=None, epochs=1
 ) -> JobSpec:
     """An `independent` job of 3 trainers (a worker each) on `files`, `readers` readers."""
-    cluster = ClusterSpec(3, 1, 1, 0, num_readers=readers)
+    cluster = ClusterSpec(3, 1, 1, num_readers=readers)
     train = dataclasses.replace(train, epochs=epochs)
     strategy = strategy_config("independent")
     return JobSpec(model, train, cluster, strategy, files=files, resume=resume)

@@ -31,7 +31,7 @@ def test_every_strategy_at_every_grid_point_that_fits():
     assert grid_of(cluster(), job.config()) == ([2, 4], [2, 4], [1])
     assert len(found) == 4 * len(STRATEGIES)
     easgd = next(c for c in found if c.label == "easgd 4x2 e2 d1")
-    assert easgd.changes["cluster.num_sync_servers"] == 1
+    assert easgd.changes["cluster.num_dense_servers"] == 1
     # 8 worker threads + reader + 2 embedding servers + 1 sync server
     assert easgd.cores == 12
     config = easgd.config(job)
@@ -85,9 +85,11 @@ def test_a_grid_of_readers_adds_them_to_every_point():
 
 
 def test_a_strategy_that_cannot_split_the_model_names_the_key():
-    job = JobSource(None, {**TINY, "strategy.name": "hierarchical", "strategy.group_servers": 3})
+    three = {"strategy.name": "hierarchical", "cluster.num_dense_servers": 3}
+    job = JobSource(None, {**TINY, **three})
+    assert grid_of(cluster(), job.config())[2] == [3]  # the job's own count
     with pytest.raises(
-        ConfigError, match="--strategies hierarchical: .*strategy.group_servers = 3"
+        ConfigError, match="--strategies hierarchical: .*cluster.num_dense_servers = 3"
     ):
         candidates(job, cluster(), ["hierarchical"])
     found, refused = candidates(job, cluster(), ["easgd"])
@@ -95,8 +97,13 @@ def test_a_strategy_that_cannot_split_the_model_names_the_key():
     # not asked for by name: listed as not applicable, the others go on
     found, refused = candidates(job, cluster(trainers=[2]), None)
     assert {r.strategy for r in refused} == {"hierarchical"}
-    assert all("strategy.group_servers" in r.reason for r in refused)
+    assert all("cluster.num_dense_servers = 3" in r.reason for r in refused)
     assert "hierarchical" not in {c.strategy for c in found}
+    # a grid of counts: the count each point names
+    grid = cluster(trainers=[2], dense_servers=[1, 3])
+    found, refused = candidates(job, grid, ["hierarchical"])
+    assert [c.label for c in found] == ["hierarchical 2x2 e2 d1", "hierarchical 2x2 e4 d1"]
+    assert {r.point for r in refused} == {"2x2 e2 d3", "2x2 e4 d3"}
 
 
 def test_unknown_strategy_names_the_option():

@@ -11,6 +11,8 @@ import pytest
 from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
 from recsync.app.runs.run_dir import toml_text
+from recsync.coordinator.family import family_of
+from recsync.coordinator.spec import JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.formats.tabular.rows import TabularSchema
@@ -250,8 +252,12 @@ def test_strategy_and_cluster_sections_build_specs():
             "cluster.num_dense_servers: GBA .* dense server, got 0",
         ),
         (
-            {"strategy.name": "easgd", "cluster.num_sync_servers": 0},
-            "cluster.num_sync_servers: S-EASGD .* sync server, got 0",
+            {"strategy.name": "easgd", "cluster.num_dense_servers": 0},
+            "cluster.num_dense_servers: S-EASGD .* sync server, got 0",
+        ),
+        (
+            {"strategy.name": "hierarchical", "cluster.num_dense_servers": 0},
+            "cluster.num_dense_servers: HT .* group PS a group, got 0",
         ),
         (
             {
@@ -279,20 +285,50 @@ def test_strategy_and_cluster_errors_name_the_key(overrides, message):
         load_config(None, overrides).to_specs()
 
 
-def test_the_two_kinds_of_dense_part_servers_have_two_keys_and_the_old_one_still_works():
+def test_one_key_counts_the_servers_of_the_dense_part_of_every_strategy():
     from recsync.app.config.load import load_config
 
-    gba = {"strategy.name": "gba"}
-    assert load_config(overrides=gba).to_specs().cluster.num_dense_servers == 1
-    both = {**gba, "cluster.num_dense_servers": 3, "cluster.num_sync_servers": 2}
-    config = load_config(overrides=both)
-    assert config.to_specs().cluster.num_dense_servers == 3 and not config.deprecations()
-    old = load_config(overrides={**gba, "cluster.num_sync_servers": 2})
-    assert old.to_specs().cluster.num_dense_servers == 2
-    (message,) = old.deprecations()
-    assert "use cluster.num_dense_servers = 2" in message
-    easgd = load_config(overrides={"cluster.num_sync_servers": 2})
-    assert easgd.to_specs().cluster.num_sync_servers == 2 and not easgd.deprecations()
+    def servers(strategy: str, count: int | None = None) -> int:
+        keys = {"strategy.name": strategy}
+        if count is not None:
+            keys["cluster.num_dense_servers"] = count
+        specs = load_config(overrides=keys).to_specs()
+        spec = JobSpec(specs.model, specs.train, specs.cluster, specs.strategy, specs.synthetic)
+        return family_of(spec.strategy).dense_nodes(spec)
+
+    assert [servers(s) for s in ("gba", "easgd", "hierarchical", "ma")] == [1, 1, 3, 0]
+    # gba's dense servers, EASGD's sync servers, HT's 2 groups of 2 group PSs + 2 sync servers
+    assert [servers(s, 2) for s in ("gba", "easgd", "hierarchical", "ma")] == [2, 2, 6, 0]
+
+
+@pytest.mark.parametrize(
+    ("keys", "old", "written"),
+    [
+        ({"cluster.num_sync_servers": 2}, "cluster.num_sync_servers", 2),
+        ({"strategy.name": "gba", "cluster.num_sync_servers": 3}, "cluster.num_sync_servers", 3),
+        (
+            {"strategy.name": "hierarchical", "strategy.group_servers": 3},
+            "strategy.group_servers",
+            3,
+        ),
+    ],
+)
+def test_the_retired_counts_of_dense_part_servers_are_refused_by_name(keys, old, written):
+    from recsync.app.config.load import load_config
+
+    with pytest.raises(ConfigError) as refused:
+        load_config(overrides=keys)
+    message = str(refused.value)
+    assert f"{old} is no longer a key" in message
+    assert f"write cluster.num_dense_servers = {written}" in message
+
+
+def test_a_saved_config_with_a_retired_count_is_refused_naming_its_file(tmp_path):
+    """A run directory's config.toml (what --resume reads) is refused as any file is."""
+    saved = tmp_path / "config.toml"
+    saved.write_text('[cluster]\nnum_sync_servers = 2\n\n[strategy]\nname = "easgd"\n')
+    with pytest.raises(ConfigError, match=f"^{saved}: cluster.num_sync_servers is no longer"):
+        load_config(saved)
 
 
 @pytest.mark.parametrize(
@@ -316,7 +352,7 @@ def test_workers_run_in_processes_where_the_strategy_allows(
     from recsync.families import strategy_config
 
     fields = {} if timing is None else {"timing": timing}
-    cluster = ClusterSpec(2, workers, 2, 1, worker_processes=asked)
+    cluster = ClusterSpec(2, workers, 2, worker_processes=asked)
     assert split_workers(cluster, strategy_config(strategy, **fields)) is split
     if split:  # unset, the cores decide: a CPU per worker (2 trainers here), or threads
         enough, short = 2 * workers, 2 * workers - 1

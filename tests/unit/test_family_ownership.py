@@ -43,6 +43,6 @@ def test_the_check_sees_such_a_question_and_lets_plain_data_be() -> None:
         "def f(spec, table):\n"
         "    if isinstance(table.get('strategy'), dict):\n"
         "        return None\n"
-        "    return hasattr(spec.strategy, 'group_servers')\n"
+        "    return hasattr(spec.strategy, 'groups')\n"
     )
-    assert _askings(text, "probe.py") == ["probe.py:4: hasattr(spec.strategy, 'group_servers')"]
+    assert _askings(text, "probe.py") == ["probe.py:4: hasattr(spec.strategy, 'groups')"]

@@ -59,10 +59,13 @@ def batch(seed: int = 0) -> tuple[Batch, torch.Tensor]:
 
 
 def group(
-    strategy: HierarchicalConfig, plan: GroupPlan | None = None, train: TrainSpec = TRAIN
+    strategy: HierarchicalConfig,
+    plan: GroupPlan | None = None,
+    train: TrainSpec = TRAIN,
+    p: int = 2,
 ) -> tuple[HierarchicalTrainer, list[GroupServerNode]]:
-    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
-    p = strategy.group_servers
+    """Group 0's trainer and its `p` group PSs (cluster.num_dense_servers)."""
+    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, p, 1, B)
     addresses = tuple(Address(GROUP_SERVER, j) for j in range(p))
     servers = [
         GroupServerNode(
@@ -115,7 +118,7 @@ def counting(loop: Generator[Any, Any, Any], sent: list[int]) -> Generator[Any, 
 def unsplit(
     strategy: HierarchicalConfig, servers: list[GroupServerNode], plan: GroupPlan | None = None
 ) -> torch.Tensor:
-    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+    plan = plan or group_plan_of(MODEL, strategy, strategy.groups, len(servers), 1, B)
     return plan.unsplit(MODEL, TRAIN.seed, [s.flat for s in servers])
 
 
@@ -139,19 +142,19 @@ def assert_unsplit_steps(
         torch.testing.assert_close(got, reference.flat, atol=1e-6, rtol=1e-5)
 
 
-PLANS = {
-    "one group PS": {"group_servers": 1},
-    "co-partitioned": {"group_servers": 2},
-    "three PSs": {"group_servers": 3},
-    "no tagging": {"group_servers": 1, "tagging": False},
-    "no FC split": {"group_servers": 2, "fc_split": False},
+PLANS = {  # group PSs (p), and the strategy's switches
+    "one group PS": (1, {}),
+    "co-partitioned": (2, {}),
+    "three PSs": (3, {}),
+    "no tagging": (1, {"tagging": False}),
+    "no FC split": (2, {"fc_split": False}),
 }
 
 
-@pytest.mark.parametrize("fields", PLANS.values(), ids=PLANS.keys())
-def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
+@pytest.mark.parametrize(("p", "fields"), PLANS.values(), ids=PLANS.keys())
+def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(p, fields):
     strategy = HierarchicalConfig(groups=1, **fields)
-    trainer, servers = group(strategy)
+    trainer, servers = group(strategy, p=p)
     reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
     assert torch.equal(unsplit(strategy, servers), reference.flat)  # same start, bit-exact
     assert_unsplit_steps(strategy, trainer, servers, reference)
@@ -161,9 +164,9 @@ def test_a_batch_through_the_group_pss_is_the_unsplit_models_step(fields):
 def test_with_adam_each_stage_steps_once_per_batch_as_the_unsplit_model():
     """Adam moves parameters even where a step's gradient is zero (its momentum), so a
     group PS must step only the stage a backward is for, each stage counting its own steps."""
-    strategy = HierarchicalConfig(groups=1, group_servers=1)
+    strategy = HierarchicalConfig(groups=1)
     adam = TrainSpec(batch_size=B, dense_optimizer=DenseOptimizerSpec("adam"))
-    trainer, servers = group(strategy, train=adam)
+    trainer, servers = group(strategy, train=adam, p=1)
     reference = DenseReplica(MODEL, TRAIN.seed, adam.dense_optimizer)
     assert_unsplit_steps(strategy, trainer, servers, reference)
     assert servers[0].report().optimizer["steps"] == 3
@@ -173,7 +176,7 @@ def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_st
     """Splits the default plan never makes: the bottom FC vertical (outputs concatenated,
     one gradient slice per part), the top's second FC horizontal (each part its columns);
     parts of one FC on different group PSs and on the same one."""
-    strategy = HierarchicalConfig(groups=1, group_servers=2)
+    strategy = HierarchicalConfig(groups=1)
     vertical, horizontal = FcSplit(Split.VERTICAL, 2), FcSplit(Split.HORIZONTAL, 3)
     plans = ((vertical, FcSplit()), (FcSplit(), horizontal, FcSplit()))
     servers = {
@@ -186,7 +189,7 @@ def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_st
         part_op("top", 1, horizontal, 2): 1,
         part_op("top", 2, FcSplit(), 0): 0,
     }
-    placement = group_plan_of(MODEL, strategy, 1, 1, B).placement  # shown only, not used
+    placement = group_plan_of(MODEL, strategy, 1, 2, 1, B).placement  # shown only, not used
     plan = GroupPlan(plans, servers, placement)
     trainer, nodes = group(strategy, plan)
     reference = DenseReplica(MODEL, TRAIN.seed, TRAIN.dense_optimizer)
@@ -196,10 +199,10 @@ def test_vertical_and_horizontal_splits_spread_over_group_pss_are_the_unsplit_st
 
 
 def test_a_group_ps_sends_one_sum_for_its_parts_of_a_summed_stage():
-    strategy = HierarchicalConfig(groups=1, group_servers=1)  # both co-parts on one PS
-    plan = group_plan_of(MODEL, HierarchicalConfig(groups=1, group_servers=2), 1, 1, B)
+    strategy = HierarchicalConfig(groups=1)
+    plan = group_plan_of(MODEL, strategy, 1, 2, 1, B)
     one_ps = GroupPlan(plan.plans, dict.fromkeys(plan.servers, 0), plan.placement)
-    trainer, nodes = group(strategy, one_ps)
+    trainer, nodes = group(strategy, one_ps, p=1)  # both co-parts on one PS
     stage = next(s for s in trainer.dense.stages if s.join is Join.SUM)
     assert len(stage.servers) == 2
     x = torch.zeros(B, trainer.dense.parts(stage.index)[0][0].in_features)
@@ -221,8 +224,8 @@ def test_compression_shrinks_the_wire_and_stays_close():
 
 
 def test_the_sync_loop_waits_for_a_batch_per_worker_and_ends_with_its_group():
-    strategy = HierarchicalConfig(groups=1, group_servers=1)
-    trainer, servers = group(strategy)
+    strategy = HierarchicalConfig(groups=1)
+    trainer, servers = group(strategy, p=1)
     server = servers[0]
     loop = server._shadow()
     call = next(loop)
@@ -249,8 +252,8 @@ def test_ma_and_bmuf_across_groups_all_reduce_until_every_group_is_done(cross_gr
     the other groups and pulls them toward the average (BMUF with block_lr 1 and no
     momentum: its global model is the average); a group done keeps joining the rounds
     (without waiting for batches) until every group is."""
-    strategy = HierarchicalConfig(groups=2, group_servers=1, cross_group=cross_group)
-    trainer, servers = group(strategy)
+    strategy = HierarchicalConfig(groups=2, cross_group=cross_group)
+    trainer, servers = group(strategy, p=1)
     server = servers[0]
     loop = server._shadow()
     round_ = next(loop)
@@ -296,8 +299,8 @@ def test_topk_gradients_keep_a_residual_per_stream():
 
 
 def test_forward_state_is_kept_per_worker_and_stage():
-    strategy = HierarchicalConfig(groups=1, group_servers=1)
-    _, servers = group(strategy)
+    strategy = HierarchicalConfig(groups=1)
+    _, servers = group(strategy, p=1)
     x = torch.randn(B, 2)
     for worker in (0, 1):
         servers[0].handle(StageForward(worker, 0, Identity().encode(x), 0.0))
@@ -314,7 +317,7 @@ def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="shadow_min_gap"):
         HierarchicalConfig(shadow_min_gap=-1)
     with pytest.raises(ConfigError, match=r"group PS\(s\) \[2, 3\] would hold no FC part"):
-        group_plan_of(MODEL, HierarchicalConfig(group_servers=4, fc_split=False), 2, 1, B)
+        group_plan_of(MODEL, HierarchicalConfig(fc_split=False), 2, 4, 1, B)
     with pytest.raises(ValueError, match="cross_group must be one of"):
         HierarchicalConfig(cross_group="allreduce")
     with pytest.raises(ValueError, match="block_momentum is BMUF's"):
@@ -325,10 +328,10 @@ def test_config_errors_name_the_field():
         HierarchicalConfig(topk_fraction=0.0)
     with pytest.raises(ValueError, match="gradients = 'none' with topk_fraction"):
         HierarchicalConfig(topk_fraction=0.1, gradients="bf16")
-    assert strategy_config("hierarchical", groups=4).describe() == "HT g=4 p=2 EASGD alpha=0.1"
+    assert strategy_config("hierarchical", groups=4).describe() == "HT g=4 EASGD alpha=0.1"
     bmuf = strategy_config("hierarchical", cross_group="bmuf", topk_fraction=0.1)
     assert bmuf.describe() == (
-        "HT g=2 p=2 BMUF alpha=0.1 block_lr=1 block_momentum=0 act=none grad=none topk=0.1+ef"
+        "HT g=2 BMUF alpha=0.1 block_lr=1 block_momentum=0 act=none grad=none topk=0.1+ef"
     )
     assert HierarchicalConfig().cut_refusal() is None  # cuts: families/hierarchical/resume.py
 
@@ -344,7 +347,7 @@ def test_a_group_ps_resumes_its_parameters_optimizer_steps_and_bmuf_state(optimi
     server = servers[0]
     server.sync_policy.apply(server.writer, server.flat + 0.5)  # BMUF state moves
     held = server.report()
-    plan = group_plan_of(MODEL, strategy, strategy.groups, 1, B)
+    plan = group_plan_of(MODEL, strategy, strategy.groups, 2, 1, B)
     start = GroupServerStart(held.values, held.optimizer, held.sync)
     again = GroupServerNode(
         0, 0, plan.dense(MODEL, TRAIN.seed), train.dense_optimizer, strategy, None, 1, start
@@ -362,15 +365,15 @@ def test_a_group_ps_resumes_its_parameters_optimizer_steps_and_bmuf_state(optimi
 def test_data_norm_is_refused_by_name():
     spec = ModelSpec(num_dense=2, tables=MODEL.tables, bottom_mlp=(4,), data_norm=True)
     with pytest.raises(ValueError, match="data_norm"):
-        group_plan_of(spec, HierarchicalConfig(groups=1), 1, 1, B).dense(spec, 0)
+        group_plan_of(spec, HierarchicalConfig(groups=1), 1, 2, 1, B).dense(spec, 0)
 
 
 @pytest.mark.parametrize("cross_group", ["easgd", "ma", "bmuf"])
 def test_the_job_has_sync_servers_for_easgd_and_a_collective_per_part_owner_otherwise(
     cross_group,
 ):
-    strategy = HierarchicalConfig(groups=3, group_servers=2, cross_group=cross_group)
-    spec = JobSpec(MODEL, TRAIN, ClusterSpec(6, 1, 1), strategy, SYNTHETIC)
+    strategy = HierarchicalConfig(groups=3, cross_group=cross_group)
+    spec = JobSpec(MODEL, TRAIN, ClusterSpec(6, 1, 1, num_dense_servers=2), strategy, SYNTHETIC)
     topology = build_topology(spec, plan_for(spec))
     sync_servers = topology.of_role(SYNC_SERVER)
     group_servers = topology.of_role(GROUP_SERVER)

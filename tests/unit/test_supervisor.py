@@ -47,7 +47,7 @@ from recsync.protocol.address import Address, Role
 MODEL = ModelSpec(4, tuple(TableSpec(f"C{i}", 50, 8) for i in range(2)), (16,), (16,))
 DATA = SyntheticSpec(num_train=10_000, num_test=1_000, num_dense=4, table_rows=(50,) * 2)
 SPEC = JobSpec(
-    MODEL, TrainSpec(batch_size=64), ClusterSpec(2, 1, 2, 1), strategy_config("easgd"), DATA
+    MODEL, TrainSpec(batch_size=64), ClusterSpec(2, 1, 2), strategy_config("easgd"), DATA
 )
 
 

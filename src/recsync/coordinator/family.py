@@ -175,9 +175,9 @@ class Family(ABC):
         return None
 
     def dense_nodes(self, spec: JobSpec) -> int:
-        """The nodes the dense part's servers take (by default the cluster's count under
-        the strategy's `dense_servers_key`)."""
-        return spec.cluster.dense_servers_for(spec.strategy)
+        """The nodes the dense part's servers take (by default one a block of the job
+        plan: `cluster.num_dense_servers` for a strategy `dense_in_blocks`, else none)."""
+        return spec.dense_blocks
 
     def first_dense_server(self, spec: JobSpec) -> str | None:
         """The name of the first server holding the dense part (the one a slow-server

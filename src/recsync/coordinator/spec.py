@@ -29,10 +29,12 @@ WORKERS_PER_READER = 64
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """How many nodes of each role a job runs. `num_sync_servers` are the sync servers of a
-    center strategy (EASGD: the center variable's shards); `num_dense_servers` the dense
-    servers of a gradient strategy (blocks of the dense part). A strategy ignores the
-    other. `worker_processes`: a trainer's workers run in processes of their own, sharing
+    """How many nodes of each role a job runs. `num_dense_servers`: the servers that hold
+    the dense part, whatever its strategy calls them (a gradient strategy's dense servers,
+    the blocks of the dense part; a center strategy's sync servers, the center variable's
+    shards; hierarchical training's group PSs of each group); a strategy whose trainers
+    hold the dense part ignores it (its family's `dense_nodes` counts what a job runs).
+    `worker_processes`: a trainer's workers run in processes of their own, sharing
     its state in shared memory (past the interpreter lock), or (False) as threads of one
     process; None: processes where the strategy allows and the cores suffice (topology.py
     `split_workers`).
@@ -41,7 +43,6 @@ class ClusterSpec:
     num_trainers: int = 2
     workers_per_trainer: int = 2
     num_embedding_servers: int = 2
-    num_sync_servers: int = 1
     num_dense_servers: int = 1
     trainer_slowdown: tuple[float, ...] = ()
     worker_processes: bool | None = None
@@ -60,9 +61,10 @@ class ClusterSpec:
         for name in ("num_trainers", "workers_per_trainer", "num_embedding_servers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"cluster.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("num_sync_servers", "num_dense_servers"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"cluster.{name} must be >= 0, got {getattr(self, name)}")
+        if self.num_dense_servers < 0:
+            raise ValueError(
+                f"cluster.num_dense_servers must be >= 0, got {self.num_dense_servers}"
+            )
         if self.trainer_slowdown and len(self.trainer_slowdown) != self.num_trainers:
             raise ValueError(
                 f"cluster.trainer_slowdown: {len(self.trainer_slowdown)} factors for "
@@ -112,13 +114,6 @@ class ClusterSpec:
     def elp(self, batch_size: int) -> int:
         """Examples in flight at most: replicas x Hogwild threads x batch size."""
         return self.hogwild_threads * batch_size
-
-    def dense_servers_for(self, strategy: StrategyConfig) -> int:
-        """The servers of the dense part the strategy runs: the count its
-        `dense_servers_key` names (sync servers of a center strategy, dense servers of a
-        gradient strategy), or none."""
-        key = strategy.dense_servers_key
-        return 0 if key is None else int(getattr(self, key))
 
 
 @dataclass(frozen=True)
@@ -179,8 +174,10 @@ class JobSpec:
         return refusal
 
     @property
-    def num_dense_servers(self) -> int:
-        return self.cluster.dense_servers_for(self.strategy)
+    def dense_blocks(self) -> int:
+        """The blocks the job plan splits the dense part into, one a server:
+        `cluster.num_dense_servers` for a strategy `dense_in_blocks`, else none."""
+        return self.cluster.num_dense_servers if self.strategy.dense_in_blocks else 0
 
 
 def sample_batches(spec: JobSpec, count: int = PLAN_SAMPLE_BATCHES) -> list[Batch]:
@@ -194,7 +191,7 @@ def plan_for(spec: JobSpec) -> JobPlan:
     return plan_job(
         spec.model,
         spec.cluster.num_embedding_servers,
-        spec.num_dense_servers,
+        spec.dense_blocks,
         sample_batches(spec),
         num_params,
     )

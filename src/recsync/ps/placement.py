@@ -227,13 +227,14 @@ class JobPlan:
 def plan_job(
     model: ModelSpec,
     num_embedding_servers: int,
-    num_sync_servers: int,
+    num_dense_servers: int,
     sample_batches: list[Batch] | None = None,
     num_dense_params: int | None = None,
     state_floats_per_row: int | None = None,
 ) -> JobPlan:
-    """Embedding placement from measured costs, plus the dense split when the job has sync
-    (or dense) servers (`num_sync_servers` >= 1, which then needs `num_dense_params`)."""
+    """Embedding placement from measured costs, plus the dense split when the job has
+    servers of the dense part (`num_dense_servers` >= 1, which then needs
+    `num_dense_params`)."""
     costs = table_costs(model.tables, list(sample_batches or []))
     if model.hash_tables is not None:
         embeddings = plan_hash_tables(
@@ -243,13 +244,13 @@ def plan_job(
         embeddings = plan_embeddings(
             model.tables, costs, num_embedding_servers, state_floats_per_row
         )
-    if num_sync_servers < 0:
-        raise ValueError(f"num_sync_servers must be >= 0, got {num_sync_servers}")
+    if num_dense_servers < 0:
+        raise ValueError(f"num_dense_servers must be >= 0, got {num_dense_servers}")
     dense = None
-    if num_sync_servers:
+    if num_dense_servers:
         if num_dense_params is None:
-            raise ValueError("num_dense_params is required when num_sync_servers >= 1")
-        dense = plan_dense(num_dense_params, num_sync_servers)
+            raise ValueError("num_dense_params is required when num_dense_servers >= 1")
+        dense = plan_dense(num_dense_params, num_dense_servers)
     return JobPlan(embeddings, dense)
 
 

@@ -23,8 +23,13 @@ class StrategyConfig:
     # (in the background or at a rate: ShadowSync's family); a switch to or from such a
     # strategy moves the dense part between servers and replicas
     background_dense: ClassVar[bool] = False
-    # the `cluster.` count of its servers of the dense part (None: it runs none)
-    dense_servers_key: ClassVar[str | None] = None
+    # its dense part is held on servers, `cluster.num_dense_servers` of them (the gradient
+    # family's dense servers, a center strategy's sync servers, each group's group PSs of
+    # hierarchical training); False: the trainers hold it (replicas, an all-reduce)
+    on_dense_servers: ClassVar[bool] = False
+    # the job plan splits its dense part into blocks, one on each of those servers (the
+    # gradient family's, a center strategy's); False: none, or its family plans its own
+    dense_in_blocks: ClassVar[bool] = False
     # a bound to compare the others with (replicas that never sync), not a strategy to run:
     # `recsync advise` ranks it after every other and never gives it as the advice
     lower_bound: ClassVar[bool] = False

@@ -83,12 +83,12 @@ class Refusal:
 
 
 def grid_of(cluster: ClusterFile, base: Config) -> tuple[list[int], list[int], list[int]]:
-    """Trainers, embedding servers and dense servers tried: the file's [grid], or the
-    job's counts and twice them (dense servers: 1)."""
+    """Trainers, embedding servers and servers of the dense part tried: the file's [grid],
+    or the job's counts and twice them (servers of the dense part: the job's count)."""
     c, grid = base.cluster, cluster.grid
     trainers = grid.trainers or [c.num_trainers, 2 * c.num_trainers]
     embedding = grid.embedding_servers or [c.num_embedding_servers, 2 * c.num_embedding_servers]
-    dense = grid.dense_servers or [1]
+    dense = grid.dense_servers or [c.num_dense_servers]
     return sorted(set(trainers)), sorted(set(embedding)), sorted(set(dense))
 
 
@@ -140,7 +140,7 @@ def candidates(
     smallest: int | None = None
     for name in strategy_names(wanted):
         table = base.strategy.model_dump() if base.strategy.name == name else {"name": name}
-        has_dense = STRATEGIES[name].dense_servers_key is not None
+        has_dense = STRATEGIES[name].on_dense_servers
         one_rank = family_of_type(STRATEGIES[name]).ranks_are_trainers
         points = itertools.product(
             trainers, embedding, dense if has_dense else [None], readers_of(cluster)
@@ -153,7 +153,7 @@ def candidates(
                 "cluster.num_embedding_servers": e,
             }
             if d is not None:
-                changes[f"cluster.{STRATEGIES[name].dense_servers_key}"] = d
+                changes["cluster.num_dense_servers"] = d
             if r is not None:
                 changes["cluster.num_readers"] = r
             point = f"{t_run}x{w_run} e{e}" + ("" if d is None else f" d{d}")

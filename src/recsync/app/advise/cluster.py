@@ -15,7 +15,7 @@ A cluster file (TOML)::
     [grid]               # optional: the counts tried (default: the job's and twice them)
     trainers = [2, 4]
     embedding_servers = [2, 4]
-    dense_servers = [1]  # EASGD's sync servers, a gradient strategy's dense servers
+    dense_servers = [1]  # servers holding the dense part (cluster.num_dense_servers)
     readers = [1, 2]     # reader nodes (default: the job's own)
 
     [[condition]]        # each measured besides the clean cluster
@@ -174,9 +174,10 @@ class GridSection(Section):
     )
     dense_servers: list[Annotated[int, Field(ge=1)]] | None = Field(
         default=None,
-        description="EASGD's sync server and a gradient strategy's dense server counts tried "
-        "(other strategies ignore it).",
-        json_schema_extra={"unset": "[1]"},
+        description="Counts tried of the servers holding the dense part "
+        "(cluster.num_dense_servers: dense, sync or each group's group servers; strategies "
+        "whose trainers hold the dense part ignore it).",
+        json_schema_extra={"unset": "the job's cluster.num_dense_servers"},
     )
     readers: list[Annotated[int, Field(ge=1)]] | None = Field(
         default=None,

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -29,17 +30,13 @@ class ClusterSection(Section):
     num_embedding_servers: int = Field(
         default=2, ge=1, description="Embedding servers the tables' rows are sharded over."
     )
-    num_sync_servers: int | None = Field(
-        default=None,
+    num_dense_servers: int = Field(
+        default=1,
         ge=0,
-        description="EASGD's sync servers, the shards of the center variable.",
-        json_schema_extra={"unset": "1"},
-    )
-    num_dense_servers: int | None = Field(
-        default=None,
-        ge=0,
-        description="A gradient strategy's dense servers, the blocks of the dense part.",
-        json_schema_extra={"unset": "1"},
+        description="The servers holding the dense part, for every strategy that has them: "
+        "a gradient strategy's dense servers (blocks of the dense part), EASGD's sync servers "
+        "(shards of the center variable), hierarchical training's group PSs of each group "
+        "(p). Strategies whose trainers hold the dense part ignore it.",
     )
     address: str | None = Field(
         default=None,
@@ -98,37 +95,13 @@ class ClusterSection(Section):
         json_schema_extra={"unset": "every role placed by the engine's rule"},
     )
 
-    def dense_servers(self, strategy: StrategyConfig | None) -> int:
-        """The dense servers: the key, or (deprecated) num_sync_servers for a gradient
-        strategy, or 1."""
-        if self.num_dense_servers is not None:
-            return self.num_dense_servers
-        if _on_dense_servers(strategy) and self.num_sync_servers is not None:
-            return self.num_sync_servers
-        return 1
-
-    def deprecations(self, strategy: StrategyConfig | None) -> list[str]:
-        """What the section says in a deprecated way, and what to say instead."""
-        if (
-            _on_dense_servers(strategy)
-            and self.num_sync_servers is not None
-            and self.num_dense_servers is None
-        ):
-            return [
-                "cluster.num_sync_servers is deprecated for the dense servers of a gradient "
-                f"strategy: use cluster.num_dense_servers = {self.num_sync_servers} "
-                "(num_sync_servers now counts EASGD's sync servers only)"
-            ]
-        return []
-
-    def to_spec(self, strategy: StrategyConfig | None = None) -> ClusterSpec:
+    def to_spec(self) -> ClusterSpec:
         try:
             return ClusterSpec(
                 self.num_trainers,
                 self.workers_per_trainer,
                 self.num_embedding_servers,
-                1 if self.num_sync_servers is None else self.num_sync_servers,
-                self.dense_servers(strategy),
+                self.num_dense_servers,
                 tuple(self.trainer_slowdown),
                 self.worker_processes,
                 (self.slowdown_from_s, self.slowdown_until_s or float("inf")),
@@ -143,9 +116,24 @@ class ClusterSection(Section):
             raise ConfigError(str(error)) from None
 
 
-def _on_dense_servers(strategy: StrategyConfig | None) -> bool:
-    """A strategy whose dense part is on dense servers (the gradient family)."""
-    return strategy is not None and strategy.dense_servers_key == "num_dense_servers"
+# keys that once counted servers of the dense part, each refused by name: every strategy's
+# count is cluster.num_dense_servers
+RETIRED_KEYS = {
+    ("cluster", "num_sync_servers"): "EASGD's sync servers",
+    ("strategy", "group_servers"): "hierarchical training's group PSs of each group",
+}
+
+
+def refuse_retired_keys(tree: Mapping[str, Any]) -> None:
+    """ConfigError naming a retired key of the config's tables, and the key to write."""
+    for (section, key), what in RETIRED_KEYS.items():
+        table = tree.get(section)
+        if isinstance(table, Mapping) and key in table:
+            raise ConfigError(
+                f"{section}.{key} is no longer a key: {what} are counted by "
+                "cluster.num_dense_servers, the one count of the servers holding the dense "
+                f"part for every strategy; write cluster.num_dense_servers = {table[key]!r}"
+            )
 
 
 def check_model_fits(model: ModelSpec, strategy: StrategyConfig | None) -> None:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from recsync.app.config.data import TABULAR_FORMATS, file_paths
+from recsync.app.config.job import refuse_retired_keys
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS, unknown_key_message
 from recsync.errors import ConfigError, DataError
@@ -153,6 +154,7 @@ def load_config(
         for key, value in overrides.items():
             _apply_override(tree, key, value)
     try:
+        refuse_retired_keys(tree)
         config = Config.model_validate(tree)
         columns = _inferred_columns(config)
         if columns:

@@ -172,7 +172,7 @@ class Config(Section):
             except ValueError as error:
                 raise ConfigError(f"recovery.{error}") from None
         check_model_fits(model, strategy)
-        cluster = self.cluster.to_spec(strategy)
+        cluster = self.cluster.to_spec()
         check_cluster_fits(cluster, strategy)
         return RunSpecs(
             model=model,
@@ -185,7 +185,7 @@ class Config(Section):
 
     def deprecations(self) -> list[str]:
         """Keys given in a deprecated way, with what to write instead."""
-        messages = [*self._deprecations, *self.cluster.deprecations(strategy_spec(self.strategy))]
+        messages = list(self._deprecations)
         if self.cost is not None:
             messages.append(
                 "[cost] in the job config (or --set cost.KEY=...) is deprecated: put the "

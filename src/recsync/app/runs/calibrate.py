@@ -198,7 +198,7 @@ def check_configs(synthetic: SyntheticSpec) -> list[tuple[str, JobSpec]]:
     """Jobs of benchmarks/bench_engine.py the profile is checked on."""
     model, train = ModelSpec(), TrainSpec()
     fixed1 = Timing("fixed", every_iterations=1)
-    cluster = ClusterSpec(2, 2, 2, 1)
+    cluster = ClusterSpec(2, 2, 2)
     return [
         ("2x2 S-EASGD", JobSpec(model, train, cluster, strategy_config("easgd"), synthetic)),
         (

@@ -32,8 +32,8 @@ def fit_configs(synthetic: SyntheticSpec) -> tuple[JobSpec, JobSpec]:
     difference within the engine's run-to-run noise cannot tell a call's cost."""
     model, train, strategy = ModelSpec(), TrainSpec(), strategy_config("independent")
     return (
-        JobSpec(model, train, ClusterSpec(1, 2, 1, 0), strategy, synthetic),
-        JobSpec(model, train, ClusterSpec(2, 2, 8, 0), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(1, 2, 1), strategy, synthetic),
+        JobSpec(model, train, ClusterSpec(2, 2, 8), strategy, synthetic),
     )
 
 
@@ -41,7 +41,7 @@ def bytes_config(synthetic: SyntheticSpec) -> JobSpec:
     """The engine job calibration measures a byte's CPU in: the first fit job's cluster
     under async with one dense server (each step pushes the dense gradient to it and pulls
     the dense model back: megabytes a step, where the first job's messages carry ids)."""
-    cluster = ClusterSpec(1, 2, 1, 0, num_dense_servers=1)
+    cluster = ClusterSpec(1, 2, 1, num_dense_servers=1)
     return JobSpec(ModelSpec(), TrainSpec(), cluster, strategy_config("async"), synthetic)
 
 

@@ -49,7 +49,8 @@ class GradientStrategy(StrategyConfig):
     embedding shard (`make_server`), the workers' pull rule, and the reader's tokens."""
 
     holds_workers: ClassVar[bool] = False  # its servers' may_start can say no
-    dense_servers_key: ClassVar[str | None] = "num_dense_servers"
+    on_dense_servers: ClassVar[bool] = True
+    dense_in_blocks: ClassVar[bool] = True
     # a step's pushes wait for the worker's next batch, its row gradients riding on the next
     # lookups (half the calls to the shards; each push one reader round trip later)
     defers_pushes: ClassVar[bool] = False

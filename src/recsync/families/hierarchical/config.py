@@ -2,7 +2,7 @@
 Recommendation Models on Large CPU Clusters", KDD 2021).
 
 The trainers form `groups` groups of equal size. Each group has one dense replica,
-partitioned over its `group_servers` group parameter servers: they own the parameterised
+partitioned over its `cluster.num_dense_servers` group parameter servers: they own the parameterised
 operators (the FCs, split by the plan) and apply their updates lock-free for every worker
 thread of the group. Trainers run the rest (input, embedding lookups, interaction, loss) and
 drive each batch: the input activation of each stage to its group PSs, the output back;
@@ -37,21 +37,14 @@ class HierarchicalConfig(StrategyConfig):
     PSs, the groups synced in the background.
 
     Symbols of the paper: g groups of t = `cluster.num_trainers / g` trainers, each
-    trainer's `cluster.workers_per_trainer` worker threads its nets (r), p group PSs per
-    group. `fc_split`, `tagging` and `refinement` are switches so that the paper's ablation
-    (Fig. 11) can turn each off."""
+    trainer's `cluster.workers_per_trainer` worker threads its nets (r), p =
+    `cluster.num_dense_servers` group PSs per group. `fc_split`, `tagging` and `refinement`
+    are switches so that the paper's ablation (Fig. 11) can turn each off."""
 
     groups: int = field(
         default=2,
         metadata={
             "doc": "g, the groups the trainers form; cluster.num_trainers divides into them.",
-            "values": ">= 1",
-        },
-    )
-    group_servers: int = field(
-        default=2,
-        metadata={
-            "doc": "p, the group PSs of each group, over which its dense replica is partitioned.",
             "values": ">= 1",
         },
     )
@@ -133,12 +126,13 @@ class HierarchicalConfig(StrategyConfig):
 
     name: ClassVar[str] = "hierarchical"
     label: ClassVar[str] = "HT"
+    # its group PSs, cluster.num_dense_servers a group; its group plan splits the dense part
+    on_dense_servers: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        for key in ("groups", "group_servers"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"hierarchical: {key} must be an integer >= 1, got {value!r}")
+        value = self.groups
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"hierarchical: groups must be an integer >= 1, got {value!r}")
         if self.cross_group not in CROSS_GROUP:
             raise ValueError(
                 f"hierarchical: cross_group must be one of {list(CROSS_GROUP)}, got "
@@ -200,4 +194,4 @@ class HierarchicalConfig(StrategyConfig):
             codecs += f" topk={self.topk_fraction:g}" + ("+ef" if self.error_feedback else "")
         compressed = codecs if self.compression.enabled else ""
         cross = StrategyConfig.describe(self.cross_sync)  # its label: no timing across groups
-        return f"g={self.groups} p={self.group_servers} {cross}{compressed}"
+        return f"g={self.groups} {cross}{compressed}"

@@ -43,9 +43,9 @@ class HierarchicalFamily(Family):
     def trainer(self, spec: TrainerSpec, context: BuildContext) -> Node:
         strategy, setup = spec.strategy, spec.setup
         assert isinstance(strategy, HierarchicalConfig), strategy
-        trainers = setup.num_trainers
+        trainers, servers = setup.num_trainers, len(setup.wiring.dense)  # its group's PSs
         plan = group_plan_of(
-            setup.model, strategy, trainers, setup.num_workers, setup.train.batch_size
+            setup.model, strategy, trainers, servers, setup.num_workers, setup.train.batch_size
         )
         return HierarchicalTrainer(setup, strategy, plan.dense(setup.model, setup.train.seed))
 
@@ -70,23 +70,27 @@ class HierarchicalFamily(Family):
             spec.model,
             strategy,
             cluster.num_trainers,
+            cluster.num_dense_servers,
             cluster.workers_per_trainer,
             spec.train.batch_size,
         )
 
     def dense_nodes(self, spec: JobSpec) -> int:
-        """Its group PSs, and as many sync servers across the groups if it has them."""
-        strategy = hierarchical(spec)
-        servers = (
-            spec.cluster.dense_servers_for(strategy) + strategy.groups * strategy.group_servers
-        )
-        return servers + (strategy.group_servers if strategy.needs_sync_servers else 0)
+        """Its group PSs (`cluster.num_dense_servers` a group), and as many sync servers
+        across the groups if it has them."""
+        strategy, p = hierarchical(spec), spec.cluster.num_dense_servers
+        return strategy.groups * p + (p if strategy.needs_sync_servers else 0)
 
     def first_dense_server(self, spec: JobSpec) -> str | None:
         return f"{GROUP_SERVER.value}-0"
 
     def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
         assert isinstance(strategy, HierarchicalConfig), strategy
+        if cluster.num_dense_servers < 1:
+            raise ValueError(
+                f"cluster.num_dense_servers: {strategy.describe()} needs at least one group PS "
+                f"a group, got {cluster.num_dense_servers}"
+            )
         try:
             strategy.trainers_per_group(cluster.num_trainers)
         except ValueError as error:
@@ -103,7 +107,7 @@ class HierarchicalFamily(Family):
     def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
         """The average of the groups' models (each put together from its group PSs' parts)."""
         strategy, servers = hierarchical(spec), _group_servers(reports)
-        plan, p = group_plan_for(spec), strategy.group_servers
+        plan, p = group_plan_for(spec), spec.cluster.num_dense_servers
         groups = [
             plan.unsplit(
                 spec.model, spec.train.seed, [s.values for s in servers[g * p : (g + 1) * p]]
@@ -117,7 +121,7 @@ class HierarchicalFamily(Family):
         tensor put together as the parameters are); its step count: group PS 0's. The
         steps: every trainer's iterations."""
         servers = _group_servers(reports)
-        plan, first = group_plan_for(spec), servers[: hierarchical(spec).group_servers]
+        plan, first = group_plan_for(spec), servers[: spec.cluster.num_dense_servers]
         state: dict[str, Any] = {"steps": int(first[0].optimizer["steps"])}
         for key, value in first[0].optimizer.items():
             if isinstance(value, torch.Tensor):
@@ -130,7 +134,8 @@ class HierarchicalFamily(Family):
         """Every group PS's parameters, optimizer and sync state, and the EASGD center:
         what a job resumed with the same groups goes on from (resume.py)."""
         centers = [c.values for c in reports(SYNC_SERVER)]
-        return group_state(hierarchical(spec), _group_servers(reports), centers)
+        p = spec.cluster.num_dense_servers
+        return group_state(hierarchical(spec), p, _group_servers(reports), centers)
 
     def state_roles(self, strategy: StrategyConfig) -> tuple[Role, ...]:
         return (SYNC_SERVER,)

@@ -61,13 +61,14 @@ class GroupPlan:
 
 
 def group_shape(
-    strategy: HierarchicalConfig, trainers: int, nets: int, batch_size: int
+    strategy: HierarchicalConfig, trainers: int, servers: int, nets: int, batch_size: int
 ) -> GroupShape:
-    """The shape the placement estimates utilisation for (the paper's machines)."""
+    """The shape the placement estimates utilisation for (the paper's machines): a group
+    of `trainers` trainers and `servers` group PSs."""
     compression: CompressionSpec = strategy.compression
     return GroupShape(
         trainers=trainers,
-        group_servers=strategy.group_servers,
+        group_servers=servers,
         nets=nets,
         batch_size=batch_size,
         activation_ratio=RATIOS[compression.activations],
@@ -78,7 +79,7 @@ def group_shape(
 def group_plan(model: ModelSpec, strategy: HierarchicalConfig, shape: GroupShape) -> GroupPlan:
     """Split (if `fc_split`), tag (or not) and refine (if asked) the model's dense part;
     ConfigError if some group PS is left with no part (it would have nothing to do)."""
-    p = strategy.group_servers
+    p = shape.group_servers
     bottom = [model.num_dense, *model.bottom_mlp, model.embedding_dim] if model.num_dense else []
     top = [model.top_input, *model.top_mlp, 1]
     plans = (
@@ -100,17 +101,25 @@ def group_plan(model: ModelSpec, strategy: HierarchicalConfig, shape: GroupShape
     idle = sorted(set(range(p)) - set(servers.values()))
     if idle:
         raise ConfigError(
-            f"strategy.group_servers = {p}: group PS(s) {idle} would hold no FC part (the "
-            f"dense part places {len(set(servers.values()))} unit(s)); lower group_servers, "
-            "or turn fc_split on for a model whose MLP widens then narrows"
+            f"cluster.num_dense_servers = {p}: group PS(s) {idle} would hold no FC part (the "
+            f"dense part places {len(set(servers.values()))} unit(s)); lower "
+            "cluster.num_dense_servers, or turn strategy.fc_split on for a model whose MLP "
+            "widens then narrows"
         )
     return GroupPlan(plans, servers, placement)
 
 
 def group_plan_of(
-    model: ModelSpec, strategy: HierarchicalConfig, num_trainers: int, nets: int, batch_size: int
+    model: ModelSpec,
+    strategy: HierarchicalConfig,
+    num_trainers: int,
+    servers: int,
+    nets: int,
+    batch_size: int,
 ) -> GroupPlan:
-    """The plan of a job of `num_trainers` trainers of `nets` worker threads each (the same
-    for every node that builds it: pure and deterministic)."""
-    shape = group_shape(strategy, strategy.trainers_per_group(num_trainers), nets, batch_size)
+    """The plan of a job of `num_trainers` trainers of `nets` worker threads each and
+    `servers` group PSs a group (the same for every node that builds it: pure and
+    deterministic)."""
+    trainers = strategy.trainers_per_group(num_trainers)
+    shape = group_shape(strategy, trainers, servers, nets, batch_size)
     return group_plan(model, strategy, shape)

@@ -30,14 +30,17 @@ KIND = "hierarchical"
 
 
 def group_state(
-    strategy: HierarchicalConfig, servers: list[GroupServerReport], centers: list[torch.Tensor]
+    strategy: HierarchicalConfig,
+    group_servers: int,
+    servers: list[GroupServerReport],
+    centers: list[torch.Tensor],
 ) -> dict[str, Any]:
     """The family's part of a checkpoint: every group PS (in address order: group by group)
     and the center's slices (none where the reports did not include the sync servers)."""
     return {
         "kind": KIND,
         "groups": strategy.groups,
-        "group_servers": strategy.group_servers,
+        "group_servers": group_servers,
         "servers": [
             {"values": s.values.clone(), "optimizer": copy_state(s.optimizer), "sync": s.sync}
             for s in servers
@@ -53,7 +56,7 @@ def server_starts(
     from `spec.resume` starts (module docstring)."""
     resume = spec.resume
     assert resume is not None
-    p = strategy.group_servers
+    p = spec.cluster.num_dense_servers
     sizes = [sum(q.numel() for q in dense.parameters_of(j)) for j in range(p)]
     held = resume.family_state
     if _fits(held, strategy, sizes):
@@ -71,12 +74,13 @@ def server_starts(
 
 
 def _fits(held: dict[str, Any] | None, strategy: HierarchicalConfig, sizes: list[int]) -> bool:
-    """The checkpoint holds the group PSs of a job with these groups and group PSs."""
+    """The checkpoint holds the group PSs of a job with these groups and group PSs (one
+    size a group PS of a group)."""
     if held is None or held.get("kind") != KIND:
         return False
-    if (held["groups"], held["group_servers"]) != (strategy.groups, strategy.group_servers):
+    p = len(sizes)
+    if (held["groups"], held["group_servers"]) != (strategy.groups, p):
         return False
-    p = strategy.group_servers
     return all(s["values"].numel() == sizes[i % p] for i, s in enumerate(held["servers"]))
 
 
@@ -85,7 +89,7 @@ def _mean_of_groups(
 ) -> list[torch.Tensor]:
     """The center's slice j as the groups' group PSs j hold it on average (a checkpoint
     taken without the sync servers' reports)."""
-    p = strategy.group_servers
+    p = len(starts) // strategy.groups
     return [torch.stack([s.values for s in starts[j::p]]).mean(0) for j in range(p)]
 
 

@@ -35,6 +35,7 @@ def group_plan_for(spec: JobSpec) -> GroupPlan:
         spec.model,
         hierarchical(spec),
         cluster.num_trainers,
+        cluster.num_dense_servers,
         cluster.workers_per_trainer,
         spec.train.batch_size,
     )
@@ -48,7 +49,7 @@ def hierarchical_servers(spec: JobSpec, plan: JobPlan, initial: torch.Tensor) ->
     group_workers = strategy.trainers_per_group(cluster.num_trainers) * cluster.workers_per_trainer
     plan_ = group_plan_for(spec)
     dense = plan_.dense(spec.model, spec.train.seed)
-    p, centered = strategy.group_servers, strategy.needs_sync_servers
+    p, centered = cluster.num_dense_servers, strategy.needs_sync_servers
     centers = [dense.flat_of(j) for j in range(p)]
     starts: list[GroupServerStart | None] = [None] * (strategy.groups * p)
     if spec.resume is not None:
@@ -102,7 +103,7 @@ def group_collectives(
     group_servers = [s for s in servers if isinstance(s, GroupServerSpec)]
     return tuple(
         tuple(s.address for s in sorted(group_servers, key=lambda s: s.group) if s.server == j)
-        for j in range(strategy.group_servers)
+        for j in range(spec.cluster.num_dense_servers)
     )
 
 
@@ -110,6 +111,6 @@ def group_wiring(spec: JobSpec, trainer: int, wiring: Wiring) -> Wiring:
     """A trainer talks to the group PSs of its group."""
     strategy = hierarchical(spec)
     group = trainer // strategy.trainers_per_group(spec.cluster.num_trainers)
-    p = strategy.group_servers
+    p = spec.cluster.num_dense_servers
     servers = tuple(Address(GROUP_SERVER, group * p + j) for j in range(p))
     return dataclasses.replace(wiring, dense=servers, dense_ranges=())

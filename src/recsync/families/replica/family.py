@@ -93,10 +93,10 @@ class ReplicaFamily(Family):
         return lambda: center.exchange(values)
 
     def check_cluster(self, strategy: StrategyConfig, cluster: ClusterSpec) -> None:
-        if isinstance(strategy, CenterStrategy) and cluster.num_sync_servers < 1:
+        if isinstance(strategy, CenterStrategy) and cluster.num_dense_servers < 1:
             raise ValueError(
-                f"cluster.num_sync_servers: {strategy.describe()} needs at least one sync "
-                f"server, got {cluster.num_sync_servers}"
+                f"cluster.num_dense_servers: {strategy.describe()} needs at least one sync "
+                f"server, got {cluster.num_dense_servers}"
             )
 
     def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:

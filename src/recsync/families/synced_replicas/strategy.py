@@ -97,7 +97,8 @@ class ReplicaStrategy(StrategyConfig):
 class CenterStrategy(ReplicaStrategy):
     """Replicas synced through a center variable sharded over sync servers (EASGD)."""
 
-    dense_servers_key: ClassVar[str | None] = "num_sync_servers"
+    on_dense_servers: ClassVar[bool] = True
+    dense_in_blocks: ClassVar[bool] = True
 
     def make_replica(self, initial: torch.Tensor | None = None) -> ReplicaPolicy:
         raise NotImplementedError
