@@ -249,10 +249,6 @@ def test_without_model_tables_the_model_is_the_default():
             r"model.tables\[1\].name: 'a' is model.tables\[0\]'s",
         ),
         (
-            [{"name": "a", "kind": "hash"}, {"name": "b", "kind": "fixed"}, {"name": "c"}],
-            r"model.tables\[\d\].kind",
-        ),
-        (
             [{"name": "a", "rows": 50}, {"name": "b"}, {"name": "c"}],
             r"model.tables\[1\].rows: give every",
         ),
