@@ -20,7 +20,7 @@ def default_kind(model: ModelSection, source: str) -> str:
     kind = model.table_kind
     if kind != "auto":
         return kind
-    given = {t.kind for t in model.tables or ()} - {None}
+    given = {t.kind for t in model.tables or () if t.kind is not None}
     if len(given) == 1:
         return given.pop()
     fixed = source == "synthetic" or model.table_rows is not None
