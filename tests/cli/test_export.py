@@ -54,7 +54,7 @@ def test_the_export_page_lines_load_the_export_and_score_as_recsync(trained, tmp
     files = config.to_specs().files
     batch = prepared(
         next(iter(open_dataset([test_file], files.fmt, files.schema, batch_size=500))),
-        files.dense_log1p,
+        files,
     )
     with torch.no_grad():
         theirs = plain(batch.dense, batch.ids, batch.offsets)

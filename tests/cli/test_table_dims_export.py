@@ -39,7 +39,7 @@ def test_the_export_page_lines_score_a_mixed_dim_export_as_recsync(parquet_files
     ours, config_of_run = exported_model(run)
     files = config_of_run.to_specs().files
     batch = prepared(
-        next(iter(open_dataset([test], files.fmt, files.schema, batch_size=500))), files.dense_log1p
+        next(iter(open_dataset([test], files.fmt, files.schema, batch_size=500))), files
     )
     with torch.no_grad():
         theirs = plain(batch.dense, batch.ids, batch.offsets)

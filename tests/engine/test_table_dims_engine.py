@@ -1,5 +1,6 @@
 """Tables of different dims on the Ray engine: a job trains, stops at a checkpoint, resumes
-from it, and its model exports and scores a file as the run evaluated it."""
+from it, and its model exports and scores a file as the run evaluated it; hash and fixed
+tables of several dims in one job train, export and predict."""
 
 from __future__ import annotations
 
@@ -62,16 +63,19 @@ def test_a_mixed_dim_job_trains_resumes_exports_and_predicts(parquet_files, tmp_
     assert auc == pytest.approx(summary["test_auc"], abs=1e-6)  # the run's own evaluation
 
 
-def test_hash_tables_of_several_dims_train_export_and_predict(parquet_files, tmp_path):  # noqa: F811
+def test_hash_and_fixed_tables_of_several_dims_train_export_and_predict(parquet_files, tmp_path):  # noqa: F811
+    """C1 and C3 hash tables (C1 with its own admission), C2 and C4 fixed tables of the
+    data's 40 rows (model.table_rows: a hash table's expected ids)."""
     workdir, config, train, test = parquet_files
     tables = TABLES.replace(
         '{name = "C1", dim = 2}', '{name = "C1", dim = 2, admission = {min_count = 2}}'
     )
+    tables = tables.replace('{name = "C2", dim = 4}', '{name = "C2", dim = 4, kind = "fixed"}')
+    tables = tables.replace('{name = "C4"}', '{name = "C4", kind = "fixed"}')
     sets = parquet_overrides(
         train,
         **{
             "data.test_path": test.as_posix(),
-            "model.table_rows": "1",  # expected rows only: hash tables grow
             "model.table_kind": '"hash"',
             "model.tables": tables,
             "cluster.num_trainers": "1",
@@ -87,7 +91,11 @@ def test_hash_tables_of_several_dims_train_export_and_predict(parquet_files, tmp
     run = workdir / "runs" / "hash-dims"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["examples_trained"] == 2000 and summary["test_auc"] > 0.5
-    assert summary["embedding_rows"]["per_table"]["C1"]["refused_lookups"] > 0
+    per_table = summary["embedding_rows"]["per_table"]
+    assert per_table["C1"]["refused_lookups"] > 0
+    for fixed in ("C2", "C4"):  # every id admitted, at most the table's rows, none evicted
+        assert per_table[fixed]["refused_lookups"] == per_table[fixed]["evicted"] == 0
+        assert 0 < per_table[fixed]["live"] <= 40
 
     out = tmp_path / "model"
     result = invoke("export", str(run), str(out))
@@ -97,6 +105,10 @@ def test_hash_tables_of_several_dims_train_export_and_predict(parquet_files, tmp
         for f in range(1, 5)
     ]
     assert widths == [2, 4, 8, 4]
+    described = json.loads((out / "model.json").read_text())
+    assert [t.get("kind") for t in described["tables"]] == [None, "fixed", None, "fixed"]
+    ids = pq.read_table(out / "tables" / "C2.parquet").column("id").to_pylist()
+    assert ids and max(ids) < 40
     scores = tmp_path / "scores.parquet"
     result = invoke("predict", str(run), str(test), "--out", str(scores))
     assert result.exit_code == 0, result.output

@@ -81,7 +81,7 @@ def test_one_worker_on_three_servers_trains_the_reference_model_bit_for_bit():
     assert summary["examples_trained"] == SYNTHETIC.num_train
 
 
-@pytest.mark.parametrize("strategy", ["easgd", "gba", "allreduce"])
+@pytest.mark.parametrize("strategy", ["easgd", "gba", "allreduce", "hierarchical"])
 def test_a_mixed_dim_job_is_deterministic_and_trains(strategy):
     cluster = ClusterSpec(2, 1 if strategy == "allreduce" else 2, 2, 1)
     first, second = job(strategy, cluster), job(strategy, cluster)

@@ -249,10 +249,6 @@ def test_without_model_tables_the_model_is_the_default():
             r"model.tables\[1\].name: 'a' is model.tables\[0\]'s",
         ),
         (
-            [{"name": "a", "kind": "hash"}, {"name": "b", "kind": "fixed"}, {"name": "c"}],
-            r"model.tables\[\d\].kind",
-        ),
-        (
             [{"name": "a", "rows": 50}, {"name": "b"}, {"name": "c"}],
             r"model.tables\[1\].rows: give every",
         ),
@@ -395,10 +391,10 @@ def test_incremental_checkpoints_reach_every_store_of_a_grouped_shard():
         )
 
 
-def test_hierarchical_training_refuses_projected_tables():
+def test_hierarchical_training_takes_projected_tables():
     entries = tables({"name": "a", "dim": 4}, {"name": "b"}, {"name": "c"})
-    with pytest.raises(ConfigError, match="not supported by strategy 'hierarchical'"):
-        load_config(None, {**entries, "strategy.name": "hierarchical"})
+    model = load_config(None, {**entries, "strategy.name": "hierarchical"}).to_specs().model
+    assert model.projected == (0,)
 
 
 def test_a_new_day_evicts_each_group_by_its_own_ttl_days():

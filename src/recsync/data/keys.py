@@ -104,3 +104,17 @@ def table_of(keys: torch.Tensor) -> torch.Tensor:
 def id_of(keys: torch.Tensor) -> torch.Tensor:
     """The id56 of every key: its low 56 bits."""
     return keys & ID_MASK
+
+
+def fixed_keys(keys: torch.Tensor, fixed: tuple[tuple[int, int], ...]) -> torch.Tensor:
+    """`keys` with the ids of each fixed table among hash tables, (feature, rows) of
+    `fixed`, taken modulo its rows (its key: the feature's prefix | id % rows); the other
+    keys as they are."""
+    if not fixed or not keys.numel():
+        return keys
+    rows = torch.zeros(MAX_TABLES, dtype=torch.int64)
+    for feature, count in fixed:
+        rows[feature] = count
+    per_key = rows.index_select(0, table_of(keys))
+    ids = id_of(keys)
+    return torch.where(per_key > 0, keys - ids + ids % per_key.clamp(min=1), keys)

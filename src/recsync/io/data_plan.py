@@ -137,7 +137,7 @@ def first_batches(
         files.paths, files.fmt, files.schema, batch_size=train.batch_size, strict=files.strict,
         skips=SkipReport(),
     ) as reader:  # fmt: skip
-        return [prepared(b, files.dense_log1p) for b in itertools.islice(reader, count)]
+        return [prepared(b, files) for b in itertools.islice(reader, count)]
 
 
 def _parquet(files: FileData, infer_format: Callable[[str, Any], str]) -> bool:

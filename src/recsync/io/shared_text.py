@@ -149,7 +149,7 @@ def _share_stream(
             skipped = share.skips.total
             yield _copy(share.skips)
         yield SlotMark(slots)
-        yield prepared(batch, files.dense_log1p)
+        yield prepared(batch, files)
     if share.skips.total != skipped:
         yield _copy(share.skips)
     yield SlotMark(share.share_slots)
@@ -177,13 +177,13 @@ def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
 
     if isinstance(lines, ParquetGroups):
         rows = held_rows(lines)
-        return None if rows is None else prepared(rows, files.dense_log1p)
+        return None if rows is None else prepared(rows, files)
     if isinstance(lines, ByteBlocks):
         rows = held_byte_rows(lines)
-        return None if rows is None else prepared(rows, files.dense_log1p)
+        return None if rows is None else prepared(rows, files)
     if isinstance(lines, GzipFiles):
         rows = held_gzip_rows(lines)
-        return None if rows is None else prepared(rows, files.dense_log1p)
+        return None if rows is None else prepared(rows, files)
 
     parts: list[Batch] = []
     cutoff = lines.cutoff
@@ -199,7 +199,7 @@ def held_set(files: FileData, lines: SharedFiles) -> Batch | None:
     if not parts:
         return None
     test = concat(parts)
-    return prepared(test, files.dense_log1p)
+    return prepared(test, files)
 
 
 def _parsed(numbered: Sequence[tuple[int, str]], files: FileData, source: str) -> list[Batch]:

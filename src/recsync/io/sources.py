@@ -17,6 +17,7 @@ import torch
 
 from recsync.data.batch import Batch, concat, rebatch
 from recsync.data.epochs import epochs_of
+from recsync.data.keys import fixed_keys
 from recsync.data.shares import Select, selected
 from recsync.data.skips import SkipReport
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask, skip_examples
@@ -41,11 +42,16 @@ class FileData:
     test_fraction: float
     test_max_examples: int
     dense_log1p: bool
+    # (feature, rows) of each fixed table among hash tables (ModelSpec.fixed_rows)
+    fixed_rows: tuple[tuple[int, int], ...] = ()
 
 
-def prepared(batch: Batch, dense_log1p: bool) -> Batch:
-    """A batch as read, its dense features as the model takes them (log(1 + x) if asked)."""
-    if not dense_log1p:
+def prepared(batch: Batch, files: FileData) -> Batch:
+    """A batch as read, its dense features as the model takes them (log(1 + x) if asked),
+    the ids of fixed tables among hash tables taken modulo their rows (data/keys.py)."""
+    if files.fixed_rows:
+        batch = dataclasses.replace(batch, ids=fixed_keys(batch.ids, files.fixed_rows))
+    if not files.dense_log1p:
         return batch
     return dataclasses.replace(batch, dense=torch.log1p(batch.dense.clamp_min(0.0)))
 
@@ -66,9 +72,7 @@ def read_test_files(files: FileData, skips: SkipReport) -> Batch | None:
     )
     for batch in reader:
         room = limit - count
-        part = prepared(
-            batch if batch.batch_size <= room else batch.slice(0, room), files.dense_log1p
-        )
+        part = prepared(batch if batch.batch_size <= room else batch.slice(0, room), files)
         if part.batch_size:
             held.append(part)
             count += part.batch_size

@@ -9,6 +9,7 @@ from typing import Literal
 from recsync.model.hash_spec import Admission, Eviction, HashTables
 
 Pooling = Literal["sum", "mean"]
+TableKind = Literal["hash", "fixed"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,9 @@ class TableSpec:
     # a hash table's own admission and eviction (None: the model's `hash_tables`')
     admission: Admission | None = None
     eviction: Eviction | None = None
+    # "fixed" in a model of hash tables: a table of `num_rows` rows among them (None: the
+    # model's kind, see ModelSpec)
+    kind: TableKind | None = None
 
     def __post_init__(self) -> None:
         if self.num_rows < 1:
@@ -30,6 +34,10 @@ class TableSpec:
             raise ValueError(f"table {self.name}: dim must be >= 1, got {self.dim}")
         if self.pooling not in ("sum", "mean"):
             raise ValueError(f"table {self.name}: pooling must be sum or mean, got {self.pooling}")
+        if self.kind not in (None, "hash", "fixed"):
+            raise ValueError(f"table {self.name}: kind must be hash or fixed, got {self.kind!r}")
+        if self.kind == "fixed" and (self.admission or self.eviction):
+            raise ValueError(f"table {self.name}: admission and eviction are a hash table's")
 
 
 def default_tables(
@@ -49,7 +57,11 @@ class ModelSpec:
     output); None: the tables' one dim. Tables may then differ in dim: a table whose dim is
     not D is projected to D by a linear map of its own, a dense parameter (`DenseArch`). The
     pooled embeddings the dense part takes are B x F x W, W the widest table's dim, a
-    table's vector in its first `dim` entries (zeros after)."""
+    table's vector in its first `dim` entries (zeros after).
+
+    With `hash_tables`, a table of kind "fixed" is a fixed table among hash tables: its ids
+    are taken modulo its `num_rows` (`fixed_rows`), then keyed as the others' are, and its
+    rows live in the hash shards' stores of their own (no admission, eviction or bound)."""
 
     num_dense: int = 13
     tables: tuple[TableSpec, ...] = field(default_factory=default_tables)
@@ -76,6 +88,11 @@ class ModelSpec:
         own = [t.name for t in self.tables if t.admission or t.eviction]
         if own and self.hash_tables is None:
             raise ValueError(f"table {own[0]}: admission and eviction are a hash table's")
+        hashed = [t.name for t in self.tables if t.kind == "hash"]
+        if hashed and self.hash_tables is None:
+            raise ValueError(f"table {hashed[0]}: a hash table needs the model's hash_tables")
+        if self.hash_tables is not None and all(t.kind == "fixed" for t in self.tables):
+            raise ValueError("hash_tables: every table is fixed (a model of fixed tables)")
         if self.hash_tables is not None and len(self.tables) > 256:
             raise ValueError(
                 f"hash tables: at most 256 tables (8-bit feature prefix), got {len(self.tables)}"
@@ -91,6 +108,14 @@ class ModelSpec:
         """D: the size of the vectors the interaction multiplies (every table's dim, unless
         tables are projected to `interaction_dim`)."""
         return self.tables[0].dim if self.interaction_dim is None else self.interaction_dim
+
+    @property
+    def fixed_rows(self) -> tuple[tuple[int, int], ...]:
+        """(feature, rows) of each fixed table among hash tables: its keys' ids are taken
+        modulo its rows (none in a model of one kind)."""
+        if self.hash_tables is None:
+            return ()
+        return tuple((f, t.num_rows) for f, t in enumerate(self.tables) if t.kind == "fixed")
 
     @property
     def table_dims(self) -> tuple[int, ...]:

@@ -1,7 +1,9 @@
 """Hash tables spread over every embedding shard by a hash of the key.
 
 Each id of a batch is a 64-bit key (the feature in its top 8 bits, data/keys.py), so one
-shard's map holds the rows of every table without two features sharing a row. A key's shard
+shard's map holds the rows of every table without two features sharing a row (a fixed
+table among hash tables too: its keys' ids are below its rows, its store of its own admits
+every id and evicts none). A key's shard
 is a multiplicative hash of it, taken from other bits than the shard's own index uses, so
 keys stay spread within a shard. A shard gets the bags that hold any of its ids and pools
 its part of each; the partial pools sum to the bag's pool.
@@ -16,6 +18,7 @@ import numpy as np
 import torch
 
 from recsync.data.batch import Batch
+from recsync.data.keys import ID_MASK, table_of
 from recsync.model.hash_spec import Admission, Eviction, HashTables
 from recsync.model.spec import TableSpec
 from recsync.optim.rowwise import RowOptimizerSpec
@@ -33,22 +36,28 @@ SHARD_BITS = 32
 
 @dataclass(frozen=True)
 class HashGroup:
-    """Hash tables that share one store on each shard: their dim, admission and eviction."""
+    """Hash tables that share one store on each shard: their dim, admission and eviction
+    (`fixed`: fixed tables, every id admitted, none evicted, no bound)."""
 
     dim: int
     admission: Admission
     eviction: Eviction
     tables: tuple[int, ...]
+    fixed: bool = False
 
 
 def hash_groups(tables: tuple[TableSpec, ...], config: HashTables) -> list[HashGroup]:
     """The tables grouped by (dim, admission, eviction), a table's own admission and
-    eviction where it has them, else `config`'s; groups in the order of their first table."""
-    found: dict[tuple[int, Admission, Eviction], list[int]] = {}
+    eviction where it has them, else `config`'s, fixed tables apart (by dim); groups in
+    the order of their first table."""
+    found: dict[tuple[int, Admission, Eviction, bool], list[int]] = {}
     for f, t in enumerate(tables):
-        key = (t.dim, t.admission or config.admission, t.eviction or config.eviction)
+        if t.kind == "fixed":
+            key = (t.dim, Admission(), Eviction(), True)
+        else:
+            key = (t.dim, t.admission or config.admission, t.eviction or config.eviction, False)
         found.setdefault(key, []).append(f)
-    return [HashGroup(d, a, e, tuple(fs)) for (d, a, e), fs in found.items()]
+    return [HashGroup(d, a, e, tuple(fs), fixed) for (d, a, e, fixed), fs in found.items()]
 
 
 def shard_of_keys(keys: torch.Tensor, num_shards: int) -> torch.Tensor:
@@ -78,6 +87,13 @@ class HashLayout(TableLayout):
         self._mean_tables = torch.tensor([spec.pooling == "mean" for spec in tables])
         self._any_mean = bool(self._mean_tables.any())
         self._aranges: dict[int, torch.Tensor] = {}
+        # each table's bound on its keys' ids: a fixed table's rows, else none
+        self._id_bounds: torch.Tensor | None = None
+        if any(t.kind == "fixed" for t in tables):
+            self._id_bounds = torch.full((256,), ID_MASK + 1, dtype=torch.int64)
+            for f, t in enumerate(tables):
+                if t.kind == "fixed":
+                    self._id_bounds[f] = t.num_rows
 
     def _arange(self, n: int) -> torch.Tensor:
         cached = self._aranges.get(n)
@@ -96,8 +112,24 @@ class HashLayout(TableLayout):
         return per_bag.repeat_interleave(lengths, output_size=batch.ids.numel())
 
     def route(self, batch: Batch) -> list[ShardRequest]:
+        if self._id_bounds is not None:
+            self._check_fixed(batch.ids)
         requests = self._route(batch)
         return [without_empty_bags(r) for r in requests] if self.mixed else requests
+
+    def _check_fixed(self, keys: torch.Tensor) -> None:
+        """ValueError naming the table if a fixed table's key has an id past its rows (the
+        readers take its ids modulo its rows: ModelSpec.fixed_rows)."""
+        assert self._id_bounds is not None
+        tables = table_of(keys)
+        bad = (keys & ID_MASK) >= self._id_bounds.index_select(0, tables)
+        if bool(bad.any()):
+            at = int(bad.nonzero()[0, 0])
+            spec = self.tables[int(tables[at])]
+            raise ValueError(
+                f"table {spec.name}: id {int(keys[at]) & ID_MASK} is past its {spec.num_rows} "
+                "rows (a fixed table among hash tables takes ids below its rows)"
+            )
 
     def _route(self, batch: Batch) -> list[ShardRequest]:
         F, B = len(self.tables), batch.batch_size
@@ -183,7 +215,7 @@ class HashLayout(TableLayout):
             dim=group.dim,
             admission=group.admission,
             eviction=group.eviction,
-            max_rows=self.config.max_rows,
+            max_rows=None if group.fixed else self.config.max_rows,
             initial_rows=self.config.initial_rows,
             seed=seed,
             table_names=tuple(t.name for t in self.tables),

@@ -65,9 +65,9 @@ class TableEvictionSection(Section):
 
 class TableSection(Section):
     """One [[model.tables]] entry: a table's name, its dim (default: model.embedding_dim),
-    its kind (the same for every table: a check of model.table_kind, or its value when
-    that is "auto"), its rows (a fixed table's, else table_rows'), and a hash table's own
-    admission and eviction keys (over model.hash_tables')."""
+    its kind (default: model.table_kind's; hash and fixed tables may mix), its rows (a
+    fixed table's, else table_rows'), and a hash table's own admission and eviction keys
+    (over model.hash_tables')."""
 
     name: str = Field(description="The table's name: its categorical column's.")
     dim: int | None = Field(
@@ -77,12 +77,14 @@ class TableSection(Section):
     )
     kind: Literal["hash", "fixed"] | None = Field(
         default=None,
-        description="hash or fixed: the same for every table (model.table_kind's).",
+        description="hash: keyed by raw ids, rows made as ids arrive; fixed: `rows` rows, "
+        "ids taken modulo it. Tables of both kinds may mix in one job.",
         json_schema_extra={"unset": "model.table_kind's"},
     )
     rows: int | None = Field(
         default=None,
-        description="A fixed table's rows (every table's or none).",
+        description="A fixed table's rows (required where hash tables give none), or a "
+        "hash table's expected ids (every table's or none).",
         json_schema_extra={"unset": "model.table_rows'"},
     )
     admission: TableAdmissionSection | None = Field(
@@ -123,7 +125,8 @@ class ModelSection(Section):
     table_kind: Literal["auto", "hash", "fixed"] = Field(
         default="auto",
         description="hash: tables keyed by raw ids, rows made as ids arrive; fixed: "
-        "table_rows rows; auto: hash for file data without table_rows, fixed otherwise.",
+        "table_rows rows; auto: the one kind [[model.tables]] gives, else hash for file "
+        "data without table_rows, fixed otherwise. A table's own kind overrides it.",
     )
     tables: list[TableSection] | None = Field(
         default=None,

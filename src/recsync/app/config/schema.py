@@ -21,7 +21,7 @@ from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_valida
 from recsync.app.config.base import Section, build_dataclass, section_from_dataclass
 from recsync.app.config.data import TABULAR_FORMATS, DataSection, file_paths, reader_schema
 from recsync.app.config.job import ClusterSection, check_cluster_fits, check_model_fits
-from recsync.app.config.model import ModelSection, TableSection
+from recsync.app.config.model import ModelSection
 from recsync.app.config.run import RecoverySection, RunSection, SimulateSection
 from recsync.app.config.strategy import (
     StrategySection,
@@ -29,12 +29,13 @@ from recsync.app.config.strategy import (
     rewrite_flat_keys,
     strategy_spec,
 )
+from recsync.app.config.tables import listed_tables, mixed_rows, own_policies, table_kinds
 from recsync.coordinator.spec import ClusterSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.sources import FileData
 from recsync.model.hash_spec import Admission, Eviction, HashTables
-from recsync.model.spec import ModelSpec, TableSpec
+from recsync.model.spec import ModelSpec, TableKind, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
@@ -215,77 +216,9 @@ class Config(Section):
 
     @property
     def hashed_tables(self) -> bool:
-        """Whether the tables are hash tables (model.table_kind, "auto" resolved)."""
-        kind = self.model.table_kind
-        if kind == "auto":
-            given = {t.kind for t in self.model.tables or ()} - {None}
-            if len(given) == 1:
-                return given == {"hash"}
-            fixed = self.data.source == "synthetic" or self.model.table_rows is not None
-            return not fixed
-        return kind == "hash"
-
-    def _listed_tables(
-        self, num_tables: int | None, names: list[str] | None
-    ) -> list[TableSection] | None:
-        """[[model.tables]] checked against the data and the rest of [model] (None: not
-        given)."""
-        m = self.model
-        listed = m.tables
-        if listed is None:
-            return None
-        if not listed:
-            raise ConfigError("model.tables: give at least one table, or leave it out")
-        if num_tables is not None and len(listed) != num_tables:
-            raise ConfigError(
-                f"model.tables: {len(listed)} tables, but the data has {num_tables} "
-                "categorical columns (one table each)"
-            )
-        kind = "hash" if self.hashed_tables else "fixed"
-        seen: dict[str, int] = {}
-        for i, t in enumerate(listed):
-            key = f"model.tables[{i}]"
-            if not t.name:
-                raise ConfigError(f"{key}.name: must not be empty")
-            if t.name in seen:
-                raise ConfigError(f"{key}.name: {t.name!r} is model.tables[{seen[t.name]}]'s too")
-            seen[t.name] = i
-            if names is not None and t.name != names[i]:
-                raise ConfigError(
-                    f"{key}.name: {t.name!r}, but the data's categorical column {i} is "
-                    f"{names[i]!r} (the tables follow the columns' order)"
-                )
-            if t.dim is not None and t.dim < 1:
-                raise ConfigError(f"{key}.dim: must be >= 1, got {t.dim}")
-            if t.rows is not None and t.rows < 1:
-                raise ConfigError(f"{key}.rows: must be >= 1, got {t.rows}")
-            if t.rows is not None and m.table_rows is not None:
-                raise ConfigError(f"{key}.rows: give the rows either here or in model.table_rows")
-            if t.kind is not None and t.kind != kind:
-                raise ConfigError(
-                    f"{key}.kind: {t.kind!r}, but the tables are {kind} tables "
-                    f"(model.table_kind = {m.table_kind!r}); every table has one kind for now"
-                )
-            for name in ("admission", "eviction"):
-                if getattr(t, name) is not None and kind != "hash":
-                    raise ConfigError(f"{key}.{name}: only hash tables admit and evict rows")
-        return listed
-
-    def _own_policies(
-        self, i: int, t: TableSection, hash_tables: HashTables
-    ) -> tuple[Admission | None, Eviction | None]:
-        """Table i's own admission and eviction: its keys over model.hash_tables' (None
-        where it sets none)."""
-        own: list[Any] = []
-        for name, cls in (("admission", Admission), ("eviction", Eviction)):
-            section = getattr(t, name)
-            if section is None:
-                own.append(None)
-                continue
-            given = {k: v for k, v in section.model_dump().items() if v is not None}
-            values = dataclasses.asdict(getattr(hash_tables, name)) | given
-            own.append(build_dataclass(cls, values, f"model.tables[{i}].{name}"))
-        return own[0], own[1]
+        """Whether any table is a hash table (model.table_kind, "auto" resolved, and the
+        kinds [[model.tables]] gives)."""
+        return "hash" in table_kinds(self.model, self.data.source)
 
     def _model_spec(self) -> ModelSpec:
         m, source = self.model, self.data.source
@@ -293,13 +226,17 @@ class Config(Section):
         num_dense = _agree("model.num_dense", m.num_dense, data_dense, "dense features")
         num_tables = _agree("model.num_tables", m.num_tables, data_tables, "tables")
         tabular = source in TABULAR_FORMATS
-        entries = self._listed_tables(
-            num_tables, list(self.data.table_schema.categorical) if tabular else None
+        entries = listed_tables(
+            m, source, num_tables, list(self.data.table_schema.categorical) if tabular else None
         )
+        kinds = table_kinds(m, source)
+        mixed = len(set(kinds)) > 1
         if entries is not None:
             num_tables = len(entries)
             if all(t.rows is not None for t in entries):
                 m = m.model_copy(update={"table_rows": [t.rows for t in entries]})
+            elif mixed and m.table_rows is None:
+                m = m.model_copy(update={"table_rows": mixed_rows(entries, kinds, data_rows)})
             elif any(t.rows is not None for t in entries):
                 i = next(i for i, t in enumerate(entries) if t.rows is None)
                 raise ConfigError(f"model.tables[{i}].rows: give every table's rows, or none")
@@ -356,12 +293,15 @@ class Config(Section):
         )
         policies: list[tuple[Admission | None, Eviction | None]] = [(None, None)] * len(rows)
         if entries is not None and hash_tables is not None:
-            policies = [self._own_policies(i, t, hash_tables) for i, t in enumerate(entries)]
+            policies = [own_policies(i, t, hash_tables) for i, t in enumerate(entries)]
+        own_kinds: list[TableKind | None] = [None] * len(rows)
+        if mixed:  # fixed tables among hash tables
+            own_kinds = ["fixed" if k == "fixed" else None for k in kinds]
         try:
             tables = tuple(
-                TableSpec(name, r, dim, m.pooling, admission, eviction)
-                for name, r, dim, (admission, eviction) in zip(
-                    names, rows, dims, policies, strict=True
+                TableSpec(name, r, dim, m.pooling, admission, eviction, kind)
+                for name, r, dim, (admission, eviction), kind in zip(
+                    names, rows, dims, policies, own_kinds, strict=True
                 )
             )
             return ModelSpec(
@@ -406,6 +346,7 @@ class Config(Section):
             test_fraction=data.test_fraction,
             test_max_examples=data.test_max_examples,
             dense_log1p=data.table_schema.dense_log1p and data.source in TABULAR_FORMATS,
+            fixed_rows=model.fixed_rows,
         )
 
 

@@ -136,7 +136,7 @@ def predict_file(run: Path, data: Path, out: Path, best: bool = False) -> tuple[
     labels, scores = [], []
     with torch.no_grad():
         for batch in reader:
-            batch = prepared(batch, files.dense_log1p)
+            batch = prepared(batch, files)
             labels.append(batch.labels)
             scores.append(score(batch))
     table = pa.table(

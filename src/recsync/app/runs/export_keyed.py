@@ -5,7 +5,8 @@
   it, or its 56-bit hash, data/keys.py) and `vector` (D float32), one row per live row;
 - `dense.pt2`: the dense part as a `torch.export` program, (dense B x num_dense, pooled
   B x F x D) -> B logits;
-- `model.json`: the tables (name, pooling, rows), the data format and the key rule.
+- `model.json`: the tables (name, pooling, rows; a fixed table among hash tables: its kind
+  and num_rows, its ids taken modulo them), the data format and the key rule.
 With `--delta-from OLD` it also writes `tables/<name>.delta.parquet`: the rows added or
 changed since the export OLD (`deleted` false) and the ids OLD had that are gone (`deleted`
 true, zero vector), for an online store to apply.
@@ -116,9 +117,14 @@ def export_keyed(
                 )
             changes = delta(read_table(old_path), (ids, vectors))
             pq.write_table(changes, out_dir / TABLES_DIR / f"{spec.name}.delta.parquet")
-        tables.append(
-            {"name": spec.name, "pooling": spec.pooling, "rows": int(ids.numel()), "dim": spec.dim}
-        )
+        entry = {"name": spec.name, "pooling": spec.pooling, "rows": int(ids.numel())}
+        tables.append(entry | {"dim": spec.dim} | _fixed(model, f))
+    key_rule = (
+        "ids in [0, 2^56) as they are; other integers and strings: the low 56 bits "
+        "of their mmh3 64-bit hash (recsync.data.keys)"
+    )
+    if model.fixed_rows:
+        key_rule += "; a fixed table's (kind fixed): that id modulo its num_rows"
     return {
         "format": KEYED_FORMAT,
         "num_dense": model.num_dense,
@@ -127,8 +133,13 @@ def export_keyed(
         "tables": tables,
         "dense_program": DENSE_PROGRAM,
         "missing_id": "zero vector",
-        "key_rule": "ids in [0, 2^56) as they are; other integers and strings: the low 56 bits "
-        "of their mmh3 64-bit hash (recsync.data.keys)",
+        "key_rule": key_rule,
         "data": config.dump()["data"],
         "model_config": config.dump()["model"],
     }
+
+
+def _fixed(model: ModelSpec, f: int) -> dict[str, Any]:
+    """A fixed table's kind and rows among hash tables (its ids are taken modulo them)."""
+    spec = model.tables[f]
+    return {"kind": "fixed", "num_rows": spec.num_rows} if spec.kind == "fixed" else {}

@@ -21,7 +21,8 @@ def imbalance(plan: JobPlan | EmbeddingPlan) -> float:
 def _holdings(plan: EmbeddingPlan, tables: tuple[TableSpec, ...], server: int) -> str:
     layout = plan.layout
     if not isinstance(layout, EmbeddingLayout):  # hash tables: every server a share of each
-        return f"1/{layout.num_shards} of each hash table, by hash of id"
+        kinds = "hash and fixed table" if any(t.kind == "fixed" for t in tables) else "hash table"
+        return f"1/{layout.num_shards} of each {kinds}, by hash of id"
     parts = []
     for s in layout.slices:  # sorted by (table, row_start)
         if s.shard != server:

@@ -25,7 +25,6 @@ from recsync.families.hierarchical.topology import (
 )
 from recsync.families.hierarchical.trainer import HierarchicalTrainer
 from recsync.families.synced_replicas.sync_server import SYNC_SERVER, SYNC_SERVER_TRAITS
-from recsync.model.spec import ModelSpec
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
@@ -95,14 +94,6 @@ class HierarchicalFamily(Family):
             strategy.trainers_per_group(cluster.num_trainers)
         except ValueError as error:
             raise ValueError(f"cluster.num_trainers: {error}") from None
-
-    def check_model(self, strategy: StrategyConfig, model: ModelSpec) -> None:
-        if model.projected:
-            raise ValueError(
-                "model.tables: tables whose dim is not model.embedding_dim (projected) are "
-                "not supported by strategy 'hierarchical' yet (its group servers hold the "
-                "MLPs only)"
-            )
 
     def final_dense(self, spec: JobSpec, reports: Reports) -> torch.Tensor:
         """The average of the groups' models (each put together from its group PSs' parts)."""

@@ -3,8 +3,11 @@ Sec. 3.2 and 4.1): the MLPs split by an FC plan, then cut into stages a trainer 
 after the other. A stage is either a run of consecutive unsplit FCs (with the activations
 between and after them) that one group PS owns, or one split FC (vertical, horizontal or a
 co-partitioned pair) whose parts sit on group PSs, joined on the trainer by concatenation
-or sum, the activation after the join on the trainer too. Everything else (interaction,
-the FM terms, the loss) runs on the trainers. Every group PS and trainer builds the same
+or sum, the activation after the join on the trainer too. Tables projected to the
+interaction's size (per-table dims) add one stage, `embed`: the projections, on the group PS
+of the top MLP's first part, take the pooled embeddings (flat) and give the vectors the
+interaction multiplies. Everything else (interaction, the FM terms, the loss) runs on the
+trainers. Every group PS and trainer builds the same
 `GroupDense` from the same seed; each group PS trains only the parts it owns.
 """
 
@@ -25,10 +28,27 @@ from recsync.families.hierarchical.fc_split import (
     merge_mlp,
     split_mlp,
 )
-from recsync.model.dlrm import DenseArch, build_dense
+from recsync.model.dlrm import DenseArch, Projections, build_dense
 from recsync.model.spec import ModelSpec
 
 MLPS = ("bottom", "top")
+EMBED = "embed"  # the projections' stage
+
+
+class FlatProjections(nn.Module):
+    """The projections as a stage's part: B x (F W) pooled embeddings in (flat, as a stage's
+    input travels), B x (F D) vectors out."""
+
+    def __init__(self, projections: Projections, spec: ModelSpec):
+        super().__init__()
+        self.projections = projections
+        self.shape = (spec.num_features, spec.pooled_dim)
+        D = spec.embedding_dim
+        self.flops = 3 * 2.0 * sum(spec.tables[f].dim * D for f in spec.projected)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        vectors: torch.Tensor = self.projections(x.view(x.shape[0], *self.shape))
+        return vectors.flatten(1)
 
 
 class Join(StrEnum):
@@ -98,6 +118,12 @@ class GroupDense:
             layers = self.mlp(mlp)
             if layers is not None:
                 self._cut(mlp, layers, plan, part_server)
+        self.embed: Stage | None = None  # the projections' stage (projected tables only)
+        if self.arch.projections is not None:
+            server = part_server("top", 0, plans[1][0], 0)
+            part = FlatProjections(self.arch.projections, spec)
+            self._add(EMBED, 0, 0, 0, Join.ONE, [(server, None, part)])
+            self.embed = self.stages[-1]
 
     def mlp(self, name: str) -> nn.Sequential | None:
         return self.arch.bottom if name == "bottom" else self.arch.top
@@ -202,11 +228,16 @@ class GroupDense:
             layers = self.mlp(mlp)
             if layers is not None:
                 values += [p.detach().reshape(-1) for p in merge_mlp(layers).parameters()]
+        if self.arch.projections is not None:  # after the MLPs, as DenseArch holds them
+            values += [p.detach().reshape(-1) for p in self.arch.projections.parameters()]
         return torch.cat(values)
 
     def flops_per_example(self, stage: int, part: int) -> float:
         """Training FLOPs of one example through one part: forward, input gradient and
         weight gradient, about one matmul each."""
+        module = self._parts[stage][part]
+        if isinstance(module, FlatProjections):
+            return module.flops
         return sum(
             3 * 2.0 * layer.in_features * layer.out_features
             for layer in self._parts[stage][part].modules()

@@ -137,17 +137,24 @@ class HierarchicalTrainer(ReceivingTrainer):
         pooled = pooled.detach().requires_grad_()
         ran: list[Ran] = []
         coded = 0.0
+        vectors = pooled
+        if dense.embed is not None:  # projected tables: the embed stage's vectors
+            flat = pooled.flatten(1)
+            y, widths, flops = yield from self._forward(worker, dense.embed, flat)
+            coded += flops
+            ran.append(Ran(dense.embed, flat, y.requires_grad_(), widths))
+            vectors = y.view(batch.batch_size, pooled.shape[1], -1)
         x: torch.Tensor = batch.dense
         for mlp in ("bottom", "top"):
             if mlp == "top":
-                x = arch.top_input(x if arch.bottom is not None else None, pooled)
+                x = arch.top_input(x if arch.bottom is not None else None, vectors)
             for stage in (s for s in dense.stages if s.mlp == mlp):
                 y, widths, flops = yield from self._forward(worker, stage, x)
                 coded += flops
                 y = y.requires_grad_()
                 ran.append(Ran(stage, x, y, widths))
                 x = dense.local(stage, y)
-        logits = arch.head(x, pooled)
+        logits = arch.head(x, vectors)
         loss = F_.binary_cross_entropy_with_logits(logits, batch.labels)
         leaves = [r.y for r in ran]
         grads = _grads(loss, None, [*leaves, pooled])
