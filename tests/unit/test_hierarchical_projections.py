@@ -53,8 +53,8 @@ def test_projected_tables_train_through_the_group_pss_as_the_unsplit_model(
     num_dense, group_servers
 ):
     spec = model(num_dense)
-    strategy = HierarchicalConfig(groups=1, group_servers=group_servers)
-    plan = group_plan_of(spec, strategy, 1, 1, B)
+    strategy = HierarchicalConfig(groups=1)
+    plan = group_plan_of(spec, strategy, 1, group_servers, 1, B)
     addresses = tuple(Address(GROUP_SERVER, j) for j in range(group_servers))
     servers = [
         GroupServerNode(
