@@ -1,5 +1,6 @@
 """Measures of a finished job, the same for both drivers: sync gaps of the replica family,
-staleness and drops of the gradient strategies, and the one-pass check."""
+staleness and drops of the gradient strategies, and the one-pass check; and what the
+families read of their nodes' reports (the trainers' replicas, a policy's measures)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from recsync.coordinator.spec import JobSpec
+from recsync.protocol.address import Role
 from recsync.ps.gradient_servers import GradientServerStats
-from recsync.sync.timing import average_sync_gap
-from recsync.trainer.stats import TrainerStats
+from recsync.strategy.family import Reports
+from recsync.strategy.timing import average_sync_gap
+from recsync.trainer.stats import TrainerReport, TrainerStats
 
 
 def histogram_summary(histogram: Counter[int]) -> dict[str, Any]:
@@ -199,3 +204,20 @@ def answer_times(seconds: Sequence[float]) -> dict[str, float | int]:
         "p99_s": round(p99, 4),
         "max_s": round(ordered[-1], 4),
     }
+
+
+def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
+    """The trainers' dense replicas (of a family whose trainers hold one)."""
+    trainers: list[TrainerReport] = reports(Role.TRAINER)
+    return [t.replica for t in trainers if t.replica is not None]
+
+
+def policy_measures(
+    spec: JobSpec, reports: Reports, train_seconds: float, dense: list[GradientServerStats]
+) -> dict[str, Any]:
+    """The measures of a job whose servers run a gradient policy: its shards and the
+    servers of its dense part (`dense`: their stats; none if the trainers hold it)."""
+    stats = [t.stats for t in reports(Role.TRAINER)]
+    sparse: list[GradientServerStats] = [s.stats for s in reports(Role.EMBEDDING_SERVER)]
+    iterations = sum(s.total_iterations for s in stats)
+    return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)

@@ -10,9 +10,14 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.family import Family, Reports, TrainerSpec, trainer_replicas
-from recsync.coordinator.measures import sync_measures
-from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, Collectives, NodeSpec
+from recsync.coordinator.measures import sync_measures, trainer_replicas
+from recsync.coordinator.node_specs import (
+    SERVER_MARGIN,
+    BuildContext,
+    Collectives,
+    NodeSpec,
+    TrainerSpec,
+)
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.replica.bmuf import BmufConfig
 from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
@@ -33,7 +38,8 @@ from recsync.families.synced_replicas.sync_server import (
 from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Family, Reports
 
 
 class ReplicaFamily(Family):
