@@ -9,7 +9,6 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.checkpoint import join_optimizer_states
 from recsync.coordinator.measures import policy_measures
 from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec, TrainerSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
@@ -124,3 +123,13 @@ class GradientFamily(Family):
 def _gradient(strategy: StrategyConfig) -> GradientStrategy:
     assert isinstance(strategy, GradientStrategy), strategy
     return strategy
+
+
+def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One dense optimizer state from the blocks' states, in block order; the step count is
+    the first block's (every block takes the same steps)."""
+    joined: dict[str, Any] = {"steps": int(states[0]["steps"])}
+    for key, value in states[0].items():
+        if isinstance(value, torch.Tensor):
+            joined[key] = torch.cat([s[key] for s in states])
+    return joined
