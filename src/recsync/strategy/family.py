@@ -5,8 +5,8 @@ configs, the servers of the dense part its jobs run (and what each trainer talks
 trainer, the reader's tokens, its collectives, why its workers cannot be processes, its
 final dense model and optimizer state (and any state of its own a resumed job needs), its
 measures in the summary, its cluster checks, its rows of `recsync plan` and the recoveries
-it supports. The kernel (this package, and ps/, trainer/, protocol/, coordinator/ above
-it) imports no family: `register_family` (called by the one list of families,
+it supports. Nothing below the families (this package, protocol/, ps/, trainer/,
+coordinator/) imports one: `register_family` (called by the one list of families,
 recsync/families/__init__.py) makes a family known, and `family_of` finds a strategy's
 family by the most specific registered base type of its config.
 
