@@ -21,7 +21,7 @@ from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.ray.job import connect, run_job
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 
 
 def variants(k: int) -> list[tuple[str, dict]]:

@@ -57,7 +57,7 @@ from recsync.app.config.load import load_config
 from recsync.app.runs.checkpoints import load_run_checkpoint
 from recsync.app.runs.continual import run_continual
 from recsync.app.runs.continual_options import ContinualOptions
-from recsync.sync.controller import ControllerConfig
+from recsync.strategy.controller import ControllerConfig
 
 DAYS = 12  # days 0-10 trained, 1-11 scored
 PER_DAY = 32_768

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: experiments/ and src/ in it
 PACKAGES = ("experiments", "recsync")  # the checkout's own top-level packages
 IMPORTED_BY_NAME = {  # importlib, not `import`: a module -> what it imports by name
-    "recsync.sync.registry": ("recsync.families",),
+    "recsync.strategy.registry": ("recsync.families",),
     "recsync.app.cli.experiments": ("experiments", "experiments.repro"),
-    "recsync.coordinator.family": (),  # $RECSYNC_FAMILIES' modules: a user's, none of ours
+    "recsync.strategy.family": (),  # $RECSYNC_FAMILIES' modules: a user's, none of ours
 }
 
 

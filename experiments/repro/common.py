@@ -24,7 +24,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.pools import current_pool
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
 
 NUM_TRAINERS, WORKERS_PER_TRAINER = 8, 4  # 32 workers
 EMBEDDING_SERVERS, DENSE_SERVERS = 8, 4

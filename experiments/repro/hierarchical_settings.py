@@ -12,7 +12,7 @@ from recsync.coordinator.spec import ClusterSpec
 from recsync.families import strategy_config
 from recsync.model.spec import ModelSpec
 from recsync.runtime.sim.cost import CostModel
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
 
 GROUP_TRAINERS = GROUP_SERVERS = 6  # the paper's best (t, p)
 EASGD_TRAINERS = 40

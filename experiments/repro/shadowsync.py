@@ -41,7 +41,7 @@ from recsync.families.synced_replicas.sync_server import SYNC_SERVER
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 
 TRAINERS = (5, 10, 15, 20)
 WORKERS_PER_TRAINER = 24  # the paper's

@@ -25,8 +25,8 @@ from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.config import StrategyConfig
-from recsync.sync.timing import Timing
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.timing import Timing
 
 # the dense Adagrad rate Table 3's tuning chose on its baseline (S-EASGD, 5 trainers, 1M
 # examples: 0.008 beside 0.001-0.004), frozen for every strategy here as the paper keeps one

@@ -41,7 +41,7 @@ from recsync.model.spec import ModelSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 
 EXAMPLES = 1 << 21  # every run: the same 2,097,152 examples, one pass (see the docstring)
 WORKERS_PER_TRAINER = 4  # the paper: 24 (Fig. 5's throughput runs have 24; see the docstring)

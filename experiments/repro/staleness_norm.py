@@ -52,7 +52,7 @@ from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.staleness_norm import StalenessNorm
 
 SMALL, LARGE = 400, 1_200  # workers (the paper's 1K and 3K, x0.4)
 TOTAL_STEPS = 96_000  # updates per run: 240 per worker on the small cluster, 80 on the large

@@ -13,7 +13,7 @@ from typing import Any
 from experiments.repro import reviewer
 from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.staleness_norm import StalenessNorm
 
 NEAR = 0.005  # AUC: "almost achieves the same AUC as in 1K workers"
 
@@ -252,7 +252,7 @@ def fig2_section(runs: Runs, names: Labels) -> list[str]:
         "figure did not survive the paper text's extraction, and the text does not define "
         "the normalization behind Linear1K and Linear500 beyond those words. What can be "
         "checked is the factor recsync applies, which the table gives from the rule's own "
-        "code (`StalenessNorm.scale`, src/recsync/sync/staleness_norm.py) at this result's "
+        "code (`StalenessNorm.scale`, src/recsync/strategy/staleness_norm.py) at this result's "
         f"staleness (seed 0's un-normalized runs: mean {small['mean']:,.0f} and sd "
         f"{small['std']:,.0f} at {size_name(names.small)}, {large['mean']:,.0f} and "
         f"{large['std']:,.0f} at {size_name(names.large)}): 1/tau (Zhang et al., the "

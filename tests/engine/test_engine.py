@@ -16,7 +16,7 @@ from recsync.families import strategy_config
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.errors import NodeFailure
 from recsync.runtime.ray.job import run_job
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 

@@ -14,11 +14,11 @@ import toy_family
 from test_toy_family import toy_job
 from toy_family import FAMILY
 
-from recsync.coordinator.family import PLUGIN_FAMILIES, register_family, unregister_family
 from recsync.coordinator.spec import plan_for
 from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.strategy.family import PLUGIN_FAMILIES, register_family, unregister_family
 
 SUPPORT = str(Path(toy_family.__file__).parent)
 

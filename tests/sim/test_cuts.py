@@ -21,7 +21,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.reading import AwaitCut, NextBatch, Park, PauseReading, ResumeReading
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 
 SYNTHETIC = dataclasses.replace(SIM_SYNTHETIC, num_train=6_400, num_test=2_000)
 

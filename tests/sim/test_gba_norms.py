@@ -13,7 +13,7 @@ from recsync.data.synthetic import SyntheticSpec
 from recsync.families.gradient.messages import PushDenseGradient
 from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.sync.registry import load_families, strategy_config
+from recsync.strategy.registry import load_families, strategy_config
 
 load_families()
 SYNTHETIC = SyntheticSpec(num_train=16 * 32, num_test=200, num_dense=4, table_rows=(50,) * 4)

@@ -22,7 +22,7 @@ from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
 from recsync.runtime.sim.math_modes import QUALITY_KEYS
-from recsync.sync.registry import load_families, strategy_config
+from recsync.strategy.registry import load_families, strategy_config
 
 load_families()
 SYNTHETIC = SyntheticSpec(num_train=1_536, num_test=300, num_dense=4, table_rows=(50,) * 6)
@@ -142,7 +142,7 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.registry import load_families, strategy_config
+from recsync.strategy.registry import load_families, strategy_config
 load_families()
 model = ModelSpec(num_dense=4, tables=tuple(TableSpec(f"C{i}", 50, 8) for i in range(6)),
                   bottom_mlp=(16,), top_mlp=(8192, 8192, 4096))  # 115 M parameters: 460 MB

@@ -16,7 +16,7 @@ from recsync.app.runs.run_dir import RunDir
 from recsync.app.runs.scenario import Scenario
 from recsync.app.runs.simulate import run_simulation
 from recsync.errors import ConfigError
-from recsync.sync.controller import ControllerConfig
+from recsync.strategy.controller import ControllerConfig
 
 SCENARIO = """
 [[change]]

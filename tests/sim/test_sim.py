@@ -15,7 +15,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel, Stragglers
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.timing import Timing
+from recsync.strategy.timing import Timing
 from recsync.trainer.reference import ReferenceTrainer
 
 SYNTHETIC = SyntheticSpec(num_train=12_000, num_test=4_000, num_dense=4, table_rows=(50,) * 6)

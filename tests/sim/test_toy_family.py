@@ -9,8 +9,6 @@ import pytest
 import toy_family
 from toy_family import FAMILY, MEAN_SERVER, MeanServer, ToyMeanConfig
 
-from recsync.coordinator.family import family_of, register_family, unregister_family
-from recsync.coordinator.roles import known_roles
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import STRATEGIES, strategy_config
@@ -19,6 +17,8 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.strategy.family import family_of, register_family, unregister_family
+from recsync.strategy.roles import known_roles
 
 SYNTHETIC = SyntheticSpec(num_train=2_048, num_test=1_000, num_dense=4, table_rows=(50,) * 3)
 MODEL = ModelSpec(

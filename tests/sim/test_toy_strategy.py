@@ -11,7 +11,6 @@ from typing import ClassVar
 import pytest
 import torch
 
-from recsync.coordinator.family import add_strategy, family_of
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import STRATEGIES, strategy_config
@@ -22,8 +21,9 @@ from recsync.model.spec import ModelSpec, TableSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import Action, GradientPolicy, Push
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import add_strategy, family_of
+from recsync.strategy.gradient import Action, GradientPolicy, Push
 
 SYNTHETIC = SyntheticSpec(num_train=2_048, num_test=1_000, num_dense=4, table_rows=(50,) * 3)
 MODEL = ModelSpec(

@@ -17,9 +17,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from recsync.coordinator.family import Family, Reports, TrainerSpec, trainer_replicas
-from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec
-from recsync.coordinator.roles import RoleTraits
+from recsync.coordinator.measures import trainer_replicas
+from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec, TrainerSpec
 from recsync.coordinator.spec import JobSpec
 from recsync.families.replica.trainer import ReplicaTrainer
 from recsync.families.synced_replicas.strategy import CenterStrategy, ReplicaPolicy, Timing
@@ -28,6 +27,8 @@ from recsync.protocol.effects import Call
 from recsync.protocol.messages import Message, Work
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
+from recsync.strategy.family import Family, Reports
+from recsync.strategy.roles import RoleTraits
 
 MEAN_SERVER = Role.declare("mean-server")
 

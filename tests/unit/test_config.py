@@ -11,13 +11,13 @@ import pytest
 from recsync.app.config.load import load_config, parse_overrides
 from recsync.app.config.schema import Config
 from recsync.app.runs.run_dir import toml_text
-from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import JobSpec
 from recsync.data.synthetic import SyntheticSpec
 from recsync.errors import ConfigError
 from recsync.io.formats.tabular.rows import TabularSchema
 from recsync.optim.swap import Swap
-from recsync.sync.timing import Timing
+from recsync.strategy.family import family_of
+from recsync.strategy.timing import Timing
 
 
 def write(tmp_path, text: str):

@@ -1,4 +1,4 @@
-"""The automatic strategy controller (sync/controller.py), driven stretch by stretch with
+"""The automatic strategy controller (strategy/controller.py), driven stretch by stretch with
 measures recorded from simulated stretches (8 trainers x 1 worker, batch 64, 16,384
 examples a stretch; `recsync continual --scenario` with 4x stragglers on a quarter of the
 trainers)."""
@@ -11,7 +11,7 @@ import pytest
 
 from recsync.app.runs.continual_options import parse_controller
 from recsync.errors import ConfigError
-from recsync.sync.controller import Controller, ControllerConfig, StretchMeasures
+from recsync.strategy.controller import Controller, ControllerConfig, StretchMeasures
 
 # recorded: sync, balanced; sync with stragglers; GBA with stragglers; GBA balanced (6 workers)
 SYNC_CALM = StretchMeasures("sync", 1.0726, 0.358, 0.286, 0.0, 0.0, 16384, 0.9291, 8)

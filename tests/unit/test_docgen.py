@@ -11,7 +11,7 @@ from doc_commands import pages
 from docgen import claims_table, config_reference, file_references, hooks, results
 from recsync.app.config.schema import Config
 from recsync.app.config.strategy import SECTIONS
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.staleness_norm import StalenessNorm
 
 
 def _dotted(table: dict[str, Any], prefix: str) -> set[str]:

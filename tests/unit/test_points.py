@@ -72,7 +72,8 @@ def test_the_code_fingerprint_follows_the_code_a_point_runs(monkeypatch) -> None
         monkeypatch.setattr(Path, "read_bytes", real)
         return fingerprint
 
-    for runs in ("repro/psp.py", "psp_settings.py", "sim/cost.py", "sync/gradient.py", "common.py"):
+    runs_files = ("repro/psp.py", "psp_settings.py", "sim/cost.py", "strategy/gradient.py")
+    for runs in (*runs_files, "common.py"):
         assert edited(runs) != before, runs  # its module, what it imports, the simulator's
     for cannot in ("cli/main.py", "swap_days.py", "repro/stamp.py", "repro/reviewer.py"):
         assert edited(cannot) == before, cannot  # the CLI, another reproduction, words only

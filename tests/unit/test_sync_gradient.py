@@ -26,9 +26,9 @@ from recsync.families.gradient.gba import DECAYS, GbaConfig
 from recsync.families.gradient.psp import PartialPull, PspConfig
 from recsync.families.gradient.strategy import FULL_PULL, GradientStrategy
 from recsync.families.gradient.synchronous import SyncConfig
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.gradient import Apply, Drop, GradientPolicy, Push, StartTimer
+from recsync.strategy.staleness_norm import StalenessNorm
 
 # the strategies whose dense part lives on dense servers (allreduce keeps it on the trainers
 # and runs `sync`'s policy on the embedding shards only; test_allreduce_* covers it)

@@ -412,7 +412,7 @@ def test_registry_errors():
 def test_sync_measures_give_eq_2_over_the_job_and_the_per_thread_view():
     """Two shadow trainers of 4 threads: 40 and 24 iterations, 5 and 3 syncs; eq. 2 is
     all iterations over all syncs (8), per thread each trainer's gap over its 4 threads."""
-    from recsync.coordinator.measures import sync_measures
+    from recsync.families.replica.family import sync_measures
     from recsync.trainer.stats import TrainerStats
 
     trainers = []

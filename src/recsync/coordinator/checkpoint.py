@@ -121,16 +121,6 @@ def layout_slices(layout: TableLayout) -> list[tuple[int, ...]]:
     return layout.signature()
 
 
-def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
-    """One dense optimizer state from the blocks' states, in block order; the step count is
-    the first block's (every block takes the same steps)."""
-    joined: dict[str, Any] = {"steps": int(states[0]["steps"])}
-    for key, value in states[0].items():
-        if isinstance(value, torch.Tensor):
-            joined[key] = torch.cat([s[key] for s in states])
-    return joined
-
-
 def state_delta(base: JobState, new: JobState) -> JobState | None:
     """`new` with each hash shard's state cut to what changed since `base` (hash_delta.py);
     None when a shard is not a hash shard (a fixed table's checkpoint is whole)."""

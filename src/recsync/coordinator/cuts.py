@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.family import family_of
 from recsync.coordinator.outcome import JobEnd, final_dense, model_state
 from recsync.coordinator.readers import position_of
-from recsync.coordinator.roles import model_roles
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address
+from recsync.strategy.family import family_of
+from recsync.strategy.roles import model_roles
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.outcome import JobEnd, evaluate_model, final_dense, model_state
-from recsync.coordinator.roles import model_roles
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
 from recsync.data.shares import StreamPosition
 from recsync.metrics.quality import Quality
 from recsync.protocol.address import Address, Role
+from recsync.strategy.roles import model_roles
 from recsync.trainer.stats import TrainerReport
 
 STOPPING_METRICS = ("test_logloss", "test_ne", "test_auc")

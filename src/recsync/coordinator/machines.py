@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from recsync.coordinator.roles import known_roles, role_key, server_side_roles
 from recsync.protocol.address import Address, Role
+from recsync.strategy.roles import known_roles, role_key, server_side_roles
 
 Pins = Mapping[Role, Sequence[int]]  # a pinned role -> the machines (indices) it goes to
 

@@ -1,5 +1,7 @@
-"""Measures of a finished job, the same for both drivers: sync gaps of the replica family,
-staleness and drops of the gradient strategies, and the one-pass check."""
+"""Measures of a finished job, the same for both drivers: staleness and drops of the
+strategies whose servers run a gradient policy, the workers' steps, the one-pass check;
+and what the families read of their nodes' reports (the trainers' replicas, a policy's
+measures)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from recsync.coordinator.spec import JobSpec
+from recsync.protocol.address import Role
 from recsync.ps.gradient_servers import GradientServerStats
-from recsync.sync.timing import average_sync_gap
-from recsync.trainer.stats import TrainerStats
+from recsync.strategy.family import Reports
+from recsync.trainer.stats import TrainerReport
 
 
 def histogram_summary(histogram: Counter[int]) -> dict[str, Any]:
@@ -53,26 +58,6 @@ def gradient_measures(
         "dense_staleness": histogram_summary(dense[0].staleness if dense else Counter()),
         "sparse_staleness": histogram_summary(rows),
         "qps_per_worker": iterations / seconds / num_workers,
-    }
-
-
-def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | None]:
-    """ShadowSync's average sync gap, eq. 2: the job's iterations per second (EPS / batch
-    size) over its syncs per second (sync-server traffic / model size), i.e. all worker
-    threads' iterations over all syncs; FR-k has gap k, a shadow sync serving m threads
-    counts once. Also per worker thread (a shadow sync's gap over its trainer's m threads;
-    a fixed-rate sync is one thread's own), per trainer then averaged."""
-    iterations = sum(s.total_iterations for s in stats)
-    syncs = sum(s.syncs for s in stats)
-    per_thread = []
-    for s in stats:
-        gap = average_sync_gap(s.total_iterations, s.syncs)
-        per_thread.append(gap / len(s.iterations) if gap is not None and shadow else gap)
-    known = [g for g in per_thread if g is not None]
-    return {
-        "syncs": syncs,
-        "average_sync_gap": average_sync_gap(iterations, syncs),
-        "average_sync_gap_per_thread": sum(known) / len(known) if known else None,
     }
 
 
@@ -199,3 +184,20 @@ def answer_times(seconds: Sequence[float]) -> dict[str, float | int]:
         "p99_s": round(p99, 4),
         "max_s": round(ordered[-1], 4),
     }
+
+
+def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
+    """The trainers' dense replicas (of a family whose trainers hold one)."""
+    trainers: list[TrainerReport] = reports(Role.TRAINER)
+    return [t.replica for t in trainers if t.replica is not None]
+
+
+def policy_measures(
+    spec: JobSpec, reports: Reports, train_seconds: float, dense: list[GradientServerStats]
+) -> dict[str, Any]:
+    """The measures of a job whose servers run a gradient policy: its shards and the
+    servers of its dense part (`dense`: their stats; none if the trainers hold it)."""
+    stats = [t.stats for t in reports(Role.TRAINER)]
+    sparse: list[GradientServerStats] = [s.stats for s in reports(Role.EMBEDDING_SERVER)]
+    iterations = sum(s.total_iterations for s in stats)
+    return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)

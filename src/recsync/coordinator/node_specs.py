@@ -1,7 +1,8 @@
 """How to build each server node of a job (the reader, embedding shards, sync and dense
-servers): small picklable specs; a driver builds the node where it runs, in its own
-process (the simulator) or inside a Ray actor (the engine). Trainers: family.py; a
-family's own servers: its package (recsync/families/)."""
+servers) and the trainers of every family: small picklable specs; a driver builds the node
+where it runs, in its own process (the simulator) or inside a Ray actor (the engine). A
+trainer is built by its strategy's family (strategy/family.py); a family's own servers:
+its package (recsync/families/)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ from recsync.protocol.node import Node
 from recsync.ps.embedding_server import EmbeddingServerNode
 from recsync.ps.gradient_servers import SparseShardServer
 from recsync.ps.layout import TableLayout
-from recsync.sync.gradient import ServerPolicies, Tokens
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import family_of
+from recsync.strategy.gradient import ServerPolicies, Tokens
 from recsync.trainer.replica import DenseReplica, new_replica
+from recsync.trainer.stats import TrainerSetup
 
 if TYPE_CHECKING:
     from recsync.io.shared_text import SharedFiles
@@ -171,3 +175,26 @@ class ShardSpec(NodeSpec):
         # each worker checks its gradient once per step: the servers need not check each push
         norm = self.strategy.staleness_norm
         return SparseShardServer(index, shard, policy, norm, check_finite=False)
+
+
+@dataclass(frozen=True)
+class TrainerSpec(NodeSpec):
+    """A trainer of any family (`setup`: what every trainer is built from)."""
+
+    setup: TrainerSetup
+    strategy: StrategyConfig
+    processes: bool = False
+    has_loops: ClassVar[bool] = True
+
+    def build(self, context: BuildContext) -> Node:
+        return family_of(self.strategy).trainer(self, context)
+
+    @property
+    def worker_processes(self) -> bool:
+        return self.processes
+
+    @property
+    def workers(self) -> range:
+        """The job-wide indices of its workers (the `worker` of its worker loops)."""
+        first = self.setup.first_worker
+        return range(first, first + self.setup.num_workers)

@@ -12,11 +12,9 @@ from typing import Any
 import torch
 
 from recsync.coordinator.checkpoint import JobState, layout_slices
-from recsync.coordinator.family import family_of
 from recsync.coordinator.measures import check_one_pass, worker_step_measures
 from recsync.coordinator.reader import ReaderReport
 from recsync.coordinator.readers import data_unit_of, joined_report, position_of
-from recsync.coordinator.roles import counted_roles
 from recsync.coordinator.spec import JobSpec
 from recsync.coordinator.topology import Topology
 from recsync.data.batch import Batch
@@ -29,6 +27,8 @@ from recsync.protocol.address import Address, Role
 from recsync.ps.embedding_server import ShardReport
 from recsync.ps.layout import TableLayout
 from recsync.ps.local import loaded_embeddings
+from recsync.strategy.family import family_of
+from recsync.strategy.roles import counted_roles
 from recsync.trainer.reference import predict
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerReport

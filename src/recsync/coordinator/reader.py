@@ -28,7 +28,7 @@ from recsync.protocol.reading import (
     ResumeReading,
     StopReading,
 )
-from recsync.sync.gradient import Tokens
+from recsync.strategy.gradient import Tokens
 
 
 @dataclass

@@ -44,13 +44,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.family import Reports, TrainerSpec, family_of
-from recsync.coordinator.node_specs import ShardSpec
-from recsync.coordinator.roles import KERNEL_ROLES, known_roles, role_key, traits_of
+from recsync.coordinator.node_specs import ShardSpec, TrainerSpec
 from recsync.coordinator.spec import JobSpec
 from recsync.optim.state import copy_state
 from recsync.protocol.address import Role
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Reports, family_of
+from recsync.strategy.roles import KERNEL_ROLES, known_roles, role_key, traits_of
 from recsync.trainer.replica import DenseReplica
 
 ONE_NODE = ("partial", "restart")  # actions that replace the lost node only

@@ -18,7 +18,7 @@ from recsync.model.dlrm import dense_num_params
 from recsync.model.spec import ModelSpec
 from recsync.optim.train_spec import TrainSpec
 from recsync.ps.placement import JobPlan, plan_job
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
 from recsync.trainer.replica import new_replica
 
 PLAN_SAMPLE_BATCHES = 8

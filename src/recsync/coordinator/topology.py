@@ -3,8 +3,8 @@ talks to whom.
 
 `build_topology(spec, plan)` gives the node specs in start order (the reader, the embedding
 shards, the servers of the dense part, the trainers) and its collectives. The
-family of the job's strategy decides the servers and the trainer class (coordinator/
-family.py: the interface; recsync/families/: the families; no driver changes with one).
+family of the job's strategy decides the servers and the trainer class (strategy/family.py:
+the interface; recsync/families/: the families; no driver changes with one).
 """
 
 from __future__ import annotations
@@ -12,21 +12,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from recsync.coordinator.family import TrainerSpec, family_of
 from recsync.coordinator.node_specs import (
     SERVER_MARGIN,
     Collectives,
     NodeSpec,
     ReaderSpec,
     ShardSpec,
+    TrainerSpec,
 )
 from recsync.coordinator.spec import ClusterSpec, JobSpec, initial_dense
 from recsync.errors import ConfigError
 from recsync.protocol.address import READER, Address, Role
 from recsync.ps.layout import TableLayout
 from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import Tokens
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import family_of
+from recsync.strategy.gradient import Tokens
 from recsync.trainer.stats import TrainerSetup, Wiring
 
 

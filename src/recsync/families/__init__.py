@@ -1,5 +1,5 @@
 """The strategy families: the one list of them. Each is a package with one `Family` subclass
-(coordinator/family.py: the interface) listing its strategies; importing this package
+(strategy/family.py: the interface) listing its strategies; importing this package
 registers every family and its strategies, by name, with the kernel. A new family: one
 package, and one line in `FAMILIES`.
 
@@ -11,12 +11,12 @@ family: ``allreduce``. Hierarchical training: ``hierarchical``. See docs/strateg
 
 from __future__ import annotations
 
-from recsync.coordinator.family import Family, register_family
 from recsync.families.allreduce import AllReduceFamily
 from recsync.families.gradient import GradientFamily
 from recsync.families.hierarchical import HierarchicalFamily
 from recsync.families.replica import ReplicaFamily
-from recsync.sync.registry import STRATEGIES, strategy_config, strategy_fields
+from recsync.strategy.family import Family, register_family
+from recsync.strategy.registry import STRATEGIES, strategy_config, strategy_fields
 
 FAMILIES: tuple[Family, ...] = (
     ReplicaFamily(),

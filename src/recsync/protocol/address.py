@@ -9,7 +9,7 @@ class Role(str):
     """The kind of a node (a process or Ray actor of the job): a name, one object per name.
     The kernel's roles are attributes here; a strategy family declares its own servers'
     roles in its package (`Role.declare`), with what the kernel needs to know of them
-    (coordinator/roles.py). A role unpickles to the same object (`is` compares roles)."""
+    (strategy/roles.py). A role unpickles to the same object (`is` compares roles)."""
 
     __slots__ = ()
     _declared: ClassVar[dict[str, Role]] = {}

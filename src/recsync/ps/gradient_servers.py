@@ -1,8 +1,8 @@
 """Parameter servers run by a gradient policy: the embedding shards here, the gradient
 family's dense blocks (families/gradient/dense_server.py) on the same base. They hold
-pushed gradients until their policy (sync/) says to apply or drop them.
+pushed gradients until their policy (strategy/gradient.py) says to apply or drop them.
 
-Each server runs one policy instance (events in, actions out, see sync/gradient.py) and
+Each server runs one policy instance (events in, actions out, see strategy/gradient.py) and
 executes its actions on real tensors: Apply aggregates ``sum(weight * grad) / divisor`` and
 runs the optimizer once; Drop forgets a gradient and counts it by reason; StartTimer is
 handed to the driver, which calls ``timer`` later. A pull or lookup waits (``ready``) until
@@ -35,8 +35,8 @@ from recsync.protocol.node import Node, StartTimer
 from recsync.ps.dim_groups import GroupedShard
 from recsync.ps.embedding_server import ShardReport, checked_lookup
 from recsync.ps.shard import RowShard
-from recsync.sync.gradient import Action, Apply, Drop, GradientPolicy, Push
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.gradient import Action, Apply, Drop, GradientPolicy, Push
+from recsync.strategy.staleness_norm import StalenessNorm
 
 ROW_STALENESS_BATCH = 256  # applied pushes whose row staleness is counted at once
 

@@ -19,10 +19,10 @@ from recsync.app.advise.cluster import ClusterFile
 from recsync.app.config.load import load_config
 from recsync.app.config.schema import Config
 from recsync.app.runs.distributed import job_spec
-from recsync.coordinator.family import family_of, family_of_type
 from recsync.coordinator.spec import JobSpec
 from recsync.errors import ConfigError
 from recsync.families import STRATEGIES
+from recsync.strategy.family import family_of, family_of_type
 
 
 @dataclass(frozen=True)

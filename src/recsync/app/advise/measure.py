@@ -11,11 +11,11 @@ from recsync.app.advise.cluster import SlowServerCondition, condition_cost
 from recsync.app.config.schema import Config
 from recsync.app.runs.distributed import job_spec
 from recsync.coordinator.evaluation import EarlyStopping
-from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import JobSpec, plan_for
 from recsync.protocol.address import Role
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
+from recsync.strategy.family import family_of
 
 # A quality point trains until its held-out loss has flattened: the loss is measured every
 # tenth of the longest sample, and training stops once FLAT_PATIENCE measurements in a row

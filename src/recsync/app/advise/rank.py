@@ -27,7 +27,7 @@ from typing import Any
 
 from recsync.app.advise.candidates import Candidate
 from recsync.app.advise.cluster import CLEAN
-from recsync.sync.registry import strategy_class
+from recsync.strategy.registry import strategy_class
 
 AUC_FLOOR = 0.002  # the smallest AUC gap called a difference, whatever the seeds' spread
 WITHIN_NOISE, UNKNOWN, WORSE, UNMEASURED, LOWER_BOUND = 0, 1, 2, 3, 4

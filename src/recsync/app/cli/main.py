@@ -43,9 +43,9 @@ from recsync.app.runs.distributed import job_spec
 from recsync.app.runs.export import export_run, predict_file
 from recsync.app.runs.plan_view import plan_table
 from recsync.app.runs.readers_plan import readers_text
-from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import plan_for
 from recsync.errors import JobFailed, RecsyncError
+from recsync.strategy.family import family_of
 from recsync.tools.box.cli import box_app
 
 app = typer.Typer(

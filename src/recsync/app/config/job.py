@@ -9,12 +9,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from recsync.app.config.base import Section
-from recsync.coordinator.family import family_of
 from recsync.coordinator.spec import ClusterSpec
 from recsync.coordinator.topology import split_workers
 from recsync.errors import ConfigError
 from recsync.model.spec import ModelSpec
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import family_of
 
 
 class ClusterSection(Section):

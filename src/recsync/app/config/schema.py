@@ -39,7 +39,7 @@ from recsync.model.spec import ModelSpec, TableKind, TableSpec
 from recsync.optim.dense import DenseOptimizerSpec
 from recsync.optim.rowwise import RowOptimizerSpec
 from recsync.optim.train_spec import TrainSpec
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
 
 CRITEO_DENSE, CRITEO_TABLES = 13, 26
 _DEFAULT_TRAIN = TrainSpec()

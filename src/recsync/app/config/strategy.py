@@ -1,7 +1,7 @@
 """[strategy]: one section per strategy, generated from its config dataclass, told apart by
 `name` (a discriminated union); `reference` (the single-process trainer) takes no keys.
 
-A replica strategy's timing is the nested table [strategy.timing] (sync/timing.py), the
+A replica strategy's timing is the nested table [strategy.timing] (strategy/timing.py), the
 async family's staleness normalization [strategy.staleness_norm]. The dataclasses'
 `__post_init__` is the one place values are checked; `strategy_spec` turns their
 ValueError into a ConfigError naming the full key. Keys of the flat table this replaced
@@ -27,7 +27,7 @@ from recsync.app.config.base import (
 )
 from recsync.errors import ConfigError
 from recsync.families import STRATEGIES, strategy_config, strategy_fields
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
 
 REFERENCE = "reference"
 TIMING = "timing"

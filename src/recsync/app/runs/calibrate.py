@@ -21,7 +21,6 @@ from recsync.app.runs.fit_jobs import (
     reader_batch_cpu,
     worker_speed,
 )
-from recsync.coordinator.family import families
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.batch import Batch
 from recsync.data.synthetic import CHUNK, SyntheticSpec, SyntheticTask
@@ -38,7 +37,8 @@ from recsync.runtime.ray.job import connect, run_job
 from recsync.runtime.ray.probe import call_cpu_seconds, idle_cpus, round_trip_seconds
 from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
-from recsync.sync.timing import Timing
+from recsync.strategy.family import families
+from recsync.strategy.timing import Timing
 from recsync.trainer.replica import DenseReplica
 
 PAYLOAD_BYTES = 512 * 1024

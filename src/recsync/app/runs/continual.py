@@ -7,7 +7,7 @@ directory per stretch trained (day-00/, day-01/, ...; with segments, day-01/ the
 with one record per day (its strategies, cluster, speed, measures, decisions and next-day
 quality) and `days.png`. Day d resumes from day d-1's checkpoint and trains exactly day d's
 examples. The strategy may change at a day boundary (`schedule`), or wherever the automatic
-controller (sync/controller.py) decides, at a day boundary or between a day's segments:
+controller (strategy/controller.py) decides, at a day boundary or between a day's segments:
 through the same checkpoint path as `--resume --strategy`, keeping every other
 hyper-parameter. A `scenario` file changes the cluster day by day (app/runs/scenario.py).
 A run stopped between days (or during one) continues with the options it was started with:
@@ -42,7 +42,7 @@ from recsync.app.runs.scenario import Scenario
 from recsync.app.runs.simulate import run_simulation
 from recsync.coordinator.checkpoint import JobState
 from recsync.errors import ConfigError, JobFailed
-from recsync.sync.controller import Controller
+from recsync.strategy.controller import Controller
 
 DAYS_PLOT = "days.png"
 

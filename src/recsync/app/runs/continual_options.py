@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from recsync.errors import ConfigError
-from recsync.sync.controller import ControllerConfig
+from recsync.strategy.controller import ControllerConfig
 
 ENGINES = ("sim", "ray")
 OPTIONS = "continual.json"

@@ -8,7 +8,7 @@ from typing import Any
 
 from recsync.app.config.schema import Config
 from recsync.app.runs.cost_profile import simulation_cost
-from recsync.sync.controller import Decision, StretchMeasures
+from recsync.strategy.controller import Decision, StretchMeasures
 
 BARRIER = "AwaitStart"  # the label of a synchronous step's wait for its start
 

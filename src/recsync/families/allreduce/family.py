@@ -9,20 +9,15 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.family import (
-    Family,
-    Reports,
-    TrainerSpec,
-    policy_measures,
-    trainer_replicas,
-)
-from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
+from recsync.coordinator.measures import policy_measures, trainer_replicas
+from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec, TrainerSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.allreduce.strategy import AllReduceConfig, AllReduceStrategy
 from recsync.families.allreduce.trainer import AllReduceTrainer
 from recsync.protocol.node import Node
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import ServerPolicies
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Family, Reports
+from recsync.strategy.gradient import ServerPolicies
 
 
 class AllReduceFamily(Family):

@@ -17,10 +17,10 @@ from typing import ClassVar
 
 import torch
 
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import GradientPolicy, ServerPolicies
-from recsync.sync.registry import strategy_config
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.gradient import GradientPolicy, ServerPolicies
+from recsync.strategy.registry import strategy_config
+from recsync.strategy.staleness_norm import StalenessNorm
 
 
 class AllReduceStrategy(StrategyConfig):

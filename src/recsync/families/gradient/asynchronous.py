@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
-from recsync.sync.gradient import Action, GradientPolicy, Push
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.gradient import Action, GradientPolicy, Push
+from recsync.strategy.staleness_norm import StalenessNorm
 
 
 @dataclass(frozen=True)

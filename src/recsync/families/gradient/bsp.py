@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
-from recsync.sync.gradient import Action, GradientPolicy, Push, check_positive_int
+from recsync.strategy.gradient import Action, GradientPolicy, Push, check_positive_int
 
 
 @dataclass(frozen=True)

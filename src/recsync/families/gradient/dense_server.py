@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 import torch
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
-from recsync.coordinator.roles import RoleTraits
 from recsync.families.gradient.messages import DenseBlock, PullDense, PushDenseGradient
 from recsync.families.gradient.strategy import GradientStrategy
 from recsync.optim.checks import all_finite
@@ -19,8 +18,9 @@ from recsync.optim.state import copy_state
 from recsync.protocol.address import Role
 from recsync.protocol.messages import MayStart, Message, WorkerDone
 from recsync.ps.gradient_servers import GradientServer, GradientServerStats
-from recsync.sync.gradient import GradientPolicy
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.gradient import GradientPolicy
+from recsync.strategy.roles import RoleTraits
+from recsync.strategy.staleness_norm import StalenessNorm
 
 DENSE_SERVER = Role.declare("dense-server")
 DENSE_SERVER_TRAITS = RoleTraits(holds_model=True, counted=True)

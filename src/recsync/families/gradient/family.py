@@ -9,9 +9,8 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.checkpoint import join_optimizer_states
-from recsync.coordinator.family import Family, Reports, TrainerSpec, policy_measures
-from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec
+from recsync.coordinator.measures import policy_measures
+from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, NodeSpec, TrainerSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.families.gradient.backup_workers import BackupWorkersConfig
@@ -31,8 +30,9 @@ from recsync.families.gradient.trainer import GradientTrainer
 from recsync.protocol.address import Address
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import ServerPolicies, Tokens
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Family, Reports
+from recsync.strategy.gradient import ServerPolicies, Tokens
 
 
 class GradientFamily(Family):
@@ -123,3 +123,13 @@ class GradientFamily(Family):
 def _gradient(strategy: StrategyConfig) -> GradientStrategy:
     assert isinstance(strategy, GradientStrategy), strategy
     return strategy
+
+
+def join_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One dense optimizer state from the blocks' states, in block order; the step count is
+    the first block's (every block takes the same steps)."""
+    joined: dict[str, Any] = {"steps": int(states[0]["steps"])}
+    for key, value in states[0].items():
+        if isinstance(value, torch.Tensor):
+            joined[key] = torch.cat([s[key] for s in states])
+    return joined

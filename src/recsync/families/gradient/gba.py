@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
-from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, check_positive_int
+from recsync.strategy.gradient import Action, Drop, GradientPolicy, Push, check_positive_int
 
 Decay = Callable[[int, int], float]
 

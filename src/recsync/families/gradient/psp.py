@@ -32,7 +32,14 @@ from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy, PullRule
 from recsync.protocol.effects import Quorum
-from recsync.sync.gradient import Action, Drop, GradientPolicy, Push, StartTimer, check_positive_int
+from recsync.strategy.gradient import (
+    Action,
+    Drop,
+    GradientPolicy,
+    Push,
+    StartTimer,
+    check_positive_int,
+)
 
 
 def _check_seconds(field: str, value: object) -> None:

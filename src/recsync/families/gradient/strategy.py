@@ -1,5 +1,5 @@
 """The gradient family's base: dense parameters on dense servers, workers pull parameters
-and push gradients, a policy (sync/gradient.py) on every server decides what to apply, and
+and push gradients, a policy (strategy/gradient.py) on every server decides what to apply, and
 the workers' pull rule says how they read the servers each step."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from recsync.protocol.effects import Quorum
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import GradientPolicy, Tokens
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.gradient import GradientPolicy, Tokens
+from recsync.strategy.staleness_norm import StalenessNorm
 
 
 class PullRule:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recsync.families.gradient.strategy import GradientStrategy
-from recsync.sync.gradient import Action, GradientPolicy, Push
+from recsync.strategy.gradient import Action, GradientPolicy, Push
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from typing import ClassVar
 
 from recsync.families.hierarchical.compress.spec import PRECISIONS, CompressionSpec
 from recsync.families.synced_replicas.strategy import CenterStrategy, CollectiveStrategy
-from recsync.sync.config import StrategyConfig
-from recsync.sync.registry import strategy_config
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.registry import strategy_config
 
 CROSS_GROUP = ("easgd", "ma", "bmuf")
 BMUF_KEYS = {"block_lr": 1.0, "block_momentum": 0.0, "nesterov": False}  # and their defaults

@@ -8,9 +8,7 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.family import Family, Reports, TrainerSpec
-from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
-from recsync.coordinator.roles import RoleTraits
+from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec, TrainerSpec
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.hierarchical.config import HierarchicalConfig
 from recsync.families.hierarchical.plan import group_plan_of
@@ -28,7 +26,9 @@ from recsync.families.synced_replicas.sync_server import SYNC_SERVER, SYNC_SERVE
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Family, Reports
+from recsync.strategy.roles import RoleTraits
 from recsync.trainer.stats import TrainerReport, Wiring
 
 

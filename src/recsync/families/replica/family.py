@@ -10,9 +10,14 @@ from typing import Any
 
 import torch
 
-from recsync.coordinator.family import Family, Reports, TrainerSpec, trainer_replicas
-from recsync.coordinator.measures import sync_measures
-from recsync.coordinator.node_specs import SERVER_MARGIN, BuildContext, Collectives, NodeSpec
+from recsync.coordinator.measures import trainer_replicas
+from recsync.coordinator.node_specs import (
+    SERVER_MARGIN,
+    BuildContext,
+    Collectives,
+    NodeSpec,
+    TrainerSpec,
+)
 from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.families.replica.bmuf import BmufConfig
 from recsync.families.replica.easgd import EasgdCenter, EasgdConfig
@@ -33,7 +38,10 @@ from recsync.families.synced_replicas.sync_server import (
 from recsync.protocol.address import Address, Role
 from recsync.protocol.node import Node
 from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.family import Family, Reports
+from recsync.strategy.timing import average_sync_gap
+from recsync.trainer.stats import TrainerStats
 
 
 class ReplicaFamily(Family):
@@ -118,3 +126,23 @@ class ReplicaFamily(Family):
 def _replica(strategy: StrategyConfig) -> ReplicaStrategy:
     assert isinstance(strategy, ReplicaStrategy), strategy
     return strategy
+
+
+def sync_measures(stats: list[TrainerStats], shadow: bool) -> dict[str, float | None]:
+    """ShadowSync's average sync gap, eq. 2: the job's iterations per second (EPS / batch
+    size) over its syncs per second (sync-server traffic / model size), i.e. all worker
+    threads' iterations over all syncs; FR-k has gap k, a shadow sync serving m threads
+    counts once. Also per worker thread (a shadow sync's gap over its trainer's m threads;
+    a fixed-rate sync is one thread's own), per trainer then averaged."""
+    iterations = sum(s.total_iterations for s in stats)
+    syncs = sum(s.syncs for s in stats)
+    per_thread = []
+    for s in stats:
+        gap = average_sync_gap(s.total_iterations, s.syncs)
+        per_thread.append(gap / len(s.iterations) if gap is not None and shadow else gap)
+    known = [g for g in per_thread if g is not None]
+    return {
+        "syncs": syncs,
+        "average_sync_gap": average_sync_gap(iterations, syncs),
+        "average_sync_gap_per_thread": sum(known) / len(known) if known else None,
+    }

@@ -24,7 +24,7 @@ from recsync.families.synced_replicas.strategy import (
     ReplicaStrategy,
 )
 from recsync.protocol.effects import Await, Effect, Loop, Notify
-from recsync.sync.timing import FixedTrigger
+from recsync.strategy.timing import FixedTrigger
 from recsync.trainer.replica import DenseReplica
 from recsync.trainer.stats import TrainerStats, Wiring
 

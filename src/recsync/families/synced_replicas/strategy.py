@@ -32,8 +32,8 @@ import torch
 from recsync.families.synced_replicas.messages import Center as CenterReply
 from recsync.protocol.address import Address
 from recsync.protocol.effects import AllReduce, Call
-from recsync.sync.config import StrategyConfig
-from recsync.sync.timing import FixedTrigger, Timing, average_sync_gap
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.timing import FixedTrigger, Timing, average_sync_gap
 
 __all__ = [
     "CenterStrategy",

@@ -9,13 +9,13 @@ from typing import ClassVar
 import torch
 
 from recsync.coordinator.node_specs import BuildContext, NodeSpec
-from recsync.coordinator.roles import RoleTraits
 from recsync.families.synced_replicas.messages import Center, Exchange
 from recsync.families.synced_replicas.strategy import Center as CenterPolicy
 from recsync.families.synced_replicas.strategy import CenterStrategy
 from recsync.protocol.address import Role
 from recsync.protocol.messages import Message
 from recsync.protocol.node import Node
+from recsync.strategy.roles import RoleTraits
 
 SYNC_SERVER = Role.declare("sync-server")
 # a sync server holds no part of the model a cut takes (a replica's trainer does); the

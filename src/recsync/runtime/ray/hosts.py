@@ -12,15 +12,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from recsync.coordinator.family import TrainerSpec
 from recsync.coordinator.machines import (
     assign_machines,
     pins_after_loss,
     resolve_pins,
 )
-from recsync.coordinator.node_specs import NodeSpec
+from recsync.coordinator.node_specs import NodeSpec, TrainerSpec
 from recsync.coordinator.outcome import NodeMeasures
-from recsync.coordinator.roles import server_side_roles
 from recsync.coordinator.topology import Topology
 from recsync.protocol.address import Address, Role
 from recsync.runtime.ray.actors import NodeActor
@@ -41,6 +39,7 @@ from recsync.runtime.timeouts import (
     CallWaits,
 )
 from recsync.runtime.transport.channel import Endpoint
+from recsync.strategy.roles import server_side_roles
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -16,8 +16,7 @@ from typing import Any
 
 import ray
 
-from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.node_specs import ReaderSpec
+from recsync.coordinator.node_specs import ReaderSpec, TrainerSpec
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.protocol.reading import CloseReceipts, Receipts
 from recsync.runtime.ray.hosts import JobActors

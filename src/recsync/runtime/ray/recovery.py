@@ -20,8 +20,7 @@ from typing import Any
 
 import ray
 
-from recsync.coordinator.family import Reports, TrainerSpec, family_of
-from recsync.coordinator.node_specs import ReaderSpec, ShardSpec
+from recsync.coordinator.node_specs import ReaderSpec, ShardSpec, TrainerSpec
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, RecoveryPolicy, restarted_trainer, restored_shard
 from recsync.coordinator.spec import JobSpec
@@ -48,6 +47,7 @@ from recsync.runtime.ray.hosts import JobActors
 from recsync.runtime.ray.reader_recovery import replace_reader
 from recsync.runtime.timeouts import PING_TIMEOUT_S, CallWaits
 from recsync.runtime.transport import wire
+from recsync.strategy.family import Reports, family_of
 
 
 class RolledBack(Exception):

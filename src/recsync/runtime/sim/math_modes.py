@@ -17,11 +17,11 @@ from typing import Any
 
 from recsync.coordinator.cuts import CheckpointEvery
 from recsync.coordinator.evaluation import EarlyStopping
-from recsync.coordinator.family import family_of
 from recsync.coordinator.recovery import RecoveryPolicy
 from recsync.coordinator.spec import JobSpec
 from recsync.model.priced import priced_math
 from recsync.protocol.address import Role
+from recsync.strategy.family import family_of
 
 MATH_MODES = ("real", "priced")
 QUALITY_KEYS = ("train_loss", "test_auc", "test_ne", "test_logloss", "test_calibration")

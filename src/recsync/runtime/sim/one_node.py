@@ -18,8 +18,13 @@ import dataclasses
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
-from recsync.coordinator.family import TrainerSpec
-from recsync.coordinator.node_specs import BuildContext, NodeSpec, ReaderSpec, ShardSpec
+from recsync.coordinator.node_specs import (
+    BuildContext,
+    NodeSpec,
+    ReaderSpec,
+    ShardSpec,
+    TrainerSpec,
+)
 from recsync.coordinator.reader import ReaderNode
 from recsync.coordinator.reader_replay import ReaderLedger
 from recsync.coordinator.recovery import Loss, restarted_trainer, restored_shard

@@ -2,7 +2,7 @@
 
 Every strategy belongs to one family, a package under recsync/families/ (replica, gradient,
 all-reduce, hierarchical): the family decides which nodes a job runs and which trainer
-drives them (coordinator/family.py: the interface; recsync/families/__init__.py: the one
+drives them (strategy/family.py: the interface; recsync/families/__init__.py: the one
 list of families).
 """
 

@@ -14,9 +14,9 @@ import dataclasses
 import importlib
 from collections.abc import Mapping
 
-from recsync.sync.config import StrategyConfig
-from recsync.sync.staleness_norm import StalenessNorm
-from recsync.sync.timing import Timing
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.staleness_norm import StalenessNorm
+from recsync.strategy.timing import Timing
 
 FAMILIES_PACKAGE = "recsync.families"  # registers every family's strategies on import
 STRATEGIES: dict[str, type[StrategyConfig]] = {}

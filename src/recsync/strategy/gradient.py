@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from recsync.protocol.node import StartTimer
-from recsync.sync.staleness_norm import StalenessNorm
+from recsync.strategy.staleness_norm import StalenessNorm
 
 __all__ = [
     "Action",
@@ -127,7 +127,7 @@ class GradientPolicy:
 
 
 class Tokens(Protocol):
-    """The token the reader hands with a batch (GBA's token control, sync/gba.py)."""
+    """The token the reader hands with a batch (GBA's token control: families/gradient/)."""
 
     def token(self, batches_handed: int) -> int: ...
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recsync.sync.registry import STRATEGIES, strategy_class
+from recsync.strategy.registry import STRATEGIES, strategy_class
 
 
 def synchronous(name: str) -> bool:

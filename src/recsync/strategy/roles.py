@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from recsync.protocol.address import Role
-from recsync.sync.registry import load_families
+from recsync.strategy.registry import load_families
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ _FAMILY_ROLES: dict[Role, RoleTraits] = {}
 
 
 def declare_roles(roles: Mapping[Role, RoleTraits]) -> None:
-    """Make a family's roles known (coordinator/family.register_family calls this); a role
+    """Make a family's roles known (family.register_family calls this); a role
     two families share is declared alike by both."""
     for role, traits in roles.items():
         known = KERNEL_ROLES.get(role) or _FAMILY_ROLES.get(role)

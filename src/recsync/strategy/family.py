@@ -1,14 +1,18 @@
-"""The interface every strategy family implements, and the spec of a trainer of any family.
+"""The interface every strategy family implements, and the registry of the families.
 
 A family is a package under recsync/families/ with one `Family` subclass: its strategies'
 configs, the servers of the dense part its jobs run (and what each trainer talks to), its
 trainer, the reader's tokens, its collectives, why its workers cannot be processes, its
 final dense model and optimizer state (and any state of its own a resumed job needs), its
 measures in the summary, its cluster checks, its rows of `recsync plan` and the recoveries
-it supports. The kernel (this package, sync/, ps/, trainer/, protocol/) imports no family:
-`register_family` (called by the one list of families, recsync/families/__init__.py) makes
-a family known, and `family_of` finds a strategy's family by the most specific registered
-base type of its config.
+it supports. Nothing below the families (this package, protocol/, ps/, trainer/,
+coordinator/) imports one: `register_family` (called by the one list of families,
+recsync/families/__init__.py) makes a family known, and `family_of` finds a strategy's
+family by the most specific registered base type of its config.
+
+The hooks name the specs a family builds and reads (the job's, its nodes', its plan), which
+sit above this package: they are imported for the type checker alone, so the kernel runs
+below the servers, the trainers and the coordinator that call it.
 """
 
 from __future__ import annotations
@@ -17,50 +21,26 @@ import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from recsync.coordinator.measures import gradient_measures
-from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec
-from recsync.coordinator.roles import RoleTraits, declare_roles, forget_roles
-from recsync.coordinator.spec import ClusterSpec, JobSpec
 from recsync.model.spec import ModelSpec
 from recsync.protocol.address import Role
 from recsync.protocol.node import Node
-from recsync.ps.gradient_servers import GradientServerStats
-from recsync.ps.placement import JobPlan
-from recsync.sync.config import StrategyConfig
-from recsync.sync.gradient import ServerPolicies, Tokens
-from recsync.sync.registry import forget_strategy, load_families, register_strategy
-from recsync.trainer.stats import TrainerReport, TrainerSetup, Wiring
+from recsync.strategy.config import StrategyConfig
+from recsync.strategy.gradient import ServerPolicies, Tokens
+from recsync.strategy.registry import forget_strategy, load_families, register_strategy
+from recsync.strategy.roles import RoleTraits, declare_roles, forget_roles
+
+if TYPE_CHECKING:  # the specs a family builds and reads, named by its hooks alone
+    from recsync.coordinator.node_specs import BuildContext, Collectives, NodeSpec, TrainerSpec
+    from recsync.coordinator.spec import ClusterSpec, JobSpec
+    from recsync.ps.placement import JobPlan
+    from recsync.trainer.stats import TrainerReport, Wiring
 
 PLUGIN_FAMILIES = "RECSYNC_FAMILIES"  # modules of families outside recsync's package
 Reports = Callable[[Role], list[Any]]  # the nodes' reports of one role, in index order
-
-
-@dataclass(frozen=True)
-class TrainerSpec(NodeSpec):
-    """A trainer of any family (`setup`: what every trainer is built from)."""
-
-    setup: TrainerSetup
-    strategy: StrategyConfig
-    processes: bool = False
-    has_loops: ClassVar[bool] = True
-
-    def build(self, context: BuildContext) -> Node:
-        return family_of(self.strategy).trainer(self, context)
-
-    @property
-    def worker_processes(self) -> bool:
-        return self.processes
-
-    @property
-    def workers(self) -> range:
-        """The job-wide indices of its workers (the `worker` of its worker loops)."""
-        first = self.setup.first_worker
-        return range(first, first + self.setup.num_workers)
 
 
 class Family(ABC):
@@ -197,23 +177,6 @@ class Family(ABC):
         """The strategy option that needs the model's values, which priced math does not
         keep (None: none)."""
         return None
-
-
-def trainer_replicas(reports: Reports) -> list[torch.Tensor]:
-    """The trainers' dense replicas (of a family whose trainers hold one)."""
-    trainers: list[TrainerReport] = reports(Role.TRAINER)
-    return [t.replica for t in trainers if t.replica is not None]
-
-
-def policy_measures(
-    spec: JobSpec, reports: Reports, train_seconds: float, dense: list[GradientServerStats]
-) -> dict[str, Any]:
-    """The measures of a job whose servers run a gradient policy: its shards and the
-    servers of its dense part (`dense`: their stats; none if the trainers hold it)."""
-    stats = [t.stats for t in reports(Role.TRAINER)]
-    sparse: list[GradientServerStats] = [s.stats for s in reports(Role.EMBEDDING_SERVER)]
-    iterations = sum(s.total_iterations for s in stats)
-    return gradient_measures(dense, sparse, train_seconds, iterations, spec.cluster.hogwild_threads)
 
 
 _FAMILIES: dict[type[StrategyConfig], Family] = {}
