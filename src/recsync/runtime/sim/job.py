@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
@@ -123,11 +124,15 @@ class SimJob:
                 host.slowdown_at = node_spec.slowdown_at
             self.hosts[address] = host
         readers = []
-        for host in self.hosts_of(Role.READER):
+        for r, host in enumerate(self.hosts_of(Role.READER)):
             assert isinstance(host.node, ReaderNode)
-            host.observer = self._handed
+            host.observer = partial(self._handed, r)
             readers.append(host.node)
         self.reader = ReaderGroup(topology, readers)
+        # the readers' examples handed out, summed as they change (only a reader's own
+        # answer changes its count): a batch's record costs no pass over every reader
+        self._reader_totals = self.reader.totals
+        self._handed_total = sum(self._reader_totals)
         self._check_faults(topology)
         self.transport = Transport(clock, self.network, self.hosts)
         collectives = {}
@@ -314,20 +319,28 @@ class SimJob:
             lost,
         )
 
-    def _handed(self, message: Message, reply: Any) -> None:
-        """The reader answered a request: take a cut once every worker parked; mark a batch
+    def _handed(self, r: int, message: Message, reply: Any) -> None:
+        """Reader `r` answered a request: take a cut once every worker parked; mark a batch
         handed out in time, evaluate and begin a cut when due, report progress."""
         if self.supervisor.cutting and self.reader.cut_settled:
             self._take_cut()
         if not isinstance(reply, HandedBatch) or reply.batch is None:
             return
-        handed = self.reader.total_examples
+        self.recount_reader(r)
+        handed = self._handed_total
         self.handed.append((self.clock.now, handed))
         if self.on_handed is not None:
             self.on_handed(handed)
         handed += self.supervisor.before  # examples since the job's first start
         trained = handed - reply.batch.batch_size  # evaluated before the batch is trained
         self.feed(Progressed(handed, None, self.clock.now, trained))
+
+    def recount_reader(self, r: int) -> None:
+        """Reader `r` handed out a batch, or its node was replaced (runtime/sim/one_node.py):
+        the readers' sum takes its count as it is now."""
+        total = self.reader.readers[r].total_examples
+        self._handed_total += total - self._reader_totals[r]
+        self._reader_totals[r] = total
 
     def _take_cut(self) -> None:
         """Every worker parked: the model's state holds exactly the batches handed out (or
