@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from recsync.model.spec import ModelSpec
@@ -30,8 +31,9 @@ class TrainerStats:
 
     def __init__(self, num_workers: int):
         self.num_workers = num_workers
-        self.table = torch.zeros(num_workers + 1, 6, dtype=torch.float64)
-        self.table[:, DRY] = -1.0
+        rows = np.zeros((num_workers + 1, 6))  # float64, made without a tensor op: no
+        rows[:, DRY] = -1.0  # dispatch under priced math's mode (10,000 trainers' build)
+        self.table = torch.from_numpy(rows)
         self.receipts = ReceiptLog(num_workers)
 
     @property

@@ -55,6 +55,8 @@ from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
 
+YOUNG_OBJECTS = 20_000  # the collector's first threshold while the job runs (`advance`)
+
 
 class SimJob:
     """Builds the job's nodes in one process and runs their loops in virtual time."""
@@ -273,9 +275,15 @@ class SimJob:
         # full passes, which would otherwise re-scan it every time
         frozen_by_caller = gc.get_freeze_count()
         gc.freeze()
+        # a young collection every YOUNG_OBJECTS allocations, not every 700: a step's
+        # short-lived objects die before one, so fewer reach the older generations, whose
+        # passes re-scan every live worker's state (seconds at 10,000 workers)
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_OBJECTS), *thresholds[1:])
         try:
             self.clock.run(until=until)
         finally:
+            gc.set_threshold(*thresholds)
             if not frozen_by_caller:
                 gc.unfreeze()
         return not self.running
