@@ -175,7 +175,7 @@ def reader_specs(spec: JobSpec, tokens: Tokens | None) -> list[ReaderSpec]:
     deal = spec.data.deal(count, spec.start_position)
     specs = []
     for index in range(count):
-        served = [t for t in range(cluster.num_trainers) if cluster.reader_of(t) == index]
+        served = list(range(index, cluster.num_trainers, count))  # `reader_of`: t % count
         limit = spec.stop_after_examples
         specs.append(
             ReaderSpec(

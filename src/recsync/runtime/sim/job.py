@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from recsync.coordinator.checkpoint import JobState
@@ -53,6 +54,8 @@ from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summ
 from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
+
+YOUNG_OBJECTS = 20_000  # the collector's first threshold while the job runs (`advance`)
 
 
 class SimJob:
@@ -123,11 +126,15 @@ class SimJob:
                 host.slowdown_at = node_spec.slowdown_at
             self.hosts[address] = host
         readers = []
-        for host in self.hosts_of(Role.READER):
+        for r, host in enumerate(self.hosts_of(Role.READER)):
             assert isinstance(host.node, ReaderNode)
-            host.observer = self._handed
+            host.observer = partial(self._handed, r)
             readers.append(host.node)
         self.reader = ReaderGroup(topology, readers)
+        # the readers' examples handed out, summed as they change (only a reader's own
+        # answer changes its count): a batch's record costs no pass over every reader
+        self._reader_totals = self.reader.totals
+        self._handed_total = sum(self._reader_totals)
         self._check_faults(topology)
         self.transport = Transport(clock, self.network, self.hosts)
         collectives = {}
@@ -268,9 +275,15 @@ class SimJob:
         # full passes, which would otherwise re-scan it every time
         frozen_by_caller = gc.get_freeze_count()
         gc.freeze()
+        # a young collection every YOUNG_OBJECTS allocations, not every 700: a step's
+        # short-lived objects die before one, so fewer reach the older generations, whose
+        # passes re-scan every live worker's state (seconds at 10,000 workers)
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_OBJECTS), *thresholds[1:])
         try:
             self.clock.run(until=until)
         finally:
+            gc.set_threshold(*thresholds)
             if not frozen_by_caller:
                 gc.unfreeze()
         return not self.running
@@ -314,20 +327,28 @@ class SimJob:
             lost,
         )
 
-    def _handed(self, message: Message, reply: Any) -> None:
-        """The reader answered a request: take a cut once every worker parked; mark a batch
+    def _handed(self, r: int, message: Message, reply: Any) -> None:
+        """Reader `r` answered a request: take a cut once every worker parked; mark a batch
         handed out in time, evaluate and begin a cut when due, report progress."""
         if self.supervisor.cutting and self.reader.cut_settled:
             self._take_cut()
         if not isinstance(reply, HandedBatch) or reply.batch is None:
             return
-        handed = self.reader.total_examples
+        self.recount_reader(r)
+        handed = self._handed_total
         self.handed.append((self.clock.now, handed))
         if self.on_handed is not None:
             self.on_handed(handed)
         handed += self.supervisor.before  # examples since the job's first start
         trained = handed - reply.batch.batch_size  # evaluated before the batch is trained
         self.feed(Progressed(handed, None, self.clock.now, trained))
+
+    def recount_reader(self, r: int) -> None:
+        """Reader `r` handed out a batch, or its node was replaced (runtime/sim/one_node.py):
+        the readers' sum takes its count as it is now."""
+        total = self.reader.readers[r].total_examples
+        self._handed_total += total - self._reader_totals[r]
+        self._reader_totals[r] = total
 
     def _take_cut(self) -> None:
         """Every worker parked: the model's state holds exactly the batches handed out (or

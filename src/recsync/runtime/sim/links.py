@@ -20,17 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from recsync.runtime.sim.clock import Clock
+from recsync.runtime.sim.clock import Clock, Lane
 
 
 class Nic:
     """One direction of a queue of messages: one at a time, first come, first served."""
 
-    __slots__ = ("free_at", "busy_s")
+    __slots__ = ("free_at", "busy_s", "lane")
 
     def __init__(self) -> None:
         self.free_at = 0.0  # when the message now on it is through
         self.busy_s = 0.0
+        self.lane: Lane | None = None  # the network's actions on it, due in booking order
 
     def book(self, now: float, hold: float) -> float:
         """Hold the NIC for `hold` seconds from now or once it is free; returns when done."""

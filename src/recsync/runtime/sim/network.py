@@ -203,8 +203,9 @@ class Network:
         tx.busy_s += hold
         if start == now:
             self._enter((dst, nbytes, end, then, arg))
-        else:
-            self.clock.at(start, self._enter, (dst, nbytes, end, then, arg))
+        else:  # starts never go back on one link: a lane keeps them off the agenda
+            lane = tx.lane or self._nic_lane(tx)
+            lane.at(start, self._enter, (dst, nbytes, end, then, arg))
 
     def _enter(self, message: tuple[Machine, int, float, Callback, Any]) -> None:
         """The message's first bytes reach dst's link a latency after they left: it queues
@@ -219,7 +220,11 @@ class Network:
             end = sent + latency
         rx.free_at = end
         rx.busy_s += hold
-        self.clock.at(end, self._received, (dst, nbytes, then, arg))
+        # a link's messages come through in the order they queued on it (`end` never goes
+        # back): one lane a link, not one agenda action a message (thousands of workers'
+        # messages queue at a server's link)
+        lane = rx.lane or self._nic_lane(rx)
+        lane.at(end, self._received, (dst, nbytes, then, arg))
 
     def _arrive(self, message: tuple[Machine, int, float, Callback, Any]) -> None:
         dst, nbytes, hold, then, arg = message
@@ -249,6 +254,10 @@ class Network:
     def _lane(self, cpu: Slots) -> Lane:
         cpu.lane = Lane(self.clock)
         return cpu.lane
+
+    def _nic_lane(self, nic: Nic) -> Lane:
+        nic.lane = Lane(self.clock)
+        return nic.lane
 
 
 class Collective:
