@@ -114,10 +114,20 @@ class ReaderGroup:
         self.topology = topology
         self.readers = list(readers)
         self.cluster = topology.spec.cluster
+        self._counted = self.totals  # each reader's count as `handed` last took it
+        self.handed = sum(self._counted)  # the readers' examples handed out, summed
 
     @property
     def total_examples(self) -> int:
         return sum(r.total_examples for r in self.readers)
+
+    def recount(self, r: int) -> int:
+        """Reader `r` handed out a batch, or was replaced: `handed` takes its count as it is
+        now (no pass over every reader); returns it."""
+        total = self.readers[r].total_examples
+        self.handed += total - self._counted[r]
+        self._counted[r] = total
+        return self.handed
 
     @property
     def totals(self) -> list[int]:

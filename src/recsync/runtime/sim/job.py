@@ -3,7 +3,6 @@ math, run on a virtual clock in a deterministic order."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -45,7 +44,7 @@ from recsync.protocol.address import Address, Role
 from recsync.protocol.messages import Message
 from recsync.protocol.reading import HandedBatch
 from recsync.ps.placement import JobPlan
-from recsync.runtime.sim.clock import Clock
+from recsync.runtime.sim.clock import Clock, young_collections
 from recsync.runtime.sim.cost import CostModel, WorkerSpeeds
 from recsync.runtime.sim.dispatch import EffectDispatch
 from recsync.runtime.sim.host import SimHost
@@ -54,8 +53,6 @@ from recsync.runtime.sim.math_modes import assembled, check_math, labelled, summ
 from recsync.runtime.sim.network import Collective, Machine, Network
 from recsync.runtime.sim.runner import LoopRunner
 from recsync.runtime.sim.transport import Transport
-
-YOUNG_OBJECTS = 20_000  # the collector's first threshold while the job runs (`advance`)
 
 
 class SimJob:
@@ -131,10 +128,6 @@ class SimJob:
             host.observer = partial(self._handed, r)
             readers.append(host.node)
         self.reader = ReaderGroup(topology, readers)
-        # the readers' examples handed out, summed as they change (only a reader's own
-        # answer changes its count): a batch's record costs no pass over every reader
-        self._reader_totals = self.reader.totals
-        self._handed_total = sum(self._reader_totals)
         self._check_faults(topology)
         self.transport = Transport(clock, self.network, self.hosts)
         collectives = {}
@@ -271,21 +264,8 @@ class SimJob:
     def advance(self, until: float | None = None) -> bool:
         """Run the job in virtual time until `until` (None: to its end); True once every
         loop ended (else the clock stands at `until`)."""
-        # what exists before the run (modules, the job's nodes) stays out of the collector's
-        # full passes, which would otherwise re-scan it every time
-        frozen_by_caller = gc.get_freeze_count()
-        gc.freeze()
-        # a young collection every YOUNG_OBJECTS allocations, not every 700: a step's
-        # short-lived objects die before one, so fewer reach the older generations, whose
-        # passes re-scan every live worker's state (seconds at 10,000 workers)
-        thresholds = gc.get_threshold()
-        gc.set_threshold(max(thresholds[0], YOUNG_OBJECTS), *thresholds[1:])
-        try:
+        with young_collections():
             self.clock.run(until=until)
-        finally:
-            gc.set_threshold(*thresholds)
-            if not frozen_by_caller:
-                gc.unfreeze()
         return not self.running
 
     def _loop_ended(self, runner: LoopRunner) -> None:
@@ -334,21 +314,13 @@ class SimJob:
             self._take_cut()
         if not isinstance(reply, HandedBatch) or reply.batch is None:
             return
-        self.recount_reader(r)
-        handed = self._handed_total
+        handed = self.reader.recount(r)  # only a reader's own answer changes its count
         self.handed.append((self.clock.now, handed))
         if self.on_handed is not None:
             self.on_handed(handed)
         handed += self.supervisor.before  # examples since the job's first start
         trained = handed - reply.batch.batch_size  # evaluated before the batch is trained
         self.feed(Progressed(handed, None, self.clock.now, trained))
-
-    def recount_reader(self, r: int) -> None:
-        """Reader `r` handed out a batch, or its node was replaced (runtime/sim/one_node.py):
-        the readers' sum takes its count as it is now."""
-        total = self.reader.readers[r].total_examples
-        self._handed_total += total - self._reader_totals[r]
-        self._reader_totals[r] = total
 
     def _take_cut(self) -> None:
         """Every worker parked: the model's state holds exactly the batches handed out (or

@@ -128,7 +128,7 @@ class OneNodeRecovery:
         lost.close()
         host = sim.hosts[node.address]
         host.node = sim.reader.readers[index] = reader
-        sim.recount_reader(index)
+        sim.reader.recount(index)
         sim.clock.at(host.down_until, self._reader_back)
 
     def _reader_back(self, _: Any = None) -> None:
