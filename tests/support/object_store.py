@@ -171,15 +171,16 @@ class StoreProxy:
         sent = 0
         with contextlib.suppress(OSError):
             while data := source.recv(1 << 14):
-                sink.sendall(data)
                 sent += len(data)
-                if counted:
+                cut = False
+                if counted:  # counted before it is sent: a reader never holds bytes not yet counted
                     with self._lock:
                         self.served += len(data)
                         cut = self._cuts > 0 and sent > self.CUT_AFTER
                         self._cuts -= cut
-                    if cut:
-                        break
+                sink.sendall(data)
+                if cut:
+                    break
         for end in (source, sink):
             with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
