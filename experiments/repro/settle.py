@@ -68,7 +68,7 @@ def best(scores: Mapping[float, float], higher_is_better: bool) -> float:
 
 
 def edge(scores: Mapping[float, float], chosen: float) -> str | None:
-    """"low" or "high" where `chosen` is the smallest or largest value tried, else None."""
+    """Which edge of what was tried `chosen` is: "low", "high" or None (inside)."""
     tried = sorted(scores)
     return "low" if chosen == tried[0] else "high" if chosen == tried[-1] else None
 
