@@ -89,6 +89,14 @@ def setting_lines(results: dict[str, Any]) -> list[str]:
         f"{list(s['seeds'])} (training seeds: the model's initial weights and rows; the task "
         f"and its examples are the same for every run, task seed {s['task_seed']}; the "
         f"teacher's own AUC is {teacher:.4f}).",
+        *(
+            [
+                "- Rates: every variant of parts 1 and 2 at its own Adagrad rates, tuned on one "
+                "grid (see 'Tuning and run length')."
+            ]
+            if results.get("tuning")
+            else []
+        ),
     ]
 
 

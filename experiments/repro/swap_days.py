@@ -260,11 +260,11 @@ def write_figures(results: dict[str, Any] | list[dict[str, Any]], out_dir: Path)
     ax.legend(fontsize=7)
     save_figure(fig, out_dir / "held_out_loss.png")
     last = DAYS - 2
+    points = SEGMENTS + 1  # the last day's start and its segments' ends
+    if isinstance(results, dict):
+        points = results["setting"].get("segments", SEGMENTS) + 1
     Curves(
-        {
-            label: [(p - last, loss) for p, loss in curve if p >= last]
-            for label, curve in means.items()
-        }
+        {label: [(p - last, loss) for p, loss in curve[-points:]] for label, curve in means.items()}
     ).plot(
         out_dir / "held_out_last_day.png",
         f"Day {last}, the last trained (mean over seeds); shaded: the criterion's window",
