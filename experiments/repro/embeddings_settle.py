@@ -203,7 +203,7 @@ def tuning_lines(results: dict[str, Any]) -> list[str]:
         *settled_lines(results),
         "- Every run met the criterion."
         if not short
-        else f"- Not flat by the criterion on every seed: {', '.join(short)} (the changes "
+        else f"- Not flat by the criterion on every seed: {'; '.join(short)} (the changes "
         "above: how much the held-out loss still fell over the window; longer runs were not "
         "run).",
     ]
