@@ -14,6 +14,15 @@ other Ray session runs; a `ray stop` elsewhere kills this one's). The Ray part i
 again, said so; every other part is computed by each run (a stopped run resumes from its
 finished points, `points.py`), so the report's numbers are its stamp's code's.
 The report is `embeddings_report.py`'s.
+
+Settling (`embeddings_settle.py`, `settle.py`): every variant of the quality and of the
+continual runs is tuned on one grid of a factor of both default Adagrad rates (on
+`Setting.tuning_seed`, scored on held-out examples the claims do not read), and the runs the
+claims read are repeated on every seed at the chosen factor (quality: `Setting.seeds`;
+continual: `Setting.continual_seeds`, 5); their held-out loss curves are checked by
+`settle.Flattening`. Measured at this size: a quality run ~8 s of one core with its 8
+evaluations, a continual run ~36 s; about 53 quality and 16 continual runs with the tuning:
+~9 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -27,21 +36,20 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import stamp
-from experiments.repro.common import run_in_processes
 from experiments.repro.embeddings_capacity import insert_all
 from experiments.repro.embeddings_report import write_report
 from experiments.repro.embeddings_setting import (
-    CONTINUAL_VARIANTS,
     ENGINE_FIELDS,
     UNBOUNDED,
     Setting,
     fixed_rows,
     job,
     quality_label,
-    quality_variants,
     synthetic,
 )
+from experiments.repro.embeddings_settle import continual_items, quality_items, tuned_runs
 from experiments.repro.registry import Progress, reproduction
+from experiments.repro.settle import SEEDS
 from recsync.app.runs.checkpoints import CheckpointWriter
 from recsync.coordinator.checkpoint import JobState
 from recsync.coordinator.cuts import CheckpointEvery
@@ -53,21 +61,37 @@ from recsync.runtime.sim.cost import CostModel
 from recsync.runtime.sim.job import SimJob
 
 
-def quality_run(item: tuple[Setting, str, int, int | None]) -> dict[str, Any]:
-    """One variant, seed and memory budget trained on the multi-day task, scored on the
-    last day."""
-    setting, variant, seed, cap = item
+def quality_run(
+    item: tuple[Setting, str, int, int | None] | tuple[Setting, str, int, int | None, float],
+) -> dict[str, Any]:
+    """One variant, seed and memory budget (and rate factor, 1 when not given) trained on
+    the multi-day task, scored on the last day; its held-out loss curve (`eval_marks`
+    evaluations on the test split) and the tuning's score, the logloss on held-out examples
+    of the last day that are not the test split."""
+    setting, variant, seed, cap, factor = (*item, 1.0) if len(item) == 4 else item
     task = synthetic(setting, setting.task_seed, setting.quality_days, setting.quality_examples)
-    spec = job(setting, variant, task, seed, cap)
+    spec = job(setting, variant, task, seed, cap, factor)
     start = time.perf_counter()
-    summary = SimJob(spec, plan_for(spec), CostModel()).run()
+    every = max(setting.quality_examples // setting.eval_marks, 1)
+    sim = SimJob(spec, plan_for(spec), CostModel(), eval_every=every)
+    summary = sim.run()
     rows = summary.get("embedding_rows") or {}
     memory = sum(fixed_rows(task, cap))
     bound = spec.model.hash_tables.max_rows if spec.model.hash_tables else None
+    state = sim.final_state
+    assert state is not None
+    assert spec.synthetic is not None
+    validation = SyntheticTask(spec.synthetic).day_test_set(
+        setting.quality_days - 1, setting.validation_examples
+    )[0]
+    quality = evaluate_model(
+        spec, sim.plan.embeddings.layout, state.dense, state.shards, validation
+    )
     return {
         "variant": quality_label(variant, cap),
         "fixed_cap": cap,
         "seed": seed,
+        "factor": factor,
         "test_auc": summary["test_auc"],
         "test_ne": summary["test_ne"],
         "teacher_auc": SyntheticTask(task).teacher_auc(),
@@ -79,6 +103,8 @@ def quality_run(item: tuple[Setting, str, int, int | None]) -> dict[str, Any]:
         "refused_lookups": rows.get("refused_lookups"),
         "admitted_lookups": rows.get("admitted_lookups"),
         "sim_eps_steady": summary["eps_steady"],
+        "held_out_curve": [[r["examples"], r["test_logloss"]] for r in sim.curve],
+        "validation_logloss": quality.logloss,
         "wall_s": time.perf_counter() - start,
     }
 
@@ -91,11 +117,15 @@ def next_day_test(scorer: SyntheticTask, day: int, size: int) -> Batch:
     return scorer.day_test_set(day + 1, size)[0]
 
 
-def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
-    """`days` jobs, each resumed from the day before's end state, scored on the next day;
-    with eviction, every cut's state (and each day's end) is also written as full-only and
-    as full + delta checkpoints."""
-    setting, variant = item
+def continual_run(
+    item: tuple[Setting, str] | tuple[Setting, str, int, float],
+) -> dict[str, Any]:
+    """`days` jobs on one training seed and rate factor (0 and 1 when not given), each
+    resumed from the day before's end state, scored on the next day; with eviction, every
+    cut's state (and each day's end) is also written as full-only and as full + delta
+    checkpoints. The tuning's score: the logloss after the last day on the task's test split
+    (the day after the last trained, a stream of its own)."""
+    setting, variant, seed, factor = (*item, 0, 1.0) if len(item) == 2 else item
     task = synthetic(
         setting, setting.task_seed, setting.days + 1, (setting.days + 1) * setting.per_day
     )
@@ -116,7 +146,9 @@ def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
     with folder:
         for day in range(setting.days):
             spec = dataclasses.replace(
-                job(setting, variant, task, 0), resume=state, stop_after_examples=setting.per_day
+                job(setting, variant, task, seed, factor=factor),
+                resume=state,
+                stop_after_examples=setting.per_day,
             )
             cuts: list[JobState] = []
             sim = SimJob(
@@ -145,11 +177,17 @@ def continual_run(item: tuple[Setting, str]) -> dict[str, Any]:
                     "evicted": rows["evicted"],
                     "next_day_auc": quality.auc,
                     "next_day_ne": quality.ne,
+                    "next_day_logloss": quality.logloss,
                     "shard_clock": max(int(s["clock"]) for s in state.shards),
                 }
             )
+        assert state is not None
+        validation = evaluate_model(spec, layout, state.dense, state.shards, scorer.test_set()[0])
     return {
         "variant": variant,
+        "seed": seed,
+        "factor": factor,
+        "validation_logloss": validation.logloss,
         "ttl_steps": setting.ttl_steps() if writers else None,
         "days": days,
         "checkpoints": {kind: w.stats() for kind, w in writers.items()},
@@ -259,8 +297,8 @@ def _embeddings_row(r: dict[str, Any]) -> str:
     "over 10 days of id churn with and without eviction, examples/s, full vs delta "
     "checkpoints",
     report_dir="reports/embeddings",
-    minutes=3.0,
-    seeds={"quality": list(Setting().seeds), "continual": [0]},
+    minutes=9.0,
+    seeds={"quality": list(Setting().seeds), "continual": list(SEEDS)},
     cost={"default": CostModel()},
     show=_embeddings_row,
 )
@@ -270,15 +308,24 @@ def reproduce(
     """Run (or reuse) every part, write results.json, report.md and the figures."""
     setting = setting or Setting()
     out_dir.mkdir(parents=True, exist_ok=True)
-    items = [
-        (setting, variant, seed, cap)
-        for seed in setting.seeds
-        for variant, cap in quality_variants(setting)
-    ]
-    continual = [(setting, v) for v in CONTINUAL_VARIANTS]
+    tuning: dict[str, Any] = {}
+
+    def settled(part: str, items: dict[str, Any], run: Any, seeds: tuple[int, ...]) -> Any:
+        """The part's runs: every variant tuned on the setting's grid, then every seed at
+        its chosen factor (the tuning kept in `tuning`)."""
+
+        def compute() -> list[dict[str, Any]]:
+            tuned, runs = tuned_runs(setting, items, run, seeds, progress)
+            tuning[part] = {label: t.as_dict() for label, t in tuned.items()}
+            return runs
+
+        return compute
+
     computes: dict[str, Callable[[], Any] | None] = {
-        "quality": lambda: run_in_processes(quality_run, items, progress),
-        "continual": lambda: run_in_processes(continual_run, continual, progress),
+        "quality": settled("quality", quality_items(setting), quality_run, setting.seeds),
+        "continual": settled(
+            "continual", continual_items(setting), continual_run, setting.continual_seeds
+        ),
         "engine": (lambda: engine_eps(setting, progress)) if setting.engine_examples else None,
         "capacity": lambda: insert_all(fraction=setting.capacity_fraction),
     }
@@ -288,6 +335,7 @@ def reproduce(
         "setting": setting.as_dict(),
         "table_rows": setting.table_rows(),
         "engine": None,
+        "tuning": tuning,
         **{name: part["result"] for name, part in parts.items()},
         # the Ray part may be an earlier run's (reused): the commit it was measured at
         "engine_commit": parts["engine"].get("commit") if "engine" in parts else None,

@@ -34,6 +34,8 @@ TINY = setting.Setting(
     top_mlp=(8,),
     engine_examples=0,
     capacity_fraction=1e-4,
+    continual_seeds=(0, 1),
+    validation_examples=512,
 )
 
 
@@ -60,12 +62,23 @@ def test_the_tiny_reproduction_writes_its_report_and_figures(tiny):
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "results.json").read_text())["quality"] == results["quality"]
     assert len(results["quality"]) == len(TINY.seeds) * len(setting.quality_variants(TINY))
-    assert [r["variant"] for r in results["continual"]] == list(setting.CONTINUAL_VARIANTS)
+    assert [(r["variant"], r["seed"]) for r in results["continual"]] == [
+        (v, s) for s in TINY.continual_seeds for v in setting.CONTINUAL_VARIANTS
+    ]
     assert all(len(r["days"]) == TINY.days for r in results["continual"])
+    for part in ("quality", "continual"):  # every variant tuned on the one grid
+        for label, tuned in results["tuning"][part].items():
+            assert set(map(float, tuned["scores"])) >= set(TINY.grid), label
+            runs = [r for r in results[part] if r["variant"] == label]
+            assert {r["factor"] for r in runs} == {tuned["chosen"]}
     assert "quality: running" in said and "continual: running" in said
     text = (out / "report.md").read_text()
     for heading in ("## Setting", "## 1.", "## 2.", "## 3.", "## 4.", "What a reviewer"):
         assert heading in text
+    assert "## Tuning and run length" in text and "| quality | fixed, 10 rows a table | " in text
+    assert "settle.Flattening" in text and "evicting stale rows bounds memory" in text
+    for name in ("quality_held_out.png", "continual_held_out.png"):
+        assert (out / name).stat().st_size > 0, name
     assert "the cost model's ratio, not a measurement" in text
     assert "Ray engine: not measured" in text
     assert "embeddings" in REPRODUCTIONS
@@ -76,18 +89,20 @@ def test_the_reports_numbers_are_the_runs(tiny):
     text = (out / "report.md").read_text()
     fixed = [r["test_auc"] for r in results["quality"] if r["variant"] == "fixed, 10 rows a table"]
     assert f"{sum(fixed) / len(fixed):.4f} ± " in text
-    for run in results["continual"]:
-        for day in run["days"]:
+    for days in embeddings_report.continual_means(results["continual"]).values():
+        for day in days:
             assert f"{day['next_day_auc']:.4f}" in text
     assert len(results["verdicts"]) == 2 * 4 * len(TINY.fixed_caps)
     for verdict in results["verdicts"]:
         assert f"| {verdict['a']} minus {verdict['b']} | " in text
         assert f"| {verdict['difference']:+.4f} | {verdict['spread']:.4f} | " in text
     # one run again, on its own: the simulator is deterministic, the results are its output
-    again = embeddings.quality_run((TINY, "hash LRS", 1, 4))
     saved = next(
-        r for r in results["quality"] if (r["variant"], r["seed"]) == (again["variant"], 1)
+        r
+        for r in results["quality"]
+        if (r["variant"], r["seed"]) == ("hash LRS, 4 rows a table", 1)
     )
+    again = embeddings.quality_run((TINY, "hash LRS", 1, 4, saved["factor"]))
     assert again["test_auc"] == saved["test_auc"] and again["evicted"] == saved["evicted"]
 
 
@@ -99,7 +114,7 @@ def test_the_runs_count_what_the_tables_hold(tiny):
             assert run["rows_live"] <= run["rows_budget"] and run["evicted"] > 0
         if run["variant"] == "hash unbounded":
             assert run["rows_live"] == run["inserted"] and run["evicted"] == 0
-    kept, evicting = (r["days"] for r in results["continual"])
+    kept, evicting = (r["days"] for r in results["continual"] if r["seed"] == 0)
     assert [d["rows_live"] for d in kept] == sorted(d["rows_live"] for d in kept)
     assert kept[-1]["rows_live"] > kept[0]["rows_live"]  # churn: new ids every day
     assert evicting[-1]["evicted"] > 0 and evicting[-1]["rows_live"] < kept[-1]["rows_live"]

@@ -8,8 +8,16 @@ import statistics
 
 import pytest
 
-from experiments.repro import auto_switching, auto_switching_report, auto_switching_shape, swap_days
+from experiments.repro import (
+    auto_switching,
+    auto_switching_report,
+    auto_switching_shape,
+    settle,
+    swap_days,
+)
 from experiments.repro.verdict import DOES_NOT_HOLD, HOLDS, TOO_FEW_SEEDS, WITHIN_NOISE, judge
+from recsync.optim.dense import DenseOptimizerSpec
+from recsync.optim.rowwise import RowOptimizerSpec
 
 SWAP = "Adagrad-SWAP (0.8, T = 1 day)"
 SCORED = swap_days.DAYS - 1
@@ -28,9 +36,20 @@ def swap_rows(plain_end: dict[int, float], swap_end: dict[int, float]) -> list[d
     return rows
 
 
-def test_swap_days_runs_every_variant_on_three_training_seeds():
-    assert swap_days.SEEDS == (0, 1, 2)
+def test_swap_days_runs_every_variant_on_the_settling_seeds_at_its_tuned_rate():
+    assert swap_days.SEEDS == settle.SEEDS and len(swap_days.SEEDS) >= 5
     assert swap_days.train_spec(None, 2).seed == 2
+    spec = swap_days.train_spec(None, 0, 2.0)
+    assert spec.dense_optimizer.lr == pytest.approx(2 * DenseOptimizerSpec().lr)
+    assert spec.sparse_optimizer.lr == pytest.approx(2 * RowOptimizerSpec().lr)
+    chosen = {label: 0.5 * (i + 1) for i, label in enumerate(swap_days.VARIANTS)}
+    items = swap_days.final_items(chosen)
+    assert len(items) == len(swap_days.VARIANTS) * len(settle.SEEDS)
+    assert all(factor == chosen[label] for label, _, factor in items)
+    tuning_run = {"variant": "Adagrad", "seed": 0, "factor": 0.5}
+    other = {"variant": "Adagrad", "seed": 0, "factor": 1.0}  # not the chosen factor
+    known, todo = swap_days.reused(items, [tuning_run, other])
+    assert known == {("Adagrad", 0, 0.5): tuning_run} and len(todo) == len(items) - 1
     assert swap_days.by_seed(swap_rows({0: 0.73, 1: 0.74}, {0: 0.8, 1: 0.8}))["Adagrad"] == {
         0: [0.70, 0.71, 0.72, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73][: SCORED - 1]
         + [0.73],
@@ -73,6 +92,58 @@ def test_swap_days_report_shows_per_day_means_and_spread():
     assert f"| 0.7400 ± 0.0100 |\n| {SWAP} | 0.7000 ± 0.0000" in text  # the last day
     assert "means over 3 seeds: Adagrad +0.0100 AUC, SWAP +0.0700" in text
     assert "over 3 seeds: holds" in text
+
+
+def settled_results(plain_end, swap_end):
+    """The settled results file: rows with each day's held-out curve and change, and the
+    tuning of every variant."""
+    rows = swap_rows(plain_end, swap_end)
+    for r in rows:
+        flat_from = 1 if r["variant"] == "Adagrad" else 0  # day 0 of Adagrad: still falling
+        r["factor"] = 1.0
+        r["day_change"] = [0.02 if d < flat_from else 0.001 for d in range(SCORED)]
+        r["held_out_curve"] = [(d + p, 0.6 - 0.01 * d - 0.01 * p) for d in range(SCORED)
+                               for p in (0.0, 0.5, 1.0)]  # fmt: skip
+    tuned = settle.Tuned("Adagrad", {0.5: 0.52, 1.0: 0.51, 2.0: 0.53}, 1.0, 0, False)
+    return {
+        "rows": rows,
+        "tuning": {"Adagrad": tuned.as_dict(), SWAP: tuned.as_dict()},
+        "setting": {"days": swap_days.DAYS, "per_day": swap_days.PER_DAY},
+    }
+
+
+def test_swap_days_settled_report_shows_tuning_flattening_and_which_way_each_settled(tmp_path):
+    results = settled_results(
+        {s: 0.75 for s in range(5)}, {0: 0.80, 1: 0.81, 2: 0.80, 3: 0.79, 4: 0.80}
+    )
+    text = swap_days.report(results)
+    assert "| Adagrad | 0.5: 0.52000, 1: 0.51000, 2: 0.53000 | 1 | no |" in text
+    assert "each variant's Adagrad rates tuned on one grid" in text
+    assert swap_days.RULE.describe() in text
+    flat = swap_days.flattening(results["rows"])
+    assert flat["Adagrad"]["days_flat"] == SCORED - 1 and flat[SWAP]["days_flat"] == SCORED
+    assert f"| {SCORED - 1} of {SCORED} |" in text
+    assert "still fell): Adagrad: day 0." in text
+    assert "- SWAP ends ahead of Adagrad: settled with the paper, +0.0500 AUC" in text
+    assert "**holds**." in text
+    ahead, stalls = swap_days.claims(results)  # the dict results and the bare rows agree
+    assert ahead == swap_days.claims(results["rows"])[0] and ahead.verdict.seeds == 5
+    swap_days.write_figures(results, tmp_path)
+    for name in ("next_day_auc.png", "held_out_loss.png", "held_out_last_day.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    curves = swap_days.mean_curves(results["rows"])
+    assert curves["Adagrad"][0] == (0.0, pytest.approx(0.6))
+
+
+def test_swap_days_report_says_plainly_when_adagrad_does_not_stall():
+    rows = swap_rows({s: 0.80 for s in range(5)}, {s: 0.80 for s in range(5)})
+    for r in rows:
+        if r["variant"] == "Adagrad":  # rises as SWAP does: no stall
+            r["next_day_auc"] = [0.70 + 0.01 * d for d in range(SCORED - 1)] + [0.80]
+    text = "\n".join(swap_days.findings(rows))
+    assert "At this size Adagrad does not stall" in text and "against the paper's claim" in text
+    assert "- plain Adagrad stalls: settled against the paper" in text
+    assert "the paper's claim does not reproduce here" in text
 
 
 def fixed(variant, seed, seconds, aucs, strategies=None):
