@@ -52,7 +52,7 @@ from experiments.repro import (
     shadowsync_threads_claims,
     staleness_norm_claims,
     staleness_norm_report,
-    swap_days,
+    swap_days_report,
 )
 from experiments.repro.claims import Claim
 from experiments.repro.steady import MissingSteadyRate
@@ -247,8 +247,8 @@ REPORTS_RENDERED = (
         "SWAP over days",
         "swap_days",
         "results.json",
-        lambda r, _: swap_days.report(r),
-        swap_days.claims,
+        lambda r, _: swap_days_report.report(r),
+        swap_days_report.claims,
     ),
     Report(
         "Embedding tables",

@@ -18,6 +18,7 @@ from experiments.repro import (
     shadowsync,
     shadowsync_quality,
     swap_days,
+    swap_days_report,
 )
 from experiments.repro import hierarchical_settings as ht
 from experiments.repro.steady import MissingSteadyRate
@@ -387,7 +388,7 @@ def test_swap_days_report_compares_late_gains():
         {"variant": "Adagrad", "next_day_auc": plain},
         {"variant": "Adagrad-SWAP (0.8, T = 1 day)", "next_day_auc": swap},
     ]
-    text = swap_days.report(rows)
+    text = swap_days_report.report(rows)
     assert f"From day 4 to day {days}, means over one seed: Adagrad +0.0000 AUC, SWAP +0.0700" \
         in text  # fmt: skip
     one = "against 2 x spread 0.0000 over 1 seed: too few seeds"
@@ -395,7 +396,7 @@ def test_swap_days_report_compares_late_gains():
         f"+0.0700 {one}; Adagrad's late gain below 0.25x SWAP's (stalls): effect +0.0175 " \
         f"{one}." in text  # fmt: skip
     rows[0]["next_day_auc"] = [a - 0.001 for a in swap]  # improves as much, a bit lower
-    text = swap_days.report(rows)
+    text = swap_days_report.report(rows)
     assert f"SWAP ends ahead of Adagrad: effect +0.0010 {one}" in text
     assert f"(stalls): effect -0.0525 {one} (against the paper)." in text
 

@@ -13,7 +13,13 @@ import pytest
 
 from docgen import claims_table, results
 from docgen.markdown import cell
-from experiments.repro import async_at_scale, auto_switching, failures_claims, swap_days
+from experiments.repro import (
+    async_at_scale,
+    auto_switching,
+    failures_claims,
+    swap_days,
+    swap_days_report,
+)
 from experiments.repro import embeddings_setting as setting
 from experiments.repro.claims import (
     AGAINST,
@@ -128,10 +134,10 @@ def test_swap_days_claims_read_the_late_gains():
         {"variant": "Adagrad", "next_day_auc": plain},
         {"variant": "Adagrad-SWAP (0.8, T = 1 day)", "next_day_auc": swap},
     ]
-    ahead, stalls = swap_days.claims(rows)
+    ahead, stalls = swap_days_report.claims(rows)
     assert "last day SWAP 0.8000 vs Adagrad 0.7300 (means, one seed)" in ahead.ours
     assert f"day 4 to day {days}: Adagrad +0.0000 AUC, SWAP +0.0700" in stalls.ours
-    assert ahead.verdict == swap_days.shape(rows).ahead and ahead.bears_on == "swap"
+    assert ahead.verdict == swap_days_report.shape(rows).ahead and ahead.bears_on == "swap"
     assert stalls.verdict.label == TOO_FEW_SEEDS and stalls.verdict.effect == pytest.approx(0.0175)
 
 

@@ -14,6 +14,8 @@ from experiments.repro import (
     auto_switching_shape,
     settle,
     swap_days,
+    swap_days_report,
+    swap_days_setting,
 )
 from experiments.repro.verdict import DOES_NOT_HOLD, HOLDS, TOO_FEW_SEEDS, WITHIN_NOISE, judge
 from recsync.optim.dense import DenseOptimizerSpec
@@ -38,8 +40,8 @@ def swap_rows(plain_end: dict[int, float], swap_end: dict[int, float]) -> list[d
 
 def test_swap_days_runs_every_variant_on_the_settling_seeds_at_its_tuned_rate():
     assert swap_days.SEEDS == settle.SEEDS and len(swap_days.SEEDS) >= 5
-    assert swap_days.train_spec(None, 2).seed == 2
-    spec = swap_days.train_spec(None, 0, 2.0)
+    assert swap_days_setting.train_spec(None, 2).seed == 2
+    spec = swap_days_setting.train_spec(None, 0, 2.0)
     assert spec.dense_optimizer.lr == pytest.approx(2 * DenseOptimizerSpec().lr)
     assert spec.sparse_optimizer.lr == pytest.approx(2 * RowOptimizerSpec().lr)
     chosen = {label: 0.5 * (i + 1) for i, label in enumerate(swap_days.VARIANTS)}
@@ -50,7 +52,9 @@ def test_swap_days_runs_every_variant_on_the_settling_seeds_at_its_tuned_rate():
     other = {"variant": "Adagrad", "seed": 0, "factor": 1.0}  # not the chosen factor
     known, todo = swap_days.reused(items, [tuning_run, other])
     assert known == {("Adagrad", 0, 0.5): tuning_run} and len(todo) == len(items) - 1
-    assert swap_days.by_seed(swap_rows({0: 0.73, 1: 0.74}, {0: 0.8, 1: 0.8}))["Adagrad"] == {
+    assert swap_days_setting.by_seed(swap_rows({0: 0.73, 1: 0.74}, {0: 0.8, 1: 0.8}))[
+        "Adagrad"
+    ] == {
         0: [0.70, 0.71, 0.72, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73][: SCORED - 1]
         + [0.73],
         1: [0.70, 0.71, 0.72, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73, 0.73][: SCORED - 1]
@@ -61,23 +65,25 @@ def test_swap_days_runs_every_variant_on_the_settling_seeds_at_its_tuned_rate():
 def test_swap_days_judges_the_last_day_paired_by_seed():
     plain = {0: 0.730, 1: 0.731, 2: 0.729}
     swap = {0: 0.800, 1: 0.801, 2: 0.799}
-    shape = swap_days.shape(swap_rows(plain, swap))
+    shape = swap_days_report.shape(swap_rows(plain, swap))
     assert shape.seeds == 3
     assert shape.ahead == judge(swap, plain, "higher")
     assert shape.ahead.label == HOLDS and shape.ahead.effect == pytest.approx(0.07)
     assert shape.swap_last == pytest.approx(0.8) and shape.plain_last == pytest.approx(0.73)
     gains = {s: plain[s] - 0.73 for s in plain}
     assert shape.stalls == judge(gains, {s: 0.25 * (swap[s] - 0.73) for s in swap}, "lower")
-    ahead, stalls = swap_days.claims(swap_rows(plain, swap))
+    ahead, stalls = swap_days_report.claims(swap_rows(plain, swap))
     assert "last day SWAP 0.8000 vs Adagrad 0.7300 (means, 3 seeds)" in ahead.ours
     assert "(stalls: under 0.25x SWAP's gain; means, 3 seeds)" in stalls.ours
     assert ahead.verdict.seeds == stalls.verdict.seeds == 3
 
 
 def test_swap_days_seeds_that_disagree_are_too_few_and_noise_is_noise():
-    disagree = swap_days.shape(swap_rows({0: 0.73, 1: 0.75, 2: 0.73}, {0: 0.74, 1: 0.74, 2: 0.74}))
+    disagree = swap_days_report.shape(
+        swap_rows({0: 0.73, 1: 0.75, 2: 0.73}, {0: 0.74, 1: 0.74, 2: 0.74})
+    )
     assert disagree.ahead.label == TOO_FEW_SEEDS  # 5 seeds where they differ in sign
-    noisy = swap_days.shape(
+    noisy = swap_days_report.shape(
         swap_rows({0: 0.730, 1: 0.760, 2: 0.700}, {0: 0.735, 1: 0.765, 2: 0.705})
     )
     assert noisy.ahead.label == WITHIN_NOISE  # +0.005 each seed, the sides' sd 0.03
@@ -85,7 +91,7 @@ def test_swap_days_seeds_that_disagree_are_too_few_and_noise_is_noise():
 
 def test_swap_days_report_shows_per_day_means_and_spread():
     rows = swap_rows({0: 0.73, 1: 0.74, 2: 0.75}, {0: 0.80, 1: 0.80, 2: 0.80})
-    text = swap_days.report(rows)
+    text = swap_days_report.report(rows)
     assert "3 seeds (training seeds 0, 1, 2: initial weights" in text
     assert "Next-day AUC, mean ± sd over training seeds 0, 1, 2:" in text
     assert "| Adagrad | 0.7000 ± 0.0000 | " in text
@@ -116,22 +122,22 @@ def test_swap_days_settled_report_shows_tuning_flattening_and_which_way_each_set
     results = settled_results(
         {s: 0.75 for s in range(5)}, {0: 0.80, 1: 0.81, 2: 0.80, 3: 0.79, 4: 0.80}
     )
-    text = swap_days.report(results)
+    text = swap_days_report.report(results)
     assert "| Adagrad | 0.5: 0.52000, 1: 0.51000, 2: 0.53000 | 1 | no |" in text
     assert "each variant's Adagrad rates tuned on one grid" in text
     assert swap_days.RULE.describe() in text
-    flat = swap_days.flattening(results["rows"])
+    flat = swap_days_report.flattening(results["rows"])
     assert flat["Adagrad"]["days_flat"] == SCORED - 1 and flat[SWAP]["days_flat"] == SCORED
     assert f"| {SCORED - 1} of {SCORED} |" in text
     assert "still fell): Adagrad: day 0." in text
     assert "- SWAP ends ahead of Adagrad: settled with the paper, +0.0500 AUC" in text
     assert "**holds**." in text
-    ahead, stalls = swap_days.claims(results)  # the dict results and the bare rows agree
-    assert ahead == swap_days.claims(results["rows"])[0] and ahead.verdict.seeds == 5
-    swap_days.write_figures(results, tmp_path)
+    ahead, stalls = swap_days_report.claims(results)  # the dict results and the bare rows agree
+    assert ahead == swap_days_report.claims(results["rows"])[0] and ahead.verdict.seeds == 5
+    swap_days_report.write_figures(results, tmp_path)
     for name in ("next_day_auc.png", "held_out_loss.png", "held_out_last_day.png"):
         assert (tmp_path / name).stat().st_size > 0
-    curves = swap_days.mean_curves(results["rows"])
+    curves = swap_days_report.mean_curves(results["rows"])
     assert curves["Adagrad"][0] == (0.0, pytest.approx(0.6))
 
 
@@ -140,7 +146,7 @@ def test_swap_days_report_says_plainly_when_adagrad_does_not_stall():
     for r in rows:
         if r["variant"] == "Adagrad":  # rises as SWAP does: no stall
             r["next_day_auc"] = [0.70 + 0.01 * d for d in range(SCORED - 1)] + [0.80]
-    text = "\n".join(swap_days.findings(rows))
+    text = "\n".join(swap_days_report.findings(rows))
     assert "At this size Adagrad does not stall" in text and "against the paper's claim" in text
     assert "- plain Adagrad stalls: settled against the paper" in text
     assert "the paper's claim does not reproduce here" in text
