@@ -96,8 +96,9 @@ PAPER: dict[str, Any] = {
     "fig6_gain": {"1000": "about +1% (0.75 -> 0.76)", "3000": "about +2% (0.74 -> 0.76)"},
 }
 # one dense and one embedding server (each step is 4 messages: the simulator's wall time is
-# the real math); a worker's step takes ~0.2 s, so 3K workers would keep the dense server ~40%
-# busy (1,200: ~16%)
+# the real math); a worker's step takes ~0.2 s a batch of 64, so 3K workers would keep the
+# dense server ~40% busy; at 256 examples a step is ~4x longer and 450 workers keep it a few
+# per cent busy
 NORM_COST = dataclasses.replace(
     async_at_scale.CLUSTER_COST, worker_flops=2.0e7, speed_spread=0.05, batch_noise=0.05
 )

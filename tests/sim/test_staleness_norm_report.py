@@ -332,3 +332,14 @@ def test_fig_2_is_said_to_be_a_formula_and_tabulated_from_the_rules_code():
     assert "| 1,200 | 1 | 0.000833 | 6.94e-07 | 400 | 1 |" in text
     assert "| 1,800 | 1.5 | 0.000556 | 3.09e-07 | 600 | 2.78e-06 |" in text
     assert text.index("## Fig. 2") < text.index("## What a reviewer would still ask")
+
+
+def test_tuned_results_add_fig_6_claims_at_each_size():
+    result = five_seed_result()
+    claims = staleness_norm_claims.claims(result)
+    assert len(claims) == 5 and len(staleness_norm_claims.claims(three_seed_result())) == 3
+    small, large = claims[3:]
+    assert small.claim == "data normalization over rho raises the AUC at 0.2K workers"
+    assert small.verdict.label == "within noise" and "+0.0005 AUC above rho alone" in small.ours
+    assert large.verdict.describe() in snr.report(result)
+    assert large.paper == "Fig. 6: about +2% (0.74 -> 0.76) at 3K"
