@@ -1,5 +1,5 @@
-"""Liu & Zhao (AAAI 2021), Fig. 5 and Fig. 6, in the simulator at 400 and 1,200 workers
-(the paper's 1K and 3K, scaled by 0.4: see the cut below).
+"""Liu & Zhao (AAAI 2021), Fig. 5 and Fig. 6, in the simulator at 150 and 450 workers
+(the paper's 1K and 3K, scaled by 0.15: see the cut below).
 
 Fig. 5: async on the large cluster, no normalization vs the 1/tau rule of Zhang et al. (2016)
 vs rho (eq. 7, kappa = 2) on the normalized staleness tau' = delta'(tau - mu)/delta + mu',
@@ -9,43 +9,63 @@ cluster's AUC is "what we expected". Fig. 6: data normalization (alpha x / E[x] 
 each hidden layer) on top of the staleness normalization, on both clusters.
 
 Every run trains the same examples (TOTAL_STEPS updates of BATCH_SIZE), so a large-cluster
-worker makes a third of a small-cluster worker's steps (240 and 80, as the 1K/3K setting
-before the cut). The learning rates are tuned on the same grid (LR_FACTORS times the default
-dense and sparse Adagrad rates), seed 0, over a quarter of the examples, once on each
-un-normalized baseline: the small one's best is frozen for every run but the large
-un-normalized baseline, which runs at its own best (issue 55: the no-normalization baseline
-retuned, not left at a rate tuned for a fresher cluster). Every quality point (7 labels) runs
-SEEDS (3); verdicts by `verdict.judge`, paired by seed. The workers' speeds spread by 5% and
-each batch's time by 5%, which puts the staleness spread near the paper's (sd/mean 7.9% at 1K,
-5.1% at 3K).
+worker makes a third of a small-cluster worker's steps (240 and 80, as before the cut).
+Every compared variant (no normalization at both sizes; 1/tau, rho and rho + data
+normalization at the large size; rho and rho + data normalization at the small size) is
+tuned on the same GRID of factors of the default dense and sparse Adagrad rates by
+`settle.tune` (a best at an edge gets the next factor past it, up to 3 times), each point a
+full-length run of seed 0 scored on a validation split (20,000 examples of the same teacher,
+a stream apart from the test split the claims read); the chosen point is seed 0's run, and
+seeds 1-4 run every variant at its own chosen factor (5 seeds, `settle.SEEDS`; verdicts by
+`verdict.judge`, paired by seed). Tuning runs are full length, so no rate is carried from a
+shorter run to a longer one. Every run records the test split's logloss EVAL_POINTS times;
+the report states `settle.Flattening` (the loss improved by less than 0.5% of its final
+value over the last quarter) for each run, and plots the curves. The workers' speeds spread
+by 5% and each batch's time by 5%, which puts the staleness spread near the paper's (sd/mean
+7.9% at 1K, 5.1% at 3K).
 
-The cut (issue 55 asks for at most about 90 minutes on one core): at 1K and 3K workers with
-240,000 updates a run, the plan (8 tuning runs of a quarter, 21 runs) is 5.5M simulated
-updates, about 190 minutes of one core at 2.05 ms an update (the last full run: 37 minutes on
-two processes, 1.08M updates on each). The simulator's cost is per update, not per worker
-(on the shared, loaded machine 24,000 updates took 141 s of one core at 1,000 workers and 154
-s at 3,000, about 6 ms an update there), so both clusters shrink by one factor (0.4) and so
-does every run (96,000 updates), keeping each worker's steps, the 3:1 ratio of the clusters,
-the staleness against the run's length and every label on 3 seeds: 2.2M updates, about 75
-minutes of one core (MINUTES on two processes). What the cut gives up: the paper's absolute
-worker counts; the staleness is compared with the paper's as the mean over the workers and
-sd / mean.
+The cut. Before it (400 and 1,200 workers, 96,000 updates of 64 examples, tables of 10,000
+rows, 3 seeds, two rates tuned on a quarter-length run) the reproduction took 98 minutes
+on two processes and its runs had not flattened (the large cluster's held-out loss still
+fell 1.4% over the last quarter). Five seeds and seven variants each tuned on a full-length
+grid are about three times the runs, so the problem shrinks where the cost is: the
+simulator's cost is per update (the math of a batch and four messages), not per worker, so
+(1) both clusters shrink by one factor (x0.15 of the paper's: 150 and 450, the 3:1 ratio
+and each worker's steps kept, 36,000 updates a run); (2) a batch carries 256 examples (the
+paper's: about 580), four times the examples an update for about 1.5 times its cost; (3)
+the tables shrink to 1,000 rows each (Zipf ids: a shorter tail of rare rows to learn), so
+the held-out loss can settle within the run. What the cut gives up: the paper's absolute
+worker counts (the staleness is compared with the paper's as the mean over the workers and
+sd / mean) and the long tail of rare ids.
+
+Cost, measured: a probe of this setting (9,000 updates, x0.5 the default rates, seed 0,
+16 evaluations and the validation split) took 66.7 s of one core's CPU time at 150 workers
+and 70.3 s at 450 on this machine while it was heavily loaded (7.4 and 7.8 ms an update,
+its fixed costs included; a loaded machine is slower than an idle core, so the estimate
+errs long): a run of 36,000 updates is about 4.6 minutes. The plan is 21 grid points,
+about 7 extensions past an edge (1/tau's rate may sit far from the others'), and 28 runs
+of seeds 1-4; on two processes, each round's odd run alone, that is about 29 runs' time,
+135 minutes (MINUTES); if every variant extended its grid three times, 37 runs' time, 170
+minutes. The length: the same probes' held-out loss improved 0.5% (150 workers) and 0.9%
+(450) over their last quarter at a quarter of a run's length; the report says which full
+runs flattened.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from experiments.repro import async_at_scale
+from experiments.repro import async_at_scale, settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.registry import Progress, reproduction
-from experiments.repro.staleness_norm_report import Labels, size_name, write_report
+from experiments.repro.staleness_norm_report import Labels, write_report
+from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
-from recsync.data.synthetic import SyntheticSpec
+from recsync.data.synthetic import SyntheticSpec, SyntheticTask
 from recsync.families.gradient.asynchronous import AsyncConfig
 from recsync.model.spec import ModelSpec, default_tables
 from recsync.optim.dense import DenseOptimizerSpec
@@ -54,21 +74,22 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
 from recsync.strategy.staleness_norm import StalenessNorm
 
-SMALL, LARGE = 400, 1_200  # workers (the paper's 1K and 3K, x0.4)
-TOTAL_STEPS = 96_000  # updates per run: 240 per worker on the small cluster, 80 on the large
-BATCH_SIZE = 64
-NUM_TABLES, TABLE_ROWS, DIM = 8, 10_000, 8  # Zipf(1.05) ids: a long tail of rare rows
-TUNING_FRACTION = 4  # tuning runs train 1/4 of the examples
-TUNING_STEPS = TOTAL_STEPS // TUNING_FRACTION
-LR_FACTORS = (0.0625, 0.125, 0.25, 0.5)
-EVAL_POINTS = 10
-SEEDS = (0, 1, 2)
+SMALL, LARGE = 150, 450  # workers (the paper's 1K and 3K, x0.15)
+TOTAL_STEPS = 36_000  # updates per run: 240 per worker on the small cluster, 80 on the large
+BATCH_SIZE = 256
+NUM_TABLES, TABLE_ROWS, DIM = 8, 1_000, 8  # Zipf(1.05) ids: a tail of rare rows
+# every variant on one grid of factors of the default Adagrad rates, extended past an edge
+GRID = settle.Grid((0.25, 0.5, 1.0), step=2.0)
+SEEDS = settle.SEEDS
+TUNING_SEED = SEEDS[0]  # the tuning runs are this seed's full-length runs
+EVAL_POINTS = 16  # held-out evaluations a run: the flattening window's start is one
+FLATTENING = settle.Flattening()
 FIG6_CLUSTERS = (SMALL, LARGE)  # where data normalization is tried over rho
 LABELS = Labels(SMALL, LARGE)
-# 2.2M updates at 2.05 ms (one core each), on two processes: tuning 3.3 min, the baselines
-# 9.8, the normalized runs 26 (see the docstring)
-MINUTES = 39.0
-TEST_EXAMPLES = 20_000
+# 29 runs' time on two processes (21 grid points, ~7 extensions, 28 runs of seeds 1-4, each
+# round's odd run alone) x 4.6 minutes a run (see the docstring's cost)
+MINUTES = 135.0
+TEST_EXAMPLES = VALID_EXAMPLES = 20_000  # the test split; a validation split as large
 PAPER: dict[str, Any] = {
     "staleness": {"1000": (875.0, 4770.0), "3000": (2090.0, 11300.0)},  # mean, variance
     "steps_per_worker": 12_000_000 // 3_000,
@@ -76,8 +97,9 @@ PAPER: dict[str, Any] = {
     "fig6_gain": {"1000": "about +1% (0.75 -> 0.76)", "3000": "about +2% (0.74 -> 0.76)"},
 }
 # one dense and one embedding server (each step is 4 messages: the simulator's wall time is
-# the real math); a worker's step takes ~0.2 s, so 3K workers would keep the dense server ~40%
-# busy (1,200: ~16%)
+# the real math); a worker's step takes ~0.2 s a batch of 64, so 3K workers would keep the
+# dense server ~40% busy; at 256 examples a step is ~4x longer and 450 workers keep it a few
+# per cent busy
 NORM_COST = dataclasses.replace(
     async_at_scale.CLUSTER_COST, worker_flops=2.0e7, speed_spread=0.05, batch_noise=0.05
 )
@@ -150,6 +172,10 @@ def run_one(run: NormRun) -> dict[str, Any]:
     )
     sim = SimJob(spec, plan_for(spec), NORM_COST, eval_every=examples // EVAL_POINTS)
     summary = sim.run()
+    state = sim.final_state
+    assert state is not None
+    valid, _ = SyntheticTask(synthetic).day_test_set(0, VALID_EXAMPLES)
+    validation = evaluate_model(spec, sim.plan.embeddings.layout, state.dense, state.shards, valid)
     dense = summary["dense_staleness"]
     histogram = {int(k): int(v) for k, v in dense["histogram"].items()}
     return {
@@ -164,6 +190,8 @@ def run_one(run: NormRun) -> dict[str, Any]:
         "final_auc": summary["test_auc"],
         "final_logloss": summary["test_logloss"],
         "teacher_auc": summary["teacher_auc"],
+        "valid_auc": validation.auc,
+        "valid_logloss": validation.logloss,
         "curve": sim.curve,
         "raw_staleness": {"mean": dense["mean"], "max": dense["max"]},
         "staleness": steady_moments(histogram, run.workers),
@@ -188,63 +216,119 @@ def rho_on(small: dict[str, Any], large: dict[str, Any] | None) -> StalenessNorm
 def _norm_run(r: dict[str, Any]) -> str:
     s = r["staleness"]
     return (
-        f"{r['label']:>30} (lr x{r['lr_factor']:g}): AUC {r['final_auc']:.4f}, "
-        f"staleness mean {s['mean']:.0f} sd {s['std']:.0f}"
+        f"{r['label']:>30} (lr x{r['lr_factor']:g}, seed {r['seed']}): AUC {r['final_auc']:.4f}, "
+        f"validation AUC {r['valid_auc']:.4f}, staleness mean {s['mean']:.0f} sd {s['std']:.0f}"
     )
 
 
-def best_factor(tuning: list[dict[str, Any]], workers: int) -> float:
-    """The grid's factor with the highest final AUC at `workers` (a diverged run's NaN
-    counts as lowest)."""
-    rows = [r for r in tuning if r["workers"] == workers]
-    best = max(rows, key=lambda r: -1.0 if math.isnan(r["final_auc"]) else r["final_auc"])
-    return float(best["lr_factor"])
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A compared variant: its label, cluster size, staleness rule, data normalization."""
+
+    label: str
+    workers: int
+    rule: str = "none"  # "none", "inverse" (1/tau) or "rho" (eq. 7; on tau' at LARGE)
+    data_norm: bool = False
 
 
-def tuning_runs() -> list[NormRun]:
-    """The grid at both cluster sizes, un-normalized, seed 0, a quarter of the examples."""
-    return [
-        NormRun(f"tuning {size_name(workers)} x{f:g}", workers, lr_factor=f, steps=TUNING_STEPS)
-        for workers in (SMALL, LARGE)
-        for f in LR_FACTORS
-    ]
-
-
-def baseline_runs(lr: float, lr_large: float) -> list[NormRun]:
-    """The un-normalized runs at both sizes, each at its own tuned rate, every seed."""
-    return [
-        run
-        for seed in SEEDS
-        for run in (
-            NormRun(LABELS.base_small, SMALL, lr_factor=lr, steps=TOTAL_STEPS, seed=seed),
-            NormRun(LABELS.base_large, LARGE, lr_factor=lr_large, steps=TOTAL_STEPS, seed=seed),
+BASELINES = (Variant(LABELS.base_small, SMALL), Variant(LABELS.base_large, LARGE))
+NORMALIZED = (
+    Variant(LABELS.inverse, LARGE, "inverse"),
+    Variant(LABELS.rho_large, LARGE, "rho"),
+    Variant(LABELS.rho_large_data, LARGE, "rho", data_norm=True),
+    *(
+        (
+            Variant(LABELS.rho_small, SMALL, "rho"),
+            Variant(LABELS.rho_small_data, SMALL, "rho", True),
         )
-    ]
+        if SMALL in FIG6_CLUSTERS
+        else ()
+    ),
+)
+VARIANTS = {v.label: v for v in (*BASELINES, *NORMALIZED)}
 
 
-def normalized_runs(lr: float, small: dict[str, Any], large: dict[str, Any]) -> list[NormRun]:
-    """One seed's normalized runs at the small baseline's rate, rho read off that seed's
-    un-normalized runs `small` and `large`."""
-    small_rho, large_rho = rho_on(small, None), rho_on(small, large)
-    at: dict[str, Any] = {"lr_factor": lr, "steps": TOTAL_STEPS, "seed": small["seed"]}
-    runs = [
-        NormRun(LABELS.inverse, LARGE, StalenessNorm("inverse"), **at),
-        NormRun(LABELS.rho_large, LARGE, large_rho, **at),
-        NormRun(LABELS.rho_large_data, LARGE, large_rho, data_norm=True, **at),
-    ]
-    if SMALL in FIG6_CLUSTERS:
-        runs += [
-            NormRun(LABELS.rho_small, SMALL, small_rho, **at),
-            NormRun(LABELS.rho_small_data, SMALL, small_rho, data_norm=True, **at),
+def norm_run(
+    variant: Variant,
+    lr_factor: float,
+    seed: int,
+    small: dict[str, Any] | None = None,
+    large: dict[str, Any] | None = None,
+) -> NormRun:
+    """`variant`'s run at `lr_factor` and `seed`; rho reads its moments off that seed's
+    un-normalized runs `small` and `large` (the small one's alone at SMALL)."""
+    norm: StalenessNorm | None = None
+    if variant.rule == "inverse":
+        norm = StalenessNorm("inverse")
+    elif variant.rule == "rho":
+        assert small is not None and small["seed"] == seed, "rho needs the seed's moments"
+        if variant.workers == SMALL:
+            norm = rho_on(small, None)
+        else:
+            assert large is not None and large["seed"] == seed, "rho needs the seed's moments"
+            norm = rho_on(small, large)
+    return NormRun(
+        variant.label, variant.workers, norm, variant.data_norm, lr_factor, TOTAL_STEPS, seed
+    )
+
+
+def tuning_score(row: dict[str, Any]) -> float:
+    """A tuning run's score: the validation AUC (a split apart from the test split the
+    claims read); a diverged run's NaN stays NaN (`settle.best` ranks it last)."""
+    return float(row["valid_auc"])
+
+
+Made = dict[tuple[str, float], dict[str, Any]]
+
+
+def tuning_runner(
+    made: Made,
+    bases: dict[int, dict[str, Any]] | None,
+    progress: Progress | None,
+) -> settle.Runner:
+    """`settle.tune`'s runner: each (label, factor) point a full-length run of seed
+    TUNING_SEED (the seed's own claim run where chosen), rho on the seed's moments from
+    `bases` (un-normalized runs by workers), every row kept in `made`."""
+
+    def run(points: list[tuple[Hashable, float]]) -> list[float]:
+        small = bases[SMALL] if bases else None
+        large = bases[LARGE] if bases else None
+        runs = [
+            norm_run(VARIANTS[str(label)], value, TUNING_SEED, small, large)
+            for label, value in points
         ]
-    return runs
+        rows = run_in_processes(run_one, runs, progress)
+        for (label, value), row in zip(points, rows, strict=True):
+            made[(str(label), value)] = row
+        return [tuning_score(row) for row in rows]
+
+    return run
+
+
+def seed_runs(
+    chosen: dict[str, float], variants: tuple[Variant, ...], bases: dict[tuple[int, int], Any]
+) -> list[NormRun]:
+    """Every seed but the tuning seed's runs of `variants` at their chosen factors; rho on
+    each seed's moments (`bases` by (workers, seed), empty for the un-normalized runs)."""
+    return [
+        norm_run(v, chosen[v.label], seed, bases.get((SMALL, seed)), bases.get((LARGE, seed)))
+        for seed in SEEDS
+        if seed != TUNING_SEED
+        for v in variants
+    ]
+
+
+def tuning_rows(made: Made) -> list[dict[str, Any]]:
+    """Every tuning run's numbers (no curve), in the order they ran."""
+    keys = ("label", "workers", "lr_factor", "valid_auc", "valid_logloss", "final_auc")
+    return [{k: row[k] for k in keys} for row in made.values()]
 
 
 @reproduction(
     "staleness-norm",
     paper="Async SGD at extreme scale (Liu & Zhao 2021)",
-    claim="Fig. 5, 6: async at 1K and 3K workers (scaled to 400 and 1,200), no normalization "
-    "vs 1/tau vs rho on the normalized staleness; data normalization over rho",
+    claim=f"Fig. 5, 6: async at 1K and 3K workers (scaled to {SMALL} and {LARGE}), no "
+    "normalization vs 1/tau vs rho on the normalized staleness; data normalization over rho",
     report_dir="reports/staleness_norm",
     minutes=MINUTES,
     seeds=SEEDS,
@@ -253,25 +337,37 @@ def normalized_runs(lr: float, small: dict[str, Any], large: dict[str, Any]) -> 
 )
 def reproduce(out_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    tuning = run_in_processes(run_one, tuning_runs(), progress)
-    lr, lr_large = best_factor(tuning, SMALL), best_factor(tuning, LARGE)
-    bases = run_in_processes(run_one, baseline_runs(lr, lr_large), progress)
-    small = {r["seed"]: r for r in bases if r["workers"] == SMALL}
-    large = {r["seed"]: r for r in bases if r["workers"] == LARGE}
-    runs = run_in_processes(
-        run_one,
-        [run for seed in SEEDS for run in normalized_runs(lr, small[seed], large[seed])],
-        progress,
+    made: Made = {}
+    tuned = settle.tune(
+        [v.label for v in BASELINES], GRID, tuning_runner(made, None, progress), True
     )
+    chosen = {str(label): t.chosen for label, t in tuned.items()}
+    first = {v.workers: made[(v.label, chosen[v.label])] for v in BASELINES}
+    tuned |= settle.tune(
+        [v.label for v in NORMALIZED], GRID, tuning_runner(made, first, progress), True
+    )
+    chosen = {str(label): t.chosen for label, t in tuned.items()}
+    bases = run_in_processes(run_one, seed_runs(chosen, BASELINES, {}), progress)
+    moments = {(r["workers"], r["seed"]): r for r in bases} | {
+        (w, TUNING_SEED): r for w, r in first.items()
+    }
+    normalized = run_in_processes(run_one, seed_runs(chosen, NORMALIZED, moments), progress)
+    chosen_runs = [made[(label, chosen[label])] for label in VARIANTS]
     result = {
-        "lr_factor": lr,
-        "lr_factor_large": lr_large,
+        "lr_factor": chosen[LABELS.base_small],
+        "lr_factor_large": chosen[LABELS.base_large],
         "seeds": list(SEEDS),
-        "tuning": [
-            {k: r[k] for k in ("workers", "lr_factor", "final_auc", "final_logloss")}
-            for r in tuning
-        ],
-        "runs": [*bases, *runs],
+        "tuning_seed": TUNING_SEED,
+        "tuning_score": "validation AUC",
+        "valid_examples": VALID_EXAMPLES,
+        "grid": {"values": list(GRID.values), "step": GRID.step},
+        "tuned": [tuned[label].as_dict() for label in VARIANTS],
+        "tuning": tuning_rows(made),
+        "flattening": {
+            "last_fraction": FLATTENING.last_fraction,
+            "tolerance": FLATTENING.tolerance,
+        },
+        "runs": [*chosen_runs, *bases, *normalized],
         "paper": PAPER,
         "setting": {
             "total_steps": TOTAL_STEPS,
