@@ -41,6 +41,7 @@ from experiments.repro.psp_settings import (
 from experiments.repro.verdict import judge
 
 CURVES = {NO_DELAY: "psp_curves_no_delays.png", PAPER: "psp_curves_delayed.png"}
+SHORT = {NO_DELAY: "no delays", PAPER: "0.16% of dense pulls delayed"}  # the plots' titles
 
 
 def tuning_section(results: Results) -> list[str]:
@@ -116,7 +117,12 @@ def length_section(results: Results) -> list[str]:
                 f"| {setting} | {variant} | {flat} of {len(runs)} | "
                 f"{statistics.fmean(changes):.2%} ({max(changes):.2%}) |"
             )
-    lines.append("")
+    lines += [
+        "",
+        "The curves: each variant's held-out logloss, the mean over seeds at each "
+        f"evaluation; grey, the last {FLATTENING.last_fraction:.0%} that the rule reads.",
+        "",
+    ]
     for setting, name in CURVES.items():
         if settings[setting]:
             lines += [f"![held-out loss, {setting}]({name})", ""]
@@ -133,8 +139,7 @@ def write_curves(results: Results, out_dir: Path) -> None:
         if curves.curves:
             curves.plot(
                 out_dir / name,
-                f"PSP, {setting}: held-out logloss, mean over seeds; grey: the part "
-                "the flattening rule reads",
+                f"PSP, {SHORT[setting]}: held-out logloss (mean over seeds)",
                 "steps a worker",
                 FLATTENING,
             )
