@@ -39,9 +39,10 @@ millisecond steps it would dominate every variant.
 
 Points: the tuning, 4 variants x 3 factors (12 runs, one more for each step a best factor
 takes past an edge), then 71 runs (4 variants x 5 seeds x 2 settings, 3 variants x 3 rates
-x 3 seeds, 4 extension runs): about 85 runs of 160 steps a worker, each about 2.4 minutes
-of one core (measured: sync, 160 steps a worker with its evaluations, about 145 s of CPU;
-0.9 s a step), about 205 minutes of one core, 105 on two.
+x 3 seeds, 4 extension runs): about 85 runs of 160 steps a worker, each about 2.2 minutes
+of one core (measured: 0.65 s of CPU a step for c=28 plus 10 s to build the job and
+evaluate it 16 times, from runs of 4 and 24 steps; a 160-step sync run took about 2.4 CPU
+minutes on a busy machine), about 190 minutes of one core, 95 on two.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ from recsync.runtime.sim.cost import Faults
 
 # setting, variant, fields, faults, seed, the factor of the base rates
 Run = tuple[str, str, dict[str, Any], Faults, int, float]
-MINUTES = 105.0  # see the docstring's points: measured per step, times the steps
+MINUTES = 95.0  # see the docstring's points: measured per step, times the steps
 
 
 def _runs(factors: dict[str, float]) -> list[Run]:
