@@ -50,7 +50,12 @@ def tuning_section(results: Results) -> list[str]:
     tuning = tuning_of(results)
     title = "## Learning rates: every variant tuned on one grid"
     if not tuning:
-        return [title, "", "Not in these results (one rate, set for sync, served every variant)."]
+        return [
+            title,
+            "",
+            "Not in these results (one rate, set for sync, served every variant).",
+            "",
+        ]
     lines = [
         title,
         "",
@@ -98,7 +103,7 @@ def length_section(results: Results) -> list[str]:
     title = "## Run length: has the held-out loss flattened?"
     settings = {s: by_variant(rows, s) for s in (NO_DELAY, PAPER)}
     if not any(r.get("curve") for r in rows):
-        return [title, "", "Not in these results (they kept no held-out loss curves)."]
+        return [title, "", "Not in these results (they kept no held-out loss curves).", ""]
     lines = [
         title,
         "",
@@ -161,14 +166,18 @@ def settled_section(results: Results) -> list[str]:
     by = no_delay_runs(rows_of(results))
     title = "## How the claims that ran against the paper settle"
     if PUSH not in by or SYNC not in by:
-        return [title, "", "Not in these results (they predate the no-delay panel)."]
+        return [title, "", "Not in these results (they predate the no-delay panel).", ""]
     seeds = seeds_of(by)
     lines = [
         title,
         "",
         'Without delays (the paper\'s Fig. 3: PSP performs "as good as the baseline" and '
-        f"converges faster), {seeds} seeds, every variant at its tuned rate, "
-        f"{STEPS_PER_WORKER} steps a worker:",
+        f"converges faster), {seeds} seeds, "
+        + (
+            f"every variant at its tuned rate, {STEPS_PER_WORKER} steps a worker:"
+            if tuning_of(results)
+            else "every variant at the rate set for sync (no tuning in these results):"
+        ),
         "",
     ]
     sync_s = per_seed(by[SYNC], "virtual_seconds")
