@@ -1,5 +1,5 @@
 """The PSP reproduction's figures: time and loss by variant (the paper setting; the
-no-delay panel), and the delay-rate sweep's time ratios and losses."""
+no-delay panel), the delay-rate sweep's time ratios and losses, the held-out loss curves."""
 
 from __future__ import annotations
 
@@ -8,19 +8,23 @@ from pathlib import Path
 
 from experiments.repro.psp_rows import (
     ByVariant,
-    Rows,
+    Results,
     mean,
     no_delay_runs,
     paper_runs,
     ratios,
+    rows_of,
     sweep_runs,
 )
 from experiments.repro.psp_settings import DENSE_SERVERS, SWEEP_VARIANTS, SYNC, WORKERS
+from experiments.repro.psp_settled import write_curves
 from recsync.app.runs.plots import new_figure, save_figure
 
 
-def write_figures(rows: Rows, out_dir: Path) -> None:
-    """psp.png, and psp_no_delays.png and psp_delay_sweep.png where `rows` hold them."""
+def write_figures(results: Results, out_dir: Path) -> None:
+    """psp.png, and psp_no_delays.png, psp_delay_sweep.png and the held-out loss curves
+    (`psp_settled.write_curves`) where the results hold them."""
+    rows = rows_of(results)
     _bars(paper_runs(rows), out_dir / "psp.png", "0.16% of dense pulls delayed 4 s")
     clean = no_delay_runs(rows)
     if len(clean) > 1:
@@ -28,6 +32,7 @@ def write_figures(rows: Rows, out_dir: Path) -> None:
     sweep = sweep_runs(rows)
     if len(sweep) > 2:
         _sweep_plot(sweep, out_dir / "psp_delay_sweep.png")
+    write_curves(results, out_dir)
 
 
 def _bars(by: ByVariant, path: Path, title: str) -> None:

@@ -1,6 +1,10 @@
 """The PSP reproduction's rows (one a run), picked out by what each panel compares: the
 paper setting, the no-delay panel, the delay-rate sweep. Rows written before the panel and
-the sweep existed hold only sync's no-delay runs, in the paper setting under NO_DELAYS."""
+the sweep existed hold only sync's no-delay runs, in the paper setting under NO_DELAYS.
+
+Its results file is {"rows": [...], "tuning": [...], "tuning_runs": [...]}: the runs, each
+variant's tuning (`settle.Tuned.as_dict`) and the tuning's own runs; one written before the
+tuning is the list of rows alone (`rows_of`, `tuning_of` read either)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,22 @@ from experiments.repro.psp_settings import (
 
 Rows = list[dict[str, Any]]
 ByVariant = dict[str, Rows]
+Results = Rows | dict[str, Any]
+
+
+def rows_of(results: Results) -> Rows:
+    """The runs of a results file of either shape."""
+    return results["rows"] if isinstance(results, dict) else results
+
+
+def tuning_of(results: Results) -> list[dict[str, Any]]:
+    """Each tuned variant's `Tuned.as_dict()`; none in a results file of before the tuning."""
+    return results.get("tuning", []) if isinstance(results, dict) else []
+
+
+def tuning_runs_of(results: Results) -> Rows:
+    """The tuning's own runs; none before the tuning."""
+    return results.get("tuning_runs", []) if isinstance(results, dict) else []
 
 
 def by_variant(rows: Rows, setting: str) -> ByVariant:
