@@ -34,10 +34,13 @@ held-out loss still fell.
 
 The setting beside the paper's: 5 seeds (the paper: one run a cell), 2,097,152 examples a
 run (the paper: billions), 4 worker threads per trainer (the paper: 24), no speed noise.
-Minutes: the 74 runs of the first 2M version (one rate) took 86.8 minutes on 2 cores
-(~1.2 core-minutes per million examples, unloaded); the 16 evaluations of 20,000 held-out
-examples add ~5% to a run (~2.5 core-minutes each). 14 keys x 3 rates + ~5 extensions +
-14 keys x 4 seeds = ~103 runs, two at a time: ~130 minutes, 135 stated.
+Minutes: 14 keys x 3 rates + ~5 extensions + 14 keys x 4 seeds = ~103 runs of 2,097,152
+examples, two at a time. The 78 runs of the one-rate version of this setting took 86.8
+minutes on 2 cores unloaded (1.06 core-minutes per million examples, ~2.2 a run with 16
+evaluations of 20,000 held-out examples): ~115 minutes. A quarter run timed with the 16
+evaluations (FR-EASGD-5, 10 trainers, 524,288 examples) took 65.5 s of CPU on a machine
+running ~15 other processes, ~4.4 core-minutes a full run at that load: ~225 minutes there.
+`minutes` says 135 (unloaded, with the extension rounds' idle core).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from recsync.optim.train_spec import TrainSpec
 from recsync.runtime.sim.job import SimJob
 from recsync.strategy.timing import Timing
 
-EXAMPLES = 1 << 21  # Table 2(b)'s run (shadowsync_table2b.py): 2,097,152 examples, one pass
+EXAMPLES = 1 << 21  # every run: 2,097,152 examples, one pass (Table 2(b)'s too; see the docstring)
 WORKERS_PER_TRAINER = 4  # the paper: 24 (Fig. 5's throughput runs have 24; see the docstring)
 # the other reproductions' cluster, without speed spread or batch noise
 CLUSTER_COST = dataclasses.replace(common.CLUSTER_COST, speed_spread=0.0, batch_noise=0.0)
@@ -76,13 +79,11 @@ TUNE_SEED = SEEDS[0]  # each variant's rate: the lowest held-out loss of this se
 # (0.004; 0.008 within 0.0001 of it, 0.016 0.0011 worse, 0.032 0.05 worse)
 QUALITY_LR_GRID = (0.002, 0.004, 0.008)
 EVALUATIONS = 16  # held-out evaluations a run: the curve the flattening rule reads
-# 14 keys x (3 tuning runs + 4 more seeds) + ~5 extensions = ~103 runs, ~2.5 core-minutes
-# each, two at a time (see the docstring)
+# 14 keys x (3 tuning runs + 4 more seeds) + ~5 extensions = ~103 runs, ~2.2 core-minutes
+# each unloaded, two at a time (see the docstring)
 MINUTES = 135.0
 # dense Adagrad lr: Table 2(b)'s grid (shadowsync_table2b.py, the default DLRM)
 LR_GRID = (0.002, 0.004, 0.008, 0.016, 0.032)
-# this reproduction's grid (its smaller dense part, see the docstring): every variant at
-# every scale on the same doublings, extended past an edge (settle.tune)
 GRID = settle.Grid(QUALITY_LR_GRID)
 RULE = settle.Flattening()
 SHADOW = Timing(shadow_min_gap=0.0)

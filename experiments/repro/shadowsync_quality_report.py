@@ -10,7 +10,7 @@ from statistics import mean
 from typing import Any
 
 from experiments.repro import reviewer, settle
-from experiments.repro.verdict import HOLDS, Verdict, judge
+from experiments.repro.verdict import HOLDS, WITHIN_NOISE, Verdict, judge
 from recsync.model.spec import ModelSpec
 
 # the paper's Table 2(a) (train, eval loss) and Table 3 (relative increase over 5 trainers)
@@ -284,7 +284,7 @@ def plot_curves(results: dict[str, Any], out_dir: Path) -> None:
         curves.plot(
             out_dir / name,
             f"{title}: held-out logloss, seed {seed}, each at its tuned rate (from "
-            f"{PLOTTED_FROM:.0%} of the run on)",
+            f"{PLOTTED_FROM:.1%} of the run on)",
             "examples trained",
             rule,
         )
@@ -352,12 +352,14 @@ def _settled(verdict: Verdict, what: str, digits: int) -> str:
     a difference S-EASGD minus another that the paper puts below 0 (a "lower" verdict,
     whose effect is that difference negated)."""
     way = "against the paper" if verdict.against else "with the paper"
-    plain = (
-        "the paper's claim does not reproduce here"
-        if verdict.against
-        else "the paper's direction, "
-        + ("beyond the seeds' noise" if verdict.label == HOLDS else "within the seeds' noise")
-    )
+    if verdict.against:
+        plain = "the paper's claim does not reproduce here"
+    elif verdict.label == HOLDS:
+        plain = "the paper's direction, beyond the seeds' noise"
+    elif verdict.label == WITHIN_NOISE:
+        plain = "the paper's direction, within the seeds' noise"
+    else:
+        plain = f"the paper's direction, but {verdict.label}"
     return (
         f"settled {way} ({what}: {-verdict.effect:+.{digits}f}; "
         f"{verdict.describe(digits)}): {plain}."
