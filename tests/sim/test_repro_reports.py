@@ -299,6 +299,7 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
             "eps": 1.0,
             "average_sync_gap": 5.0,
             "average_sync_gap_per_thread": 1.25,
+            "curve": [[0.0, 0.7], [750.0, loss * 1.01], [1000.0, loss]],
         }
 
     gap_losses = {"S-EASGD": 0.500, "FR-EASGD-5": 0.501, "FR-EASGD-10": 0.502}
@@ -314,21 +315,41 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
             rows += [
                 row("scale", v, n, seed, 0.5 + step * g * (1 + seed)) for v, g in growth.items()
             ]
-    tuning = [row("tune", "S-EASGD", 5, 0, 0.51 - lr) for lr in (0.001, 0.002)]
-    for t, lr in zip(tuning, (0.001, 0.002), strict=True):
-        t["dense_lr"] = lr
+    scores = {"0.002": 0.509, "0.004": 0.508, "0.008": 0.5085}
+    tuning = [
+        {"table": t, "variant": v, "trainers": n, "sync_servers": m}
+        | {"scores": scores, "chosen": 0.004, "extensions": 0, "at_edge": False}
+        for t, v, n, m in q.Setting().compared()
+    ]
+    tuning[0] |= {"scores": scores | {"0.001": 0.507}, "chosen": 0.001, "extensions": 3}
+    tuning[0] |= {"at_edge": True}
     per_thread = {"5": 204.8, "10": 102.4, "20": 51.2}
-    results = {"lr_tuning": tuning, "dense_lr": 0.002, "iterations_per_thread": per_thread}
+    results = {
+        "examples": 1 << 20,
+        "model": {"bottom_mlp": [512, 256, 64], "top_mlp": [512, 256]},
+        "evaluations": 4,
+        "grid": [0.002, 0.004, 0.008],
+        "tune_seed": 0,
+        "tuning": tuning,
+        "flattening": {"rule": "", "last_fraction": 0.25, "tolerance": 0.005},
+        "iterations_per_thread": per_thread,
+    }
+    for r in rows:  # fell 1% of the final loss over the last quarter, or 0.2% for S-EASGD
+        fall = 0.002 if r["variant"] == "S-EASGD" else 0.01
+        r["curve"] = [[0.0, 0.7], [750.0, r["test_logloss"] * (1 + fall)]]
+        r["curve"].append([1000.0, r["test_logloss"]])
     text = q.report(results | {"rows": rows})
     assert "runs 205, 102, 51 iterations at 5, 10, 20 trainers" in text
-    assert (
-        "eval logloss at each lr tried: 0.001: 0.50900, 0.002: 0.50800) and frozen at 0.002" in text
-    )
+    assert "| 2(a) | S-EASGD | 10 | 0.002: 0.50900, 0.004: 0.50800, 0.008: 0.50850, 0.001: " \
+        "0.50700 | 0.001 | yes (grid extended 3x) |" in text  # fmt: skip
+    assert "| 3 | FR-EASGD-30 | 20 | 0.002: 0.50900, 0.004: 0.50800, 0.008: 0.50850 | 0.004 " \
+        "| no |" in text  # fmt: skip
+    assert "| 2(a) | S-EASGD | 10 | +0.200% (+0.200% .. +0.200%) | 3 of 3 |" in text
+    assert "| 3 | FR-EASGD-5 | 20 | +1.000% (+1.000% .. +1.000%) | 0 of 3 |" in text
+    assert "12 of 42 runs met the criterion; the largest fall over a last quarter was " \
+        "1.000% of the final loss (the criterion: below 0.5%)." in text  # fmt: skip
     assert q.SEEDS == (0, 1, 2, 3, 4) and q.EXAMPLES == 2_097_152
-    assert q.LR_GRID[0] < 0.008 < q.LR_GRID[-1]  # the first version's choice now interior
-    assert "0.50800) and frozen at 0.002 for every variant and scale (the criterion, fixed " \
-        "before the runs: the lowest eval logloss), at the top of the grid 0.001-0.002:" \
-        in text  # fmt: skip
+    assert q.GRID.values[0] < 0.004 < q.GRID.values[-1]  # the first tuning's best inside
     assert "0.50110, 0.50210, 0.50310, 0.50410 (the paper: rising with the gap; FR-EASGD-100 " \
         "above FR-EASGD-5: effect +0.00300 against 2 x spread 0.00010 over 3 seeds: holds)" \
         in text  # fmt: skip
@@ -345,7 +366,8 @@ def test_quality_report_reads_both_tables_claims_off_the_rows():
         "against 2 x spread 0.800 over 3 seeds: within noise." in text  # fmt: skip
     assert "at each scale: 10 trainers: S-EASGD, 20 trainers: S-EASGD." in text
     assert "FR-EASGD-5 keeps 5.00 at 20 trainers" in text and "1.00x S-EASGD's" in text
-    assert "| 20 | FR-EASGD-5 | 0.51600 (0.50800 .. 0.52400) | +3.137% (+1.569% .. +4.706%)" in text
+    assert "| 20 | FR-EASGD-5 | 0.004 | 0.51600 (0.50800 .. 0.52400) | +3.137% (+1.569% .. " \
+        "+4.706%)" in text  # fmt: skip
     growth["FR-EASGD-30"] = 0.0045  # now every seed's S-EASGD increase is below the others'
     rows = [r for r in rows if r["table"] != "scale"]
     for seed in (0, 1, 2):
