@@ -39,9 +39,11 @@ examples, which are what Fig. 7's verdicts rest on.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.hierarchical_report import write_report
 from experiments.repro.hierarchical_settings import (
@@ -49,7 +51,6 @@ from experiments.repro.hierarchical_settings import (
     COMPRESSED,
     CORES,
     COST,
-    EASGD,
     EASGD_TRAINERS,
     FIG8,
     FIG10A,
@@ -57,15 +58,20 @@ from experiments.repro.hierarchical_settings import (
     FIG11,
     ITERATIONS_PER_THREAD,
     LARGE_MODEL,
-    LR_FACTORS,
+    LOSS_GRID,
+    LOSS_MODEL,
+    LOSS_SEEDS,
+    LOSS_TASK,
+    LOSS_VARIANTS,
     RARE_SYNC,
-    SEEDS,
     THROUGHPUT_MATH,
     LossPoint,
+    LossVariant,
     Setting,
-    loss_points,
+    seed_points,
 )
 from experiments.repro.registry import Progress, reproduction
+from experiments.repro.settle import Tuned
 from recsync.coordinator.measures import check_steady
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -139,15 +145,23 @@ def _trainer_group_bytes(summary: dict[str, Any]) -> int:
 
 
 def quality(point: LossPoint) -> dict[str, Any]:
-    """One loss run (Fig. 7): the default DLRM on `point.examples` synthetic examples, the
+    """One loss run (Fig. 7): the default DLRM (`LOSS_MODEL` on `LOSS_TASK` where
+    `point.cut`) on `point.examples` synthetic examples, the
     default learning rates (dense and sparse) times `point.lr_factor`, training seed
-    `point.seed` (initial weights, simulated timing)."""
+    `point.seed` (initial weights, simulated timing); with `point.evals`, the held-out
+    logloss that many times over the run (`curve`: (examples trained, logloss) pairs, the
+    end's last)."""
     setting = point.setting
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=point.examples)
+    model, task = (LOSS_MODEL, LOSS_TASK) if point.cut else (ModelSpec(), SyntheticSpec())
+    synthetic = dataclasses.replace(task, num_train=point.examples)
+    if point.test:
+        synthetic = dataclasses.replace(synthetic, num_test=point.test)
     train = dataclasses.replace(scaled_train(point.lr_factor), seed=point.seed)
-    spec = JobSpec(ModelSpec(), train, setting.cluster(), setting.strategy(), synthetic)
-    summary = SimJob(spec, plan_for(spec), COST, server_threads=CORES).run()
-    return {
+    spec = JobSpec(model, train, setting.cluster(), setting.strategy(), synthetic)
+    every = point.examples // point.evals if point.evals else None
+    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES, eval_every=every)
+    summary = sim.run()
+    row = {
         "label": setting.label,
         "lr_factor": point.lr_factor,
         "seed": point.seed,
@@ -159,6 +173,9 @@ def quality(point: LossPoint) -> dict[str, Any]:
         "test_auc": summary["test_auc"],
         "dense_replicas": setting.groups or EASGD_TRAINERS,
     }
+    if point.evals:
+        row["curve"] = [[int(r["examples"]), float(r["test_logloss"])] for r in sim.curve]
+    return row
 
 
 def scaled_train(lr_factor: float) -> TrainSpec:
@@ -180,19 +197,39 @@ def throughput_settings() -> list[Setting]:
     return list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *RARE_SYNC, *FIG11)))
 
 
+def tuned_losses(
+    progress: Progress | None,
+) -> tuple[dict[LossVariant, Tuned], dict[LossPoint, dict[str, Any]]]:
+    """Every loss variant tuned on `LOSS_GRID` (`settle.tune`: the same grid for all, a
+    best value at an edge extended past it), each point scored by the held-out logloss at
+    the end of its run on the tuning seed (`LOSS_SEEDS[0]`); and every tuning run's row."""
+    rows: dict[LossPoint, dict[str, Any]] = {}
+
+    def run(points: list[tuple[Hashable, float]]) -> list[float]:
+        todo = [LossVariant.of(v).point(f, LOSS_SEEDS[0]) for v, f in points]
+        rows.update(zip(todo, run_in_processes(run_point, todo, progress), strict=True))
+        return [float(rows[p]["test_logloss"]) for p in todo]
+
+    tuned = settle.tune(LOSS_VARIANTS, LOSS_GRID, run, higher_is_better=False)
+    return {LossVariant.of(v): t for v, t in tuned.items()}, rows
+
+
 def measured(
     progress: Progress | None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every throughput point and the learning-rate tuning (EASGD 40t's best test logloss
-    over `LR_FACTORS`, seed 0) in one pool, then Fig. 7's runs and their controls with
-    that factor frozen: the throughput rows by label, the tuning rows and the loss rows
-    (the tuning's best first: it is the baseline's seed-0 run)."""
-    tuning_points = [LossPoint(EASGD, f, SEEDS[0]) for f in LR_FACTORS]
-    rows = run_in_processes(run_point, [*tuning_points, *throughput_settings()], progress)
-    tuning, speed = rows[: len(tuning_points)], rows[len(tuning_points) :]
-    best = min(tuning, key=lambda r: float(r["test_logloss"]))
-    losses = run_in_processes(run_point, list(loss_points(best["lr_factor"])), progress)
-    return {r["label"]: r for r in speed}, tuning, [best, *losses]
+    """The loss variants tuned (`tuned_losses`), then each at its chosen factor on the other
+    seeds in one pool with every throughput point: the throughput rows by label, the
+    tunings (`Tuned.as_dict` and the variant's control flag, in `LOSS_VARIANTS`' order)
+    and the loss rows (each variant's tuning-seed run at its chosen factor, then the other
+    seeds')."""
+    tuned, tuning_rows = tuned_losses(progress)
+    chosen = {v: t.chosen for v, t in tuned.items()}
+    seeds = list(seed_points(chosen))
+    rows = run_in_processes(run_point, [*seeds, *throughput_settings()], progress)
+    first = [tuning_rows[v.point(chosen[v], LOSS_SEEDS[0])] for v in LOSS_VARIANTS]
+    losses = [*first, *rows[: len(seeds)]]
+    tunings = [{**tuned[v].as_dict(), "control": v.control} for v in LOSS_VARIANTS]
+    return {r["label"]: r for r in rows[len(seeds) :]}, tunings, losses
 
 
 # the real engine beside the simulator: 2 groups x 2 trainers (2 threads) x 2 group PSs
@@ -280,7 +317,10 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
     minutes=76.0,  # 146 on one core: see the module docstring
-    seeds={"loss runs and their controls": list(SEEDS), "throughput (deterministic)": [0]},
+    seeds={
+        "loss runs, their controls and tuning": list(LOSS_SEEDS),
+        "throughput (deterministic)": [0],
+    },
     cost={"cluster": COST},
     show=_hierarchical_row,
 )
