@@ -17,23 +17,35 @@ Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the valu
   pairs, on `LOW_BANDWIDTH_BYTES_S` (1 Gbit/s) NICs, where the trainer <-> group PS
   traffic takes much of a group PS's time.
 - Loss (Fig. 7). Paper: 9 billion examples, one run each (no seeds stated), hyper-
-  parameters shared. Ours: the default DLRM (1.9 MB dense part) in real math on
-  `QUALITY_EXAMPLES` = 1,000,000 synthetic examples, seeds `SEEDS` (3), the learning rates
-  tuned once on EASGD 40t over `LR_FACTORS` and then frozen; and a control the paper
-  does not need: each HT topology on g/40 of the examples, so that each dense replica
-  sees what each of EASGD 40t's sees (a run this short is early training, where a
-  replica's own examples decide much of the loss).
+  parameters shared. Ours: `LOSS_MODEL` on `LOSS_TASK` in real math, a cut of the default
+  DLRM and task (8 of the 26 tables and features, the dense MLPs 13-128-64-16 and
+  52-128-64-1 instead of 13-512-256-64-16 and 367-512-256-1: the default made an HT run
+  2x as costly, and 5 seeds of tuned runs of the default at this length would not fit) on
+  `LOSS_EXAMPLES` = 2,000,000 examples (twice the 1,000,000 of the default DLRM before,
+  whose held-out loss was still falling), seeds `LOSS_SEEDS` (5). Every variant (EASGD
+  40t, HT 5g, 8g, 10g) is tuned on the same grid `LOSS_GRID` of factors on both default
+  Adagrad rates (`settle.tune`: a best value at an edge gets the next value past it, up to
+  3 times), scored by the held-out logloss at the end of its seed-0 run (the claims read
+  the train loss); and a control the paper does not need, each HT topology on g/40 of the
+  examples, so that each dense replica sees what each of EASGD 40t's sees, tuned on its
+  own (its examples per replica differ). Each run scores the held-out loss `LOSS_EVALS`
+  times on `LOSS_TEST` held-out examples; the report plots the curves and says whether
+  each run flattened by `FLATTENING` (settle.Flattening), and by how much it still fell.
 
-Cost: about 146 minutes on one core, 76 on the 2-core machine (`minutes=`), estimated from
-small runs on 2026-11-29 (CPU seconds of one process): a loss run of EASGD 40t takes 14 s
-plus 0.108 ms an example (100,000 examples 24.6 s, 300,000 46.2 s), of HT about 0.25 ms
-an example (HT 5g, 100,000 examples: 39.2 s); a priced throughput point about 0.085 s a
-batch (HT 2g (6+6), 288 batches: 32.6 s with the imports). So: the tuning 5 x 2.0 = 10
-min, Fig. 7's runs 2 x 2.0 (EASGD seeds 1, 2) + 9 x 4.4 (HT) = 44 min, the controls
-(575,000 examples a seed) 3 x 3.2 = 10 min, the 18 throughput points (56,480 batches at 20
-a worker thread) 80 min, the real-engine check 2 min. The loss runs in real math and the
-throughput points are most of it; cutting the loss runs further would cut seeds or
-examples, which are what Fig. 7's verdicts rest on.
+Cost: about 270 minutes of one core, 140 on the 2-core machine (`minutes=`). Timed on
+2026-12-07 (process CPU seconds, one torch thread, 100,000 examples with 8 held-out
+evaluations, on the 2-core machine while about ten other processes loaded it): HT 5g 27.3 s
+on the cut model against 56.2 s on the default DLRM, which took 39.2 s on the unloaded
+machine on 2026-11-29: so on the cut model, unloaded, about 3 s plus 0.16 ms an example
+for HT, and (EASGD 40t of the default 19.5 s loaded; of a smaller cut 4.9 s) about 2 s plus
+0.04 ms an example for EASGD 40t. A run of 2,000,000 examples: HT about 323 s, EASGD 40t
+82 s; the controls (250,000, 400,000 and 500,000 examples) 43, 67 and 83 s. The tuning (4
+factors, and about one more a variant past an edge): 5 x 82 + 15 x 323 + 5 x 193 = 6,220
+s; the other 4 seeds: 4 x 82 + 12 x 323 + 4 x 193 = 4,976 s; so the loss runs about 187
+minutes of one core. The 18 throughput points (56,480 priced batches at 20 a worker thread,
+about 0.085 s a batch, timed 2026-11-29) about 80 minutes, the real-engine check 2. The
+loss runs, HT's most of all, are most of it; the throughput points share the last pool
+with the seeds' runs.
 """
 
 from __future__ import annotations
@@ -316,7 +328,7 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
-    minutes=76.0,  # 146 on one core: see the module docstring
+    minutes=140.0,  # about 270 on one core: see the module docstring
     seeds={
         "loss runs, their controls and tuning": list(LOSS_SEEDS),
         "throughput (deterministic)": [0],

@@ -61,7 +61,7 @@ def quality_claims(rows: list[dict[str, Any]]) -> list[Claim]:
             "lower loss than EASGD with 40 trainers",
             "Fig. 7: HT 5g more than 0.2% better, 9 billion examples",
             f"HT 5g's train loss {_mean(five)} vs EASGD 40t's, "
-            f"{ht.LOSS_EXAMPLES:,} examples, default DLRM ({_seeds(five)}, each variant tuned)",
+            f"{ht.LOSS_EXAMPLES:,} examples, a cut DLRM ({_seeds(five)}, each variant tuned)",
             loss._verdict(five, -FIG7_GAIN, "lower"),
             BEARS_ON,
             effect=Effect.of(five, LOSS_UNIT.format("HT 5g"), "lower", -FIG7_GAIN, digits=2),
