@@ -184,6 +184,7 @@ def quality(point: LossPoint) -> dict[str, Any]:
         "test_ne": summary["test_ne"],
         "test_auc": summary["test_auc"],
         "dense_replicas": setting.groups or EASGD_TRAINERS,
+        "model": "a cut DLRM" if point.cut else "the default DLRM",
     }
     if point.evals:
         row["curve"] = [[int(r["examples"]), float(r["test_logloss"])] for r in sim.curve]

@@ -54,14 +54,16 @@ def quality_claims(rows: list[dict[str, Any]]) -> list[Claim]:
     (same seed), and HT 5g's at equal examples per dense replica (the control)."""
     five, ten = (loss.relative(rows, ht.ht(g), "train_loss") for g in (5, 10))
     control = loss.relative(rows, ht.ht(5), "train_loss", True)
-    per_replica = ht.LOSS_EXAMPLES // ht.EASGD_TRAINERS
+    examples = loss.baseline_examples(rows)
+    per_replica = examples // ht.EASGD_TRAINERS
+    model = rows[0].get("model", "the default DLRM")
     return [
         Claim(
             f"fewer dense replicas train better: HT with 5 groups at least {FIG7_GAIN:g}% "
             "lower loss than EASGD with 40 trainers",
             "Fig. 7: HT 5g more than 0.2% better, 9 billion examples",
             f"HT 5g's train loss {_mean(five)} vs EASGD 40t's, "
-            f"{ht.LOSS_EXAMPLES:,} examples, a cut DLRM ({_seeds(five)}, each variant tuned)",
+            f"{examples:,} examples, {model} ({_seeds(five)})",
             loss._verdict(five, -FIG7_GAIN, "lower"),
             BEARS_ON,
             effect=Effect.of(five, LOSS_UNIT.format("HT 5g"), "lower", -FIG7_GAIN, digits=2),
