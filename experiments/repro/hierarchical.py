@@ -31,6 +31,13 @@ Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the valu
   own (its examples per replica differ). Each run scores the held-out loss `LOSS_EVALS`
   times on `LOSS_TEST` held-out examples; the report plots the curves and says whether
   each run flattened by `FLATTENING` (settle.Flattening), and by how much it still fell.
+  2,000,000 examples is the longest these runs afford (below), not a length shown to
+  flatten: one EASGD 40t run on the cut problem (x0.0625, seed 0, 4,000,000 examples,
+  scored every 250,000; 2026-12-07) fell from 0.5800 at 1,420,032 examples to 0.5704 at
+  1,920,000 (about 1.6% over the last quarter of a 2,000,000-example run) and from 0.5624
+  at 2,919,680 to 0.5590 at 4,000,000 (0.6%: not flat even at twice this length). EASGD
+  40t, whose 40 replicas each see the fewest examples, is expected to fall short; the
+  report gives each run's number.
 
 Cost: about 270 minutes of one core, 140 on the 2-core machine (`minutes=`). Timed on
 2026-12-07 (process CPU seconds, one torch thread, 100,000 examples with 8 held-out

@@ -91,7 +91,7 @@ def settled(verdict: Verdict) -> str:
         return "settled with the paper"
     if verdict.label == DOES_NOT_HOLD:
         return "settled against the paper: the paper's effect does not reproduce here"
-    return f"not settled ({verdict.label})"
+    return "not settled either way"
 
 
 def claims(rows: Rows) -> list[str]:

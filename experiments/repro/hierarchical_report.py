@@ -398,8 +398,8 @@ def _loss_setting(results: dict[str, Any]) -> list[str]:
             "",
         ]
     return [
-        f"Ours, loss (Fig. 7): {loss_model()} in real math on {ht.LOSS_EXAMPLES:,} "
-        "examples (the paper: 9 billion), batch "
+        f"Ours, loss (Fig. 7): {loss_model()} in real math on "
+        f"{loss.baseline_examples(results['quality']):,} examples (the paper: 9 billion), batch "
         f"{TrainSpec().batch_size}, the same topologies, seeds "
         f"{', '.join(map(str, ht.LOSS_SEEDS))} for every run, each HT run compared with "
         "EASGD 40t of the same seed. The control: each HT topology again on g/40 of the "
