@@ -39,20 +39,21 @@ Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the valu
   40t, whose 40 replicas each see the fewest examples, is expected to fall short; the
   report gives each run's number.
 
-Cost: about 270 minutes of one core, 140 on the 2-core machine (`minutes=`). Timed on
+Cost: about 225 minutes of one core, 120 on the 2-core machine (`minutes=`). Timed on
 2026-12-07 (process CPU seconds, one torch thread, 100,000 examples with 8 held-out
 evaluations, on the 2-core machine while about ten other processes loaded it): HT 5g 27.3 s
 on the cut model against 56.2 s on the default DLRM, which took 39.2 s on the unloaded
 machine on 2026-11-29: so on the cut model, unloaded, about 3 s plus 0.16 ms an example
-for HT, and (EASGD 40t of the default 19.5 s loaded; of a smaller cut 4.9 s) about 2 s plus
-0.04 ms an example for EASGD 40t. A run of 2,000,000 examples: HT about 323 s, EASGD 40t
-82 s; the controls (250,000, 400,000 and 500,000 examples) 43, 67 and 83 s. The tuning (4
-factors, and about one more a variant past an edge): 5 x 82 + 15 x 323 + 5 x 193 = 6,220
-s; the other 4 seeds: 4 x 82 + 12 x 323 + 4 x 193 = 4,976 s; so the loss runs about 187
-minutes of one core. The 18 throughput points (56,480 priced batches at 20 a worker thread,
-about 0.085 s a batch, timed 2026-11-29) about 80 minutes, the real-engine check 2. The
-loss runs, HT's most of all, are most of it; the throughput points share the last pool
-with the seeds' runs.
+for HT; EASGD 40t on the cut model 182.4 s for 4,000,000 examples with 16 evaluations
+(loaded), about 2 s plus 0.04 ms an example unloaded. A run of 2,000,000 examples: HT
+about 323 s, EASGD 40t 82 s; the controls (250,000, 400,000 and 500,000 examples) 43, 67
+and 83 s. The tuning (4 factors, and about one more a variant past an edge): 5 x 82 + 15 x
+323 + 5 x 193 = 6,220 s; the other 4 seeds: 4 x 82 + 12 x 323 + 4 x 193 = 4,976 s; so the
+loss runs about 187 minutes of one core. The 18 throughput points (56,480 priced batches at
+20 a worker thread; timed loaded the same day: HT 10g's 4,800 batches 179 s, HT 8g
+(10+10)'s 6,400 259 s, EASGD 40t's 3,200 10 s) about 36 minutes, the real-engine check 2.
+The loss runs, HT's most of all, are most of it; the throughput points share the last pool
+with the seeds' runs, and the rounds past a grid's edge run a few points each.
 """
 
 from __future__ import annotations
@@ -336,7 +337,7 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
-    minutes=140.0,  # about 270 on one core: see the module docstring
+    minutes=120.0,  # about 225 on one core: see the module docstring
     seeds={
         "loss runs, their controls and tuning": list(LOSS_SEEDS),
         "throughput (deterministic)": [0],

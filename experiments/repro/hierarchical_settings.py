@@ -24,6 +24,8 @@ BATCH = 128
 # examples) spans 12 of them, at least measures.MIN_STEADY_BATCHES (10). With 6, the steady
 # rate of HT 2g (6+6) was 14,990, with 12 13,224, with 20 12,389, with 30 12,567; of HT 8g
 # (2+2) on 1 Gbit/s NICs 9,596 with 6, 12,162 with 12, 11,816 with 20 (2026-12-07)
+# At 20 (2026-12-07): EASGD 40t 42,234, HT 10g (6+6) 62,395 (Fig. 8: 1.48x); HT 8g (2+2)
+# and (10+10) on 1 Gbit/s NICs 11,816 and 32,249 (Fig. 10b: 2.73x, sublinear)
 ITERATIONS_PER_THREAD = 20
 # the paper: "the dense part is of several hundreds megabytes". Ours: 78.7M parameters,
 # 314.7 MB (629 MB with Adagrad's state), 472 MFLOP per example; the top MLP widens and
