@@ -17,31 +17,53 @@ Each setting beside the paper's (Sec. 5; hierarchical_settings.py holds the valu
   pairs, on `LOW_BANDWIDTH_BYTES_S` (1 Gbit/s) NICs, where the trainer <-> group PS
   traffic takes much of a group PS's time.
 - Loss (Fig. 7). Paper: 9 billion examples, one run each (no seeds stated), hyper-
-  parameters shared. Ours: the default DLRM (1.9 MB dense part) in real math on
-  `QUALITY_EXAMPLES` = 1,000,000 synthetic examples, seeds `SEEDS` (3), the learning rates
-  tuned once on EASGD 40t over `LR_FACTORS` and then frozen; and a control the paper
-  does not need: each HT topology on g/40 of the examples, so that each dense replica
-  sees what each of EASGD 40t's sees (a run this short is early training, where a
-  replica's own examples decide much of the loss).
+  parameters shared. Ours: `LOSS_MODEL` on `LOSS_TASK` in real math, a cut of the default
+  DLRM and task (8 of the 26 tables and features, the dense MLPs 13-128-64-16 and
+  52-128-64-1 instead of 13-512-256-64-16 and 367-512-256-1: the default made an HT run
+  2x as costly, and 5 seeds of tuned runs of the default at this length would not fit) on
+  `LOSS_EXAMPLES` = 2,000,000 examples (twice the 1,000,000 of the default DLRM before,
+  whose held-out loss was still falling), seeds `LOSS_SEEDS` (5). Every variant (EASGD
+  40t, HT 5g, 8g, 10g) is tuned on the same grid `LOSS_GRID` of factors on both default
+  Adagrad rates (`settle.tune`: a best value at an edge gets the next value past it, up to
+  3 times), scored by the held-out logloss at the end of its seed-0 run (the claims read
+  the train loss); and a control the paper does not need, each HT topology on g/40 of the
+  examples, so that each dense replica sees what each of EASGD 40t's sees, tuned on its
+  own (its examples per replica differ). Each run scores the held-out loss `LOSS_EVALS`
+  times on `LOSS_TEST` held-out examples; the report plots the curves and says whether
+  each run flattened by `FLATTENING` (settle.Flattening), and by how much it still fell.
+  2,000,000 examples is the longest these runs afford (below), not a length shown to
+  flatten: one EASGD 40t run on the cut problem (x0.0625, seed 0, 4,000,000 examples,
+  scored every 250,000; 2026-12-07) fell from 0.5800 at 1,420,032 examples to 0.5704 at
+  1,920,000 (about 1.6% over the last quarter of a 2,000,000-example run) and from 0.5624
+  at 2,919,680 to 0.5590 at 4,000,000 (0.6%: not flat even at twice this length). EASGD
+  40t, whose 40 replicas each see the fewest examples, is expected to fall short; the
+  report gives each run's number.
 
-Cost: about 146 minutes on one core, 76 on the 2-core machine (`minutes=`), estimated from
-small runs on 2026-11-29 (CPU seconds of one process): a loss run of EASGD 40t takes 14 s
-plus 0.108 ms an example (100,000 examples 24.6 s, 300,000 46.2 s), of HT about 0.25 ms
-an example (HT 5g, 100,000 examples: 39.2 s); a priced throughput point about 0.085 s a
-batch (HT 2g (6+6), 288 batches: 32.6 s with the imports). So: the tuning 5 x 2.0 = 10
-min, Fig. 7's runs 2 x 2.0 (EASGD seeds 1, 2) + 9 x 4.4 (HT) = 44 min, the controls
-(575,000 examples a seed) 3 x 3.2 = 10 min, the 18 throughput points (56,480 batches at 20
-a worker thread) 80 min, the real-engine check 2 min. The loss runs in real math and the
-throughput points are most of it; cutting the loss runs further would cut seeds or
-examples, which are what Fig. 7's verdicts rest on.
+Cost: about 225 minutes of one core, 120 on the 2-core machine (`minutes=`). Timed on
+2026-12-07 (process CPU seconds, one torch thread, 100,000 examples with 8 held-out
+evaluations, on the 2-core machine while about ten other processes loaded it): HT 5g 27.3 s
+on the cut model against 56.2 s on the default DLRM, which took 39.2 s on the unloaded
+machine on 2026-11-29: so on the cut model, unloaded, about 3 s plus 0.16 ms an example
+for HT; EASGD 40t on the cut model 182.4 s for 4,000,000 examples with 16 evaluations
+(loaded), about 2 s plus 0.04 ms an example unloaded. A run of 2,000,000 examples: HT
+about 323 s, EASGD 40t 82 s; the controls (250,000, 400,000 and 500,000 examples) 43, 67
+and 83 s. The tuning (4 factors, and about one more a variant past an edge): 5 x 82 + 15 x
+323 + 5 x 193 = 6,220 s; the other 4 seeds: 4 x 82 + 12 x 323 + 4 x 193 = 4,976 s; so the
+loss runs about 187 minutes of one core. The 18 throughput points (56,480 priced batches at
+20 a worker thread; timed loaded the same day: HT 10g's 4,800 batches 179 s, HT 8g
+(10+10)'s 6,400 259 s, EASGD 40t's 3,200 10 s) about 36 minutes, the real-engine check 2.
+The loss runs, HT's most of all, are most of it; the throughput points share the last pool
+with the seeds' runs, and the rounds past a grid's edge run a few points each.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.hierarchical_report import write_report
 from experiments.repro.hierarchical_settings import (
@@ -49,7 +71,6 @@ from experiments.repro.hierarchical_settings import (
     COMPRESSED,
     CORES,
     COST,
-    EASGD,
     EASGD_TRAINERS,
     FIG8,
     FIG10A,
@@ -57,15 +78,20 @@ from experiments.repro.hierarchical_settings import (
     FIG11,
     ITERATIONS_PER_THREAD,
     LARGE_MODEL,
-    LR_FACTORS,
+    LOSS_GRID,
+    LOSS_MODEL,
+    LOSS_SEEDS,
+    LOSS_TASK,
+    LOSS_VARIANTS,
     RARE_SYNC,
-    SEEDS,
     THROUGHPUT_MATH,
     LossPoint,
+    LossVariant,
     Setting,
-    loss_points,
+    seed_points,
 )
 from experiments.repro.registry import Progress, reproduction
+from experiments.repro.settle import Tuned
 from recsync.coordinator.measures import check_steady
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
@@ -139,15 +165,23 @@ def _trainer_group_bytes(summary: dict[str, Any]) -> int:
 
 
 def quality(point: LossPoint) -> dict[str, Any]:
-    """One loss run (Fig. 7): the default DLRM on `point.examples` synthetic examples, the
+    """One loss run (Fig. 7): the default DLRM (`LOSS_MODEL` on `LOSS_TASK` where
+    `point.cut`) on `point.examples` synthetic examples, the
     default learning rates (dense and sparse) times `point.lr_factor`, training seed
-    `point.seed` (initial weights, simulated timing)."""
+    `point.seed` (initial weights, simulated timing); with `point.evals`, the held-out
+    logloss that many times over the run (`curve`: (examples trained, logloss) pairs, the
+    end's last)."""
     setting = point.setting
-    synthetic = dataclasses.replace(SyntheticSpec(), num_train=point.examples)
+    model, task = (LOSS_MODEL, LOSS_TASK) if point.cut else (ModelSpec(), SyntheticSpec())
+    synthetic = dataclasses.replace(task, num_train=point.examples)
+    if point.test:
+        synthetic = dataclasses.replace(synthetic, num_test=point.test)
     train = dataclasses.replace(scaled_train(point.lr_factor), seed=point.seed)
-    spec = JobSpec(ModelSpec(), train, setting.cluster(), setting.strategy(), synthetic)
-    summary = SimJob(spec, plan_for(spec), COST, server_threads=CORES).run()
-    return {
+    spec = JobSpec(model, train, setting.cluster(), setting.strategy(), synthetic)
+    every = point.examples // point.evals if point.evals else None
+    sim = SimJob(spec, plan_for(spec), COST, server_threads=CORES, eval_every=every)
+    summary = sim.run()
+    row = {
         "label": setting.label,
         "lr_factor": point.lr_factor,
         "seed": point.seed,
@@ -158,7 +192,11 @@ def quality(point: LossPoint) -> dict[str, Any]:
         "test_ne": summary["test_ne"],
         "test_auc": summary["test_auc"],
         "dense_replicas": setting.groups or EASGD_TRAINERS,
+        "model": "a cut DLRM" if point.cut else "the default DLRM",
     }
+    if point.evals:
+        row["curve"] = [[int(r["examples"]), float(r["test_logloss"])] for r in sim.curve]
+    return row
 
 
 def scaled_train(lr_factor: float) -> TrainSpec:
@@ -180,19 +218,39 @@ def throughput_settings() -> list[Setting]:
     return list(dict.fromkeys((*FIG8, *FIG10A, *FIG10B, *RARE_SYNC, *FIG11)))
 
 
+def tuned_losses(
+    progress: Progress | None,
+) -> tuple[dict[LossVariant, Tuned], dict[LossPoint, dict[str, Any]]]:
+    """Every loss variant tuned on `LOSS_GRID` (`settle.tune`: the same grid for all, a
+    best value at an edge extended past it), each point scored by the held-out logloss at
+    the end of its run on the tuning seed (`LOSS_SEEDS[0]`); and every tuning run's row."""
+    rows: dict[LossPoint, dict[str, Any]] = {}
+
+    def run(points: list[tuple[Hashable, float]]) -> list[float]:
+        todo = [LossVariant.of(v).point(f, LOSS_SEEDS[0]) for v, f in points]
+        rows.update(zip(todo, run_in_processes(run_point, todo, progress), strict=True))
+        return [float(rows[p]["test_logloss"]) for p in todo]
+
+    tuned = settle.tune(LOSS_VARIANTS, LOSS_GRID, run, higher_is_better=False)
+    return {LossVariant.of(v): t for v, t in tuned.items()}, rows
+
+
 def measured(
     progress: Progress | None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every throughput point and the learning-rate tuning (EASGD 40t's best test logloss
-    over `LR_FACTORS`, seed 0) in one pool, then Fig. 7's runs and their controls with
-    that factor frozen: the throughput rows by label, the tuning rows and the loss rows
-    (the tuning's best first: it is the baseline's seed-0 run)."""
-    tuning_points = [LossPoint(EASGD, f, SEEDS[0]) for f in LR_FACTORS]
-    rows = run_in_processes(run_point, [*tuning_points, *throughput_settings()], progress)
-    tuning, speed = rows[: len(tuning_points)], rows[len(tuning_points) :]
-    best = min(tuning, key=lambda r: float(r["test_logloss"]))
-    losses = run_in_processes(run_point, list(loss_points(best["lr_factor"])), progress)
-    return {r["label"]: r for r in speed}, tuning, [best, *losses]
+    """The loss variants tuned (`tuned_losses`), then each at its chosen factor on the other
+    seeds in one pool with every throughput point: the throughput rows by label, the
+    tunings (`Tuned.as_dict` and the variant's control flag, in `LOSS_VARIANTS`' order)
+    and the loss rows (each variant's tuning-seed run at its chosen factor, then the other
+    seeds')."""
+    tuned, tuning_rows = tuned_losses(progress)
+    chosen = {v: t.chosen for v, t in tuned.items()}
+    seeds = list(seed_points(chosen))
+    rows = run_in_processes(run_point, [*seeds, *throughput_settings()], progress)
+    first = [tuning_rows[v.point(chosen[v], LOSS_SEEDS[0])] for v in LOSS_VARIANTS]
+    losses = [*first, *rows[: len(seeds)]]
+    tunings = [{**tuned[v].as_dict(), "control": v.control} for v in LOSS_VARIANTS]
+    return {r["label"]: r for r in rows[len(seeds) :]}, tunings, losses
 
 
 # the real engine beside the simulator: 2 groups x 2 trainers (2 threads) x 2 group PSs
@@ -279,8 +337,11 @@ def _hierarchical_row(r: dict[str, Any]) -> str:
     claim="Fig. 7, 8: EASGD 40 trainers vs HT 5/8/10 groups of 6 + 6; Fig. 10a/b: EPS over "
     "groups and nodes per group; Fig. 11: the ablation at 5 groups; a real-engine run",
     report_dir="reports/hierarchical",
-    minutes=76.0,  # 146 on one core: see the module docstring
-    seeds={"loss runs and their controls": list(SEEDS), "throughput (deterministic)": [0]},
+    minutes=120.0,  # about 225 on one core: see the module docstring
+    seeds={
+        "loss runs, their controls and tuning": list(LOSS_SEEDS),
+        "throughput (deterministic)": [0],
+    },
     cost={"cluster": COST},
     show=_hierarchical_row,
 )

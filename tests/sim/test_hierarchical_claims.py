@@ -26,7 +26,8 @@ RELATIVE = {  # (groups, control) -> % of EASGD 40t's loss by seed
 def loss_row(label: str, seed: int, loss: float, control: bool, replicas: int) -> dict:
     return {"label": label, "lr_factor": 0.0625, "seed": seed, "control": control,
             "train_loss": loss, "test_logloss": loss, "test_ne": 1.0, "test_auc": 0.7,
-            "examples": 1000, "dense_replicas": replicas}  # fmt: skip
+            "examples": 1000, "dense_replicas": replicas,
+            "curve": [[0, 2 * loss], [750, loss], [1000, loss]]}  # fmt: skip
 
 
 def results(eps: dict[str, float] | None = None) -> dict[str, Any]:
@@ -56,7 +57,11 @@ def results(eps: dict[str, float] | None = None) -> dict[str, Any]:
     engine = {"label": "2 groups", "examples": 100, "sim_auc": 0.7, "real_auc": 0.7,
               "bytes_differences": [], "trainer_bytes": 1, "real_eps": 1.0,
               "cross_group_syncs": [3, 4]}  # fmt: skip
-    tuning = [{"lr_factor": 0.0625, "test_logloss": 0.5}]
+    tuning = [
+        {"variant": v.label, "scores": {"0.03125": 0.51, "0.0625": 0.5, "0.125": 0.52},
+         "chosen": 0.0625, "extensions": 0, "at_edge": False, "control": v.control}
+        for v in ht.LOSS_VARIANTS
+    ]  # fmt: skip
     return {"throughput": speed, "tuning": tuning, "quality": quality, "engine": engine}
 
 
@@ -68,9 +73,10 @@ def test_the_claims_are_the_reports_verdicts_on_the_same_numbers():
     text = hierarchical_report._report(stored)
     for claim in made:  # the report's findings state every verdict the table gives
         assert claim.verdict.describe(2) in text, claim.claim
-    assert "HT 5g's train loss -0.45% vs EASGD 40t's, 1,000,000 examples" in ht5.ours
+    assert "HT 5g's train loss -0.45% vs EASGD 40t's, 1,000 examples, the default DLRM (3 " \
+        "seeds)" in ht5.ours  # fmt: skip
     assert ht5.verdict.label == HOLDS and ht5.verdict.seeds == 3
-    assert "25,000 examples per dense replica: HT 5g +0.10%" in control.ours
+    assert "25 examples per dense replica: HT 5g +0.10%" in control.ours
     assert control.verdict.label == WITHIN_NOISE
     assert "HT 10g's train loss +0.00% vs EASGD 40t's" in ht10.ours
     assert ht10.verdict.label == HOLDS  # |+0.1, 0, -0.1| all within 0.2
@@ -96,3 +102,19 @@ def test_results_its_report_cannot_read_give_none():
     partial = results()
     del partial["throughput"][ht.FIG11[2].label]
     assert hierarchical_claims.claims(partial) == []
+
+
+def test_loss_runs_of_an_earlier_version_still_give_their_claims_and_say_so():
+    """Rows from before every variant was tuned on one grid (one factor tuned on EASGD 40t
+    alone, no held-out curves): the claims read them, the report says they are older."""
+    untuned = results()
+    untuned["tuning"] = [{"lr_factor": 0.0625, "test_logloss": 0.5}]
+    for r in untuned["quality"]:
+        del r["curve"]
+    assert len(hierarchical_claims.claims(untuned)) == 7
+    assert not hierarchical_report.settling(untuned) and hierarchical_report.settling(results())
+    text = hierarchical_report._report(untuned)
+    assert "**the stored loss runs were written by an earlier version of this reproduction** " \
+        "(the default DLRM on 1,000 examples, seeds 0, 1, 2," in text  # fmt: skip
+    assert "fig7_curves.png" not in text and "| variant | lr factors tried" not in text
+    assert "fig7_curves.png" in hierarchical_report._report(results())

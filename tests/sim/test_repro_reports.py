@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from experiments.repro import (
@@ -22,6 +24,7 @@ from experiments.repro import (
 )
 from experiments.repro import hierarchical_settings as ht
 from experiments.repro.steady import MissingSteadyRate
+from experiments.repro.verdict import judge
 
 SETTING = {
     "workers": 16,
@@ -481,11 +484,18 @@ def test_auto_switching_report_checks_both_targets_and_fig_6():
 BASE_LOSS = {0: 0.500, 1: 0.502, 2: 0.498}  # EASGD 40t's train loss and logloss by seed
 
 
+def flat_curve(examples: int, final: float) -> list[list[float]]:
+    """A held-out curve that falls, then improves by 0.1% over its last quarter: flat."""
+    return [[0, 2 * final], [examples // 2, 1.01 * final], [3 * examples // 4, 1.001 * final],
+            [examples, final]]  # fmt: skip
+
+
 def loss_rows(relative: dict[tuple[int, bool], tuple[float, ...]]) -> list[dict]:
     """Loss rows: EASGD 40t by seed, and each (groups, control) at `relative` % of it."""
     rows = [
         {"label": ht.EASGD.label, "seed": s, "control": False, "train_loss": v,
-         "test_logloss": v, "test_auc": 0.7, "examples": 1000, "dense_replicas": 40}
+         "test_logloss": v, "test_auc": 0.7, "examples": 1000, "dense_replicas": 40,
+         "lr_factor": 0.0625, "curve": flat_curve(1000, v)}
         for s, v in BASE_LOSS.items()
     ]  # fmt: skip
     for (groups, control), by_seed in relative.items():
@@ -494,7 +504,8 @@ def loss_rows(relative: dict[tuple[int, bool], tuple[float, ...]]) -> list[dict]
             rows.append(
                 {"label": ht.ht(groups).label, "seed": seed, "control": control,
                  "train_loss": loss, "test_logloss": loss, "test_auc": 0.71,
-                 "examples": 25 * groups if control else 1000, "dense_replicas": groups}
+                 "examples": 25 * groups if control else 1000, "dense_replicas": groups,
+                 "lr_factor": 0.125, "curve": flat_curve(25 * groups if control else 1000, loss)}
             )  # fmt: skip
     return rows
 
@@ -541,7 +552,13 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         "bytes_differences": [],
         "cross_group_syncs": (3, 4),
     }
-    tuning = [{"lr_factor": f, "test_logloss": v} for f, v in ((1.0, 3.2), (0.5, 0.5))]
+    tuning = [
+        {"variant": v.label, "scores": {"0.0625": 0.51, "0.125": 0.5, "0.25": 0.52},
+         "chosen": 0.125, "extensions": 0, "at_edge": False, "control": v.control}
+        for v in ht.LOSS_VARIANTS
+    ]  # fmt: skip
+    tuning[0] = {**tuning[0], "scores": {"0.03125": 0.49, "0.0625": 0.5, "0.125": 0.6},
+                 "chosen": 0.03125, "extensions": 3, "at_edge": True}  # fmt: skip
     hierarchical_report.write_report(
         tmp_path,
         {
@@ -558,6 +575,8 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
         "fig7_8_loss_and_eps.png",
         "fig10_scaling.png",
         "fig11_ablation.png",
+        "fig7_curves.png",
+        "fig7_control_curves.png",
     }
     one = "against 2 x spread 0.00 over 1 seed: too few seeds"
     assert "Ours: 3.00x; the shape (within 1.4-2.2x, i.e. at most 0.4 from 1.8x: effect " \
@@ -567,20 +586,21 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "EPS = the steady rate (`eps_steady`" in text and "Too short" not in text
     # Fig. 7 over 3 seeds: -0.45, -0.55, -0.35 against the paper's -0.2
     assert "Ours (train loss, mean ± sd over seeds): -0.45% ± 0.10; at least 0.2% better: " \
-        "effect +0.25 against 2 x spread 0.10 over 3 seeds: holds." in text  # fmt: skip
-    assert "| HT 5g (6+6) | 5 | 1,000 | 200 | 3 | -0.45% ± 0.10 | -0.45% ± 0.10 | 0.7100 |" \
+        "effect +0.25 against 2 x spread 0.10 over 3 seeds: holds: settled with the paper." \
         in text  # fmt: skip
-    assert "| HT 8g (6+6), control | 8 | 200 | 25 | 3 | +0.30% ± 0.00 |" in text
+    assert "| HT 5g (6+6) | 5 | 1,000 | 200 | x0.125 | 3 | -0.45% ± 0.10 | -0.45% ± 0.10 | " \
+        "0.7100 |" in text  # fmt: skip
+    assert "| HT 8g (6+6), control | 8 | 200 | 25 | x0.125 | 3 | +0.30% ± 0.00 |" in text
     assert "5g +0.10% ± 0.10, 8g +0.30% ± 0.00, 10g +0.20% ± 0.00; HT 5g still better " \
         "than EASGD 40t: effect -0.10 against 2 x spread 0.10 over 3 seeds: within noise " \
-        "(against the paper). So the main run's gain is each replica's extra " \
-        "data" in text  # fmt: skip
+        "(against the paper): not settled either way. So the main run's gain comes " \
+        "with each replica's extra data" in text  # fmt: skip
     assert "5g better than 8g: effect +0.25 against 2 x spread 0.00 over 3 seeds: holds; " \
         "8g better than 10g: effect +0.20 against 2 x spread 0.17 over 3 seeds: within " \
         "noise." in text  # fmt: skip
     assert "HT 10g neutral (within 0.2%). Ours: +0.00% ± 0.10 (its size at most 0.2%: " \
-        "effect +0.13 against 2 x spread 0.06 over 3 seeds: holds); HT 8g -0.20% ± 0.10." \
-        in text  # fmt: skip
+        "effect +0.13 against 2 x spread 0.06 over 3 seeds: holds): settled with the paper; " \
+        "HT 8g -0.20% ± 0.10." in text  # fmt: skip
     assert "Ours: 5.00x at 10 groups over 2 (linear 5.0x); the shape (at least 0.85x " \
         f"linear: effect +0.75 {one})." in text  # fmt: skip
     assert "Ours (8 groups, 1 Gbit/s NICs): 5.00x at (10, 10) (linear 5x); EPS per node " \
@@ -599,7 +619,15 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "Ours without it: 1.07x: compression costs more CPU than it saves" in text
     assert "314.7 MB" in text and "in priced math" in text
     assert "bytes per node kind and message kind identical" in text
-    assert "x1 test logloss 3.2000, x0.5 test logloss 0.5000; x0.5 kept" in text
+    assert "| EASGD 40t | x0.03125: 0.4900, x0.0625: 0.5000, x0.125: 0.6000 (3 past the " \
+        "grid) | x0.03125 | yes |" in text  # fmt: skip
+    assert "| HT 10g (6+6), control | x0.0625: 0.5100, x0.125: 0.5000, x0.25: 0.5200 | " \
+        "x0.125 | no |" in text  # fmt: skip
+    assert "over the last 25% of the run (the held-out logloss on" in text
+    assert "| HT 5g (6+6), control | 125 | 3 of 3 | 0.10%; 0.10% | 0.5005 |" in text
+    assert "holds: settled with the paper." in text
+    assert "(against the paper): settled against the paper: the paper's effect does not " \
+        "reproduce here" not in text  # fmt: skip
 
 
 def test_hierarchical_report_reads_the_steady_rate_and_flags_short_windows():
@@ -643,19 +671,81 @@ def test_hierarchical_control_that_keeps_the_gain_says_fewer_replicas_help():
     rows = loss_rows({**FIG7_ROWS, (5, True): (-0.5, -0.5, -0.5)})
     text = "\n".join(hierarchical_loss.claims(rows))
     assert "HT 5g still better than EASGD 40t: effect +0.50 against 2 x spread 0.00 over " \
-        "3 seeds: holds. So the gain is not only each replica's extra data" in text  # fmt: skip
+        "3 seeds: holds: settled with the paper. So the gain is not only each replica's extra " \
+        "data" in text  # fmt: skip
     few = loss_rows({(g, c): v[:2] for (g, c), v in FIG7_ROWS.items()})
     assert "over 2 seeds: too few seeds." in "\n".join(hierarchical_loss.claims(few))
 
 
-def test_hierarchical_loss_points_pair_every_seed_with_the_baseline_once():
-    points = ht.loss_points(0.0625)
-    runs = [p for p in points if not p.control]
-    assert len(runs) == len(ht.FIG7) * len(ht.SEEDS) - 1  # the tuning ran EASGD seed 0
-    assert {(p.setting.label, p.seed) for p in runs} >= {(ht.EASGD.label, 1), (ht.EASGD.label, 2)}
+def test_hierarchical_loss_variants_run_every_seed_at_their_own_factor():
+    assert ht.LOSS_SEEDS == (0, 1, 2, 3, 4) and len(ht.LOSS_VARIANTS) == 7
+    chosen = {v: 0.0625 * (i + 1) for i, v in enumerate(ht.LOSS_VARIANTS)}
+    points = ht.seed_points(chosen)
+    assert len(points) == 7 * 4  # seed 0 is the tuning's run at the chosen factor
+    assert {p.seed for p in points} == {1, 2, 3, 4}
+    for v in ht.LOSS_VARIANTS:
+        mine = [p for p in points if (p.setting, p.control) == (v.setting, v.control)]
+        assert {p.lr_factor for p in mine} == {chosen[v]} and len(mine) == 4
+        assert {(p.evals, p.test) for p in mine} == {(ht.LOSS_EVALS, ht.LOSS_TEST)}
     controls = {p.setting.groups: p.examples for p in points if p.control}
-    assert controls == {5: 125_000, 8: 200_000, 10: 250_000}  # 25,000 a dense replica
+    per_replica = ht.LOSS_EXAMPLES // ht.EASGD_TRAINERS
+    assert controls == {g: g * per_replica for g in (5, 8, 10)}  # EASGD 40t's per replica
+    assert {p.examples for p in points if not p.control} == {ht.LOSS_EXAMPLES}
     assert len({repr(p) for p in points}) == len(points)
+    assert str(ht.LOSS_VARIANTS[-1]) == "HT 10g (6+6), control"
+
+
+def test_hierarchical_tuning_scores_every_variant_on_the_held_out_loss(monkeypatch):
+    """`tuned_losses` hands settle.tune every variant on the one grid, runs each point on
+    the tuning seed, scores it by its held-out logloss and keeps every row."""
+    from experiments.repro import hierarchical
+
+    wanted = (0.015625, 0.0625, 0.125, 0.25, 0.0625, 0.03125, 2.0)
+    best = dict(zip(ht.LOSS_VARIANTS, wanted, strict=True))
+
+    def fake(run, items, progress):
+        assert {p.seed for p in items} == {ht.LOSS_SEEDS[0]}
+        return [
+            {
+                "test_logloss": abs(
+                    math.log2(p.lr_factor / best[ht.LossVariant(p.setting, p.control)])
+                )
+            }
+            for p in items
+        ]
+
+    monkeypatch.setattr(hierarchical, "run_in_processes", fake)
+    tuned, rows = hierarchical.tuned_losses(None)
+    assert ht.LOSS_GRID.values == (0.015625, 0.03125, 0.0625, 0.125)
+    got = [(t.chosen, t.extensions, t.at_edge) for t in tuned.values()]
+    assert got == [
+        (0.015625, 1, False),  # at the low edge: x0.0078125 tried, worse
+        (0.0625, 0, False),
+        (0.125, 1, False),
+        (0.25, 2, False),
+        (0.0625, 0, False),
+        (0.03125, 0, False),
+        (1.0, 3, True),  # still at the edge after 3 extensions
+    ]
+    assert len(rows) == sum(len(t.scores) for t in tuned.values()) == 7 * 4 + 7
+
+
+def test_hierarchical_flattening_and_settling_read_the_curves():
+    rows = loss_rows(FIG7_ROWS)
+    rows[0]["curve"] = [[0, 1.0], [750, 0.6], [1000, 0.5]]  # still falling: 20% over the end
+    table = "\n".join(hierarchical_loss.flattening(rows))
+    assert "| EASGD 40t | " in table and "| 2 of 3 | 6.73%; 20.00% |" in table
+    assert hierarchical_loss.mean_curve([[(0, 1.0), (2, 3.0)], [(0, 3.0), (4, 5.0)]], 0.5) \
+        == [(0.0, 2.0), (1.5, 4.0)]  # fmt: skip
+    assert hierarchical_loss.settled(judge([1.0, 1.1, 0.9], 0.0, "higher")) == (
+        "settled with the paper"
+    )
+    assert hierarchical_loss.settled(judge([-1.0, -1.1, -0.9], 0.0, "higher")).startswith(
+        "settled against the paper"
+    )
+    assert hierarchical_loss.settled(judge([1.0, -1.1, 0.9], 0.0, "higher")) == (
+        "not settled either way"
+    )
 
 
 def test_traffic_differences_leave_out_only_what_timing_decides():
