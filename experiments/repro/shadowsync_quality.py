@@ -29,8 +29,8 @@ and a 20-trainer run flattening would need several times 2M examples; a smaller 
 costs only ~1.8x less an example (122 and 67 s of CPU for the two probes, on a loaded
 machine) and makes a sync ~20x smaller, so S-EASGD's gap fell from 3.8 to 1.0 (and
 FR-EASGD-5's syncs, ~20x fewer bytes, would hardly load the sync servers): it changes the
-mechanism Tables 2 and 3 are about. So the default DLRM and 2M examples stay, and the report states how far each run's
-held-out loss still fell.
+mechanism Tables 2 and 3 are about. So the default DLRM and 2M examples stay, and the report
+states how far each run's held-out loss still fell.
 
 The setting beside the paper's: 5 seeds (the paper: one run a cell), 2,097,152 examples a
 run (the paper: billions), 4 worker threads per trainer (the paper: 24), no speed noise.
