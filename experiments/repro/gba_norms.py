@@ -15,10 +15,15 @@ WARM_STEPS steps per worker (the paper's runs inherit a pre-trained checkpoint; 
 scratch, BSP at the smaller batches blew up in its first steps on a scaled-down check, AUC
 0.50 after 6 steps a worker, and its norms measured that, not the batch size). From there
 every run makes STEPS_PER_WORKER steps per worker; the first WARMUP of its pushes are left
-out (the switch). 3 seeds (initial weights and data order). About 11 minutes of one core for
-the 12 runs, each with its warm-up (scaled from a run of 6 + 6 steps a worker: a real-math
-worker step costs about 38 ms at a local batch of 256, 8 to 14 ms at 16 to 64), 6 on two
-processes.
+out (the switch). 5 seeds (initial weights and data order: `settle.SEEDS`, since one of
+the findings' point estimates ran against the paper on 3). About 18 minutes of one core for
+the 20 runs, each with its warm-up (scaled from a run of 6 + 6 steps a worker: a real-math
+worker step costs about 38 ms at a local batch of 256, 8 to 14 ms at 16 to 64), 10 on two
+processes. Every variant runs at the same, default rates on purpose: Insight 1 is about
+the gradients' norms under the same hyper-parameters (GBA's premise: switching without
+retuning), so the variants are not tuned apart; and what the findings read is the norms'
+distribution over a fixed window of pushes, not a held-out loss, so no flattening rule
+applies.
 
 What is measured, without touching the product code: the simulator's hook on a hosted
 node (`HostedNode.observer`, told of every message the node handles) on the dense server
@@ -37,6 +42,7 @@ from typing import Any
 
 import torch
 
+from experiments.repro import settle
 from experiments.repro.common import (
     CLUSTER_COST,
     EMBEDDING_SERVERS,
@@ -64,7 +70,7 @@ BSP_BATCHES = (16, 64, 256)
 STEPS_PER_WORKER = 50
 WARM_STEPS = 50  # `sync` steps per worker at SYNC_BATCH: the checkpoint every run starts from
 WARMUP = 0.25  # of a run's pushes, left out
-SEEDS = (0, 1, 2)
+SEEDS = settle.SEEDS  # a point estimate ran against the paper on 3 seeds
 NORMS_COST = with_stragglers(CLUSTER_COST)
 
 # strategy ("sync" | "bsp"), local batch, seed, steps per worker, warm-up steps per worker
@@ -186,7 +192,7 @@ def settings() -> dict[str, Any]:
     paper="GBA (Alibaba, NeurIPS 2022)",
     claim="Fig. 4: L2 norms of dense gradients, sync vs BSP at several local batch sizes",
     report_dir="reports/gba_norms",
-    minutes=6.0,  # 11 minutes of one core, two processes
+    minutes=10.0,  # 18 minutes of one core, two processes
     seeds=SEEDS,
     cost={"norms": NORMS_COST},
     show=show,
