@@ -62,7 +62,8 @@ from typing import Any
 from experiments.repro import async_at_scale, settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.registry import Progress, reproduction
-from experiments.repro.staleness_norm_report import Labels, write_report
+from experiments.repro.staleness_norm_report import write_report
+from experiments.repro.staleness_norm_shape import Labels
 from recsync.coordinator.outcome import evaluate_model
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec, SyntheticTask

@@ -1,6 +1,6 @@
 """The staleness-normalization reproduction's headline claims (Liu & Zhao's Fig. 5; and
 Fig. 6 at each size for results with every variant tuned), the verdicts its report's
-findings give (`staleness_norm_report.shape`, `data_norm`), for the docs' claims table. All
+findings give (`staleness_norm_shape.shape`, `data_norm`), for the docs' claims table. All
 are measured (real math, paired by seed)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiments.repro.claims import MEASURED, Claim, Effect
-from experiments.repro.staleness_norm_report import (
+from experiments.repro.staleness_norm_shape import (
     NEAR,
     DataNorm,
     by_label,

@@ -6,106 +6,35 @@ the large cluster's own tuning existed (one run a label, no seed) still render, 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.repro import reviewer, settle
-from experiments.repro.verdict import DOES_NOT_HOLD, HOLDS, WITHIN_NOISE, Verdict, judge
+from experiments.repro.staleness_norm_settled import (
+    LOSS_PLOT,
+    flattening_section,
+    mean_loss_curve,
+    rule_of,
+    settled,
+    tuned_table,
+    tuning_text,
+)
+from experiments.repro.staleness_norm_shape import (
+    NEAR,
+    DataNorm,
+    Labels,
+    Runs,
+    by_label,
+    cell,
+    data_norm,
+    labels_of,
+    mean_of,
+    per_seed,
+    shape,
+    size_name,
+)
 from recsync.app.runs.plots import new_figure, save_figure
 from recsync.strategy.staleness_norm import StalenessNorm
-
-NEAR = 0.005  # AUC: "almost achieves the same AUC as in 1K workers"
-LOSS_PLOT = "heldout_loss.png"
-VALID_NOTE = (
-    "the AUC on a validation split of {:,} examples drawn from the same teacher apart from "
-    "the test split (a stream of its own), so the test numbers the claims read are not the ones "
-    "tuned on"
-)
-
-
-def size_name(workers: int) -> str:
-    """A cluster's short name: 1K, 3K; 0.4K, 1.2K."""
-    return f"{workers / 1000:g}K"
-
-
-@dataclass(frozen=True)
-class Labels:
-    """Each run's label for a small and a large cluster (the paper's 1K and 3K)."""
-
-    small: int
-    large: int
-
-    def _at(self, workers: int, rule: str) -> str:
-        return f"{size_name(workers)}, {rule}"
-
-    @property
-    def base_small(self) -> str:
-        return self._at(self.small, "no normalization")
-
-    @property
-    def base_large(self) -> str:
-        return self._at(self.large, "no normalization")
-
-    @property
-    def inverse(self) -> str:
-        return self._at(self.large, "1/tau (Zhang et al. 2016)")
-
-    @property
-    def rho_large(self) -> str:
-        return self._at(self.large, "rho on tau'")
-
-    @property
-    def rho_large_data(self) -> str:
-        return self._at(self.large, "rho on tau' + data norm")
-
-    @property
-    def rho_small(self) -> str:
-        return self._at(self.small, "rho")
-
-    @property
-    def rho_small_data(self) -> str:
-        return self._at(self.small, "rho + data norm")
-
-    @property
-    def fig5(self) -> tuple[str, ...]:
-        return (self.base_small, self.base_large, self.inverse, self.rho_large)
-
-    @property
-    def fig6(self) -> tuple[str, ...]:
-        return (self.rho_small, self.rho_small_data, self.rho_large, self.rho_large_data)
-
-
-def labels_of(result: dict[str, Any]) -> Labels:
-    """The labels of `result`'s clusters (its runs' smallest and largest worker counts)."""
-    workers = [run["workers"] for run in result["runs"]]
-    return Labels(min(workers), max(workers))
-
-
-Runs = dict[str, list[dict[str, Any]]]
-
-
-def by_label(result: dict[str, Any]) -> Runs:
-    """Every label's runs (one a seed; a run without a seed is seed 0's)."""
-    runs: Runs = {}
-    for run in result["runs"]:
-        runs.setdefault(run["label"], []).append(run)
-    return runs
-
-
-def per_seed(runs: Runs, label: str, key: str = "final_auc") -> dict[int, float]:
-    return {run.get("seed", 0): run[key] for run in runs[label]}
-
-
-def _mean(values: dict[int, float]) -> float:
-    return statistics.fmean(values.values())
-
-
-def _cell(values: dict[int, float]) -> str:
-    """`mean (min-max)`, or the one value."""
-    if len(values) < 2:
-        return f"{_mean(values):.4f}"
-    return f"{_mean(values):.4f} ({min(values.values()):.4f}-{max(values.values()):.4f})"
 
 
 def mean_curve(runs: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
@@ -117,66 +46,6 @@ def mean_curve(runs: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
     ]
     aucs = [statistics.fmean(run["curve"][i]["test_auc"] for run in runs) for i in range(length)]
     return points, aucs
-
-
-def loss_curve(run: dict[str, Any]) -> list[tuple[float, float]]:
-    """A run's held-out logloss by examples trained."""
-    return [(float(c["examples"]), float(c["test_logloss"])) for c in run["curve"]]
-
-
-def mean_loss_curve(runs: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """The held-out logloss at each evaluation point, averaged over the seeds' runs."""
-    length = min(len(run["curve"]) for run in runs)
-    return [
-        (
-            statistics.fmean(run["curve"][i]["examples"] for run in runs),
-            statistics.fmean(run["curve"][i]["test_logloss"] for run in runs),
-        )
-        for i in range(length)
-    ]
-
-
-def rule_of(result: dict[str, Any]) -> settle.Flattening:
-    rule = result["flattening"]
-    return settle.Flattening(rule["last_fraction"], rule["tolerance"])
-
-
-def flattening_section(result: dict[str, Any]) -> list[str]:
-    """Whether each run's held-out loss had flattened by its end (`settle.Flattening`),
-    with each seed's improvement over the rule's window; nothing for results without it."""
-    if "flattening" not in result:
-        return []
-    rule, runs = rule_of(result), by_label(result)
-    lines = [
-        f"Run length: every run trains {result['setting']['total_steps']:,} updates; a run "
-        f"has flattened when {rule.describe()} (the test split's logloss, evaluated "
-        f"{len(result['runs'][0]['curve'])} times a run).",
-        "",
-        f"![held-out loss]({LOSS_PLOT})",
-        "",
-        f"| run | seeds flat | improvement over the last {rule.last_fraction:.0%}, by seed |",
-        "| --- | --- | --- |",
-    ]
-    short: list[tuple[str, float]] = []
-    for label, label_runs in runs.items():
-        changes = {run.get("seed", 0): rule.change(loss_curve(run)) for run in label_runs}
-        flat = [seed for seed, change in changes.items() if change < rule.tolerance]
-        cells = ", ".join(f"{changes[seed]:.2%}" for seed in sorted(changes))
-        lines.append(f"| {label} | {len(flat)} of {len(changes)} | {cells} |")
-        if len(flat) < len(changes):
-            short.append((label, max(changes.values())))
-    total = len(result["runs"])
-    if not short:
-        lines += ["", f"Every one of the {total} runs met the criterion."]
-    else:
-        worst = ", ".join(f"{label} (up to {change:.2%})" for label, change in short)
-        lines += [
-            "",
-            f"Not every run met the criterion: runs of {worst} still fell by more than "
-            f"{rule.tolerance:.1%} over the last {rule.last_fraction:.0%}, so their final "
-            "numbers are not yet their converged ones.",
-        ]
-    return lines
 
 
 def write_report(result: dict[str, Any], out_dir: Path) -> None:
@@ -213,63 +82,6 @@ def write_report(result: dict[str, Any], out_dir: Path) -> None:
             rule_of(result),
         )
     (out_dir / "report.md").write_text(report(result))
-
-
-def _grid(tuning: list[dict[str, Any]], workers: int) -> str:
-    rows = [t for t in tuning if t.get("workers", workers) == workers]
-    return ", ".join(f"x{t['lr_factor']:g} AUC {t['final_auc']:.4f}" for t in rows)
-
-
-def _edge(factor: float, tuning: list[dict[str, Any]]) -> str:
-    grid = [t["lr_factor"] for t in tuning]
-    return " (at the grid's edge)" if factor in (min(grid), max(grid)) else ""
-
-
-def tuned_table(result: dict[str, Any]) -> list[str]:
-    """How every variant's learning rate was set (`settle.tune` on one grid): the factors
-    tried with their validation AUC, the chosen one, and whether it is at an edge."""
-    grid = result["grid"]
-    lines = [
-        "Learning rates: every compared variant tuned on the same grid of factors of the "
-        "default dense (0.01) and sparse (0.05) Adagrad rates ("
-        + ", ".join(f"x{v:g}" for v in grid["values"])
-        + f"; a best at an edge gets the next factor past it, x{grid['step']:g} further, up "
-        f"to {settle.MAX_EXTENSIONS} times), each point a full-length run of seed "
-        f"{result['tuning_seed']} (the chosen one is that seed's run below), scored on the "
-        f"{result['tuning_score']}: {VALID_NOTE.format(result['valid_examples'])}.",
-        "",
-        "| variant | factors tried (validation AUC) | chosen | at an edge? |",
-        "| --- | --- | --- | --- |",
-    ]
-    for t in result["tuned"]:
-        tried = ", ".join(f"x{v} {score:.4f}" for v, score in t["scores"].items())
-        n = t["extensions"]
-        extended = f" ({n} extension{'s' if n != 1 else ''} past an edge)" if n else ""
-        edge = "yes: still at the edge" if t["at_edge"] else "no"
-        lines.append(f"| {t['variant']} | {tried}{extended} | x{t['chosen']:g} | {edge} |")
-    return lines
-
-
-def tuning_text(result: dict[str, Any], names: Labels) -> str:
-    """How the learning rates were set: the grid at each size and what was frozen."""
-    tuning, lr = result["tuning"], result["lr_factor"]
-    small, large = size_name(names.small), size_name(names.large)
-    text = (
-        "Learning rates: tuned once on each un-normalized baseline over a quarter of the "
-        "examples (seed 0), factors of the default dense (0.01) and sparse (0.05) Adagrad "
-        f"rates; {small}: {_grid(tuning, names.small)}; x{lr:g}{_edge(lr, tuning)} is frozen "
-        f"for every run below but the {large} un-normalized baseline"
-    )
-    if "lr_factor_large" not in result:
-        return (
-            text + ", which ran at it too: these results predate its own tuning (`recsync "
-            "reproduce staleness-norm` tunes it on the same grid)."
-        )
-    lr_large = result["lr_factor_large"]
-    return (
-        f"{text}. {large}, on the same grid: {_grid(tuning, names.large)}; the {large} "
-        f"un-normalized baseline runs at its best, x{lr_large:g}{_edge(lr_large, tuning)}."
-    )
 
 
 def report(result: dict[str, Any]) -> str:
@@ -318,8 +130,8 @@ def report(result: dict[str, Any]) -> str:
         first = label_runs[0]
         lines.append(
             f"| {label} | `{first['norm']}` | x{first['lr_factor']:g} | {len(label_runs)} | "
-            f"{_cell(per_seed(runs, label))} | "
-            f"{_mean(per_seed(runs, label, 'final_logloss')):.4f} |"
+            f"{cell(per_seed(runs, label))} | "
+            f"{mean_of(per_seed(runs, label, 'final_logloss')):.4f} |"
         )
     settle_lines = [*settled(result), ""] if "tuned" in result else []
     text = "\n".join([*lines, "", *findings(result), "", *settle_lines, *fig2_section(runs, names)])
@@ -439,121 +251,6 @@ def _staleness_table(runs: Runs, paper: dict[str, Any], names: Labels) -> list[s
     return lines
 
 
-def _gap(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
-    """|a - b| on each seed both have."""
-    return {s: abs(a[s] - b[s]) for s in a.keys() & b.keys()}
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Fig. 5's claims judged on a result (paired by seed): rho keeps the large size near
-    the small one (`near`), closer than no normalization (`closer`), and 1/tau ends below
-    every other large-size run (`worst_verdict`, against the next lowest, `runner_up`)."""
-
-    auc: dict[str, dict[int, float]]
-    near: Verdict
-    closer: Verdict
-    worst: str
-    runner_up: str
-    worst_verdict: Verdict
-    mean_rho_gap: float
-    mean_none_gap: float
-    rho_gap: dict[int, float]  # per seed: |AUC at the small size - AUC at the large with rho|
-    none_gap: dict[int, float]  # the same without normalization
-
-
-def shape(result: dict[str, Any]) -> Shape:
-    runs, names = by_label(result), labels_of(result)
-    auc = {label: per_seed(runs, label) for label in runs}
-    expected, rho = auc[names.base_small], auc[names.rho_large]
-    rho_gap, none_gap = _gap(expected, rho), _gap(expected, auc[names.base_large])
-    large = {label: _mean(auc[label]) for label in names.fig5[1:]}
-    runner_up = min((lb for lb in large if lb != names.inverse), key=lambda lb: large[lb])
-    return Shape(
-        auc,
-        judge(rho_gap, NEAR, "lower"),
-        judge(rho_gap, none_gap, "lower"),
-        min(large, key=lambda label: large[label]),
-        runner_up,
-        judge(auc[names.inverse], auc[runner_up], "lower"),
-        _mean(expected) - _mean(rho),
-        _mean(expected) - _mean(auc[names.base_large]),
-        rho_gap,
-        none_gap,
-    )
-
-
-@dataclass(frozen=True)
-class DataNorm:
-    """Fig. 6 at one size: data normalization over rho, judged paired by seed."""
-
-    size: str
-    paper_workers: str
-    gain: float
-    verdict: Verdict
-
-
-def data_norm(result: dict[str, Any]) -> list[DataNorm | str]:
-    """Fig. 6 at each size: the judged gain, or the size's name where it was not run."""
-    names, runs = labels_of(result), by_label(result)
-    auc = {label: per_seed(runs, label) for label in runs}
-    out: list[DataNorm | str] = []
-    for size, paper_size, plain, with_data in (
-        (size_name(names.small), "1000", names.rho_small, names.rho_small_data),
-        (size_name(names.large), "3000", names.rho_large, names.rho_large_data),
-    ):
-        if plain in auc and with_data in auc:
-            gain = _mean(auc[with_data]) - _mean(auc[plain])
-            out.append(
-                DataNorm(size, paper_size, gain, judge(auc[with_data], auc[plain], "higher"))
-            )
-        else:
-            out.append(size)
-    return out
-
-
-def settles(verdict: Verdict) -> str:
-    """Which way a claim settled, in words, from its verdict alone."""
-    if verdict.label == HOLDS:
-        return "settled with the paper"
-    if verdict.label == DOES_NOT_HOLD:
-        return "settled against the paper: the paper's effect does not reproduce here"
-    side = "against" if verdict.against else "with"
-    if verdict.label == WITHIN_NOISE:
-        return (
-            f"not settled either way: within noise (the point estimate {side} the paper); "
-            "the paper's effect does not reproduce at this precision"
-        )
-    return f"not settled: too few seeds (the point estimate {side} the paper)"
-
-
-def settled(result: dict[str, Any]) -> list[str]:
-    """Each claim, which way it settled, with its effect, spread and verdict; nothing for
-    results from before every variant's tuning."""
-    if "tuned" not in result:
-        return []
-    names, sh = labels_of(result), shape(result)
-    s_name, l_name = size_name(names.small), size_name(names.large)
-    claims = [
-        (f"rho's gap to {s_name} below no normalization's at {l_name} (Fig. 5)", sh.closer),
-        (f"rho keeps {l_name} within {NEAR} AUC of {s_name} (Fig. 5)", sh.near),
-        (f"1/tau the worst {l_name} run, below {sh.runner_up} (Fig. 5)", sh.worst_verdict),
-        *(
-            (f"data normalization over rho at {d.size} (Fig. 6)", d.verdict)
-            for d in data_norm(result)
-            if isinstance(d, DataNorm)
-        ),
-    ]
-    seeds = len(per_seed(by_label(result), names.base_small))
-    lines = [
-        f"## How each claim settled ({seeds} seeds, every variant at its own tuned rate)",
-        "",
-    ]
-    for claim, verdict in claims:
-        lines.append(f"- {claim}: {settles(verdict)}; {verdict.describe()}.")
-    return lines
-
-
 def findings(result: dict[str, Any]) -> list[str]:
     """Each claim: the paper's, ours, and whether the shape holds (paired by seed)."""
     names = labels_of(result)
@@ -576,13 +273,13 @@ def findings(result: dict[str, Any]) -> list[str]:
         "Findings (means over seeds; verdicts paired by seed):",
         "",
         f"- Fig. 5, rho keeps {l_name} near {s_name} (paper: rho at 3K reaches about the 1K "
-        f"AUC, both baselines fall short): {s_name} un-normalized {_mean(expected):.4f}; at "
-        f"{l_name} no normalization {_mean(auc[names.base_large]):.4f} ({-mean_none_gap:+.4f}), "
-        f"rho on tau' {_mean(rho):.4f} ({-mean_rho_gap:+.4f}). Shape: rho's gap to {s_name} "
+        f"AUC, both baselines fall short): {s_name} un-normalized {mean_of(expected):.4f}; at "
+        f"{l_name} no normalization {mean_of(auc[names.base_large]):.4f} ({-mean_none_gap:+.4f}), "
+        f"rho on tau' {mean_of(rho):.4f} ({-mean_rho_gap:+.4f}). Shape: rho's gap to {s_name} "
         f"below {NEAR}: {near.describe()}; rho's gap below no normalization's (closes "
         f"{closed:.0%} of the gap): {closer.describe()}.",
         f"- Fig. 5, 1/tau worst (paper: linear normalization converges worst): 1/tau "
-        f"{_mean(auc[names.inverse]):.4f}, worst of the {l_name} runs: {worst}; 1/tau below "
+        f"{mean_of(auc[names.inverse]):.4f}, worst of the {l_name} runs: {worst}; 1/tau below "
         f"the next lowest {l_name} run ({runner_up}): {worst_verdict.describe()}.",
         "- How the rules act on Adagrad: a factor common to every gradient cancels in "
         "Adagrad's g / sqrt(sum g^2). 1/tau still matters because the first ~n updates (each "

@@ -9,10 +9,12 @@ import pytest
 from experiments.repro import staleness_norm as sn
 from experiments.repro import staleness_norm_claims
 from experiments.repro import staleness_norm_report as snr
+from experiments.repro import staleness_norm_settled as sset
+from experiments.repro import staleness_norm_shape as sns
 
 JITTER = (-0.002, 0.0, 0.002)  # AUC by seed
-OLD = snr.Labels(1_000, 3_000)  # the clusters of the results before the cut
-NEW = snr.Labels(400, 1_200)  # the clusters of the three-seed results
+OLD = sns.Labels(1_000, 3_000)  # the clusters of the results before the cut
+NEW = sns.Labels(400, 1_200)  # the clusters of the three-seed results
 LR_FACTORS = (0.0625, 0.125, 0.25, 0.5)  # the grid of the three-seed results
 
 
@@ -215,7 +217,7 @@ def test_every_variant_is_tuned_on_one_grid_and_every_seed_gets_its_runs(monkeyp
 def five_seed_result() -> dict:
     """A result as the tuned reproduction writes it: five seeds, each variant's tuning,
     held-out loss curves (the large no-normalization run still falling)."""
-    labels = snr.Labels(200, 600)
+    labels = sns.Labels(200, 600)
     means = {
         labels.base_small: (200, 0.70),
         labels.base_large: (600, 0.69),
@@ -292,11 +294,11 @@ def test_tuned_report_shows_the_tuning_the_flattening_and_how_each_claim_settled
 def test_settles_reads_the_verdict():
     from experiments.repro.verdict import Verdict
 
-    assert snr.settles(Verdict(0.01, 0.001, 5, "holds")) == "settled with the paper"
-    assert snr.settles(Verdict(-0.01, 0.001, 5, "does not hold")).startswith(
+    assert sset.settles(Verdict(0.01, 0.001, 5, "holds")) == "settled with the paper"
+    assert sset.settles(Verdict(-0.01, 0.001, 5, "does not hold")).startswith(
         "settled against the paper: the paper's effect does not reproduce"
     )
-    assert "(the point estimate against the paper)" in snr.settles(
+    assert "(the point estimate against the paper)" in sset.settles(
         Verdict(-0.001, 0.001, 5, "within noise")
     )
 
@@ -307,7 +309,7 @@ def test_tuned_report_writes_the_loss_curves(tmp_path):
         "report.md",
         "fig5_staleness_norm.png",
         "fig6_data_norm.png",
-        snr.LOSS_PLOT,
+        sset.LOSS_PLOT,
     }
 
 
