@@ -55,7 +55,8 @@ from typing import Any, cast
 from experiments.repro import common, settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.registry import Progress, reproduction
-from experiments.repro.shadowsync_quality_report import plot_curves, report
+from experiments.repro.shadowsync_quality_report import report
+from experiments.repro.shadowsync_quality_settled import plot_curves
 from recsync.coordinator.spec import ClusterSpec, JobSpec, plan_for
 from recsync.data.synthetic import SyntheticSpec
 from recsync.families import strategy_config

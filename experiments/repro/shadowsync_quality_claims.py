@@ -12,10 +12,10 @@ from experiments.repro.claims import MEASURED, Claim, Effect
 from experiments.repro.shadowsync_quality_report import (
     PAPER_GAP,
     PAPER_INCREASE,
-    Rows,
     _of,
     increases,
 )
+from experiments.repro.shadowsync_quality_settled import Rows
 from experiments.repro.verdict import judge
 
 SHADOW = "S-EASGD"
