@@ -1,9 +1,9 @@
 """The hierarchical-training reproduction's headline claims (Huang et al., KDD 2021: Fig. 7,
 8, 10 and 11), for the docs' claims table: the verdicts its report's findings give, judged
 by `verdict.judge` on the same numbers (`hierarchical_loss.relative` and `_verdict` for the
-loss runs over seeds, `hierarchical_report._ratios` for the throughput points, each judged
-as the report's `_holds` judges it). Results its report cannot read (written by an earlier
-version of the reproduction: `hierarchical_report._missing`) give none.
+loss runs over seeds, `hierarchical_throughput.ratios` for the throughput points, each judged
+as `hierarchical_throughput.holds` judges it). Results its report cannot read (written by an
+earlier version of the reproduction: `hierarchical_report._missing`) give none.
 
 The loss claims are measured (real math, over `LOSS_SEEDS`, every variant tuned on one
 grid, runs judged for flattening in the report). The throughput points are built in:
@@ -19,6 +19,8 @@ from typing import Any
 from experiments.repro import hierarchical_loss as loss
 from experiments.repro import hierarchical_report as report
 from experiments.repro import hierarchical_settings as ht
+from experiments.repro import hierarchical_settled as settled
+from experiments.repro import hierarchical_throughput as throughput
 from experiments.repro.claims import BUILT_IN, MEASURED, Claim, Effect
 from experiments.repro.verdict import Verdict, judge
 
@@ -35,7 +37,7 @@ PRICED = "priced math, one deterministic run: the cost model's link and CPU pric
 
 
 def _one_run(ours: float, reference: float, direction: Any) -> Verdict:
-    """A throughput point's verdict, as `hierarchical_report._holds` judges it (one run)."""
+    """A throughput point's verdict, as `hierarchical_throughput.holds` judges it (one run)."""
     return judge([ours], reference, direction)
 
 
@@ -94,15 +96,15 @@ def quality_claims(rows: list[dict[str, Any]]) -> list[Claim]:
 
 def throughput_claims(speed: dict[str, Any]) -> list[Claim]:
     """Fig. 8, 10a, 10b and 11's claims, one deterministic priced run a point."""
-    fig8 = report._ratios(speed, ht.FIG8)[-1]
-    fig10a = report._ratios(speed, ht.FIG10A)[-1]
-    fig10b = report._ratios(speed, ht.FIG10B)[-1]
-    no_tagging = report._ratios(speed, ht.FIG11)[2]
+    fig8 = throughput.ratios(speed, ht.FIG8)[-1]
+    fig10a = throughput.ratios(speed, ht.FIG10A)[-1]
+    fig10b = throughput.ratios(speed, ht.FIG10B)[-1]
+    no_tagging = throughput.ratios(speed, ht.FIG11)[2]
     groups = [s.groups for s in ht.FIG10A]
     linear_a = groups[-1] / groups[0]
     nodes = [s.trainers for s in ht.FIG10B]
     linear_b = nodes[-1] / nodes[0]
-    dense = f"{4 * report.model_params(ht.LARGE_MODEL) / 1e6:.0f} MB dense part, priced math"
+    dense = f"{4 * settled.model_params(ht.LARGE_MODEL) / 1e6:.0f} MB dense part, priced math"
     low = ht.gbit(ht.LOW_BANDWIDTH_BYTES_S)
     return [
         Claim(

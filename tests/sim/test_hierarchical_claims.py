@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from experiments.repro import hierarchical_claims, hierarchical_report
+from experiments.repro import hierarchical_claims, hierarchical_report, hierarchical_settled
 from experiments.repro import hierarchical_settings as ht
 from experiments.repro.verdict import HOLDS, TOO_FEW_SEEDS, WITHIN_NOISE
 
@@ -112,7 +112,7 @@ def test_loss_runs_of_an_earlier_version_still_give_their_claims_and_say_so():
     for r in untuned["quality"]:
         del r["curve"]
     assert len(hierarchical_claims.claims(untuned)) == 7
-    assert not hierarchical_report.settling(untuned) and hierarchical_report.settling(results())
+    assert not hierarchical_settled.settling(untuned) and hierarchical_settled.settling(results())
     text = hierarchical_report._report(untuned)
     assert "**the stored loss runs were written by an earlier version of this reproduction** " \
         "(the default DLRM on 1,000 examples, seeds 0, 1, 2," in text  # fmt: skip

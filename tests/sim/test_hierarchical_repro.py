@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 from experiments.repro import hierarchical_settings as ht
-from experiments.repro.hierarchical_report import model_params
+from experiments.repro.hierarchical_settled import model_params
 
 LARGE_POINT = """
 import resource, sys

@@ -19,8 +19,8 @@ from experiments.repro import (
     gba_global_batch_report,
     gba_switching,
     hierarchical,
-    hierarchical_report,
     hierarchical_settings,
+    hierarchical_throughput,
     hierarchical_trainers,
     hierarchical_trainers_claims,
     hierarchical_trainers_report,
@@ -288,10 +288,10 @@ def test_hierarchical_fig9_utilization_per_group_ps(tiny_ht):
     assert len(cpu) == len(nic) == 2
     assert all(0.0 < v <= 1.0 for v in [*cpu, *nic, row["trainer_cpu"]])
     assert max(cpu) <= row["group_ps_cpu"] + 1e-12  # the busiest over every group
-    lines = hierarchical_report.other_figures({hierarchical_report.FIG9_SETTING.label: row})
+    lines = hierarchical_throughput.other_figures({hierarchical_throughput.FIG9_SETTING.label: row})
     assert "| group PS 1 |" in "\n".join(lines) and "| group PS 3 |" not in "\n".join(lines)
     assert any(line.startswith("| trainers (mean) |") for line in lines)
     assert any("hierarchical-trainers" in line for line in lines)
     assert any("shadowsync-threads" in line for line in lines)
-    older = hierarchical_report.other_figures({})
+    older = hierarchical_throughput.other_figures({})
     assert any("predates the per-node utilization" in line for line in older)

@@ -17,6 +17,7 @@ from experiments.repro import (
     hierarchical,
     hierarchical_loss,
     hierarchical_report,
+    hierarchical_throughput,
     shadowsync,
     shadowsync_quality,
     swap_days,
@@ -641,22 +642,22 @@ def test_hierarchical_report_reads_the_steady_rate_and_flags_short_windows():
         }
         for s in settings
     }
-    assert hierarchical_report._ratios(speed, ht.FIG8) == [1.0, 5.0, 8.0, 10.0]
-    short = hierarchical_report._short_windows(speed)
+    assert hierarchical_throughput.ratios(speed, ht.FIG8) == [1.0, 5.0, 8.0, 10.0]
+    short = hierarchical_throughput.short_windows(speed)
     assert len(short) == len(settings)
     assert short[ht.EASGD.label] == "6 batches a worker thread, window not recorded"
-    note = "\n".join(hierarchical_report._short_note(speed))
+    note = "\n".join(hierarchical_throughput.short_note(speed))
     assert note.startswith("**Too short for a steady rate:**")
     assert "again: every throughput point (6 batches a worker thread, window not" in note
     for r in speed.values():
         r["steady_batches_per_thread"] = 12.0
-    assert hierarchical_report._short_note(speed) == []
+    assert hierarchical_throughput.short_note(speed) == []
     speed[ht.EASGD.label]["steady_batches_per_thread"] = 3.6
-    note = "\n".join(hierarchical_report._short_note(speed))
+    note = "\n".join(hierarchical_throughput.short_note(speed))
     assert "again: EASGD 40t (6 batches a worker thread, window 3.6)." in note
     del speed[ht.FIG8[2].label]["eps_steady"]
     with pytest.raises(MissingSteadyRate, match=r"hierarchical/results.json, point HT 8g"):
-        hierarchical_report._ratios(speed, ht.FIG8)
+        hierarchical_throughput.ratios(speed, ht.FIG8)
 
 
 def test_hierarchical_report_of_results_from_older_settings_says_what_they_lack():
