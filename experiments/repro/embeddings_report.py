@@ -18,6 +18,7 @@ from experiments.repro.embeddings_setting import (
     quality_verdicts,
 )
 from experiments.repro.embeddings_settle import plot_curves, tuning_lines
+from experiments.repro.settled_words import settled
 from experiments.repro.steady import steady, steady_each
 from experiments.repro.verdict import MIN_SEEDS, NOISE, seed_sd
 from recsync.app.runs.plots import new_figure, save_figure
@@ -195,7 +196,6 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
     gap, verdict = continual_gap(results["continual"])
     last, last_kept = evicting[-1]["rows_live"], kept[-1]["rows_live"]
     half = len(kept) // 2
-    side = "with the paper" if gap >= 0 else "against the paper"
     lines += [
         "",
         f"- Last day: {last:,.0f} rows with eviction vs {last_kept:,.0f} without "
@@ -204,19 +204,7 @@ def continual_lines(results: dict[str, Any]) -> list[str]:
         f"{last - evicting[half]['rows_live']:+,.0f} with it.",
         f"- Next-day AUC, ttl minus no eviction, mean over the days and {len(gaps)} seed(s): "
         f"{gap:+.4f} (each seed: {', '.join(f'{g:+.4f}' for g in gaps.values())}); by the "
-        f"verdict rule: **{verdict.label}** ({verdict.describe()}). Settled {side}"
-        + (
-            ""
-            if verdict.label in ("holds", "within noise") and gap >= 0
-            else (
-                ": eviction costs no AUC beyond the seeds' noise"
-                if verdict.label == "within noise"
-                else ": the papers' premise (eviction costs no AUC) does not reproduce here"
-                if verdict.label == "does not hold"
-                else ""
-            )
-        )
-        + ".",
+        f"verdict rule: **{verdict.label}** ({verdict.describe()}): {settled(verdict)}.",
     ]
     return lines
 

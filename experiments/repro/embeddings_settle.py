@@ -11,7 +11,6 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from experiments.repro.claims import AGAINST
 from experiments.repro.common import run_in_processes
 from experiments.repro.embeddings_setting import (
     CONTINUAL_VARIANTS,
@@ -22,7 +21,7 @@ from experiments.repro.embeddings_setting import (
 )
 from experiments.repro.registry import Progress
 from experiments.repro.settle import Curves, Flattening, Grid, Tuned, tune
-from experiments.repro.verdict import DOES_NOT_HOLD
+from experiments.repro.settled_words import settled
 
 RULE = Flattening()
 Run = Callable[[Any], dict[str, Any]]
@@ -216,13 +215,7 @@ def settled_lines(results: dict[str, Any]) -> list[str]:
     for claim in claims(results):
         effect = claim.effect
         lines.append(
-            f"- {claim.claim} ({claim.ours}): settled {claim.direction}, "
-            f"{effect.describe_size()} ({effect.describe_spread()}), **{claim.label()}**"
-            + (
-                ": the papers' premise does not reproduce here"
-                if claim.direction == AGAINST and claim.verdict.label == DOES_NOT_HOLD
-                else ""
-            )
-            + "."
+            f"- {claim.claim} ({claim.ours}): {settled(claim.verdict)}; "
+            f"{effect.describe_size()} ({effect.describe_spread()}), **{claim.label()}**."
         )
     return lines

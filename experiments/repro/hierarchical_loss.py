@@ -13,7 +13,8 @@ from typing import Any
 
 from experiments.repro import hierarchical_settings as ht
 from experiments.repro.settle import Curves
-from experiments.repro.verdict import DOES_NOT_HOLD, HOLDS, Verdict, judge
+from experiments.repro.settled_words import settled
+from experiments.repro.verdict import HOLDS, Verdict, judge
 
 Rows = list[dict[str, Any]]
 
@@ -81,17 +82,6 @@ def table(rows: Rows) -> list[str]:
 def baseline_examples(rows: Rows) -> int:
     """The examples of EASGD 40t's runs (every main run's)."""
     return max(int(r["examples"]) for r in rows if r["label"] == ht.EASGD.label)
-
-
-def settled(verdict: Verdict) -> str:
-    """Which way a claim settled over the seeds: with the paper (it holds), against it (it
-    does not hold: the paper's effect does not reproduce here), or neither (within noise,
-    or too few seeds)."""
-    if verdict.label == HOLDS:
-        return "settled with the paper"
-    if verdict.label == DOES_NOT_HOLD:
-        return "settled against the paper: the paper's effect does not reproduce here"
-    return "not settled either way"
 
 
 def claims(rows: Rows) -> list[str]:

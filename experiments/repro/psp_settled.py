@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import settle
-from experiments.repro.claims import AGAINST, WITH, Effect
+from experiments.repro.claims import Effect
 from experiments.repro.psp_rows import (
     ByVariant,
     Results,
@@ -38,7 +38,8 @@ from experiments.repro.psp_settings import (
     SYNC,
     TUNE_SEED,
 )
-from experiments.repro.verdict import judge
+from experiments.repro.settled_words import settled
+from experiments.repro.verdict import WITHIN_NOISE, judge
 
 CURVES = {NO_DELAY: "psp_curves_no_delays.png", PAPER: "psp_curves_delayed.png"}
 SHORT = {NO_DELAY: "no delays", PAPER: "0.16% of dense pulls delayed"}  # the plots' titles
@@ -188,20 +189,15 @@ def settled_section(results: Results) -> list[str]:
         v = judge(
             per_seed(by[variant], "test_logloss"), per_seed(by[SYNC], "test_logloss"), "lower"
         )
-        way = {WITH: "with the paper", AGAINST: "against the paper"}.get(gap.direction, "even")
         time = judge(per_seed(by[variant], "virtual_seconds"), sync_s, "lower")
+        # within noise on "lower" is still as good as sync by the match rule
+        match = ": as good as sync by the match rule" if v.label == WITHIN_NOISE else ""
         faster = 1 - mean(by[variant], "virtual_seconds") / mean(by[SYNC], "virtual_seconds")
-        reproduces = {
-            "holds": f"settled {way}: the claim reproduces",
-            "within noise": f"settled within the seeds' noise (the point estimate {way}): "
-            "as good as sync by the match rule",
-            "does not hold": f"settled {way}: the claim does not reproduce here",
-        }.get(v.label, f"unsettled ({v.label})")
         lines.append(
             f"- {variant}: test logloss {mean(by[variant], 'test_logloss'):.4f} against "
             f"sync's {mean(by[SYNC], 'test_logloss'):.4f}, {gap.describe_size()} "
             f"({gap.describe_spread()}); as good as sync: {v.describe()}: "
-            f"{reproduces}. Time: {abs(faster):.1%} {'less' if faster >= 0 else 'more'} than "
-            f"sync's, {time.describe(1)}."
+            f"{settled(v)}{match}. Time: {abs(faster):.1%} "
+            f"{'less' if faster >= 0 else 'more'} than sync's, {time.describe(1)}."
         )
     return [*lines, ""]

@@ -9,7 +9,8 @@ from statistics import mean
 from typing import Any
 
 from experiments.repro import settle
-from experiments.repro.verdict import HOLDS, WITHIN_NOISE, Verdict
+from experiments.repro.settled_words import settled
+from experiments.repro.verdict import Verdict
 from recsync.model.spec import ModelSpec
 
 Rows = list[dict[str, Any]]  # results.json's rows, one a run
@@ -184,16 +185,4 @@ def how_settled(verdict: Verdict, what: str, digits: int) -> str:
     """Which way a claim settled, with its number and verdict, said plainly; `what` names
     a difference S-EASGD minus another that the paper puts below 0 (a "lower" verdict,
     whose effect is that difference negated)."""
-    way = "against the paper" if verdict.against else "with the paper"
-    if verdict.against:
-        plain = "the paper's claim does not reproduce here"
-    elif verdict.label == HOLDS:
-        plain = "the paper's direction, beyond the seeds' noise"
-    elif verdict.label == WITHIN_NOISE:
-        plain = "the paper's direction, within the seeds' noise"
-    else:
-        plain = f"the paper's direction, but {verdict.label}"
-    return (
-        f"settled {way} ({what}: {-verdict.effect:+.{digits}f}; "
-        f"{verdict.describe(digits)}): {plain}."
-    )
+    return f"{settled(verdict)}; {what}: {-verdict.effect:+.{digits}f}; {verdict.describe(digits)}."

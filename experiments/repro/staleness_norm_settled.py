@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from experiments.repro import settle
+from experiments.repro import settle, settled_words
 from experiments.repro.staleness_norm_shape import (
     NEAR,
     DataNorm,
@@ -19,7 +19,6 @@ from experiments.repro.staleness_norm_shape import (
     shape,
     size_name,
 )
-from experiments.repro.verdict import DOES_NOT_HOLD, HOLDS, WITHIN_NOISE, Verdict
 
 LOSS_PLOT = "heldout_loss.png"
 VALID_NOTE = (
@@ -146,21 +145,6 @@ def tuning_text(result: dict[str, Any], names: Labels) -> str:
     )
 
 
-def settles(verdict: Verdict) -> str:
-    """Which way a claim settled, in words, from its verdict alone."""
-    if verdict.label == HOLDS:
-        return "settled with the paper"
-    if verdict.label == DOES_NOT_HOLD:
-        return "settled against the paper: the paper's effect does not reproduce here"
-    side = "against" if verdict.against else "with"
-    if verdict.label == WITHIN_NOISE:
-        return (
-            f"not settled either way: within noise (the point estimate {side} the paper); "
-            "the paper's effect does not reproduce at this precision"
-        )
-    return f"not settled: too few seeds (the point estimate {side} the paper)"
-
-
 def settled(result: dict[str, Any]) -> list[str]:
     """Each claim, which way it settled, with its effect, spread and verdict; nothing for
     results from before every variant's tuning."""
@@ -184,5 +168,5 @@ def settled(result: dict[str, Any]) -> list[str]:
         "",
     ]
     for claim, verdict in claims:
-        lines.append(f"- {claim}: {settles(verdict)}; {verdict.describe()}.")
+        lines.append(f"- {claim}: {settled_words.settled(verdict)}; {verdict.describe()}.")
     return lines

@@ -12,6 +12,7 @@ from typing import Any
 from experiments.repro import reviewer
 from experiments.repro.claims import MEASURED, Claim, Effect
 from experiments.repro.settle import SEEDS, Curves
+from experiments.repro.settled_words import settled
 from experiments.repro.swap_days_setting import (
     BATCH_SIZE,
     DAYS,
@@ -339,13 +340,10 @@ def findings(results: dict[str, Any] | list[dict[str, Any]]) -> list[str]:
         ("plain Adagrad stalls", s.stalls, s.stall_gap),
     ):
         values = list(effect.values())
-        side = "with the paper" if v.effect > 0 else "against the paper"
         lines.append(
-            f"- {name}: settled {side}, {v.effect:+.4f} AUC in the paper's direction (sd "
+            f"- {name}: {settled(v)}; {v.effect:+.4f} AUC in the paper's direction (sd "
             f"over seeds {seed_sd(values):.4f}, {min(values):+.4f} to {max(values):+.4f}), "
-            f"**{v.label}**"
-            + ("" if v.label == "holds" else ": the paper's claim does not reproduce here")
-            + "."
+            f"**{v.label}**."
         )
     per_day = PER_DAY if not isinstance(results, dict) else results["setting"]["per_day"]
     lines.append(

@@ -279,8 +279,8 @@ def test_report_shows_the_tuning_the_flattening_and_how_the_claims_settle():
         "- push c=28: test logloss 0.5010 against sync's 0.5000, +0.0010 test logloss, push "
         "c=28 minus sync (sd 0.0000; +0.0010 to +0.0010; 0 of 5 seeds with the paper); as "
         "good as sync: effect -0.0010 against 2 x spread 0.0020 over 5 seeds: within noise "
-        "(against the paper): settled within the seeds' noise (the point estimate against "
-        "the paper): as good as sync by the match rule." in text
+        "(against the paper): not settled either way: within the seeds' noise (the point "
+        "estimate against the paper): as good as sync by the match rule." in text
     )
     assert "- push c=28 + pull b=90%: test logloss 0.5000 against sync's 0.5000" in text
     # the reviewer's questions are those of the tuned runs

@@ -24,6 +24,7 @@ from experiments.repro import (
     swap_days_report,
 )
 from experiments.repro import hierarchical_settings as ht
+from experiments.repro.settled_words import settled
 from experiments.repro.steady import MissingSteadyRate
 from experiments.repro.verdict import judge
 
@@ -594,7 +595,8 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "| HT 8g (6+6), control | 8 | 200 | 25 | x0.125 | 3 | +0.30% ± 0.00 |" in text
     assert "5g +0.10% ± 0.10, 8g +0.30% ± 0.00, 10g +0.20% ± 0.00; HT 5g still better " \
         "than EASGD 40t: effect -0.10 against 2 x spread 0.10 over 3 seeds: within noise " \
-        "(against the paper): not settled either way. So the main run's gain comes " \
+        "(against the paper): not settled either way: within the seeds' noise (the point " \
+        "estimate against the paper). So the main run's gain comes " \
         "with each replica's extra data" in text  # fmt: skip
     assert "5g better than 8g: effect +0.25 against 2 x spread 0.00 over 3 seeds: holds; " \
         "8g better than 10g: effect +0.20 against 2 x spread 0.17 over 3 seeds: within " \
@@ -627,7 +629,7 @@ def test_hierarchical_report_reads_each_figure_off_the_runs(tmp_path):
     assert "over the last 25% of the run (the held-out logloss on" in text
     assert "| HT 5g (6+6), control | 125 | 3 of 3 | 0.10%; 0.10% | 0.5005 |" in text
     assert "holds: settled with the paper." in text
-    assert "(against the paper): settled against the paper: the paper's effect does not " \
+    assert "(against the paper): settled against the paper: the paper's claim does not " \
         "reproduce here" not in text  # fmt: skip
 
 
@@ -738,14 +740,10 @@ def test_hierarchical_flattening_and_settling_read_the_curves():
     assert "| EASGD 40t | " in table and "| 2 of 3 | 6.73%; 20.00% |" in table
     assert hierarchical_loss.mean_curve([[(0, 1.0), (2, 3.0)], [(0, 3.0), (4, 5.0)]], 0.5) \
         == [(0.0, 2.0), (1.5, 4.0)]  # fmt: skip
-    assert hierarchical_loss.settled(judge([1.0, 1.1, 0.9], 0.0, "higher")) == (
-        "settled with the paper"
-    )
-    assert hierarchical_loss.settled(judge([-1.0, -1.1, -0.9], 0.0, "higher")).startswith(
-        "settled against the paper"
-    )
-    assert hierarchical_loss.settled(judge([1.0, -1.1, 0.9], 0.0, "higher")) == (
-        "not settled either way"
+    assert settled(judge([1.0, 1.1, 0.9], 0.0, "higher")) == "settled with the paper"
+    assert settled(judge([-1.0, -1.1, -0.9], 0.0, "higher")).startswith("settled against the paper")
+    assert settled(judge([1.0, -1.1, 0.9], 0.0, "higher")) == (
+        "not settled: too few seeds (the point estimate with the paper)"
     )
 
 

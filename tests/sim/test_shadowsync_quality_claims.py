@@ -96,16 +96,17 @@ def test_results_older_than_the_setting_give_none():
 def test_the_reports_say_how_each_claim_that_ran_against_the_paper_settled():
     text = shadowsync_quality.report(results())
     assert "- Table 2(a), S-EASGD below the best FR-EASGD (FR-EASGD-5): settled with the " \
-        "paper (S-EASGD minus FR-EASGD-5, eval logloss: -0.00100; effect +0.00100" \
+        "paper; S-EASGD minus FR-EASGD-5, eval logloss: -0.00100; effect +0.00100" \
         in text  # fmt: skip
-    assert "(against the closest other, FR-EASGD-30): settled with the paper (S-EASGD minus " \
-        "FR-EASGD-30, points of percent: -0.800;" in text  # fmt: skip
+    # with the paper but within the seeds' noise: not settled, whichever way it leans
+    assert "(against the closest other, FR-EASGD-30): not settled either way: within the " \
+        "seeds' noise (the point estimate with the paper); S-EASGD minus FR-EASGD-30, points " \
+        "of percent: -0.800;" in text  # fmt: skip
     growth = GROWTH | {"S-EASGD": 0.003}  # now above FR-EASGD-30's: against the paper
     text = shadowsync_quality.report(results(growth))
-    assert (
-        "settled against the paper (S-EASGD minus FR-EASGD-30, points of percent: +0.800;" in text
-    )
-    assert "the paper's claim does not reproduce here." in text
+    assert "not settled either way: within the seeds' noise (the point estimate against the " \
+        "paper); S-EASGD minus FR-EASGD-30, points of percent: +0.800;" in text  # fmt: skip
+    assert "does not reproduce" not in text  # within noise is not against the paper
 
 
 def test_every_key_is_tuned_on_one_grid_and_the_other_seeds_run_at_its_rate():

@@ -130,7 +130,7 @@ def test_swap_days_settled_report_shows_tuning_flattening_and_which_way_each_set
     assert flat["Adagrad"]["days_flat"] == SCORED - 1 and flat[SWAP]["days_flat"] == SCORED
     assert f"| {SCORED - 1} of {SCORED} |" in text
     assert "still fell): Adagrad: day 0." in text
-    assert "- SWAP ends ahead of Adagrad: settled with the paper, +0.0500 AUC" in text
+    assert "- SWAP ends ahead of Adagrad: settled with the paper; +0.0500 AUC" in text
     assert "**holds**." in text
     ahead, stalls = swap_days_report.claims(results)  # the dict results and the bare rows agree
     assert ahead == swap_days_report.claims(results["rows"])[0] and ahead.verdict.seeds == 5
