@@ -24,6 +24,7 @@ from experiments.repro import (
     hierarchical_trainers,
     hierarchical_trainers_claims,
     hierarchical_trainers_report,
+    settle,
 )
 from experiments.repro.claims import BUILT_IN, MEASURED
 from experiments.repro.registry import REPRODUCTIONS
@@ -60,7 +61,7 @@ def inline(run, items, progress):
 
 
 def test_both_are_registered_with_their_minutes():
-    assert REPRODUCTIONS["gba-global-batch"].minutes == 10.0
+    assert REPRODUCTIONS["gba-global-batch"].minutes == 15.0
     assert REPRODUCTIONS["gba-global-batch"].report_dir == "reports/gba_global_batch"
     assert REPRODUCTIONS["hierarchical-trainers"].minutes == 18.0
     assert REPRODUCTIONS["hierarchical-trainers"].report_dir == "reports/hierarchical_trainers"
@@ -72,7 +73,12 @@ def test_the_real_setting_matches_sync_and_brackets_its_global_batch():
         min(gba_global_batch.LOCAL_BATCHES) < gba.LOCAL_BATCH < max(gba_global_batch.LOCAL_BATCHES)
     )
     assert 1.0 in gba_global_batch.LR_GRID
-    assert len(gba_global_batch.points()) == 27
+    assert gba_global_batch.SEEDS == settle.SEEDS
+    assert gba_global_batch.TUNING_SEED not in gba_global_batch.SEEDS
+    assert len(gba_global_batch.points()) == 15  # x1 alone before the tuning
+    # x1 (the paper's untuned switch) and each batch's tuned factor, on every seed
+    chosen = gba_global_batch.points({64: 0.25, 128: 1.0, 256: 2.0})
+    assert len(chosen) == 25 and (4, 64, 0.25) in chosen and (4, 64, 1.0) in chosen
     assert hierarchical_trainers.TRAINERS == (10, 20, 30, 40)
 
 
@@ -89,8 +95,9 @@ def tiny_gba(monkeypatch):
     monkeypatch.setattr(gba_switching, "TEST_PER_DAY", 400)
     monkeypatch.setattr(gba_switching, "SYNC_DAYS", 1)
     monkeypatch.setattr(gba_global_batch, "LOCAL_BATCHES", (8, 16, 32))
-    monkeypatch.setattr(gba_global_batch, "LR_GRID", (1.0, 2.0))
+    monkeypatch.setattr(gba_global_batch, "LR_GRID", (0.5, 1.0, 2.0))
     monkeypatch.setattr(gba_global_batch, "SEEDS", (0,))
+    monkeypatch.setattr(settle, "MAX_EXTENSIONS", 0)  # the grid as it is: no extension
     gba_switching.base_days.cache_clear()
     yield
     gba_switching.base_days.cache_clear()
@@ -99,14 +106,29 @@ def tiny_gba(monkeypatch):
 def test_gba_global_batch_runs_and_renders_at_a_tiny_setting(tiny_gba, tmp_path: Path):
     result = gba_global_batch.reproduce(tmp_path)
     runs = result["runs"]
+    # the tuning: every batch on the grid, on the tuning seed alone
+    assert [t["variant"] for t in result["tuning"]] == ["8", "16", "32"]
+    assert all(list(t["scores"]) == ["0.5", "1", "2"] for t in result["tuning"])
+    assert {r["seed"] for r in result["tuning_runs"]} == {gba_global_batch.TUNING_SEED}
+    assert len(result["tuning_runs"]) == 9
+    for t in result["tuning"]:
+        losses = {
+            r["lr_factor"]: r["mean_logloss"]
+            for r in result["tuning_runs"]
+            if r["local_batch"] == int(t["variant"])
+        }
+        assert t["chosen"] == min(losses, key=lambda f: (losses[f], f))
+    chosen = gba_global_batch.chosen_factors(result["tuning"])
     assert [(r["local_batch"], r["lr_factor"]) for r in runs] == [
-        (8, 1.0),
-        (8, 2.0),
-        (16, 1.0),
-        (16, 2.0),
-        (32, 1.0),
-        (32, 2.0),
+        (b, f) for b in (8, 16, 32) for f in dict.fromkeys((1.0, chosen[b]))
     ]
+    for r in runs + result["tuning_runs"]:
+        curve = r["last_day_curve"]
+        assert curve[-1][0] == pytest.approx(1.0) and any(p <= 0.75 for p, _ in curve)
+        assert r["last_day_change"] == pytest.approx(
+            settle.Flattening().change([tuple(p) for p in curve])
+        )
+        assert len(r["logloss"]) == 3 and r["switch_logloss"] > 0
     for r in runs:
         assert r["global_batch"] == r["local_batch"] * gba.WORKERS
         # every switched day is 1,024 examples: 1,024 / global batch global steps
@@ -119,6 +141,9 @@ def test_gba_global_batch_runs_and_renders_at_a_tiny_setting(tiny_gba, tmp_path:
     text = (tmp_path / "report.md").read_text()
     assert "| 16 (sync) | 256 |" in text and "Global batch 128 against sync's 256" in text
     assert "400 workers" in text and (tmp_path / "global_batch.png").exists()
+    assert "Tuning (seed 5):" in text and "| 8 (128) | x0.5: " in text
+    assert "Criterion (`settle.Flattening`)" in text and "runs the claims read met it" in text
+    assert (tmp_path / "last_day_curves.png").exists()
     assert json.loads((tmp_path / "results.json").read_text()) == result
     assert gba_global_batch_report.render(result) == text
     found = gba_global_batch_claims.claims(result)
@@ -177,8 +202,43 @@ def test_gba_global_batch_claims_hold_only_beyond_the_seeds_spread():
         for x in gba_global_batch_report.render(blurred).splitlines()
         if x.startswith("- Global batch 1,024")
     )
-    assert "within noise" in line.split("Each at its best")[0]
+    assert "within noise" in line.split("Each at its tuned")[0]
+    assert "not settled either way" in line
     assert gba_global_batch_claims.claims({"runs": []}) == []
+
+
+def test_gba_global_batch_reads_its_tuning_and_the_last_days_curves():
+    result = made_gba(0.01, 0.001)
+    result["tuning"] = [
+        {
+            "variant": str(b),
+            "scores": {"0.25": 0.5, "0.5": 0.49, "1": 0.495, "2": 0.5},
+            "chosen": 0.5,
+            "extensions": 1,
+            "at_edge": False,
+        }
+        for b in (64, 128, 256)
+    ]
+    result["settings"]["tuning_seed"] = 5
+    for r in result["runs"]:
+        falling = 0.02 if r["local_batch"] == 256 else 0.001
+        r["last_day_curve"] = [[0.5, 0.5 + 2 * falling], [0.75, 0.5 + falling], [1.0, 0.5]]
+    assert gba_global_batch_report.best_factor(result, 64) == 0.5
+    # at x0.5 the synthetic AUC gap is the same 0.01: holds, each at its tuned factor
+    assert gba_global_batch_report.tuned(result, 64).label == HOLDS
+    text = gba_global_batch_report.render(result)
+    assert (
+        "| 64 (1,024) | x0.25: 0.50000, x0.5: 0.49000, x1: 0.49500, x2: 0.50000 | x0.5 | no |"
+        in (text)
+    )
+    assert "Each at its tuned factor (x0.5 and x0.5)" in text
+    assert "settled with the paper" in text
+    # 256's runs fell 4% over the window: not flat; the other batches' 0.2%: flat
+    assert "18 of the 27 runs the claims read met it" in text
+    assert "local batch 256 x0.5 seed 0 (+4.00%)" in text
+    assert gba_global_batch.last_day_curve(
+        [{"examples": 1_100, "test_logloss": 0.6}, {"examples": 1_200, "test_logloss": 0.5}], 200
+    ) == [[0.5, 0.6], [1.0, 0.5]]
 
 
 @pytest.fixture
