@@ -30,13 +30,15 @@ The setting is the gba-switching reproduction's (`gba_switching`), beside the pa
   is applied to that last day's curve (its mark at 3/4 of the day starts the window).
 
 Cost, timed here on 2026-12-07 (process CPU seconds, one torch thread as in
-`run_in_processes`, on this project's 2-core machine while a CI run loaded it): the two base
-days of all-reduce (one seed) 25.9 s; one switched GBA day 12.4 s at a local batch of 64 and
-9.2 s at 256: a run of 3 switched days about 32 s. Tuning: 9 runs, plus one a round for each
-batch still at an edge (up to 3 rounds; expected 2-4 more); the claims' runs: 3 batches x 5
-seeds at x1 and at the chosen factor (up to 30). About 43 runs, 23 minutes, plus the base
-days (6 seeds, each process computes the ones it meets once: up to 5 minutes): about 28
-minutes of one core, about 15 on two processes.
+`run_in_processes`, on this project's 2-core machine with the other core busy): the two base
+days of all-reduce (one seed) 28 s; a run of the 3 switched days at a local batch of 64 (the
+slowest; its evaluations included) 61 s, about 53 s a run over the three batches (a day
+took 12.4 s at 64 and 9.2 s at 256 when timed earlier). Tuning: 9 runs, plus one a round for
+each batch still at an edge (up to 3 rounds of 1-3 runs; expected 3-5 runs); the claims'
+runs: 3 batches x 5 seeds at x1 and at each batch's tuned factor (15 to 30). About 43 runs,
+38 minutes of one core, plus the base days (6 seeds, each process computing the ones it
+meets once: up to 6 minutes): about 44 minutes of one core, about 25 on two processes (the
+extension rounds run 1-3 runs at a time).
 """
 
 from __future__ import annotations
@@ -204,7 +206,7 @@ def show(row: dict[str, Any]) -> str:
     claim="Fig. 8 (right): sync, then GBA at a fixed number of workers and another global "
     "batch: lower AUC than at sync's global batch without tuning",
     report_dir="reports/gba_global_batch",
-    minutes=15.0,  # about 28 minutes of one core, two processes: see the docstring
+    minutes=25.0,  # about 44 minutes of one core, two processes: see the docstring
     seeds=SEEDS,
     cost={"calm": gba_switching.CALM, "stragglers": gba_switching.STRAGGLING},
     show=show,

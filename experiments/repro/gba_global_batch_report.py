@@ -134,7 +134,8 @@ def render(result: dict[str, Any]) -> str:
         f"{s['test_per_day']:,} held-out examples of each day, mean ± sd over seeds "
         f"{s['seeds']}. The paper's claim (switching without tuning) is judged at x1, sync's "
         'rates. For "each at its best factor", every local batch is tuned on the same '
-        f"grid of learning-rate factors {s['lr_grid']} (on both Adagrad rates; the grid "
+        f"grid of learning-rate factors {s.get('lr_grid', factors(result))} (on both "
+        "Adagrad rates; the grid "
         f"extended past an edge up to 3 times) on seed {s.get('tuning_seed', '-')}, which "
         "no claim reads, scored by the held-out logloss (mean over the switched days); the "
         f"chosen factor then runs on seeds {s['seeds']}. The paper: {PAPER}.",
@@ -177,10 +178,10 @@ def render(result: dict[str, Any]) -> str:
             f"- Global batch {b * s['workers']:,} against sync's {m * s['workers']:,}, at "
             f"sync's rates (the paper's claim: lower AUC): AUC(sync's) - AUC({b * s['workers']:,}) "
             f"per seed {', '.join(f'{g:+.4f}' for g in untuned_gaps.values())}, "
-            f"{at_x1.describe()}: {settled(at_x1)}. Each at its tuned factor "
+            f"{at_x1.describe()}; {settled(at_x1)}. Each at its tuned factor "
             f"(x{best_factor(result, m):g} and x{best_factor(result, b):g}): "
             f"{', '.join(f'{g:+.4f}' for g in tuned_gaps.values())}, "
-            f"{at_best.describe()}: {settled(at_best)}."
+            f"{at_best.describe()}; {settled(at_best)}."
         )
     lines.append(
         '- A verdict short of "holds" means the gap does not clear twice the seeds\' spread: '

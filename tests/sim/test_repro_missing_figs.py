@@ -61,7 +61,7 @@ def inline(run, items, progress):
 
 
 def test_both_are_registered_with_their_minutes():
-    assert REPRODUCTIONS["gba-global-batch"].minutes == 15.0
+    assert REPRODUCTIONS["gba-global-batch"].minutes == 25.0
     assert REPRODUCTIONS["gba-global-batch"].report_dir == "reports/gba_global_batch"
     assert REPRODUCTIONS["hierarchical-trainers"].minutes == 18.0
     assert REPRODUCTIONS["hierarchical-trainers"].report_dir == "reports/hierarchical_trainers"
