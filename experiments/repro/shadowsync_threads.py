@@ -12,7 +12,7 @@ at 24 (`shadowsync_points.threads_cost`): EPS flat beyond 24 threads is this sta
 not a finding; what the threads change in the loss (Hogwild staleness) is measured.
 
 Quality in real math at 5 trainers only (the cut: not at 10), 5 seeds (settle.SEEDS),
-QUALITY_EXAMPLES examples one pass (820 iterations a thread at 1 thread, 12.8 at 64), speed
+QUALITY_EXAMPLES examples one pass (410 iterations a thread at 1 thread, 6.4 at 64), speed
 noise on. The dense Adagrad rate is tuned at every thread count on one grid
 (`shadowsync_threads_settle.GRID`, extended past an edge), scored by the held-out logloss of
 seed 5, which no claim reads: one rate for every count (Table 3's, tuned for 4 threads)
@@ -59,7 +59,7 @@ from recsync.optim.train_spec import TrainSpec
 THREADS = (1, 12, 24, 32, 64)  # the paper's: single thread, then 12, 24, 32, 64
 SERVERS = {5: (1, 4), 10: (1, 6)}  # trainers -> sync servers, embedding servers (the paper's)
 QUALITY_TRAINERS = 5
-QUALITY_EXAMPLES = 1 << 20
+QUALITY_EXAMPLES = 1 << 19
 EPS_ITERATIONS = 20
 EPS_SEEDS = (0,)
 NOT_MILD = 2.0  # a loss this many times the one-thread loss is not a mild rise
@@ -104,7 +104,9 @@ def _row(r: dict[str, Any]) -> str:
     paper="ShadowSync (Zheng et al. 2020)",
     claim="Fig. 8: S-EASGD's loss and EPS over 1 to 64 worker threads a trainer",
     report_dir="reports/shadowsync_threads",
-    # measured: see MINUTES' note
+    # measured: a 1,048,576-example quality run with its 8 evaluations took 205 s of one
+    # core (two beside each other and other work); at 524,288, ~100 s: 5 counts x 4 rates
+    # + ~4 extensions + 25 claims' runs, two at a time, ~41; EPS as before, ~5
     minutes=45.0,
     seeds=SEEDS,
     cost={f"{m} threads": threads_cost(m) for m in THREADS},
