@@ -137,6 +137,7 @@ def run(
         "examples": base.examples,
         "evaluations": base.evaluations,
         "grid": quality["grid"],
+        "grid_step": grid.step,
         "tune_seed": quality["tune_seed"],
         "tuning": quality["tuning"],
         "lr_tuning": quality["lr_tuning"],

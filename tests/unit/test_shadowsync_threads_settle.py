@@ -50,9 +50,9 @@ def test_every_count_is_tuned_on_one_grid_and_the_claims_read_other_seeds(fake):
     out = shadowsync_threads_settle.tune_and_run(base, THREADS, settle.SEEDS, None)
     tuning = {t["threads"]: t for t in out["tuning"]}
     assert {m: tuning[m]["chosen"] for m in THREADS} == BEST
-    assert tuning[1]["extensions"] == 1 and not tuning[1]["at_edge"]  # 0.008 at the edge: 0.016
+    assert tuning[1]["extensions"] == 1 and not tuning[1]["at_edge"]  # 0.008 at the edge: 0.032
     assert tuning[12]["extensions"] == 0 and "0.016" not in tuning[12]["scores"]
-    assert tuning[64]["extensions"] == 1 and "0.0005" in tuning[64]["scores"]
+    assert tuning[64]["extensions"] == 1 and "0.00025" in tuning[64]["scores"]
     assert {r["seed"] for r in out["lr_tuning"]} == {shadowsync_threads_settle.TUNE_SEED}
     quality = out["quality"]
     assert len(quality) == len(THREADS) * len(settle.SEEDS)
@@ -84,6 +84,7 @@ def test_the_report_shows_the_tuning_the_curves_and_which_way_each_claim_settled
     text = (tmp_path / "report.md").read_text()
     assert "| 1 | 0.001: " in text and "| 0.008 | no (grid extended 1x) |" in text
     assert "seed 5's run, a seed none of the claims reads" in text
+    assert "multiplied or divided by 4 past an edge" in text
     assert "![held-out loss over the run](curves.png)" in text
     assert "| 64 | 0.001 | +0.100% (+0.100% .. +0.100%) | 5 of 5 |" in text
     assert "25 of 25 runs met the criterion." in text
@@ -105,6 +106,10 @@ def test_the_flattening_table_says_which_runs_still_fell():
     text = "\n".join(shadowsync_threads_settle.flattening_table(results, quality, (1,)))
     assert "| 1 | 0.004 | +10.000% (+10.000% .. +10.000%) | 0 of 2 |" in text
     assert "0 of 2 runs met the criterion. The others did not: the largest fall" in text
+    rising = [[1.0, 0.5], [3.0, 0.5], [4.0, 0.6]]
+    quality = [{"threads": 1, "seed": 0, "dense_lr": 0.004, "curve": rising}]
+    text = "\n".join(shadowsync_threads_settle.flattening_table(results, quality, (1,)))
+    assert "1 of 1 runs met the criterion. In 1 of them the held-out loss rose" in text
 
 
 def test_rows_of_reads_tuned_results_and_plain_rows():
