@@ -19,7 +19,7 @@ LOSSES = (("train_loss", "train loss"), ("test_logloss", "eval logloss"))
 FLAT = 0.1  # ours: EPS at the most threads within 10% of the EPS at 24 is "flat"
 
 
-def _is_current(rows: Any) -> bool:
+def _is_current(rows: list[Any]) -> bool:
     return (
         isinstance(rows, list)
         and bool(rows)
@@ -28,12 +28,15 @@ def _is_current(rows: Any) -> bool:
 
 
 def claims(rows: Any) -> list[Claim]:
-    """The loss at the most threads against one thread, train and eval (real math)."""
+    """The loss at the most threads against one thread, train and eval (real math), from
+    results.json (its rows, tuned or not)."""
+    rows = shadowsync_threads.rows_of(rows)
     if not _is_current(rows):
         return []
     quality = [r for r in rows if r["math"] == "real"]
     few, most = shadowsync_threads.THREADS[0], shadowsync_threads.THREADS[-1]
     trainers = " and ".join(map(str, sorted({r["trainers"] for r in quality})))
+    tuned = "each count at its tuned dense rate, " if quality and "dense_lr" in quality[0] else ""
     made = []
     for key, name in LOSSES:
         high, low = by_seed(quality, key, threads=most), by_seed(quality, key, threads=few)
@@ -48,8 +51,8 @@ def claims(rows: Any) -> list[Claim]:
                 "Fig. 8: losses increase from 1 to 64 threads, mildly against the EPS gained "
                 "(5 and 10 trainers; no number given)",
                 f"{trainers} trainers: {name} {mean(low.values()):.5f} at {few} "
-                f"thread, {mean(high.values()):.5f} at {most} ({rise:+.2f}%), real math "
-                f"({seeds})",
+                f"thread, {mean(high.values()):.5f} at {most} ({rise:+.2f}%), {tuned}real "
+                f"math ({seeds})",
                 v,
                 "worker threads",
                 effect=Effect.difference(high, low, f"{name}, {most} minus {few} thread", "higher"),

@@ -112,11 +112,11 @@ def test_threads_report_judges_the_loss_and_states_the_eps_model():
                 for m in shadowsync_threads.THREADS
             ]
     text = shadowsync_threads.report(rows)
-    assert "| 64 | 0.60640 (0.60640 .. 0.60640) | 0.50641 (0.50640 .. 0.50642) | 1.00 | " \
-        "12,000 | 24,000 |" in text  # fmt: skip
+    assert "| 64 | 0.008 | 0.60640 (0.60640 .. 0.60640) | 0.50641 (0.50640 .. 0.50642) | " \
+        "1.00 | 12,000 | 24,000 |" in text  # fmt: skip
     assert "- eval logloss at 64 threads above 1 thread (the paper: rising with the threads, " \
-        "mildly): effect +0.00630 against 2 x spread 0.00001 over 3 seeds: holds; the mean " \
-        "rises +1.26% (how mild" in text  # fmt: skip
+        "mildly): settled with the paper; effect +0.00630 against 2 x spread 0.00001 over " \
+        "3 seeds: holds; the mean rises +1.26% (how mild" in text  # fmt: skip
     assert "- 10 trainers: EPS at 24 threads 24.0x one thread's, at 64 1.00x 24's" in text
     assert "the eval logloss rises +0.460% from 1 to 24 threads" in text
     assert "by construction" in text
