@@ -55,6 +55,17 @@ class Tuned:
         }
 
 
+def tried_text(tuned: Mapping[str, Any], digits: int = 5) -> str:
+    """A stored tuning's (`Tuned.as_dict`) values tried, each with its score."""
+    return ", ".join(f"{v}: {s:.{digits}f}" for v, s in tuned["scores"].items())
+
+
+def edge_text(tuned: Mapping[str, Any]) -> str:
+    """Whether a stored tuning's choice is still at an edge, and how often its grid grew."""
+    extended = f" (grid extended {tuned['extensions']}x)" if tuned["extensions"] else ""
+    return ("yes" if tuned["at_edge"] else "no") + extended
+
+
 def best(scores: Mapping[float, float], higher_is_better: bool) -> float:
     """The value with the best score; a NaN (a diverged run) is the worst, ties go to the
     smaller value."""

@@ -79,10 +79,7 @@ def tuning_table(results: dict[str, Any]) -> list[str]:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for t in results["tuning"]:
-        tried = ", ".join(f"{v}: {s:.5f}" for v, s in t["scores"].items())
-        edge = "yes" if t["at_edge"] else "no"
-        if t["extensions"]:
-            edge += f" (grid extended {t['extensions']}x)"
+        tried, edge = settle.tried_text(t), settle.edge_text(t)
         lines.append(
             f"| {_TABLES[t['table']]} | {t['variant']} | {t['trainers']} | {tried} | "
             f"{t['chosen']:g} | {edge} |"

@@ -181,10 +181,7 @@ def tuning_table(results: dict[str, Any]) -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     for t in results["tuning"]:
-        tried = ", ".join(f"{v}: {s:.5f}" for v, s in t["scores"].items())
-        edge = "yes" if t["at_edge"] else "no"
-        if t["extensions"]:
-            edge += f" (grid extended {t['extensions']}x)"
+        tried, edge = settle.tried_text(t), settle.edge_text(t)
         lines.append(f"| {t['threads']} | {tried} | {t['chosen']:g} | {edge} |")
     return lines
 
