@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from experiments.repro import settle
 from experiments.repro.common import run_in_processes
 from experiments.repro.embeddings_setting import (
     CONTINUAL_VARIANTS,
@@ -165,8 +166,7 @@ def tuning_lines(results: dict[str, Any]) -> list[str]:
     ]
     for part, tuned in tuning.items():
         for label, t in tuned.items():
-            tried = ", ".join(f"{v}: {score:.5f}" for v, score in t["scores"].items())
-            edge = "yes (after the grid grew)" if t["at_edge"] else "no"
+            tried, edge = settle.tried_text(t), settle.edge_text(t)
             lines.append(f"| {part} | {label} | {tried} | {t['chosen']:g} | {edge} |")
     lines += [
         "",

@@ -73,8 +73,7 @@ def tuning_section(results: Results) -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     for t in tuning:
-        tried = ", ".join(f"{v}: {s:.4f}" for v, s in t["scores"].items())
-        edge = "yes" if t["at_edge"] else "no"
+        tried, edge = settle.tried_text(t, digits=4), settle.edge_text(t)
         lines.append(f"| {t['variant']} | {tried} | {t['chosen']:g} | {edge} |")
     return [*lines, ""]
 

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from experiments.repro import reviewer
+from experiments.repro import reviewer, settle
 from experiments.repro.claims import MEASURED, Claim, Effect
 from experiments.repro.settle import SEEDS, Curves
 from experiments.repro.settled_words import settled
@@ -170,8 +170,7 @@ def tuning_lines(tuning: dict[str, dict[str, Any]]) -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     for label, t in tuning.items():
-        tried = ", ".join(f"{v}: {score:.5f}" for v, score in t["scores"].items())
-        edge = "yes (after the grid grew)" if t["at_edge"] else "no"
+        tried, edge = settle.tried_text(t), settle.edge_text(t)
         lines.append(f"| {label} | {tried} | {t['chosen']:g} | {edge} |")
     return lines
 
