@@ -46,7 +46,8 @@ def test_shadow_strategies_train_to_reference_quality(strategy, reference_auc):
 
 @pytest.mark.parametrize("strategy", ["easgd", "async"])
 def test_evaluations_while_training_record_each_mark_once_then_the_end(strategy):
-    # 40,000 examples, a mark every 8,000: at 8,000 to 32,000 (40,000 is the end's record)
+    # 40,000 examples, a mark every 8,000: at 8,000 to 32,000 (40,000 is the end's record);
+    # marks one late poll passed (a loaded machine) share one snapshot: one record, counted
     records: list[dict] = []
     jobs: list = []
     summary = run_job(
@@ -56,9 +57,10 @@ def test_evaluations_while_training_record_each_mark_once_then_the_end(strategy)
         on_start=jobs.append,
         eval_examples=2_000,
     )
-    assert len(records) == 4, [r["examples"] for r in records]
+    merged = summary.get("evaluation_marks_merged", 0)
+    assert len(records) + merged == 4 and len(records) >= 1, [r["examples"] for r in records]
     assert jobs[0].evaluations.records[:-1] == records  # then the end's, once
-    assert [r["test_examples"] for r in jobs[0].evaluations.records] == [2_000] * 4 + [
+    assert [r["test_examples"] for r in jobs[0].evaluations.records] == [2_000] * len(records) + [
         SYNTHETIC.num_test
     ]
     examples = [r["examples"] for r in jobs[0].evaluations.records]

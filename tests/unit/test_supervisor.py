@@ -77,6 +77,16 @@ def scored(examples: int, logloss: float = 0.5) -> Scored:
     return Scored(reports, Quality(1_000, logloss, 1.0, 0.7, 1.0), 1.0)
 
 
+def summary(examples: int) -> dict:
+    """A run's summary as `Evaluations.final` reads it."""
+    keys = ("test_auc", "test_ne", "test_logloss", "test_calibration")
+    return (
+        {"examples_trained": examples, "train_loss": 0.5, "test_examples": 100}
+        | {k: 0.5 for k in keys}
+        | {"eps": 1.0, "train_seconds": 1.0}
+    )
+
+
 def recorded(commands: list) -> list[int]:
     return [c.record["examples"] for c in commands if isinstance(c, Record)]
 
@@ -101,30 +111,40 @@ def test_a_cut_pauses_reading_takes_the_state_resumes_and_hands_it_on():
 def test_each_mark_the_stream_went_past_is_evaluated_once_and_recorded_in_order():
     job = supervisor(eval_every=500)
     assert job.handle(Progressed(500, None, 1.0)) == []  # at the mark, not past it yet
-    assert job.handle(Progressed(1_200, None, 2.0)) == [Evaluate(2.0, 500), Evaluate(2.0, 1_000)]
-    assert job.handle(Progressed(1_300, None, 2.1)) == []
+    assert job.handle(Progressed(700, None, 1.5)) == [Evaluate(1.5, 500)]
+    assert job.handle(Progressed(1_300, None, 2.1)) == [Evaluate(2.1, 1_000)]
     assert job.handle(Progressed(1_600, None, 2.5, trained=1_500)) == [Evaluate(2.5, 1_500)]
     assert list(job.scoring) == [500, 1_000, 1_500]  # each under way: none dropped
-    assert recorded(job.handle(scored(1_201))) == [1_201]
-    assert recorded(job.handle(scored(1_202))) == [1_202]
+    assert recorded(job.handle(scored(700))) == [700]
+    assert recorded(job.handle(scored(1_300))) == [1_300]
     assert recorded(job.handle(scored(1_500))) == [1_500]
     assert not job.scoring and len(job.evaluations.records) == 3
+    job.evaluations.final(end := summary(1_600))
+    assert "evaluation_marks_merged" not in end
+
+
+def test_marks_passed_at_once_are_one_snapshot_one_record_and_counted():
+    # a poll late under load: the model is the same for the marks it passed
+    job = supervisor(eval_every=500)
+    assert job.handle(Progressed(1_700, None, 2.0)) == [Evaluate(2.0, 1_500)]
+    assert job.handle(Progressed(1_800, None, 2.1)) == []  # 500 and 1,000 are not due again
+    assert recorded(job.handle(scored(1_700))) == [1_700]
+    assert job.handle(Progressed(2_100, None, 2.5)) == [Evaluate(2.5, 2_000)]
+    assert recorded(job.handle(scored(2_100))) == [2_100]
+    job.evaluations.final(end := summary(2_400))
+    assert end["evaluation_marks_merged"] == 2
 
 
 def test_marks_queue_while_scoring_and_beyond_the_bound_wait_for_the_oldest():
     job = supervisor(eval_every=100)
-    first = job.handle(Progressed(MAX_SCORING * 100 + 1, None, 1.0))
-    assert first == [Evaluate(1.0, 100 * (i + 1)) for i in range(MAX_SCORING)]
-    beyond = (MAX_SCORING + 2) * 100
-    assert job.handle(Progressed(beyond + 1, None, 2.0)) == [
-        AwaitScored(),
-        Evaluate(2.0, beyond - 100),
-        AwaitScored(),
-        Evaluate(2.0, beyond),
-    ]
-    assert len(job.scoring) == MAX_SCORING + 2  # until the driver fed the two awaited
+    for i in range(MAX_SCORING):
+        assert job.handle(Progressed(100 * (i + 1) + 1, None, 1.0)) == [
+            Evaluate(1.0, 100 * (i + 1))
+        ]
+    beyond = (MAX_SCORING + 1) * 100
+    assert job.handle(Progressed(beyond + 1, None, 2.0)) == [AwaitScored(), Evaluate(2.0, beyond)]
+    assert len(job.scoring) == MAX_SCORING + 1  # until the driver fed the one awaited
     job.handle(scored(150))
-    job.handle(scored(250))
     assert len(job.scoring) == MAX_SCORING
 
 
@@ -151,7 +171,8 @@ def test_a_rollback_evaluates_again_only_the_marks_it_dropped_unscored():
 
 def test_early_stopping_stops_reading_once():
     job = supervisor(eval_every=500, early=EarlyStopping(patience=1))
-    assert len(job.handle(Progressed(1_501, None, 1.0))) == 3
+    for handed in (501, 1_001, 1_501):
+        assert len(job.handle(Progressed(handed, None, 1.0))) == 1
     assert [type(c) for c in job.handle(scored(500, 0.5))] == [Record]
     assert job.handle(scored(1_000, 0.6))[1:] == [StopReaders("early stopping")]
     assert job.handle(scored(1_500, 0.7))[1:] == []

@@ -137,6 +137,7 @@ class Evaluations:
         self.next_mark = eval_every
         self.records: list[dict[str, Any]] = []
         self.offset = 0  # examples trained before the trainers' counts began (a rollback)
+        self.merged = 0  # marks a snapshot for a later mark stood for (passed in one poll)
         self._loss_sum, self._examples = 0.0, 0  # over all trainers, at the last record
 
     def new_segment(self, topology: Topology, offset: int) -> None:
@@ -216,6 +217,8 @@ class Evaluations:
         if self.watch.improved and self.keep_best:
             self.best_state = state
         summary["early_stopping"] = self.watch.summary()
+        if self.merged:
+            summary["evaluation_marks_merged"] = self.merged
         if self.keep_best and self.best_state is not None:
             summary["best"] = self.watch.best_record()
         return record

@@ -12,11 +12,13 @@ cut), with the accounting of each loss. A reader replaced alone abandons the cut
 is being replaced. It holds no threads, clocks or IO: seconds and positions come in the
 events, so a driver's own time (wall or virtual) is its business.
 
-Evaluation marks: each mark the stream goes past (coordinator/evaluation.py) is one
-`Evaluate` (a snapshot of the model), and each is scored in order, its `Scored` one
-`Record`, none dropped: at most `MAX_SCORING` are under way (snapshots held: copies of the
-model), a further one first waits for the oldest (`AwaitScored`), and the job's end waits
-for all of them, before the run's last record (the drivers' `Evaluations.final`, once).
+Evaluation marks: the marks the stream goes past (coordinator/evaluation.py) in one
+`Progressed` are one `Evaluate` (a snapshot of the model, standing for the last of them:
+one model is one record; the marks it stands for besides are counted, the summary's
+`evaluation_marks_merged`), each scored in order, its `Scored` one `Record`, none dropped:
+at most `MAX_SCORING` are under way (snapshots held: copies of the model), a further one
+first waits for the oldest (`AwaitScored`), and the job's end waits for all of them, before
+the run's last record (the drivers' `Evaluations.final`, once).
 
 How a driver carries a command is its own: the engine polls the reader and scores an
 evaluation in another process (its `Scored` comes later), the simulator evaluates at the
@@ -149,11 +151,13 @@ class Supervisor:
         commands: list[Command] = []
         handed, total = event.handed, event.total
         trained = handed if event.trained is None else event.trained
-        for mark in self.evaluations.passed(handed, trained):
-            if len(self.scoring) >= MAX_SCORING + commands.count(AwaitScored()):
+        marks = self.evaluations.passed(handed, trained)
+        if marks:  # one snapshot stands for every mark this progress passed: one record
+            self.evaluations.merged += len(marks) - 1
+            if len(self.scoring) >= MAX_SCORING:
                 commands.append(AwaitScored())
-            self.scoring.append(mark)
-            commands.append(Evaluate(event.seconds, mark))
+            self.scoring.append(marks[-1])
+            commands.append(Evaluate(event.seconds, marks[-1]))
         cut = not self.cutting and not self.replacing and handed != total
         if cut and self.cuts.due(handed, event.seconds):
             self.cutting = True
