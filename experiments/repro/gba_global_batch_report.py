@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.repro import reviewer
-from experiments.repro.settle import Curves, Flattening
+from experiments.repro.settle import Curves, Flattening, edge_text
 from experiments.repro.settled_words import settled
 from experiments.repro.verdict import Verdict, judge
 from recsync.app.runs.plots import new_figure, save_figure
@@ -75,8 +75,7 @@ def tuning_table(result: dict[str, Any]) -> list[str]:
         b = int(t["variant"])
         tried = ", ".join(f"x{v}: {score:.5f}" for v, score in t["scores"].items())
         lines.append(
-            f"| {b} ({b * workers:,}) | {tried} | x{float(t['chosen']):g} | "
-            f"{'yes' if t['at_edge'] else 'no'} |"
+            f"| {b} ({b * workers:,}) | {tried} | x{float(t['chosen']):g} | {edge_text(t)} |"
         )
     return lines
 
