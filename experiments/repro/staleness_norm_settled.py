@@ -116,10 +116,8 @@ def tuned_table(result: dict[str, Any]) -> list[str]:
     ]
     for t in result["tuned"]:
         tried = ", ".join(f"x{v} {score:.4f}" for v, score in t["scores"].items())
-        n = t["extensions"]
-        extended = f" ({n} extension{'s' if n != 1 else ''} past an edge)" if n else ""
-        edge = "yes: still at the edge" if t["at_edge"] else "no"
-        lines.append(f"| {t['variant']} | {tried}{extended} | x{t['chosen']:g} | {edge} |")
+        edge = settle.edge_text(t)
+        lines.append(f"| {t['variant']} | {tried} | x{t['chosen']:g} | {edge} |")
     return lines
 
 

@@ -271,7 +271,7 @@ def test_tuned_report_shows_the_tuning_the_flattening_and_how_each_claim_settled
     assert (
         "| 0.2K, no normalization | x0.125 0.6900, x0.25 0.7000, x0.5 0.6800 | x0.25 | no |" in text
     )
-    assert "x4 0.6700 (3 extensions past an edge) | x4 | yes: still at the edge |" in text
+    assert "x4 0.6700 | x4 | yes (grid extended 3x) |" in text
     # the rule on the curves: the window starts at 300 (3/4 of 400); 0.551 -> 0.550 is 0.18%
     assert (
         "over the last 25% of the run (the test split's logloss, evaluated 4 times a run)" in text
