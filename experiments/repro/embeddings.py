@@ -9,7 +9,7 @@ never-seen ones. Four parts: quality at equal memory (several seeds), memory and
 AUC over continual days with and without eviction (with full and delta checkpoints of every
 cut), the capacity run, and examples/s of hash vs fixed tables: the cost model's ratio, and
 on the Ray engine when `engine_examples` > 0 (off by default: it needs a machine where no
-other Ray session runs; a `ray stop` elsewhere kills this one's). The Ray part is saved
+other Ray cluster runs; a `ray stop` by anyone else on it kills this one's). The Ray part is saved
 (parts/engine.json, with the commit it was measured at) and a rerun without it reports it
 again, said so; every other part is computed by each run (a stopped run resumes from its
 finished points, `points.py`), so the report's numbers are its stamp's code's.

@@ -240,8 +240,8 @@ def engine_lines(results: dict[str, Any]) -> list[str]:
         return [
             *lines,
             "- Ray engine: not measured (Setting.engine_examples = 0, the default: a local Ray "
-            "needs a machine where no other Ray session runs; a `ray stop --force` from "
-            "another session kills it).",
+            "needs a machine where no other Ray cluster runs; a `ray stop --force` run by "
+            "anyone else on it kills it).",
         ]
     runs_eps = engine.get("eps_steady") or {}  # by tables: each run's steady examples/s
     eps = {name: steady_each(runs_eps, RESULTS, "engine", key=name) for name in ("fixed", "hash")}
