@@ -85,3 +85,32 @@ def test_the_words_are_caught():
         "our development machine\nthe issue's targets\nan issue of the data\n"
     )
     assert [n for n, _ in history_lines(text)] == [1, 2, 3, 5, 6, 7]
+
+
+def report_pages() -> list[Path]:
+    """The Markdown pages under reports/ that stand for the code as it is: every page of a
+    report no reproduction makes (written with the measurement it records), and those of each
+    reproduction whose report is current (a stale one is rewritten when it is regenerated)."""
+    from experiments.repro import REPRODUCTIONS, stamp
+
+    made = {ROOT / r.report_dir: r for r in REPRODUCTIONS.values()}
+    pages = []
+    for path in sorted((ROOT / "reports").rglob("*.md")):
+        owner = next((r for folder, r in made.items() if folder in path.parents), None)
+        if (
+            owner is None
+            or stamp.stale_reason(owner.run.__module__, ROOT / owner.report_dir) is None
+        ):
+            pages.append(path)
+    return pages
+
+
+def test_the_reports_hold_no_development_history():
+    pages = report_pages()
+    assert ROOT / "reports" / "scaling_16cores" / "README.md" in pages
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:160]}"
+        for path in pages
+        for number, line in history_lines(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "development history in a report:\n" + "\n".join(found)
