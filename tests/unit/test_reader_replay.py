@@ -225,6 +225,35 @@ def test_a_lost_trainer_s_batches_stay_its_own_or_go_out_once():
     assert new.report().previous_examples == [100, 100]
 
 
+def test_a_lost_trainer_s_parks_stand_no_more_its_next_incarnation_parks_again():
+    # trainer 1 (workers 2, 3) parks for a cut, is lost and restarted: the cut waits for
+    # its new loops' pushes, not for the dead ones' parks
+    node = reader(batches_per_step=4)
+    one, two = Trainer(0), Trainer(1)
+    for trainer, thread in ((one, 0), (one, 1), (two, 0), (two, 1)):
+        take(trainer, node, thread)  # a step of 4 batches
+    node.handle(PauseReading())
+    assert take(two, node, 0).paused and take(two, node, 1).paused
+    node.handle(Park(2))
+    node.handle(Park(3))
+    node.handle(Requeue(1, range(2, 4)))  # trainer 1 lost: its batches 2 and 3 again
+    one.push(0)
+    one.push(1)
+    assert take(one, node, 0).number == 2 and take(one, node, 1).number == 3
+    one.push(0)
+    one.push(1)
+    assert take(one, node, 0).paused and take(one, node, 1).paused
+    node.handle(Park(0))
+    node.handle(Park(1))
+    assert not node.at_cut  # workers 2 and 3 have not parked since
+    two = Trainer(1, incarnation=1)
+    assert take(two, node, 0).paused and take(two, node, 1).paused
+    node.handle(Park(2))
+    assert not node.at_cut
+    node.handle(Park(3))
+    assert node.at_cut
+
+
 def test_workers_told_the_data_is_consumed_stay_out_and_a_stop_holds():
     small = dataclasses.replace(DATA, num_train=300)
     lost = ReaderNode(SyntheticData(small, TRAIN), 2, num_workers=4)

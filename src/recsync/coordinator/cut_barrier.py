@@ -54,6 +54,11 @@ class CutBarrier:
         assert paused, f"worker {worker} parked with no cut under way"
         self.parked.add(worker)
 
+    def unpark(self, workers: range) -> None:
+        """The loops of `workers` were lost: a park of theirs stands no more (their next
+        incarnation lands its own pushes and parks again before the cut is taken)."""
+        self.parked -= set(workers)
+
     def resume(self) -> None:
         self.pausing = False
         self.parked.clear()

@@ -196,6 +196,7 @@ class ReaderNode(Node):
     def requeue(self, message: Requeue) -> Requeued:
         t = message.trainer
         self.out -= set(message.workers)
+        self.barrier.unpark(message.workers)
         return self.handouts.requeue(t, message.workers, self.handed_examples[t])
 
     def _next(self, trainer: int) -> Batch | None:
