@@ -228,8 +228,8 @@ def test_gba_global_batch_reads_its_tuning_and_the_last_days_curves():
     assert gba_global_batch_report.tuned(result, 64).label == HOLDS
     text = gba_global_batch_report.render(result)
     assert (
-        "| 64 (1,024) | x0.25: 0.50000, x0.5: 0.49000, x1: 0.49500, x2: 0.50000 | x0.5 | no (grid extended 1x) |"
-        in (text)
+        "| 64 (1,024) | x0.25: 0.50000, x0.5: 0.49000, x1: 0.49500, x2: 0.50000 | x0.5 | "
+        "no (grid extended 1x) |" in (text)
     )
     assert "Each at its tuned factor (x0.5 and x0.5)" in text
     assert "settled with the paper" in text
