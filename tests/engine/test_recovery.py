@@ -218,7 +218,9 @@ def test_a_lost_evaluator_is_started_again_and_scores_every_evaluation(reference
     assert sum("lost the evaluator" in line for line in lines) == 2
     assert summary["examples_trained"] == LONG.num_train
     marks = [r["examples"] for r in records]
-    assert marks == sorted(marks) and len(marks) >= LONG.num_train // 10_000 - 1
+    # marks passed at once (polls late on a loaded machine) share one record, counted
+    covered = len(marks) + summary.get("evaluation_marks_merged", 0)
+    assert marks == sorted(set(marks)) and covered == LONG.num_train // 10_000 - 1, marks
     assert summary["test_auc"] >= reference_auc - 0.03
 
 
